@@ -1,0 +1,16 @@
+//! # idemspec-scenarios
+//!
+//! The schema shared by the idemspec proxy and the conformance runner, and the loader that turns
+//! YAML into validated types or located errors. It does no networking: text in, types or
+//! [`LoadError`]s out.
+//!
+//! - [`load`]: the located YAML loader (`file:line:column: message` plus a snippet).
+//! - [`rules`]: proxy rules (`Rule { match, fault }`), the fault verbs, and standalone proxy files.
+//! - [`scenario`]: a check's scenario file (`id`, `level`, `steps`, `assert`, ...).
+//! - [`profile`]: target profiles and contract presets.
+//! - [`catalogue`]: the built-in checks, embedded with `include_str!`.
+#![warn(missing_docs)]
+
+pub mod load;
+
+pub use load::{from_yaml, LoadError};

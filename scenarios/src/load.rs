@@ -1,0 +1,100 @@
+//! The located YAML loader: text in, a typed value or a [`LoadError`] that names file, line and column.
+
+use serde::de::DeserializeOwned;
+
+/// A configuration error located in a source file.
+///
+/// Displayed as `FILE:LINE:COLUMN: MESSAGE`, followed by a snippet of the offending lines when one is
+/// known. Lines and columns are 1-based. A file name of `<embedded:ID>` names a built-in catalogue entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}{}", snippet.as_deref().map(|s| format!("\n{s}")).unwrap_or_default())]
+pub struct LoadError {
+    /// The file the text came from, as the user named it.
+    pub file: String,
+    /// 1-based line; 0 when the position is unknown.
+    pub line: u64,
+    /// 1-based column; 0 when the position is unknown.
+    pub column: u64,
+    /// What was wrong and, where the parser knows it, what was expected.
+    pub message: String,
+    /// The source lines around the position, with a caret, when available.
+    pub snippet: Option<String>,
+}
+
+impl LoadError {
+    /// An error found by a `validate()` pass at a position the parser recorded with [`Spanned`].
+    pub fn at(file: &str, location: &Location, message: impl Into<String>) -> Self {
+        Self {
+            file: file.to_owned(),
+            line: location.line(),
+            column: location.column(),
+            message: message.into(),
+            snippet: None,
+        }
+    }
+}
+
+/// A value with the position it was read from (re-exported from serde-saphyr), for cross-field
+/// validation errors that must still point at a line and column.
+pub use serde_saphyr::Spanned;
+
+/// A position in a YAML source (1-based line and column), re-exported from serde-saphyr.
+pub use serde_saphyr::Location;
+
+/// Parses `text` (the contents of `file`) as YAML into `T`.
+///
+/// Unknown fields, wrong types and syntax errors come back as a [`LoadError`] with the parser's
+/// line, column and a snippet; the file name replaces the parser's `<input>` placeholder.
+pub fn from_yaml<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, LoadError> {
+    serde_saphyr::from_str::<T>(text).map_err(|err| {
+        let (line, column) = err
+            .location()
+            .map(|l| (l.line(), l.column()))
+            .unwrap_or((0, 0));
+        let rendered = err.to_string();
+        // serde-saphyr renders "error: line L column C: MESSAGE\n --> <input>:L:C\n<snippet>".
+        let mut lines = rendered.lines();
+        let first = lines.next().unwrap_or_default();
+        let message = first
+            .split_once(": ")
+            .and_then(|(_, rest)| rest.split_once(": ").map(|(_, m)| m))
+            .unwrap_or(first)
+            .to_owned();
+        let snippet: Vec<&str> = lines.skip_while(|l| l.trim_start().starts_with("-->")).collect();
+        LoadError {
+            file: file.to_owned(),
+            line,
+            column,
+            message,
+            snippet: (!snippet.is_empty()).then(|| snippet.join("\n")),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Doc {
+        version: u32,
+        name: String,
+    }
+
+    #[test]
+    fn unknown_field_is_located() {
+        let err = from_yaml::<Doc>("a.yaml", "version: 1\nname: x\nnmae: y\n").unwrap_err();
+        assert_eq!((err.file.as_str(), err.line, err.column), ("a.yaml", 3, 1));
+        assert!(err.message.contains("unknown field `nmae`"), "{}", err.message);
+        assert!(err.to_string().starts_with("a.yaml:3:1: unknown field"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_is_located() {
+        let err = from_yaml::<Doc>("b.yaml", "version: one\nname: x\n").unwrap_err();
+        assert_eq!((err.line, err.column), (1, 10));
+    }
+}
