@@ -14,3 +14,6 @@
 pub mod load;
 
 pub use load::{from_yaml, LoadError};
+pub mod scenario;
+
+pub use scenario::Level;

@@ -1,1 +1,10 @@
-//! placeholder
+//! # idemspec
+//!
+//! The conformance runner: reads a target profile and scenarios, drives requests (through the
+//! fault-injecting proxy where a scenario injects faults), evaluates assertions into graded verdicts,
+//! and writes reports.
+//!
+//! - [`model`]: verdicts, evidence, outcomes, run events, statistics and exit codes.
+#![warn(missing_docs)]
+
+pub mod model;

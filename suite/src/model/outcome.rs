@@ -1,0 +1,130 @@
+use idemspec_scenarios::Level;
+use serde::{Deserialize, Serialize};
+
+/// The graded verdict of one check (DESIGN.md "The suite").
+///
+/// A check never reports [`Verdict::Pass`] without having observed what it claims: when it could
+/// not decide (target unreachable, every response dropped, a hook failed) it is [`Verdict::Unknown`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Verdict {
+    /// The rule held and was observed to hold.
+    Pass,
+    /// A MUST rule was broken.
+    Fail,
+    /// A SHOULD rule was broken.
+    Warn,
+    /// Behaviour recorded, not judged (e.g. "mismatch answered 417").
+    Info,
+    /// The target profile lacks a capability the check needs; the outcome's summary says which.
+    Skip,
+    /// The run could not decide.
+    Unknown,
+}
+
+impl Verdict {
+    /// Upper-case label as shown in every report (`PASS`, `FAIL`, ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Warn => "WARN",
+            Verdict::Info => "INFO",
+            Verdict::Skip => "SKIP",
+            Verdict::Unknown => "UNKNOWN",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// One request as the runner sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// The step that sent it (its index, 1-based, or its name).
+    pub step: String,
+    /// HTTP method, e.g. `POST`.
+    pub method: String,
+    /// Path and query as sent, e.g. `/v1/workers?x=1`.
+    pub path: String,
+    /// The principal's name from the target profile.
+    pub principal: String,
+    /// The `Idempotency-Key` (or the profile's header) value as sent; `None` when no key was sent.
+    pub idempotency_key: Option<String>,
+    /// The first bytes of the body (at most 200 characters, lossy UTF-8).
+    pub body_excerpt: String,
+    /// Whether it went through the fault-injecting proxy (`true`) or direct to the target.
+    pub via_proxy: bool,
+}
+
+/// What came back for a request, if anything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResponseRecord {
+    /// HTTP status code.
+    pub status: u16,
+    /// The headers that matter for idempotency (Location, Retry-After, Idempotent-Replayed,
+    /// Content-Type), in the order received.
+    pub headers: Vec<(String, String)>,
+    /// The RFC 9457 problem `type` when the body is a problem document, so a reader can tell
+    /// "in flight" from "mismatch".
+    pub problem_type: Option<String>,
+    /// The first bytes of the body (at most 200 characters, lossy UTF-8).
+    pub body_excerpt: String,
+    /// Time from sending the request to the end of the response body, in ms.
+    pub elapsed_ms: u64,
+}
+
+/// What the proxy did to a request (from its event log), in words a reader understands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProxyAction {
+    /// The rule that matched, by name; `None` when the request passed through.
+    pub rule: Option<String>,
+    /// The fault verb applied (`drop_response`, `refuse`, ...); `None` when passed through.
+    pub fault: Option<String>,
+    /// The upstream's status, when the upstream answered: proof the server did the work.
+    pub upstream_status: Option<u16>,
+    /// Whether the client received a complete response.
+    pub client_complete: bool,
+}
+
+/// One observed exchange that supports a verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The request as sent.
+    pub request: RequestRecord,
+    /// The response, when one arrived.
+    pub response: Option<ResponseRecord>,
+    /// A transport-level outcome instead of (or besides) a response: `connection closed before
+    /// response`, `timed out after 2000 ms`, ...
+    pub error: Option<String>,
+    /// What the proxy did, when the request went through it.
+    pub proxy: Option<ProxyAction>,
+}
+
+/// The outcome of one check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckOutcome {
+    /// The check's id, e.g. `lost-response`.
+    pub id: String,
+    /// One-line title.
+    pub title: String,
+    /// MUST or SHOULD.
+    pub level: Level,
+    /// The rule's source, e.g. `article: concurrent retries`, `ietf-draft-07 §2.7`.
+    pub reference: String,
+    /// The graded verdict.
+    pub verdict: Verdict,
+    /// One sentence: for a failure, the rule broken and how (with its source); for SKIP, the missing
+    /// capability; for UNKNOWN, why the run could not decide; for PASS, what was observed.
+    pub summary: String,
+    /// Further observations, one sentence each (e.g. "mismatch answered 417").
+    pub notes: Vec<String>,
+    /// The exchanges that support the verdict (all of them for FAIL/WARN/UNKNOWN, may be empty on PASS).
+    pub evidence: Vec<Evidence>,
+    /// Wall time of the check, in ms.
+    pub duration_ms: u64,
+}
