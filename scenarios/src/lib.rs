@@ -12,8 +12,12 @@
 #![warn(missing_docs)]
 
 pub mod load;
+pub mod rules;
 
 pub use load::{from_yaml, LoadError};
 pub mod scenario;
+pub mod profile;
+pub mod template;
+pub mod value;
 
 pub use scenario::Level;

@@ -1,0 +1,142 @@
+//! A standalone proxy file: where to listen, where to forward, and the rules.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Rule, TcpRule};
+use crate::load::{from_yaml, LoadError, Spanned};
+
+/// Whether the proxy speaks HTTP/1.1 (rules see requests) or relays bytes (rules see connections).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// HTTP/1.1 reverse proxy; `rules` apply per request.
+    #[default]
+    Http,
+    /// Byte relay; `tcp_rules` apply per connection.
+    Tcp,
+}
+
+/// A standalone proxy file (`idemspec proxy --scenario FILE`), version 1:
+///
+/// ```yaml
+/// version: 1
+/// listen: 127.0.0.1:8081        # optional; --listen overrides
+/// upstream: http://127.0.0.1:8080
+/// mode: http                    # or tcp (then upstream is host:port and rules go in tcp_rules)
+/// rules:
+///   - name: lose-first-create
+///     match: {method: POST, path: /v1/workers, nth: 1}
+///     fault: {drop_response: {}}
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProxyFile {
+    /// The format version; only `1` exists.
+    pub version: u32,
+    /// The address to listen on (`127.0.0.1:8081`), if the file gives one.
+    pub listen: Option<String>,
+    /// HTTP mode: a base URL `http://host:port` (no path; HTTPS is not proxied in HTTP mode, use
+    /// TCP mode). TCP mode: `host:port`.
+    pub upstream: String,
+    /// HTTP or TCP mode.
+    pub mode: Mode,
+    /// HTTP-mode rules, in order.
+    pub rules: Vec<Rule>,
+    /// TCP-mode rules, in order.
+    pub tcp_rules: Vec<TcpRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProxyFile {
+    version: Spanned<u32>,
+    #[serde(default)]
+    listen: Option<Spanned<String>>,
+    upstream: Spanned<String>,
+    #[serde(default)]
+    mode: Option<Spanned<Mode>>,
+    #[serde(default)]
+    rules: Option<Spanned<Vec<Rule>>>,
+    #[serde(default)]
+    tcp_rules: Option<Spanned<Vec<TcpRule>>>,
+}
+
+impl ProxyFile {
+    /// Parses and validates a proxy file; `file` names it in errors.
+    ///
+    /// Errors: YAML syntax, unknown fields, bad values (located by the parser), and the
+    /// cross-field checks: `version` other than 1, an upstream that does not fit the mode, a
+    /// listen address that is not `ip:port`, rules of the other mode's kind.
+    pub fn load(file: &str, text: &str) -> Result<Self, LoadError> {
+        let raw: RawProxyFile = from_yaml(file, text)?;
+        if raw.version.value != 1 {
+            return Err(LoadError::at(
+                file,
+                &raw.version.referenced,
+                format!("unsupported version {} (expected 1)", raw.version.value),
+            ));
+        }
+        let mode = raw.mode.as_ref().map(|m| m.value).unwrap_or_default();
+        check_upstream(mode, &raw.upstream.value)
+            .map_err(|msg| LoadError::at(file, &raw.upstream.referenced, msg))?;
+        if let Some(listen) = &raw.listen {
+            listen.value.parse::<std::net::SocketAddr>().map_err(|_| {
+                LoadError::at(
+                    file,
+                    &listen.referenced,
+                    format!("listen `{}` is not an ip:port address", listen.value),
+                )
+            })?;
+        }
+        match (mode, &raw.rules, &raw.tcp_rules) {
+            (Mode::Tcp, Some(rules), _) if !rules.value.is_empty() => {
+                return Err(LoadError::at(
+                    file,
+                    &rules.referenced,
+                    "`rules` are HTTP rules but mode is tcp; use `tcp_rules`",
+                ))
+            }
+            (Mode::Http, _, Some(rules)) if !rules.value.is_empty() => {
+                return Err(LoadError::at(
+                    file,
+                    &rules.referenced,
+                    "`tcp_rules` need `mode: tcp`",
+                ))
+            }
+            _ => {}
+        }
+        Ok(Self {
+            version: 1,
+            listen: raw.listen.map(|l| l.value),
+            upstream: raw.upstream.value,
+            mode,
+            rules: raw.rules.map(|r| r.value).unwrap_or_default(),
+            tcp_rules: raw.tcp_rules.map(|r| r.value).unwrap_or_default(),
+        })
+    }
+}
+
+/// Checks that `upstream` suits `mode`: `http://host:port` (an optional trailing `/`, no other
+/// path) for HTTP, `host:port` for TCP. The message says what was expected.
+pub fn check_upstream(mode: Mode, upstream: &str) -> Result<(), String> {
+    let authority = match mode {
+        Mode::Http => {
+            let rest = upstream.strip_prefix("http://").ok_or_else(|| {
+                format!("upstream `{upstream}` must be an http:// base URL such as http://127.0.0.1:8080 (for TLS use mode: tcp)")
+            })?;
+            let rest = rest.strip_suffix('/').unwrap_or(rest);
+            if rest.contains('/') || rest.contains('?') {
+                return Err(format!(
+                    "upstream `{upstream}` has a path; give only http://host:port (a path prefix is not supported)"
+                ));
+            }
+            rest
+        }
+        Mode::Tcp => upstream,
+    };
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => Ok(()),
+        _ => Err(format!(
+            "upstream `{upstream}` needs a host and a port (e.g. 127.0.0.1:8080)"
+        )),
+    }
+}

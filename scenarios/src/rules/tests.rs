@@ -1,0 +1,182 @@
+//! Unit tests of the rule schema: accepted shapes, and located errors for bad ones.
+
+use super::*;
+use crate::from_yaml;
+
+fn rules(yaml: &str) -> Result<Vec<Rule>, crate::LoadError> {
+    from_yaml::<Vec<Rule>>("faults.yaml", yaml)
+}
+
+fn err(yaml: &str) -> String {
+    rules(yaml).expect_err("must be rejected").to_string()
+}
+
+#[test]
+fn every_fault_verb_parses() {
+    let yaml = r#"
+- name: a
+  fault: {refuse: {}}
+- name: b
+  fault: {refuse: {reset: true}}
+- name: c
+  match: {method: post, path: /v1/workers}
+  fault: {respond: {status: 502, body: "bad gateway"}}
+- name: d
+  fault: {delay_request: {duration: 250ms}}
+- name: e
+  fault: {delay_response: {duration: 3s}}
+- name: f
+  match: {nth: 2, header: {name: X-Idemspec-Step, equals: lost-1}}
+  fault: {drop_response: {}}
+- name: g
+  fault: {reset_mid_response: {after_bytes: 10}}
+- name: h
+  fault: {hang: {forward: true}}
+- name: i
+  match: {probability: 0.5, seed: 7, path_glob: "/v1/workers/*/reboot"}
+  fault: {duplicate: {mode: concurrent}}
+  times: 3
+"#;
+    let rules = rules(yaml).expect("valid");
+    let verbs: Vec<_> = rules.iter().map(|r| r.fault.verb()).collect();
+    assert_eq!(
+        verbs,
+        [
+            "refuse",
+            "refuse",
+            "respond",
+            "delay_request",
+            "delay_response",
+            "drop_response",
+            "reset_mid_response",
+            "hang",
+            "duplicate"
+        ]
+    );
+    assert_eq!(
+        rules[2].matcher.method.as_ref().map(|m| m.as_str()),
+        Some("POST")
+    );
+    assert_eq!(
+        rules[5].matcher.header.as_ref().map(|h| h.name.as_str()),
+        Some("x-idemspec-step")
+    );
+    assert_eq!(
+        rules[3].fault,
+        Fault::DelayRequest {
+            duration: std::time::Duration::from_millis(250)
+        }
+    );
+    assert_eq!(rules[8].times.map(Count::get), Some(3));
+}
+
+#[test]
+fn bare_verb_parses() {
+    let rules =
+        rules("- name: a\n  fault: refuse\n- name: b\n  fault: drop_response\n").expect("valid");
+    assert_eq!(rules[0].fault, Fault::Refuse { reset: false });
+    assert_eq!(rules[1].fault, Fault::DropResponse {});
+}
+
+#[test]
+fn rules_round_trip_through_json() {
+    let yaml = "- name: a\n  match: {path_prefix: /v1/, nth: 1}\n  fault: {delay_response: {duration: 1s 500ms}}\n  times: 1\n";
+    let parsed = rules(yaml).expect("valid");
+    let json = serde_json::to_string(&parsed).expect("serialises");
+    let back: Vec<Rule> = serde_json::from_str(&json).expect("reads back");
+    assert_eq!(parsed, back, "{json}");
+}
+
+#[test]
+fn nth_zero_is_located() {
+    let e = err("- name: a\n  match: {nth: 0}\n  fault: refuse\n");
+    assert!(e.starts_with("faults.yaml:2:"), "{e}");
+    assert!(e.contains("at least 1"), "{e}");
+}
+
+#[test]
+fn probability_out_of_range_is_located() {
+    let e = err("- name: a\n  match:\n    probability: 1.5\n    seed: 1\n  fault: refuse\n");
+    assert!(e.starts_with("faults.yaml:3:"), "{e}");
+    assert!(e.contains("0 < p <= 1"), "{e}");
+}
+
+#[test]
+fn probability_without_seed_is_rejected() {
+    let e = err("- name: a\n  match:\n    probability: 0.5\n  fault: refuse\n");
+    assert!(e.contains("explicit `seed`"), "{e}");
+    assert!(!e.starts_with("faults.yaml:0:"), "{e}");
+}
+
+#[test]
+fn two_path_matchers_are_rejected() {
+    let e = err("- name: a\n  match: {path: /a, path_prefix: /b}\n  fault: refuse\n");
+    assert!(e.contains("at most one of"), "{e}");
+}
+
+#[test]
+fn unknown_fault_and_unknown_option_are_located() {
+    let e = err("- name: a\n  fault: {explode: {}}\n");
+    assert!(e.starts_with("faults.yaml:2:"), "{e}");
+    let e = err("- name: a\n  fault: {refuse: {rest: true}}\n");
+    assert!(e.starts_with("faults.yaml:2:"), "{e}");
+    assert!(e.contains("rest"), "{e}");
+}
+
+#[test]
+fn duration_without_unit_is_located() {
+    let e = err("- name: a\n  fault:\n    delay_request: {duration: \"250\"}\n");
+    assert!(e.starts_with("faults.yaml:3:"), "{e}");
+    assert!(e.contains("unit"), "{e}");
+}
+
+#[test]
+fn status_out_of_range_is_located() {
+    let e = err("- name: a\n  fault:\n    respond:\n      status: 700\n");
+    assert!(e.starts_with("faults.yaml:4:"), "{e}");
+}
+
+#[test]
+fn times_zero_is_rejected() {
+    let e = err("- name: a\n  fault: refuse\n  times: 0\n");
+    assert!(e.starts_with("faults.yaml:3:"), "{e}");
+}
+
+#[test]
+fn proxy_file_loads() {
+    let f = ProxyFile::load(
+        "p.yaml",
+        "version: 1\nlisten: 127.0.0.1:0\nupstream: http://127.0.0.1:8080\nrules:\n  - name: a\n    fault: refuse\n",
+    )
+    .expect("valid");
+    assert_eq!(f.mode, Mode::Http);
+    assert_eq!(f.rules.len(), 1);
+}
+
+#[test]
+fn proxy_file_errors_are_located() {
+    let e = ProxyFile::load("p.yaml", "version: 2\nupstream: http://a:1\n").unwrap_err();
+    assert_eq!((e.line, e.column), (1, 10), "{e}");
+    let e = ProxyFile::load("p.yaml", "version: 1\nupstream: http://a:1/api\n").unwrap_err();
+    assert_eq!(e.line, 2, "{e}");
+    assert!(e.message.contains("path"), "{e}");
+    let e = ProxyFile::load(
+        "p.yaml",
+        "version: 1\nmode: tcp\nupstream: a:1\nrules:\n  - name: a\n    fault: refuse\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.line, 5, "{e}");
+    let e = ProxyFile::load("p.yaml", "version: 1\nupstream: a:1\n").unwrap_err();
+    assert!(e.message.contains("http://"), "{e}");
+}
+
+#[test]
+fn tcp_rules_parse() {
+    let f = ProxyFile::load(
+        "p.yaml",
+        "version: 1\nmode: tcp\nupstream: 127.0.0.1:5432\ntcp_rules:\n  - name: slow\n    fault: {latency: {duration: 20ms, jitter: 5ms, direction: downstream}}\n  - name: cut\n    match: {nth: 3}\n    fault: {close_after: {bytes: 100, direction: upstream, reset: true}}\n  - name: hole\n    fault: blackhole\n",
+    )
+    .expect("valid");
+    assert_eq!(f.tcp_rules.len(), 3);
+    assert_eq!(f.tcp_rules[2].fault, TcpFault::Blackhole {});
+}

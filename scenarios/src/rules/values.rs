@@ -1,0 +1,214 @@
+//! Small validated values used by the rule schema; each rejects a bad value while parsing, so the
+//! error is located at the value itself.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
+
+/// A count that is at least 1: the 1-based `nth` of a match, a rule's `times`.
+///
+/// `0` is rejected because a rule with `nth: 0` or `times: 0` could never apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct Count(u64);
+
+impl Count {
+    /// `Some` when `n >= 1`.
+    pub const fn new(n: u64) -> Option<Self> {
+        if n == 0 {
+            None
+        } else {
+            Some(Self(n))
+        }
+    }
+
+    /// The count, at least 1.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = u64::deserialize(d)?;
+        Count::new(n).ok_or_else(|| {
+            de::Error::custom("a count must be at least 1 (it is 1-based: 0 would never match)")
+        })
+    }
+}
+
+/// A probability in `0 < p <= 1`: the chance that a matching request gets the fault.
+///
+/// `0` is rejected (the rule could never apply), as is anything outside the unit interval.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize)]
+#[serde(transparent)]
+pub struct Probability(f64);
+
+impl Probability {
+    /// `Some` when `0 < p <= 1`.
+    pub fn new(p: f64) -> Option<Self> {
+        (p > 0.0 && p <= 1.0).then_some(Self(p))
+    }
+
+    /// The probability, in `(0, 1]`.
+    pub const fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Probability {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let p = f64::deserialize(d)?;
+        Probability::new(p).ok_or_else(|| {
+            de::Error::custom(format_args!(
+                "probability must be in 0 < p <= 1 (0 would never match), got {p}"
+            ))
+        })
+    }
+}
+
+/// An HTTP method token, upper-cased (`post` reads as `POST`), as in RFC 9110 §9.1.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct HttpMethod(String);
+
+impl HttpMethod {
+    /// Parses a method token; `None` for an empty string or a character outside RFC 9110's `tchar`.
+    pub fn new(s: &str) -> Option<Self> {
+        let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+        (!s.is_empty() && s.chars().all(tchar)).then(|| Self(s.to_ascii_uppercase()))
+    }
+
+    /// The upper-cased method, e.g. `POST`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for HttpMethod {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        HttpMethod::new(&s).ok_or_else(|| {
+            de::Error::custom(format_args!(
+                "`{s}` is not an HTTP method (expected a token such as POST)"
+            ))
+        })
+    }
+}
+
+impl fmt::Display for HttpMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Serde helpers for durations written with units, as humantime reads them (`250ms`, `3s`, `1m 30s`).
+pub(crate) mod duration {
+    use super::*;
+
+    pub(crate) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&humantime::format_duration(*d))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s).map_err(|e| {
+            de::Error::custom(format_args!(
+                "`{s}` is not a duration ({e}); expected a number with a unit such as 250ms or 3s"
+            ))
+        })
+    }
+
+    /// The same for an optional duration.
+    pub(crate) mod option {
+        use super::*;
+
+        pub(crate) fn serialize<S: Serializer>(
+            d: &Option<Duration>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => super::serialize(d, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<Duration>, D::Error> {
+            super::deserialize(d).map(Some)
+        }
+    }
+}
+
+/// An HTTP status code in 100–599, as a synthetic response carries it (RFC 9110 §15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Status(u16);
+
+impl Status {
+    /// `Some` when `100 <= code <= 599`.
+    pub const fn new(code: u16) -> Option<Self> {
+        if code >= 100 && code <= 599 {
+            Some(Self(code))
+        } else {
+            None
+        }
+    }
+
+    /// The numeric code.
+    pub const fn get(self) -> u16 {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Status {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let code = u16::deserialize(d)?;
+        Status::new(code).ok_or_else(|| {
+            de::Error::custom(format_args!("status must be in 100..=599, got {code}"))
+        })
+    }
+}
+
+/// Serde helper for a fault field: accepts the externally tagged map form (`{refuse: {reset: true}}`)
+/// and, for verbs whose options all have defaults, the bare verb (`refuse`).
+pub(crate) mod bare_verb {
+    use super::*;
+    use std::marker::PhantomData;
+
+    pub(crate) fn deserialize<'de, D, T>(d: D) -> Result<T, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de>,
+    {
+        d.deserialize_any(Visitor(PhantomData))
+    }
+
+    struct Visitor<T>(PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de>> de::Visitor<'de> for Visitor<T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(
+                "a fault: a verb such as `refuse`, or a mapping such as `{respond: {status: 502}}`",
+            )
+        }
+
+        fn visit_str<E: de::Error>(self, verb: &str) -> Result<T, E> {
+            // A bare verb means "this verb with its default options", i.e. `{verb: {}}`.
+            let mut map = serde_json::Map::new();
+            map.insert(
+                verb.to_owned(),
+                serde_json::Value::Object(Default::default()),
+            );
+            T::deserialize(serde_json::Value::Object(map)).map_err(E::custom)
+        }
+
+        fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::deserialize(de::value::MapAccessDeserializer::new(map))
+        }
+    }
+}
