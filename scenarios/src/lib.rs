@@ -16,8 +16,5 @@ pub mod rules;
 
 pub use load::{from_yaml, LoadError};
 pub mod scenario;
-pub mod profile;
-pub mod template;
-pub mod value;
 
 pub use scenario::Level;
