@@ -5,6 +5,8 @@
 //! and writes reports.
 //!
 //! - [`model`]: verdicts, evidence, outcomes, run events, statistics and exit codes.
+//! - [`report`]: the terminal table with evidence, JUnit, JSON and Markdown reports, progress.
 #![warn(missing_docs)]
 
 pub mod model;
+pub mod report;

@@ -1,0 +1,88 @@
+//! Small formatting helpers shared by the reporters: durations and the colour palette.
+
+use owo_colors::{OwoColorize, Style};
+
+use crate::model::Verdict;
+
+/// A duration in ms as people read it: `850ms`, `1.24s`, `2m03s`.
+pub fn human_duration(ms: u64) -> String {
+    match ms {
+        0..=999 => format!("{ms}ms"),
+        1_000..=59_999 => format!("{:.2}s", ms as f64 / 1000.0),
+        _ => format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000),
+    }
+}
+
+/// Whether and how to colour terminal output. Decided once by the CLI (`--color`, `NO_COLOR`,
+/// whether the stream is a terminal); reporters only ask it to paint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Palette {
+    /// `true` to emit ANSI colour sequences.
+    pub enabled: bool,
+}
+
+impl Palette {
+    /// A palette that never colours (files, pipes, `--color never`).
+    pub const PLAIN: Palette = Palette { enabled: false };
+
+    /// A palette that always colours.
+    pub const COLOURED: Palette = Palette { enabled: true };
+
+    /// The style a verdict is shown in: red for FAIL, yellow for WARN, and so on.
+    pub fn verdict_style(self, verdict: Verdict) -> Style {
+        let style = Style::new();
+        match verdict {
+            Verdict::Pass => style.green(),
+            Verdict::Fail => style.red().bold(),
+            Verdict::Warn => style.yellow().bold(),
+            Verdict::Info => style.blue(),
+            Verdict::Skip => style.dimmed(),
+            Verdict::Unknown => style.magenta().bold(),
+        }
+    }
+
+    /// `text` in the verdict's style, or unchanged when colour is off.
+    pub fn verdict(self, verdict: Verdict, text: &str) -> String {
+        self.paint(self.verdict_style(verdict), text)
+    }
+
+    /// `text` in bold, or unchanged when colour is off.
+    pub fn bold(self, text: &str) -> String {
+        self.paint(Style::new().bold(), text)
+    }
+
+    /// `text` dimmed, or unchanged when colour is off.
+    pub fn dim(self, text: &str) -> String {
+        self.paint(Style::new().dimmed(), text)
+    }
+
+    /// `text` in `style`, or unchanged when colour is off.
+    pub fn paint(self, style: Style, text: &str) -> String {
+        if self.enabled {
+            text.style(style).to_string()
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human_duration(0), "0ms");
+        assert_eq!(human_duration(999), "999ms");
+        assert_eq!(human_duration(1_240), "1.24s");
+        assert_eq!(human_duration(123_000), "2m03s");
+    }
+
+    #[test]
+    fn plain_palette_adds_no_escapes() {
+        assert_eq!(Palette::PLAIN.verdict(Verdict::Fail, "FAIL"), "FAIL");
+        assert!(Palette::COLOURED
+            .verdict(Verdict::Fail, "FAIL")
+            .contains('\u{1b}'));
+    }
+}

@@ -1,0 +1,66 @@
+//! The JUnit XML report (quick-junit): one `<testsuite>` named after the target, one `<testcase>`
+//! per check with `classname` = the target.
+//!
+//! FAIL and UNKNOWN are `<failure>`s (type `FAIL` / `UNKNOWN`, message = the rule broken, text =
+//! the evidence), SKIP is `<skipped>` with the reason, and PASS, WARN and INFO pass, WARN and INFO
+//! carrying their evidence or notes in `<system-out>` so CI viewers still show them.
+
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::evidence;
+use crate::model::{CheckOutcome, RunReport, Verdict};
+
+/// Renders `report` as JUnit XML.
+///
+/// # Errors
+/// Only if XML serialisation fails, which quick-junit reports for I/O on its writer.
+pub fn render(report: &RunReport) -> Result<String, quick_junit::SerializeError> {
+    let mut suite = TestSuite::new(report.target.as_str());
+    suite.set_time(Duration::from_millis(report.duration_ms));
+    suite.add_property(("contract", report.contract.as_str()));
+    suite.add_property(("started_at", report.started_at.as_str()));
+    suite.add_test_cases(report.checks.iter().map(|check| test_case(report, check)));
+
+    let mut junit = Report::new("idemspec");
+    junit.set_time(Duration::from_millis(report.duration_ms));
+    junit.add_test_suite(suite);
+    junit.to_string()
+}
+
+fn test_case(report: &RunReport, check: &CheckOutcome) -> TestCase {
+    let evidence = format!(
+        "{} {} ({}), judged against contract `{}`\n{}",
+        check.verdict,
+        check.id,
+        check.level,
+        report.contract,
+        evidence::text(check, "  ")
+    );
+    let message = format!("{} [{}]", check.summary, check.reference);
+    let status = match check.verdict {
+        Verdict::Fail | Verdict::Unknown => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status
+                .set_type(check.verdict.label())
+                .set_message(message)
+                .set_description(evidence.clone());
+            status
+        }
+        Verdict::Skip => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_type("SKIP").set_message(check.summary.as_str());
+            status
+        }
+        Verdict::Pass | Verdict::Warn | Verdict::Info => TestCaseStatus::success(),
+    };
+    // The name is the check id alone, so CI test-history views track a check across runs.
+    let mut case = TestCase::new(check.id.as_str(), status);
+    case.set_classname(report.target.as_str())
+        .set_time(Duration::from_millis(check.duration_ms));
+    if matches!(check.verdict, Verdict::Warn | Verdict::Info) {
+        case.set_system_out(evidence);
+    }
+    case
+}

@@ -1,0 +1,81 @@
+//! The Markdown report, for a CI job summary (GitHub's `$GITHUB_STEP_SUMMARY`, GitLab's
+//! artefact viewer): a heading with the result, the table of checks, and the evidence of every
+//! FAIL, WARN and UNKNOWN in a collapsible `<details>` block.
+
+use std::fmt::Write as _;
+
+use super::{evidence, human_duration, terminal::needs_evidence};
+use crate::model::{ExitCode, RunReport, Verdict};
+
+/// Renders `report` as GitHub-flavoured Markdown; `allow_unknown` is `--allow-unknown`, which
+/// decides whether UNKNOWN verdicts fail the result shown in the heading.
+pub fn render(report: &RunReport, allow_unknown: bool) -> String {
+    let stats = &report.stats;
+    let result = match stats.exit_code(allow_unknown) {
+        ExitCode::Success => "passed",
+        _ => "FAILED",
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## idemspec: `{}` {result}\n\nContract assumed: `{}`. {} checks in {}: {} passed, {} failed, {} warned, {} info, {} skipped, {} unknown.\n",
+        report.target,
+        report.contract,
+        report.checks.len(),
+        human_duration(report.duration_ms),
+        stats.pass,
+        stats.fail,
+        stats.warn,
+        stats.info,
+        stats.skip,
+        stats.unknown,
+    );
+    out.push_str("| check | title | level | verdict | time |\n|---|---|---|---|--:|\n");
+    for check in &report.checks {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} {} | {} |",
+            check.id,
+            cell(&check.title),
+            check.level,
+            icon(check.verdict),
+            check.verdict,
+            human_duration(check.duration_ms)
+        );
+    }
+    for check in report.checks.iter().filter(|c| needs_evidence(c.verdict)) {
+        let _ = write!(
+            out,
+            "\n<details><summary>{} <code>{}</code> ({}): {}</summary>\n\n```text\n{}```\n\n</details>\n",
+            check.verdict,
+            check.id,
+            check.level,
+            html(&check.summary),
+            evidence::text(check, "").replace("```", "'''")
+        );
+    }
+    out
+}
+
+fn icon(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Pass => "✅",
+        Verdict::Fail => "❌",
+        Verdict::Warn => "⚠️",
+        Verdict::Info => "ℹ️",
+        Verdict::Skip => "⏭️",
+        Verdict::Unknown => "❓",
+    }
+}
+
+/// Text safe inside a table cell: pipes escaped, no line breaks.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Text safe inside an HTML element.
+fn html(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}

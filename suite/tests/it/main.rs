@@ -1,0 +1,4 @@
+//! The idemspec crate's one integration-test binary.
+
+mod report;
+mod support;

@@ -1,0 +1,204 @@
+//! The reporters render a fixed sample report the same way every time (snapshots), agree with each
+//! other, and never invent a verdict.
+
+use idemspec::model::{RunReport, Verdict};
+use idemspec::report::{json, junit, markdown, terminal, Palette, ReportFiles, TerminalOptions};
+
+use crate::support::sample;
+
+/// Redacts what varies between runs (durations, ports, temporary paths) so snapshots stay stable
+/// for real runs as well as for the fixed sample.
+macro_rules! redacted {
+    ($body:expr) => {
+        insta::with_settings!({filters => vec![
+            (r"\b\d+(\.\d+)?(ms|s)\b", "[time]"),
+            (r"\b\d+m\d{2}s\b", "[time]"),
+            (r#"time="[0-9.]+""#, r#"time="[time]""#),
+            (r"127\.0\.0\.1:\d+", "127.0.0.1:[port]"),
+            (r"/tmp/[^\s`'\x22]+", "[tmp]"),
+        ]}, { $body })
+    };
+}
+
+/// Removes ANSI escape sequences (CSI ... letter).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for next in chars.by_ref() {
+                if next.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn plain() -> TerminalOptions {
+    TerminalOptions {
+        palette: Palette::PLAIN,
+        allow_unknown: false,
+    }
+}
+
+#[test]
+fn terminal_report_snapshot() {
+    let text = terminal::render(&sample::report(), plain());
+    assert!(
+        !text.contains('\u{1b}'),
+        "plain output must carry no escapes"
+    );
+    redacted!(insta::assert_snapshot!(text));
+}
+
+#[test]
+fn coloured_terminal_report_is_the_plain_one_plus_escapes() {
+    let report = sample::report();
+    let coloured = terminal::render(
+        &report,
+        TerminalOptions {
+            palette: Palette::COLOURED,
+            allow_unknown: false,
+        },
+    );
+    assert!(coloured.contains("\u{1b}["), "colour was asked for");
+    assert_eq!(strip_ansi(&coloured), terminal::render(&report, plain()));
+}
+
+#[test]
+fn terminal_prints_evidence_only_for_fail_warn_unknown() {
+    let text = terminal::render(&sample::report(), plain());
+    let below_table = text
+        .split("╰")
+        .last()
+        .expect("the table has a bottom border");
+    for (id, shown) in [
+        ("lost-response", true),
+        ("endpoint-scope", true),
+        ("retry-storm", true),
+        ("never-processed", false),
+        ("stuck-in-flight", false),
+        ("mismatch-status", false),
+    ] {
+        assert_eq!(
+            below_table.contains(id),
+            shown,
+            "{id} evidence shown: {below_table}"
+        );
+    }
+    // The evidence names the rule with its source, what the proxy did, and the responses.
+    assert!(below_table.contains("rule broken: a retry after a lost response must replay"));
+    assert!(below_table.contains("[source: article: the lost response; ietf-draft-07 §2.6]"));
+    assert!(below_table.contains("rule `drop-first-create` applied drop_response; upstream answered 201; client got no complete response"));
+    assert!(below_table.contains("location: /v1/workers/wkr-0002"));
+}
+
+#[test]
+fn summary_follows_allow_unknown_without_changing_verdicts() {
+    let mut report = sample::report();
+    // Only UNKNOWN left: fails by default, passes with --allow-unknown.
+    report.checks.retain(|c| c.verdict != Verdict::Fail);
+    report.stats.fail = 0;
+    let strict = terminal::summary(&report, plain());
+    let lenient = terminal::summary(
+        &report,
+        TerminalOptions {
+            allow_unknown: true,
+            ..plain()
+        },
+    );
+    assert!(strict.starts_with("result: FAILED."), "{strict}");
+    assert!(lenient.starts_with("result: ok."), "{lenient}");
+    assert!(
+        lenient.contains("1 unknown (UNKNOWN allowed by --allow-unknown)"),
+        "{lenient}"
+    );
+}
+
+#[test]
+fn junit_report_snapshot() {
+    let xml = junit::render(&sample::report()).expect("the sample renders");
+    redacted!(insta::assert_snapshot!(xml));
+}
+
+#[test]
+fn junit_marks_fail_and_unknown_as_failures_and_skip_as_skipped() {
+    let xml = junit::render(&sample::report()).expect("the sample renders");
+    assert_eq!(xml.matches("<testcase ").count(), 6);
+    assert_eq!(xml.matches("<failure ").count(), 2, "{xml}");
+    assert!(xml.contains(r#"type="FAIL""#) && xml.contains(r#"type="UNKNOWN""#));
+    assert_eq!(xml.matches("<skipped ").count(), 1);
+    assert_eq!(xml.matches(r#"classname="leasebroker""#).count(), 6);
+}
+
+#[test]
+fn json_report_snapshot_and_round_trip() {
+    let report = sample::report();
+    let text = json::render(&report).expect("the sample renders");
+    redacted!(insta::assert_snapshot!(text));
+    let back: RunReport = json::parse(&text).expect("the report reads back");
+    assert_eq!(back.checks, report.checks);
+    assert_eq!(back.stats, report.stats);
+    assert_eq!(back.version, json::SCHEMA_VERSION);
+}
+
+#[test]
+fn markdown_report_snapshot() {
+    let text = markdown::render(&sample::report(), false);
+    redacted!(insta::assert_snapshot!(text));
+}
+
+#[test]
+fn markdown_escapes_table_cells_and_collapses_evidence() {
+    let text = markdown::render(&sample::report(), false);
+    assert!(text.starts_with("## idemspec: `leasebroker` FAILED"));
+    assert_eq!(text.matches("<details>").count(), 3);
+    assert_eq!(text.matches("</details>").count(), 3);
+    // Every table row has exactly the table's six pipes (titles may not break the table).
+    for row in text.lines().filter(|l| l.starts_with("| `")) {
+        assert_eq!(row.replace("\\|", "").matches('|').count(), 6, "{row}");
+    }
+}
+
+#[test]
+fn report_files_are_written_where_asked_with_the_rendered_content() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let files = ReportFiles {
+        junit: Some(dir.path().join("nested/dir/junit.xml")),
+        json: Some(dir.path().join("report.json")),
+        markdown: Some(dir.path().join("summary.md")),
+    };
+    let report = sample::report();
+    let written = files.write(&report, false).expect("writable temp dir");
+    assert_eq!(written.len(), 3);
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).expect("written");
+    assert_eq!(
+        read("nested/dir/junit.xml"),
+        junit::render(&report).expect("renders")
+    );
+    assert_eq!(read("report.json"), json::render(&report).expect("renders"));
+    assert_eq!(read("summary.md"), markdown::render(&report, false));
+}
+
+#[test]
+fn unwritable_report_names_its_path() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A directory where the file should go cannot be replaced by a report.
+    let target = dir.path().join("taken");
+    std::fs::create_dir(&target).expect("create dir");
+    let files = ReportFiles {
+        json: Some(target.clone()),
+        ..ReportFiles::default()
+    };
+    let err = files
+        .write(&sample::report(), false)
+        .expect_err("a directory is in the way");
+    assert_eq!(
+        err.to_string(),
+        format!("write report `{}`", target.display())
+    );
+}
