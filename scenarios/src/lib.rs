@@ -16,5 +16,8 @@ pub mod rules;
 
 pub use load::{from_yaml, LoadError};
 pub mod scenario;
+pub mod profile;
+pub mod template;
+pub mod value;
 
 pub use scenario::Level;

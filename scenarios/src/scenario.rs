@@ -1,8 +1,38 @@
 //! A check's scenario file: id, level, source, capabilities, faults, steps and assertions.
 //!
-//! Only the shared vocabulary lives here so far; the schema grows with the runner.
+//! ```yaml
+//! version: 1
+//! id: lost-response
+//! title: The server did the work, the response was lost; the retry replays it
+//! level: MUST
+//! reference: "article: lost responses; ietf-draft-07 §2.6"
+//! faults:
+//!   - {name: lose-first, match: {header: {name: x-idemspec-step, equals: first}}, fault: {drop_response: {}}}
+//! steps:
+//!   - {name: first, op: create, key: K1}
+//!   - {name: retry, op: create, key: K1}
+//! assert:
+//!   - fault_applied: {step: first, upstream: worked}
+//!   - status: {step: retry, in: [2xx]}
+//!   - created: {equals: 1}
+//! ```
+//! Load with [`Scenario::load`]; every error names file, line and column.
+
+mod assertion;
+mod step;
 
 use serde::{Deserialize, Serialize};
+
+pub use assertion::{
+    AssertKind, Assertion, Conflict, ConflictKind, Created, EffectDelta, FailureHandled, FaultApplied,
+    HeaderPresent, SideEffects, StatusPattern, StatusSet, StepList, StepPair, StepRef,
+    SucceededWithin, UpstreamOutcome,
+};
+pub use step::{BodyVariant, HookName, KeySpec, Operation, RetrySpec, Step, Via, Within};
+
+use crate::load::{from_yaml, LoadError, Spanned};
+use crate::rules::Rule;
+use crate::value::HumanDuration;
 
 /// How binding a check's rule is, as in RFC 2119: a broken MUST is a FAIL, a broken SHOULD a WARN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -22,3 +52,174 @@ impl std::fmt::Display for Level {
         })
     }
 }
+
+/// Something a check needs from the target profile; a check whose capability is missing is SKIP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    /// `operations.get`.
+    Get,
+    /// `operations.delete`.
+    Delete,
+    /// `operations.delete` that takes an idempotency key.
+    DeleteKey,
+    /// `operations.action`.
+    Action,
+    /// `operations.action.effect` (and `get` to read it).
+    ActionEffect,
+    /// `hooks.crash`.
+    Crash,
+    /// `hooks.restart`.
+    Restart,
+    /// `hooks.fail_next`.
+    FailNext,
+    /// `side_effects` probe.
+    SideEffects,
+    /// A `{{variant}}` in the create body, so a differing request can be sent.
+    BodyVariant,
+}
+
+/// A check procedure implemented in the runner, for logic beyond a linear script. Its level,
+/// reference, faults and parameters still come from the YAML.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Procedure {
+    /// Many clients, many keys, seeded random faults, retries with backoff and jitter.
+    RetryStorm,
+    /// Invalid, missing, bare and sf-string keys.
+    KeyValidation,
+}
+
+/// Parameters of a [`Procedure`] (all optional; each procedure documents its defaults).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Parameters {
+    /// Number of keys / concurrent clients.
+    #[serde(default)]
+    pub clients: Option<u32>,
+    /// Maximum attempts per client.
+    #[serde(default)]
+    pub attempts: Option<u32>,
+    /// Seed for random choices (backoff jitter).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Overall time budget.
+    #[serde(default)]
+    pub within: Option<HumanDuration>,
+}
+
+/// One check: a scenario file (DESIGN.md "Scenarios").
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Schema version; must be `1`.
+    pub version: Spanned<u32>,
+    /// Stable id, kebab-case (`lost-response`).
+    pub id: Spanned<String>,
+    /// One-line title.
+    pub title: String,
+    /// MUST or SHOULD.
+    pub level: Level,
+    /// The rule's source: the article's section, the IETF draft section, Stripe's docs.
+    pub reference: String,
+    /// Capabilities the target profile must offer; otherwise the check is SKIP.
+    #[serde(default)]
+    pub requires: Vec<Capability>,
+    /// Run alone, not beside other checks (it uses global hooks or counters).
+    #[serde(default)]
+    pub exclusive: bool,
+    /// Proxy rules active during the steps (the proxy's rule schema).
+    #[serde(default)]
+    pub faults: Vec<Rule>,
+    /// A runner-implemented procedure instead of (or before) the steps.
+    #[serde(default)]
+    pub procedure: Option<Procedure>,
+    /// Parameters of the procedure.
+    #[serde(default)]
+    pub parameters: Parameters,
+    /// The requests, waits and hooks, in order.
+    #[serde(default)]
+    pub steps: Vec<Spanned<Step>>,
+    /// What must hold afterwards.
+    #[serde(default, rename = "assert")]
+    pub assertions: Vec<Spanned<Assertion>>,
+}
+
+impl Scenario {
+    /// Parses `text` (the contents of `file`), names unnamed steps `step-N` (1-based) and validates.
+    ///
+    /// # Errors
+    /// A located [`LoadError`]: syntax, unknown fields, unknown assertions, and the rules of
+    /// [`Scenario::validate`].
+    pub fn load(file: &str, text: &str) -> Result<Self, LoadError> {
+        let mut scenario: Scenario = from_yaml(file, text)?;
+        for (i, step) in scenario.steps.iter_mut().enumerate() {
+            step.value.index = i + 1;
+        }
+        scenario.validate(file)?;
+        Ok(scenario)
+    }
+
+    /// Cross-field rules: version 1; a kebab-case id; steps or a procedure; each step exactly one
+    /// of `op`, `wait`, `hook`; unique step names; every step reference names an earlier step;
+    /// each assertion exactly one kind.
+    ///
+    /// # Errors
+    /// A located [`LoadError`] for the first rule broken.
+    pub fn validate(&self, file: &str) -> Result<(), LoadError> {
+        let err = |loc: &crate::load::Location, msg: String| LoadError::at(file, loc, msg);
+        if self.version.value != 1 {
+            return Err(err(
+                &self.version.referenced,
+                format!("unsupported version {}; expected 1", self.version.value),
+            ));
+        }
+        let id = &self.id.value;
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(err(
+                &self.id.referenced,
+                format!("id `{id}` must be kebab-case (a-z, 0-9, -)"),
+            ));
+        }
+        if self.steps.is_empty() && self.procedure.is_none() {
+            return Err(err(
+                &self.id.referenced,
+                "a scenario needs `steps` or a `procedure`".into(),
+            ));
+        }
+        let mut names: Vec<String> = Vec::new();
+        for step in &self.steps {
+            let name = step.value.name();
+            let problem = if names.contains(&name) {
+                Some(format!("step name `{name}` is used twice"))
+            } else {
+                step.value.validate(&names).err()
+            };
+            if let Some(msg) = problem {
+                return Err(err(&step.referenced, msg));
+            }
+            names.push(name);
+        }
+        for a in &self.assertions {
+            a.value
+                .validate(&names)
+                .map_err(|m| err(&a.referenced, m))?;
+        }
+        Ok(())
+    }
+
+    /// The step with this name.
+    pub fn step(&self, name: &str) -> Option<&Step> {
+        self.steps
+            .iter()
+            .map(|s| &s.value)
+            .find(|s| s.name() == name)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -9,4 +9,6 @@
 #![warn(missing_docs)]
 
 pub mod model;
+pub mod reference;
+pub mod runner;
 pub mod report;

@@ -1,0 +1,186 @@
+//! The idempotency contract a target claims: a named preset and the fields it overrides.
+
+use serde::{Deserialize, Serialize};
+
+use crate::value::HumanDuration;
+
+/// A named starting point for a contract (DESIGN.md "Target profile").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// The article's contract (leasebroker's): 409 for mismatch and in flight, 5xx never stored,
+    /// per-principal and per-endpoint scope, 400 for a missing key.
+    #[default]
+    Article,
+    /// draft-ietf-httpapi-idempotency-key-header: 400 missing key, 422 mismatch, 409 in flight,
+    /// Structured Fields string keys.
+    IetfDraft,
+    /// Stripe's API (stripe: idempotency): 400 mismatch, 409 in flight, a 500 is replayed,
+    /// `Idempotent-Replayed` on replays, keys optional.
+    StripeV1,
+}
+
+impl Preset {
+    /// The preset's name as written in profiles (`article`, `ietf-draft`, `stripe-v1`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Article => "article",
+            Preset::IetfDraft => "ietf-draft",
+            Preset::StripeV1 => "stripe-v1",
+        }
+    }
+}
+
+/// The `contract:` block of a profile: a preset and optional overrides.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContractSpec {
+    /// The preset the overrides apply to (default `article`).
+    #[serde(default)]
+    pub preset: Preset,
+    /// The request header carrying the key (default `Idempotency-Key`).
+    pub header: Option<String>,
+    /// Statuses accepted for "same key, different request".
+    pub mismatch_status: Option<Vec<u16>>,
+    /// Statuses accepted for "same key while the first is in flight".
+    pub in_flight_status: Option<Vec<u16>>,
+    /// Statuses accepted when a required key is missing.
+    pub missing_key_status: Option<Vec<u16>>,
+    /// How long an abandoned in-flight record locks its key (e.g. `3s`).
+    pub in_flight_ttl: Option<HumanDuration>,
+    /// How long completed records are kept (e.g. `24h`).
+    pub retention: Option<HumanDuration>,
+    /// Whether mutating requests without a key are rejected.
+    pub key_required: Option<bool>,
+    /// Whether a 5xx outcome is stored and replayed (`true`, Stripe) or the retry re-runs (`false`).
+    pub replays_5xx: Option<bool>,
+    /// Whether keys are scoped per principal (two principals may use one key independently).
+    pub per_principal: Option<bool>,
+    /// Whether Structured Fields string keys (`"abc"`, RFC 8941) are accepted and unquoted.
+    pub sf_string_keys: Option<bool>,
+    /// The header a replay carries (default `Idempotent-Replayed`), checked at SHOULD level.
+    pub replayed_header: Option<String>,
+}
+
+/// A resolved contract: the preset with every override applied. Checks judge against this.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Contract {
+    /// The preset it started from.
+    pub preset: Preset,
+    /// Request header carrying the key.
+    pub header: String,
+    /// Accepted "mismatch" statuses.
+    pub mismatch_status: Vec<u16>,
+    /// Accepted "in flight" statuses.
+    pub in_flight_status: Vec<u16>,
+    /// Accepted "missing key" statuses.
+    pub missing_key_status: Vec<u16>,
+    /// Declared in-flight TTL, if any.
+    pub in_flight_ttl: Option<std::time::Duration>,
+    /// Declared retention window, if any.
+    pub retention: Option<std::time::Duration>,
+    /// Keys required on mutating requests.
+    pub key_required: bool,
+    /// A 5xx is replayed rather than re-run.
+    pub replays_5xx: bool,
+    /// Keys scoped per principal.
+    pub per_principal: bool,
+    /// Structured Fields string keys accepted.
+    pub sf_string_keys: bool,
+    /// Header marking a replay.
+    pub replayed_header: String,
+}
+
+impl ContractSpec {
+    /// Applies the overrides to the preset.
+    pub fn resolve(&self) -> Contract {
+        let mut c = match self.preset {
+            Preset::Article => Contract {
+                preset: Preset::Article,
+                header: "Idempotency-Key".into(),
+                mismatch_status: vec![409],
+                in_flight_status: vec![409],
+                missing_key_status: vec![400],
+                in_flight_ttl: None,
+                retention: None,
+                key_required: true,
+                replays_5xx: false,
+                per_principal: true,
+                sf_string_keys: false,
+                replayed_header: "Idempotent-Replayed".into(),
+            },
+            Preset::IetfDraft => Contract {
+                preset: Preset::IetfDraft,
+                header: "Idempotency-Key".into(),
+                mismatch_status: vec![422],
+                in_flight_status: vec![409],
+                missing_key_status: vec![400],
+                in_flight_ttl: None,
+                retention: None,
+                key_required: true,
+                replays_5xx: false,
+                per_principal: true,
+                sf_string_keys: true,
+                replayed_header: "Idempotent-Replayed".into(),
+            },
+            Preset::StripeV1 => Contract {
+                preset: Preset::StripeV1,
+                header: "Idempotency-Key".into(),
+                mismatch_status: vec![400],
+                in_flight_status: vec![409],
+                missing_key_status: vec![400],
+                in_flight_ttl: None,
+                retention: Some(std::time::Duration::from_secs(24 * 3600)),
+                key_required: false,
+                replays_5xx: true,
+                per_principal: true,
+                sf_string_keys: false,
+                replayed_header: "Idempotent-Replayed".into(),
+            },
+        };
+        if let Some(v) = &self.header {
+            c.header = v.clone();
+        }
+        if let Some(v) = &self.mismatch_status {
+            c.mismatch_status = v.clone();
+        }
+        if let Some(v) = &self.in_flight_status {
+            c.in_flight_status = v.clone();
+        }
+        if let Some(v) = &self.missing_key_status {
+            c.missing_key_status = v.clone();
+        }
+        if let Some(v) = self.in_flight_ttl {
+            c.in_flight_ttl = Some(v.0);
+        }
+        if let Some(v) = self.retention {
+            c.retention = Some(v.0);
+        }
+        c.key_required = self.key_required.unwrap_or(c.key_required);
+        c.replays_5xx = self.replays_5xx.unwrap_or(c.replays_5xx);
+        c.per_principal = self.per_principal.unwrap_or(c.per_principal);
+        c.sf_string_keys = self.sf_string_keys.unwrap_or(c.sf_string_keys);
+        if let Some(v) = &self.replayed_header {
+            c.replayed_header = v.clone();
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_differ_where_real_apis_do() {
+        let article = ContractSpec::default().resolve();
+        assert_eq!((article.mismatch_status.clone(), article.replays_5xx), (vec![409], false));
+        let stripe = ContractSpec {
+            preset: Preset::StripeV1,
+            mismatch_status: Some(vec![422]),
+            ..Default::default()
+        }
+        .resolve();
+        assert_eq!((stripe.mismatch_status, stripe.replays_5xx), (vec![422], true));
+    }
+}

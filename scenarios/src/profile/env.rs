@@ -1,0 +1,72 @@
+//! `${VAR}` and `${VAR:-default}` expansion in profile text, before parsing, with located errors.
+
+use crate::load::LoadError;
+
+/// Replaces `${NAME}` and `${NAME:-default}` in `text` with `lookup(NAME)`. Line numbers are kept
+/// (values must not contain newlines), so later parse errors still point at the right line.
+///
+/// # Errors
+/// A [`LoadError`] at the reference when a variable is unset and has no default, when a value contains
+/// a newline, or when `${` is not closed.
+pub fn expand_env(
+    file: &str,
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, LoadError> {
+    let mut out = String::with_capacity(text.len());
+    for (line_no, line) in text.split_inclusive('\n').enumerate() {
+        let mut rest = line;
+        let mut column = 1u64;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            column += rest[..start].chars().count() as u64;
+            let located = |message: String| LoadError {
+                file: file.to_owned(),
+                line: line_no as u64 + 1,
+                column,
+                message,
+                snippet: Some(line.trim_end().to_owned()),
+            };
+            let after = &rest[start + 2..];
+            let end = after
+                .find('}')
+                .ok_or_else(|| located("unclosed `${`; expected `${NAME}`".into()))?;
+            let inner = &after[..end];
+            let (name, default) = match inner.split_once(":-") {
+                Some((n, d)) => (n, Some(d)),
+                None => (inner, None),
+            };
+            let value = match (lookup(name), default) {
+                (Some(v), _) => v,
+                (None, Some(d)) => d.to_owned(),
+                (None, None) => {
+                    return Err(located(format!(
+                        "environment variable `{name}` is not set (write `${{{name}:-default}}` for a default)"
+                    )))
+                }
+            };
+            if value.contains('\n') {
+                return Err(located(format!("environment variable `{name}` contains a newline")));
+            }
+            out.push_str(&value);
+            column += inner.chars().count() as u64 + 3;
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_and_locates_missing() {
+        let lookup = |n: &str| (n == "A").then(|| "x".to_owned());
+        assert_eq!(expand_env("p", "a: ${A}/${B:-d}\n", &lookup).unwrap(), "a: x/d\n");
+        let err = expand_env("p", "a: 1\nb: ${NOPE}\n", &lookup).unwrap_err();
+        assert_eq!((err.line, err.column), (2, 4));
+        assert!(err.message.contains("`NOPE` is not set"));
+    }
+}

@@ -1,0 +1,13 @@
+//! Target profiles: how any API under test is described (base URLs, principals, operations, hooks,
+//! side-effect probe) and the idempotency contract it claims (a preset plus overrides).
+
+mod contract;
+mod env;
+mod target;
+
+pub use contract::{Contract, ContractSpec, Preset};
+pub use env::expand_env;
+pub use target::{
+    ActionOp, CreateOp, GetOp, HookSpec, Hooks, HttpHook, KeyUse, ListOp, Operations, PathOp,
+    Principal, SideEffectsProbe, TargetProfile,
+};

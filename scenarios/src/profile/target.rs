@@ -1,0 +1,386 @@
+//! The target profile schema, its loader and its cross-field validation.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{expand_env, Contract, ContractSpec};
+use crate::load::{from_yaml, LoadError, Spanned};
+use crate::template::Template;
+use crate::value::JsonPathExpr;
+
+/// How an API under test is described (DESIGN.md "Target profile"). Load it with
+/// [`TargetProfile::load`], which expands `${VAR}`, parses and validates.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetProfile {
+    /// Schema version; must be `1`.
+    pub version: Spanned<u32>,
+    /// A name for reports.
+    pub name: String,
+    /// The idempotency contract the target claims.
+    #[serde(default)]
+    pub contract: ContractSpec,
+    /// One or more base URLs (`http://host:port`, no trailing path needed); concurrent requests are
+    /// spread over them (replicas behind one database).
+    pub base_urls: Spanned<Vec<String>>,
+    /// Two or more principals, each with the headers that authenticate it.
+    pub principals: Spanned<Vec<Principal>>,
+    /// The operations the checks drive.
+    pub operations: Operations,
+    /// Optional hooks (crash, restart, fail_next).
+    #[serde(default)]
+    pub hooks: Hooks,
+    /// Optional probe making side effects behind the API (nodes, leases) visible.
+    #[serde(default)]
+    pub side_effects: Option<SideEffectsProbe>,
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Principal {
+    /// Name used in reports and by scenarios (`principal: alice`); scenarios may also say `A`/`B`
+    /// for the first and second principal.
+    pub name: String,
+    /// Headers sent with every request of this principal (e.g. `Authorization: Bearer …`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// The operations of the API under test.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Operations {
+    /// Create a resource (the idempotent POST under test).
+    pub create: CreateOp,
+    /// Count the principal's resources.
+    pub list: ListOp,
+    /// Read one resource (`{id}` in the path).
+    #[serde(default)]
+    pub get: Option<GetOp>,
+    /// Delete one resource (`{id}` in the path).
+    #[serde(default)]
+    pub delete: Option<PathOp>,
+    /// A mutating action on one resource (e.g. reboot), and how to observe its effect.
+    #[serde(default)]
+    pub action: Option<ActionOp>,
+}
+
+/// The create operation.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateOp {
+    /// HTTP method (default `POST`).
+    #[serde(default = "post")]
+    pub method: String,
+    /// Path template, e.g. `/v1/workers`.
+    pub path: Template,
+    /// Body template; use `{{marker}}` so the check can count what it created, `{{variant}}` so a
+    /// differing body can be sent (fingerprint checks).
+    pub body: Template,
+    /// Content-Type of the body (default `application/json`).
+    #[serde(default = "json")]
+    pub content_type: String,
+    /// Where the new resource's id is in the response body, e.g. `$.id` or `$.data.uuid`.
+    pub id: JsonPathExpr,
+}
+
+/// How to count a principal's resources created by one check.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListOp {
+    /// Path template (GET), may filter by `{{marker}}`, e.g. `/v1/workers?label=run:{{marker}}`.
+    pub path: Template,
+    /// The items, e.g. `$.items[*]`.
+    pub items: JsonPathExpr,
+    /// Optional path inside each item to the marker (e.g. `$.labels.run`); when given, only items whose
+    /// value there equals the marker are counted.
+    #[serde(default)]
+    pub marker: Option<JsonPathExpr>,
+}
+
+/// Reading one resource.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetOp {
+    /// Path with `{id}`, e.g. `/v1/workers/{id}`.
+    pub path: Spanned<String>,
+}
+
+/// Whether an operation on an existing resource carries an idempotency key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyUse {
+    /// The key is sent (and the operation is expected to honour it).
+    #[default]
+    Send,
+    /// The operation takes no key; checks that need one SKIP.
+    Never,
+}
+
+/// Deleting one resource.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathOp {
+    /// HTTP method (default `DELETE`).
+    #[serde(default = "delete")]
+    pub method: String,
+    /// Path with `{id}`.
+    pub path: Spanned<String>,
+    /// Whether the key is sent (default `send`).
+    #[serde(default)]
+    pub key: KeyUse,
+}
+
+/// A mutating action on one resource (e.g. reboot).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionOp {
+    /// HTTP method (default `POST`).
+    #[serde(default = "post")]
+    pub method: String,
+    /// Path with `{id}`, e.g. `/v1/workers/{id}/reboot`.
+    pub path: Spanned<String>,
+    /// Optional body template.
+    #[serde(default)]
+    pub body: Option<Template>,
+    /// Where the action's effect counter is in the `get` response (e.g. `$.reboot_count`).
+    #[serde(default)]
+    pub effect: Option<JsonPathExpr>,
+}
+
+/// The optional hooks a check may call.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hooks {
+    /// Kill the server (Jepsen-style). With `arms: true` the hook only arms a crash that happens
+    /// during the next mutating request (after the work started); otherwise it kills at once.
+    #[serde(default)]
+    pub crash: Option<HookSpec>,
+    /// Bring the server back after a crash, on the same address and database.
+    #[serde(default)]
+    pub restart: Option<HookSpec>,
+    /// Make the next mutating call fail part-way with a 5xx, after some side effects.
+    #[serde(default)]
+    pub fail_next: Option<HookSpec>,
+}
+
+/// A hook: a shell command or an HTTP request (exactly one).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookSpec {
+    /// A shell command (`sh -c`), which must exit 0.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// An HTTP request, which must answer 2xx.
+    #[serde(default)]
+    pub request: Option<HttpHook>,
+    /// For `crash`: the hook arms a crash of the next mutating request instead of killing at once.
+    #[serde(default)]
+    pub arms: bool,
+}
+
+/// An HTTP request made by a hook or a probe.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpHook {
+    /// HTTP method (default `POST`).
+    #[serde(default = "post")]
+    pub method: String,
+    /// Absolute URL.
+    pub url: String,
+    /// Headers to send.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Optional body (sent as `application/json`).
+    #[serde(default)]
+    pub body: Option<String>,
+}
+
+/// A GET that exposes counters of side effects behind the API (nodes, leases, …).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SideEffectsProbe {
+    /// Absolute URL.
+    pub url: String,
+    /// Headers to send.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Counter name → JSONPath to an integer, e.g. `leases: $.leases`. Every counter must grow by
+    /// exactly the number of resources created.
+    pub counters: BTreeMap<String, JsonPathExpr>,
+}
+
+fn post() -> String {
+    "POST".into()
+}
+fn delete() -> String {
+    "DELETE".into()
+}
+fn json() -> String {
+    "application/json".into()
+}
+
+impl TargetProfile {
+    /// Expands `${VAR}` with `env`, parses `text` (the contents of `file`) and validates it.
+    ///
+    /// # Errors
+    /// A [`LoadError`] with file, line and column for syntax errors, unknown fields, bad JSONPaths
+    /// or templates, unset variables, and cross-field problems.
+    pub fn load(
+        file: &str,
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, LoadError> {
+        let expanded = expand_env(file, text, env)?;
+        let profile: TargetProfile = from_yaml(file, &expanded)?;
+        profile.validate(file)?;
+        Ok(profile)
+    }
+
+    /// Cross-field rules: version 1, at least one `http://` base URL, two principals with distinct
+    /// names, `{id}` in every per-resource path, and an absolute URL in every hook and probe.
+    ///
+    /// # Errors
+    /// A located [`LoadError`] for the first rule broken.
+    pub fn validate(&self, file: &str) -> Result<(), LoadError> {
+        if self.version.value != 1 {
+            return Err(LoadError::at(
+                file,
+                &self.version.referenced,
+                format!("unsupported version {}; expected 1", self.version.value),
+            ));
+        }
+        if self.base_urls.value.is_empty() {
+            return Err(LoadError::at(
+                file,
+                &self.base_urls.referenced,
+                "expected at least one base URL",
+            ));
+        }
+        for url in &self.base_urls.value {
+            if !url.starts_with("http://") && !url.starts_with("https://") {
+                return Err(LoadError::at(
+                    file,
+                    &self.base_urls.referenced,
+                    format!("base URL `{url}` must start with http:// or https://"),
+                ));
+            }
+        }
+        let principals = &self.principals.value;
+        if principals.len() < 2 {
+            return Err(LoadError::at(
+                file,
+                &self.principals.referenced,
+                "expected at least two principals (cross-tenant checks need two)",
+            ));
+        }
+        for (i, p) in principals.iter().enumerate() {
+            if principals[..i].iter().any(|q| q.name == p.name) {
+                return Err(LoadError::at(
+                    file,
+                    &self.principals.referenced,
+                    format!("principal name `{}` is used twice", p.name),
+                ));
+            }
+        }
+        let ops = &self.operations;
+        let with_id = [
+            ops.get.as_ref().map(|g| &g.path),
+            ops.delete.as_ref().map(|d| &d.path),
+            ops.action.as_ref().map(|a| &a.path),
+        ];
+        for path in with_id.into_iter().flatten() {
+            if !path.value.contains("{id}") {
+                return Err(LoadError::at(
+                    file,
+                    &path.referenced,
+                    format!("path `{}` must contain `{{id}}`", path.value),
+                ));
+            }
+        }
+        let urls = [
+            &self.hooks.crash,
+            &self.hooks.restart,
+            &self.hooks.fail_next,
+        ];
+        for hook in urls.into_iter().flatten() {
+            if hook.command.is_some() == hook.request.is_some() {
+                return Err(LoadError::at(
+                    file,
+                    &self.version.referenced,
+                    "each hook needs exactly one of `command` or `request`",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The contract with the preset's defaults and the profile's overrides applied.
+    pub fn contract(&self) -> Contract {
+        self.contract.resolve()
+    }
+
+    /// Finds a principal by name, or by position: `A` (first), `B` (second).
+    pub fn principal(&self, name: &str) -> Option<&Principal> {
+        let list = &self.principals.value;
+        list.iter().find(|p| p.name == name).or(match name {
+            "A" => list.first(),
+            "B" => list.get(1),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"version: 1
+name: t
+base_urls: ["http://127.0.0.1:1"]
+principals:
+  - {name: a, headers: {X-Api-Key: ka}}
+  - {name: b, headers: {X-Api-Key: kb}}
+operations:
+  create: {path: /things, body: '{"m":"{{marker}}"}', id: $.data.uuid}
+  list: {path: /things, items: "$.data[*]", marker: $.m}
+  get: {path: "/things/{id}"}
+"#;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn minimal_profile_loads() {
+        let p = TargetProfile::load("p.yaml", MINIMAL, &no_env).unwrap();
+        assert_eq!(p.principal("B").unwrap().name, "b");
+        assert_eq!(p.contract().mismatch_status, vec![409]);
+    }
+
+    #[test]
+    fn bad_jsonpath_is_located() {
+        let text = MINIMAL.replace("$.data.uuid", "'$.data['");
+        let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+        assert_eq!(err.line, 8, "{err}");
+        assert!(err.message.contains("invalid JSONPath"), "{err}");
+    }
+
+    #[test]
+    fn missing_id_placeholder_is_located() {
+        let text = MINIMAL.replace("/things/{id}", "/things/x");
+        let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+        assert_eq!(err.line, 10, "{err}");
+        assert!(err.message.contains("must contain `{id}`"), "{err}");
+    }
+
+    #[test]
+    fn unknown_placeholder_is_located() {
+        let text = MINIMAL.replace("{{marker}}", "{{markr}}");
+        let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+        assert_eq!(err.line, 8, "{err}");
+        assert!(err.message.contains("unknown placeholder"), "{err}");
+    }
+}

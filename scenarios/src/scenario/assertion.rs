@@ -1,0 +1,360 @@
+//! The fixed assertion vocabulary. Each `assert:` entry names exactly one kind; an unknown kind is a
+//! located error (`unknown field`, with the list of known ones).
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::{Level, Within};
+
+/// A status a response may have: an exact code (`201`), a class (`2xx`), or a set the contract
+/// declares (`mismatch`, `in_flight`, `missing_key`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StatusPattern {
+    /// Exactly this code.
+    Exact(u16),
+    /// The class `N`xx (1..=5).
+    Class(u8),
+    /// The contract's `mismatch_status`.
+    Mismatch,
+    /// The contract's `in_flight_status`.
+    InFlight,
+    /// The contract's `missing_key_status`.
+    MissingKey,
+}
+
+impl StatusPattern {
+    /// Parses `201`, `2xx`, `mismatch`, `in_flight`, `missing_key`.
+    ///
+    /// # Errors
+    /// A message saying what was expected.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "mismatch" => return Ok(Self::Mismatch),
+            "in_flight" => return Ok(Self::InFlight),
+            "missing_key" => return Ok(Self::MissingKey),
+            _ => {}
+        }
+        if let Some(c) = text.strip_suffix("xx") {
+            if let Ok(d @ 1..=5) = c.parse::<u8>() {
+                return Ok(Self::Class(d));
+            }
+        }
+        match text.parse::<u16>() {
+            Ok(code @ 100..=599) => Ok(Self::Exact(code)),
+            _ => Err(format!(
+                "invalid status `{text}`; expected 100..=599, `2xx`, `mismatch`, `in_flight` or `missing_key`"
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StatusPattern {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = StatusPattern;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a status code, `2xx`, `mismatch`, `in_flight` or `missing_key`")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<StatusPattern, E> {
+                StatusPattern::parse(&v.to_string()).map_err(E::custom)
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<StatusPattern, E> {
+                StatusPattern::parse(&v.to_string()).map_err(E::custom)
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<StatusPattern, E> {
+                StatusPattern::parse(v).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// `status: {step, in: [...]}`: every response of the step has a status in the set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusSet {
+    /// The step.
+    pub step: String,
+    /// Accepted statuses.
+    #[serde(rename = "in")]
+    pub allowed: Vec<StatusPattern>,
+}
+
+/// `{step}`: an assertion about one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepRef {
+    /// The step.
+    pub step: String,
+}
+
+/// `{step, as}`: compares a step's responses with another step's first response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepPair {
+    /// The step judged.
+    pub step: String,
+    /// The step it is compared with.
+    #[serde(rename = "as")]
+    pub other: String,
+}
+
+/// `distinct_ids: {steps: [a, b]}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepList {
+    /// The steps.
+    pub steps: Vec<String>,
+}
+
+/// `created: {principal, equals}`: resources with the check's marker, counted with `list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Created {
+    /// Whose resources (default `A`).
+    #[serde(default)]
+    pub principal: Option<String>,
+    /// The expected count.
+    pub equals: u64,
+}
+
+/// `conflict: {step, kind}`: the step was rejected with the contract's status for `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Conflict {
+    /// The step.
+    pub step: String,
+    /// `mismatch` or `in_flight`.
+    pub kind: ConflictKind,
+}
+
+/// Which conflict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConflictKind {
+    /// Same key, different request.
+    Mismatch,
+    /// Same key while the first is still running.
+    InFlight,
+}
+
+/// `header: {step, name}`: every 2xx response of the step carries the header. `name: replayed`
+/// means the contract's replay header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeaderPresent {
+    /// The step.
+    pub step: String,
+    /// Header name, or `replayed`.
+    pub name: String,
+}
+
+/// `succeeded_within: {step, within}`: the step (with `retry`) reached 2xx in time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SucceededWithin {
+    /// The step.
+    pub step: String,
+    /// Limit from the step's first attempt.
+    pub within: Within,
+}
+
+/// `effect_delta: {before, after, equals}`: the action's effect counter, read by two `get` steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EffectDelta {
+    /// The `get` step before.
+    pub before: String,
+    /// The `get` step after.
+    pub after: String,
+    /// Expected difference.
+    pub equals: i64,
+}
+
+/// `failure_handled: {failed, retry}`: the first attempt failed with a 5xx; the retry re-ran it
+/// (contract `replays_5xx: false`) or replayed the 5xx (`true`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureHandled {
+    /// The step that was made to fail.
+    pub failed: String,
+    /// Its retry.
+    pub retry: String,
+}
+
+/// What the proxy must have observed for a faulted step (a precondition: when it does not hold the
+/// check is UNKNOWN, not FAIL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamOutcome {
+    /// The upstream answered 2xx (the work was done) and the client did not get it.
+    Worked,
+    /// The request never reached the upstream.
+    NotReached,
+}
+
+/// `fault_applied: {step, upstream}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultApplied {
+    /// The step.
+    pub step: String,
+    /// What the proxy must have seen.
+    pub upstream: UpstreamOutcome,
+}
+
+/// `side_effects: {equals}`: every side-effect counter grew by exactly this much over the check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SideEffects {
+    /// Expected growth of each counter.
+    pub equals: i64,
+}
+
+/// One `assert:` entry: exactly one kind, and an optional `level` (default: the scenario's).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Assertion {
+    /// Overrides the scenario's level for this assertion (a broken SHOULD is a WARN).
+    #[serde(default)]
+    pub level: Option<Level>,
+    /// Source of this particular clause, if it differs from the scenario's.
+    #[serde(default)]
+    pub reference: Option<String>,
+    /// Status in a set.
+    #[serde(default)]
+    pub status: Option<StatusSet>,
+    /// Same response (status, body, Location, Content-Type) as another step.
+    #[serde(default)]
+    pub same_response: Option<StepPair>,
+    /// Not a replay of another step's response.
+    #[serde(default)]
+    pub not_replay_of: Option<StepPair>,
+    /// The created ids differ.
+    #[serde(default)]
+    pub distinct_ids: Option<StepList>,
+    /// A concurrent step's successes are identical, the rest in-flight conflicts.
+    #[serde(default)]
+    pub consistent: Option<StepRef>,
+    /// Count of resources by marker.
+    #[serde(default)]
+    pub created: Option<Created>,
+    /// Rejected as a conflict of a kind.
+    #[serde(default)]
+    pub conflict: Option<Conflict>,
+    /// A header present on successes.
+    #[serde(default)]
+    pub header: Option<HeaderPresent>,
+    /// Reached success in time.
+    #[serde(default)]
+    pub succeeded_within: Option<SucceededWithin>,
+    /// Action effect counter delta.
+    #[serde(default)]
+    pub effect_delta: Option<EffectDelta>,
+    /// 5xx re-run or replayed per contract.
+    #[serde(default)]
+    pub failure_handled: Option<FailureHandled>,
+    /// Precondition on what the proxy saw.
+    #[serde(default)]
+    pub fault_applied: Option<FaultApplied>,
+    /// Precondition: the step got no response (crash).
+    #[serde(default)]
+    pub no_response: Option<StepRef>,
+    /// No 5xx from the step.
+    #[serde(default)]
+    pub no_5xx: Option<StepRef>,
+    /// Side-effect counters' growth.
+    #[serde(default)]
+    pub side_effects: Option<SideEffects>,
+}
+
+/// An [`Assertion`]'s one kind, borrowed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[allow(missing_docs)]
+pub enum AssertKind<'a> {
+    Status(&'a StatusSet),
+    SameResponse(&'a StepPair),
+    NotReplayOf(&'a StepPair),
+    DistinctIds(&'a StepList),
+    Consistent(&'a StepRef),
+    Created(&'a Created),
+    Conflict(&'a Conflict),
+    Header(&'a HeaderPresent),
+    SucceededWithin(&'a SucceededWithin),
+    EffectDelta(&'a EffectDelta),
+    FailureHandled(&'a FailureHandled),
+    FaultApplied(&'a FaultApplied),
+    NoResponse(&'a StepRef),
+    No5xx(&'a StepRef),
+    SideEffects(&'a SideEffects),
+}
+
+impl Assertion {
+    /// All kinds given in this entry (valid entries have exactly one).
+    pub fn kinds(&self) -> Vec<AssertKind<'_>> {
+        let mut out = Vec::new();
+        macro_rules! push {
+            ($($field:ident => $variant:ident),* $(,)?) => {
+                $(if let Some(v) = &self.$field { out.push(AssertKind::$variant(v)); })*
+            };
+        }
+        push!(
+            status => Status, same_response => SameResponse, not_replay_of => NotReplayOf,
+            distinct_ids => DistinctIds, consistent => Consistent, created => Created,
+            conflict => Conflict, header => Header, succeeded_within => SucceededWithin,
+            effect_delta => EffectDelta, failure_handled => FailureHandled,
+            fault_applied => FaultApplied, no_response => NoResponse, no_5xx => No5xx,
+            side_effects => SideEffects,
+        );
+        out
+    }
+
+    /// The entry's one kind.
+    pub fn kind(&self) -> AssertKind<'_> {
+        self.kinds()
+            .into_iter()
+            .next()
+            .expect("validated assertions have exactly one kind")
+    }
+
+    /// The step names the assertion refers to.
+    pub fn steps(&self) -> Vec<&str> {
+        let kinds = self.kinds();
+        let Some(kind) = kinds.first() else {
+            return Vec::new();
+        };
+        match *kind {
+            AssertKind::Status(a) => vec![&a.step],
+            AssertKind::SameResponse(a) | AssertKind::NotReplayOf(a) => vec![&a.step, &a.other],
+            AssertKind::DistinctIds(a) => a.steps.iter().map(String::as_str).collect(),
+            AssertKind::Consistent(a) | AssertKind::NoResponse(a) | AssertKind::No5xx(a) => {
+                vec![&a.step]
+            }
+            AssertKind::Conflict(a) => vec![&a.step],
+            AssertKind::Header(a) => vec![&a.step],
+            AssertKind::SucceededWithin(a) => vec![&a.step],
+            AssertKind::EffectDelta(a) => vec![&a.before, &a.after],
+            AssertKind::FailureHandled(a) => vec![&a.failed, &a.retry],
+            AssertKind::FaultApplied(a) => vec![&a.step],
+            AssertKind::Created(_) | AssertKind::SideEffects(_) => vec![],
+        }
+    }
+
+    /// Exactly one kind, and every step it names exists.
+    ///
+    /// # Errors
+    /// A message for the first problem.
+    pub fn validate(&self, steps: &[String]) -> Result<(), String> {
+        match self.kinds().len() {
+            1 => {}
+            0 => return Err("an assertion needs a kind, e.g. `status: {step: s1, in: [2xx]}`".into()),
+            _ => return Err("one assertion per list entry; split this entry".into()),
+        }
+        for s in self.steps() {
+            if !steps.iter().any(|n| n == s) {
+                return Err(format!("assertion names step `{s}`, which does not exist"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,261 @@
+//! A scenario step: a request (`op`), a `wait`, or a `hook`.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::StatusPattern;
+use crate::value::HumanDuration;
+
+/// The operation a request step drives, as the target profile defines it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    /// `operations.create`.
+    Create,
+    /// `operations.list` (counts by marker).
+    List,
+    /// `operations.get` on the resource of step `on`.
+    Get,
+    /// `operations.delete` on the resource of step `on`.
+    Delete,
+    /// `operations.action` on the resource of step `on`.
+    Action,
+}
+
+/// A profile hook a step calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookName {
+    /// Kill the server (or arm a crash of the next mutating request).
+    Crash,
+    /// Bring it back on the same address and database.
+    Restart,
+    /// Make the next mutating call fail part-way with a 5xx.
+    FailNext,
+}
+
+/// Which body a create sends: the template with `{{variant}}` = 1, or = 2 (a request that differs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BodyVariant {
+    /// `{{variant}}` renders `1`.
+    #[default]
+    Default,
+    /// `{{variant}}` renders `2`.
+    Alt,
+}
+
+/// Whether a request goes through the fault-injecting proxy or straight to the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// Through the proxy (faults apply; unmatched requests pass through).
+    #[default]
+    Proxy,
+    /// Straight to the target.
+    Direct,
+}
+
+/// The idempotency key a step sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum KeySpec {
+    /// `none`: no key header.
+    None,
+    /// `""`: an empty header value.
+    Empty,
+    /// `long:N`: N visible ASCII characters.
+    Long(usize),
+    /// `raw:TEXT`: exactly TEXT (may be non-ASCII or quoted).
+    Raw(String),
+    /// `sf:NAME`: the named key as an RFC 8941 string (`"…"`).
+    SfNamed(String),
+    /// `NAME` (e.g. `K1`): a key unique to this check run, the same wherever the name recurs.
+    Named(String),
+}
+
+impl<'de> Deserialize<'de> for KeySpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        KeySpec::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty()
+        && s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+impl KeySpec {
+    /// Parses `none`, `""`, `long:N`, `raw:TEXT`, `sf:NAME` or `NAME`.
+    ///
+    /// # Errors
+    /// A message saying what was expected.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.is_empty() {
+            return Ok(KeySpec::Empty);
+        }
+        if text == "none" {
+            return Ok(KeySpec::None);
+        }
+        if let Some(n) = text.strip_prefix("long:") {
+            return n
+                .parse()
+                .map(KeySpec::Long)
+                .map_err(|_| format!("`{text}`: expected `long:N` with N a number of characters"));
+        }
+        if let Some(raw) = text.strip_prefix("raw:") {
+            return Ok(KeySpec::Raw(raw.to_owned()));
+        }
+        if let Some(name) = text.strip_prefix("sf:") {
+            if is_name(name) {
+                return Ok(KeySpec::SfNamed(name.to_owned()));
+            }
+        }
+        if is_name(text) {
+            return Ok(KeySpec::Named(text.to_owned()));
+        }
+        Err(format!(
+            "invalid key `{text}`; expected a name like K1, `none`, `\"\"`, `long:300`, `raw:VALUE` or `sf:K1`"
+        ))
+    }
+}
+
+/// A time limit, absolute (`10s`) or relative to the contract's in-flight TTL (`in_flight_ttl + 5s`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Within {
+    /// Whether the contract's in-flight TTL is added.
+    pub plus_in_flight_ttl: bool,
+    /// The fixed part.
+    pub extra: std::time::Duration,
+}
+
+impl<'de> Deserialize<'de> for Within {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let (ttl, rest) = match text.trim().strip_prefix("in_flight_ttl") {
+            Some(rest) => (true, rest.trim().strip_prefix('+').unwrap_or(rest).trim()),
+            None => (false, text.trim()),
+        };
+        let extra = if rest.is_empty() && ttl {
+            std::time::Duration::ZERO
+        } else {
+            humantime::parse_duration(rest).map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "invalid time limit `{text}` ({e}); expected `10s` or `in_flight_ttl + 5s`"
+                ))
+            })?
+        };
+        Ok(Within {
+            plus_in_flight_ttl: ttl,
+            extra,
+        })
+    }
+}
+
+/// Repeat a request until its status is in `until`, every `every`, for at most `within`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrySpec {
+    /// Pause between attempts.
+    pub every: HumanDuration,
+    /// Give up after this long.
+    pub within: Within,
+    /// Stop at one of these statuses (default `[2xx]`).
+    #[serde(default = "success")]
+    pub until: Vec<StatusPattern>,
+}
+
+fn success() -> Vec<StatusPattern> {
+    vec![StatusPattern::Class(2)]
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One step of a scenario: exactly one of `op`, `wait` or `hook`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// 1-based position, set by the loader.
+    #[serde(skip)]
+    pub index: usize,
+    /// Name used by assertions and sent as `X-Idemspec-Step` (fault rules can match it);
+    /// default `step-N`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A request.
+    #[serde(default)]
+    pub op: Option<Operation>,
+    /// A pause.
+    #[serde(default)]
+    pub wait: Option<HumanDuration>,
+    /// A hook call.
+    #[serde(default)]
+    pub hook: Option<HookName>,
+    /// Which principal sends it: a profile name, or `A`/`B` (default `A`).
+    #[serde(default)]
+    pub principal: Option<String>,
+    /// The idempotency key (default: none).
+    #[serde(default)]
+    pub key: Option<KeySpec>,
+    /// The body variant (create, action).
+    #[serde(default)]
+    pub body: BodyVariant,
+    /// The earlier create step whose resource `get`/`delete`/`action` act on.
+    #[serde(default)]
+    pub on: Option<String>,
+    /// Requests released together at one barrier (default 1).
+    #[serde(default = "one")]
+    pub concurrency: u32,
+    /// Client timeout per request (default 10s).
+    #[serde(default)]
+    pub timeout: Option<HumanDuration>,
+    /// Through the proxy (default) or direct.
+    #[serde(default)]
+    pub via: Via,
+    /// Start it and go on; it is awaited before the assertions.
+    #[serde(default)]
+    pub background: bool,
+    /// Repeat until a status.
+    #[serde(default)]
+    pub retry: Option<RetrySpec>,
+}
+
+impl Step {
+    /// The step's name, or `step-N`.
+    pub fn name(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("step-{}", self.index))
+    }
+
+    /// Checks the step against the names of the steps before it.
+    ///
+    /// # Errors
+    /// A message for the first problem.
+    pub fn validate(&self, earlier: &[String]) -> Result<(), String> {
+        let kinds = [self.op.is_some(), self.wait.is_some(), self.hook.is_some()];
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            return Err("a step needs exactly one of `op`, `wait` or `hook`".into());
+        }
+        if self.concurrency == 0 || self.concurrency > 256 {
+            return Err(format!(
+                "concurrency {} out of range; expected 1..=256",
+                self.concurrency
+            ));
+        }
+        let needs_target = matches!(
+            self.op,
+            Some(Operation::Get | Operation::Delete | Operation::Action)
+        );
+        match (&self.on, needs_target) {
+            (None, true) => Err("`get`, `delete` and `action` need `on: <create step>`".into()),
+            (Some(on), _) if !earlier.contains(on) => {
+                Err(format!("`on: {on}` does not name an earlier step"))
+            }
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,58 @@
+use super::*;
+
+const LOST: &str = r#"version: 1
+id: lost-response
+title: t
+level: MUST
+reference: "article"
+steps:
+  - {name: first, op: create, key: K1}
+  - {name: retry, op: create, key: K1, retry: {every: 100ms, within: in_flight_ttl + 2s}}
+assert:
+  - status: {step: retry, in: [2xx, 409, mismatch]}
+  - created: {equals: 1}
+"#;
+
+#[test]
+fn loads_a_scenario() {
+    let s = Scenario::load("s.yaml", LOST).unwrap();
+    assert_eq!(s.steps.len(), 2);
+    assert_eq!(s.step("retry").unwrap().key, Some(KeySpec::Named("K1".into())));
+    let within = s.step("retry").unwrap().retry.as_ref().unwrap().within;
+    assert!(within.plus_in_flight_ttl);
+    assert_eq!(s.assertions[0].value.steps(), vec!["retry"]);
+}
+
+#[test]
+fn unknown_assertion_is_located() {
+    let text = LOST.replace("created: {equals: 1}", "creatd: {equals: 1}");
+    let err = Scenario::load("s.yaml", &text).unwrap_err();
+    assert_eq!((err.line, err.column), (11, 5), "{err}");
+    assert!(err.message.contains("unknown field `creatd`"), "{err}");
+}
+
+#[test]
+fn dangling_step_reference_is_located() {
+    let text = LOST.replace("step: retry, in", "step: retri, in");
+    let err = Scenario::load("s.yaml", &text).unwrap_err();
+    assert_eq!(err.line, 10, "{err}");
+    assert!(err.message.contains("`retri`"), "{err}");
+}
+
+#[test]
+fn bad_key_and_status_are_located() {
+    let err = Scenario::load("s.yaml", &LOST.replace("key: K1}", "key: \"a b\"}")).unwrap_err();
+    assert_eq!(err.line, 7, "{err}");
+    let err = Scenario::load("s.yaml", &LOST.replace("409, mismatch", "409, 6xx")).unwrap_err();
+    assert_eq!(err.line, 10, "{err}");
+    assert!(err.message.contains("invalid status `6xx`"), "{err}");
+}
+
+#[test]
+fn key_specs_parse() {
+    assert_eq!(KeySpec::parse("long:300").unwrap(), KeySpec::Long(300));
+    assert_eq!(KeySpec::parse("sf:K2").unwrap(), KeySpec::SfNamed("K2".into()));
+    assert_eq!(KeySpec::parse("raw:ключ").unwrap(), KeySpec::Raw("ключ".into()));
+    assert_eq!(KeySpec::parse("none").unwrap(), KeySpec::None);
+    assert!(KeySpec::parse("long:x").is_err());
+}

@@ -1,0 +1,111 @@
+//! What a run is asked to do, and what can stop it before any check runs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use idemspec_scenarios::profile::TargetProfile;
+use idemspec_scenarios::scenario::Scenario;
+use idemspec_scenarios::LoadError;
+
+use crate::model::RunEvent;
+
+/// Where run events go: reporters read the other end. A closed receiver is ignored.
+pub type EventSink = tokio::sync::mpsc::UnboundedSender<RunEvent>;
+
+/// The API under test.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A user's API, described by a loaded profile.
+    Profile(Box<TargetProfile>),
+    /// The bundled leasebroker, started as a child process (`idemspec run --reference`).
+    Reference(ReferenceOptions),
+}
+
+/// How to start the bundled reference server.
+#[derive(Debug, Clone)]
+pub struct ReferenceOptions {
+    /// The program to execute; `None` means `std::env::current_exe()` (the `idemspec` binary).
+    /// Tests pass `env!("CARGO_BIN_EXE_idemspec")`.
+    pub program: Option<PathBuf>,
+    /// Arguments before leasebroker's own flags (default `["__leasebroker"]`, the hidden subcommand
+    /// that calls `leasebroker::cli::run`).
+    pub subcommand: Vec<String>,
+    /// `--flaw NAME` flags, to show what a broken server looks like.
+    pub flaws: Vec<String>,
+    /// A PostgreSQL URL; `None` uses an SQLite file in a temporary directory.
+    pub database_url: Option<String>,
+    /// The in-flight TTL given to leasebroker (and declared in its profile); default 2 s.
+    pub in_flight_ttl: Duration,
+}
+
+impl Default for ReferenceOptions {
+    fn default() -> Self {
+        Self {
+            program: None,
+            subcommand: vec!["__leasebroker".into()],
+            flaws: Vec::new(),
+            database_url: None,
+            in_flight_ttl: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Everything [`run`](super::run) needs.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The API under test.
+    pub target: Target,
+    /// Scenarios to run besides (or instead of) the built-in catalogue, already loaded.
+    pub scenarios: Vec<Scenario>,
+    /// Whether the built-in catalogue runs (default `true`).
+    pub builtin: bool,
+    /// Run only these check ids (empty: all). An id that matches nothing is a usage error.
+    pub only: Vec<String>,
+    /// Skip these check ids.
+    pub skip: Vec<String>,
+    /// How many independent checks may run at once (default 8). Checks marked `exclusive`
+    /// (crash, fail_next, side-effect counters) always run alone.
+    pub parallelism: usize,
+}
+
+impl RunOptions {
+    /// Options running the built-in catalogue against `target`.
+    pub fn new(target: Target) -> Self {
+        Self {
+            target,
+            scenarios: Vec::new(),
+            builtin: true,
+            only: Vec::new(),
+            skip: Vec::new(),
+            parallelism: 8,
+        }
+    }
+}
+
+/// What stops a run before (or instead of) verdicts. A FAIL verdict is never an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A profile or scenario did not load (exit code 2).
+    #[error("load configuration")]
+    Config(#[from] LoadError),
+    /// `--only`/`--skip` named a check that does not exist (exit code 2).
+    #[error("select checks: no check has id `{0}`")]
+    UnknownCheck(String),
+    /// Two scenarios share an id (exit code 2).
+    #[error("select checks: two scenarios have id `{0}`")]
+    DuplicateCheck(String),
+    /// The bundled reference server could not be started.
+    #[error("start the reference server")]
+    Reference(#[source] crate::reference::ReferenceError),
+    /// The embedded proxy could not be started.
+    #[error("start the fault-injecting proxy")]
+    Proxy(#[source] std::io::Error),
+    /// No base URL answered before any check ran (exit code 3).
+    #[error("reach the target at {url}: {reason}")]
+    TargetUnreachable {
+        /// The base URL tried.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
