@@ -16,6 +16,7 @@ pub mod rules;
 
 pub use load::{from_yaml, LoadError};
 pub mod scenario;
+pub mod catalogue;
 pub mod profile;
 pub mod template;
 pub mod value;

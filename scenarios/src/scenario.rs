@@ -77,6 +77,8 @@ pub enum Capability {
     SideEffects,
     /// A `{{variant}}` in the create body, so a differing request can be sent.
     BodyVariant,
+    /// A declared in-flight TTL in the contract.
+    InFlightTtl,
 }
 
 /// A check procedure implemented in the runner, for logic beyond a linear script. Its level,

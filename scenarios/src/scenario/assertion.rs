@@ -221,6 +221,10 @@ pub struct Assertion {
     /// Source of this particular clause, if it differs from the scenario's.
     #[serde(default)]
     pub reference: Option<String>,
+    /// A precondition: when it does not hold, the check could not observe what it claims and is
+    /// UNKNOWN rather than FAIL (e.g. the setup create did not succeed).
+    #[serde(default)]
+    pub precondition: bool,
     /// Status in a set.
     #[serde(default)]
     pub status: Option<StatusSet>,

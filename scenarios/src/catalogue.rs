@@ -1,0 +1,75 @@
+//! The built-in checks (DESIGN.md "The built-in catalogue"), one YAML file per check under
+//! `scenarios/catalogue/`, embedded with `include_str!` so the binary works anywhere; and the bundled
+//! leasebroker target profile.
+
+use crate::scenario::Scenario;
+
+/// The leasebroker target profile's text (`scenarios/targets/leasebroker.yaml`).
+pub const LEASEBROKER_PROFILE: &str = include_str!("../targets/leasebroker.yaml");
+
+/// The name the embedded leasebroker profile is reported under in errors.
+pub const LEASEBROKER_PROFILE_FILE: &str = "<embedded:targets/leasebroker.yaml>";
+
+macro_rules! catalogue {
+    ($($id:literal),* $(,)?) => {
+        /// `(id, YAML text)` of every built-in check, in run order.
+        pub const SOURCES: &[(&str, &str)] = &[
+            $(($id, include_str!(concat!("../catalogue/", $id, ".yaml")))),*
+        ];
+    };
+}
+
+catalogue!(
+    "never-processed",
+    "lost-response",
+    "client-timeout-in-flight",
+    "concurrent-same-key",
+    "fingerprint-mismatch",
+    "cross-tenant",
+    "endpoint-scope",
+    "replay-fidelity",
+    "replay-after-delete",
+    "delete-doom-loop",
+    "reboot-once",
+    "key-validation",
+    "retry-storm",
+    "failed-not-cached",
+    "resumable-side-effects",
+    "stuck-in-flight",
+);
+
+/// The built-in checks, loaded.
+///
+/// # Panics
+/// If an embedded file does not load: a build defect, caught by this module's tests.
+pub fn builtin() -> Vec<Scenario> {
+    SOURCES
+        .iter()
+        .map(|(id, text)| {
+            Scenario::load(&format!("<embedded:{id}>"), text)
+                .unwrap_or_else(|e| panic!("built-in check {id} does not load: {e}"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_check_loads_under_its_file_name() {
+        let checks = builtin();
+        assert_eq!(checks.len(), SOURCES.len());
+        for (check, (id, _)) in checks.iter().zip(SOURCES) {
+            assert_eq!(&check.id.value, id);
+        }
+    }
+
+    #[test]
+    fn leasebroker_profile_loads_with_defaults() {
+        let p = crate::profile::TargetProfile::load(LEASEBROKER_PROFILE_FILE, LEASEBROKER_PROFILE, &|_| None)
+            .unwrap();
+        assert_eq!(p.name, "leasebroker");
+        assert!(p.operations.create.body.has_variant());
+    }
+}
