@@ -1,1 +1,38 @@
-//! placeholder
+//! # idemspec-proxy
+//!
+//! A fault-injecting HTTP/1.1 and TCP proxy. It sits between a client and the API under test and
+//! makes, on purpose, the failures that produce retries: the request never reaches the server
+//! (`refuse`, `respond`), the server does the work and the response is lost (`drop_response`),
+//! the client gives up while the server is still working (`delay_response`, `hang`), the
+//! connection dies mid-flight (`reset_mid_response`), an intermediary sends twice (`duplicate`).
+//! It records what it did in an event log: the runner's ground truth for "did the server do the
+//! work". It knows nothing of checks or verdicts.
+//!
+//! - [`start`] a proxy from a [`ProxyConfig`]; control it with the returned [`ProxyHandle`]
+//!   (rules, events, reset, shutdown), or remotely over the [`control`] API.
+//! - Rules, matches and faults are `idemspec_scenarios::rules` (shared with scenario files).
+//! - [`ProxyEvent`] / [`EventLog`]: one record per request (HTTP) or connection (TCP).
+//! - [`cli`]: `idemspec proxy` (`ProxyArgs` + `run`).
+//!
+//! Layout: `server` (accept loop, shutdown), `http/` (connection, per-request context, one module
+//! per phase: request, upstream, response), `tcp/` (byte relay), `matcher` (rule matching and
+//! counters), `event`, `control`, `cli`. Request headers named `x-idemspec-*` can be matched by
+//! rules and are stripped before forwarding; `X-Idemspec-Step` tags the event (`step`).
+//! The upstream is a base URL `http://host:port`; a path prefix is rejected.
+#![warn(missing_docs)]
+
+pub mod cli;
+mod config;
+pub mod control;
+mod error;
+mod event;
+mod handle;
+mod http;
+mod matcher;
+mod server;
+mod tcp;
+
+pub use config::ProxyConfig;
+pub use error::ProxyError;
+pub use event::{EventLog, ProxyEvent, Side};
+pub use handle::{start, ProxyHandle};

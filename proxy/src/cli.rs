@@ -1,0 +1,104 @@
+//! The standalone proxy's command line, mounted by the `idemspec` binary as `idemspec proxy`.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use idemspec_scenarios::rules::{Mode, ProxyFile};
+
+use crate::{start, ProxyConfig};
+
+/// `idemspec proxy`: run the fault-injecting proxy until Ctrl-C.
+///
+/// Flags override the scenario file's `listen`, `upstream` and `mode`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProxyArgs {
+    /// Address to accept downstream connections on (default: the file's `listen`, else
+    /// 127.0.0.1:0, a free port; the bound address is printed).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Upstream: `http://host:port` in HTTP mode, `host:port` in TCP mode (default: the file's).
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// A proxy file (`version: 1`, `listen`, `upstream`, `mode`, `rules` / `tcp_rules`).
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// Address for the control API (rules and events as JSON); none without it.
+    #[arg(long, value_name = "ADDR")]
+    pub control: Option<SocketAddr>,
+    /// `http` (rules per request) or `tcp` (byte relay, rules per connection).
+    #[arg(long, value_enum)]
+    pub mode: Option<CliMode>,
+}
+
+/// The proxy mode as a command-line value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CliMode {
+    /// HTTP/1.1 reverse proxy.
+    Http,
+    /// TCP byte relay.
+    Tcp,
+}
+
+/// Runs the proxy until Ctrl-C. Prints `idemspec-proxy listening on http://ADDR` (`tcp://` in TCP
+/// mode) and, with `--control`, `idemspec-proxy control on http://ADDR`, one line each, on stdout.
+///
+/// Errors: an unreadable or invalid scenario file (with file, line and column), no upstream,
+/// an address that cannot be bound.
+pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
+    let file = match &args.scenario {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("failed to read {}", path.display()))?;
+            Some(ProxyFile::load(&path.display().to_string(), &text)?)
+        }
+        None => None,
+    };
+    let mode = match args.mode {
+        Some(CliMode::Http) => Mode::Http,
+        Some(CliMode::Tcp) => Mode::Tcp,
+        None => file.as_ref().map(|f| f.mode).unwrap_or_default(),
+    };
+    let listen = match (args.listen, file.as_ref().and_then(|f| f.listen.as_deref())) {
+        (Some(addr), _) => addr,
+        (None, Some(text)) => text
+            .parse()
+            .with_context(|| format!("listen address `{text}` is not ip:port"))?,
+        (None, None) => ProxyConfig::default().listen,
+    };
+    let upstream = args
+        .upstream
+        .clone()
+        .or_else(|| file.as_ref().map(|f| f.upstream.clone()))
+        .context("no upstream: pass --upstream or give `upstream:` in the --scenario file")?;
+    let (rules, tcp_rules) = file.map(|f| (f.rules, f.tcp_rules)).unwrap_or_default();
+    let handle = start(ProxyConfig {
+        listen,
+        upstream,
+        mode,
+        rules,
+        tcp_rules,
+        control: args.control,
+        ..ProxyConfig::default()
+    })
+    .await
+    .context("failed to start idemspec-proxy")?;
+    let scheme = if mode == Mode::Tcp { "tcp" } else { "http" };
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "idemspec-proxy listening on {scheme}://{}",
+        handle.addr()
+    )?;
+    if let Some(control) = handle.control_addr() {
+        writeln!(out, "idemspec-proxy control on http://{control}")?;
+    }
+    out.flush()?;
+    drop(out);
+    tokio::signal::ctrl_c()
+        .await
+        .context("failed to wait for Ctrl-C")?;
+    handle.shutdown().await;
+    Ok(())
+}

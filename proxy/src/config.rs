@@ -1,0 +1,56 @@
+//! What a proxy is started with.
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use idemspec_scenarios::rules::{Mode, Rule, TcpRule};
+
+/// How to start a proxy with [`crate::start`].
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), idemspec_proxy::ProxyError> {
+/// use idemspec_proxy::{start, ProxyConfig};
+/// let handle = start(ProxyConfig {
+///     upstream: "http://127.0.0.1:8080".into(),
+///     ..ProxyConfig::default()
+/// })
+/// .await?;
+/// println!("proxy on {}", handle.addr());
+/// handle.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// Where to accept downstream connections; port 0 picks a free port (see
+    /// [`crate::ProxyHandle::addr`]). Default `127.0.0.1:0`.
+    pub listen: SocketAddr,
+    /// HTTP mode: the upstream base URL `http://host:port` (a path prefix is rejected). TCP mode:
+    /// `host:port`. The host is resolved per connection.
+    pub upstream: String,
+    /// HTTP (rules per request) or TCP (rules per connection). Default HTTP.
+    pub mode: Mode,
+    /// The HTTP rules in order (HTTP mode).
+    pub rules: Vec<Rule>,
+    /// The TCP rules in order (TCP mode).
+    pub tcp_rules: Vec<TcpRule>,
+    /// Where to serve the control API, if anywhere.
+    pub control: Option<SocketAddr>,
+    /// How many events the log keeps before dropping the oldest. Default 100 000.
+    pub event_capacity: usize,
+    /// How long a shutdown waits for in-flight exchanges before cutting them. Default 5 s.
+    pub shutdown_grace: std::time::Duration,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            upstream: String::new(),
+            mode: Mode::Http,
+            rules: Vec::new(),
+            tcp_rules: Vec::new(),
+            control: None,
+            event_capacity: 100_000,
+            shutdown_grace: std::time::Duration::from_secs(5),
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! The proxy's errors: configuration and start-up problems. Per-request failures are not errors
+//! of the proxy; they are recorded in [`crate::ProxyEvent`]s.
+
+use std::net::SocketAddr;
+
+/// A problem starting or reconfiguring the proxy. Messages read after "failed to".
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// The listen (or control) address could not be bound.
+    #[error("bind {addr}")]
+    Bind {
+        /// The address that was asked for.
+        addr: SocketAddr,
+        /// Why binding failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The upstream is not usable for the mode (`http://host:port` for HTTP, `host:port` for TCP).
+    #[error("use upstream: {0}")]
+    Upstream(String),
+    /// A rule built in code breaks a rule of the schema (files and the control API are checked
+    /// while parsing).
+    #[error("accept rule `{rule}`: {reason}")]
+    InvalidRule {
+        /// The rule's name.
+        rule: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// HTTP rules were given to a TCP-mode proxy, or TCP rules to an HTTP-mode one.
+    #[error("use {given} rules on a proxy in {mode} mode")]
+    WrongMode {
+        /// The kind of rules given (`http` or `tcp`).
+        given: &'static str,
+        /// The proxy's mode.
+        mode: &'static str,
+    },
+}

@@ -1,0 +1,102 @@
+//! The per-request state ([`RequestCtx`]): the event being built while the request moves through
+//! the phases. A fault's settings live in the rule; everything about this one request lives here.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::request::Parts;
+use idemspec_scenarios::rules::Rule;
+
+use crate::event::{EventLog, ProxyEvent, Side};
+
+/// The request header whose value tags an event (`X-Idemspec-Step: lost-1`).
+pub(crate) const STEP_HEADER: &str = "x-idemspec-step";
+
+/// One request's context. Recorded in the event log exactly once: explicitly by [`commit`]
+/// when the exchange ends as planned, or on drop, which means the downstream client went away
+/// (hyper drops the in-flight service future and body when the connection dies).
+///
+/// [`commit`]: RequestCtx::commit
+#[derive(Debug)]
+pub(crate) struct RequestCtx {
+    pub(crate) event: ProxyEvent,
+    started: Instant,
+    log: Arc<EventLog>,
+    committed: bool,
+}
+
+fn header(parts: &Parts, name: &str) -> Option<String> {
+    parts
+        .headers
+        .get(name)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
+impl RequestCtx {
+    pub(crate) fn new(log: Arc<EventLog>, parts: &Parts) -> Self {
+        let path = parts
+            .uri
+            .path_and_query()
+            .map_or_else(|| parts.uri.path().to_owned(), |pq| pq.as_str().to_owned());
+        let mut event = ProxyEvent::starting_now();
+        event.method = parts.method.as_str().to_owned();
+        event.path = path;
+        event.idempotency_key = header(parts, "idempotency-key");
+        event.step = header(parts, STEP_HEADER);
+        Self {
+            event,
+            started: Instant::now(),
+            log,
+            committed: false,
+        }
+    }
+
+    /// Notes that `rule` applies, and logs the fault.
+    pub(crate) fn apply(&mut self, rule: &Rule) {
+        self.event.rule = Some(rule.name.clone());
+        self.event.fault = Some(rule.fault.verb().to_owned());
+        tracing::info!(
+            rule = %rule.name,
+            fault = rule.fault.verb(),
+            method = %self.event.method,
+            path = %self.event.path,
+            step = self.event.step.as_deref().unwrap_or(""),
+            "applying fault"
+        );
+    }
+
+    /// Records a failure and the side it happened on.
+    pub(crate) fn failed(&mut self, side: Side, error: String) {
+        tracing::debug!(?side, %error, path = %self.event.path, "exchange failed");
+        self.event.error_side = Some(side);
+        self.event.upstream_error = Some(error);
+    }
+
+    /// Records the event now (idempotent).
+    pub(crate) fn commit(&mut self) {
+        if !self.committed {
+            self.committed = true;
+            self.event.duration_ms = self.started.elapsed().as_millis() as u64;
+            self.log.push(self.event.clone());
+        }
+    }
+
+    /// The response reached the client completely.
+    pub(crate) fn complete(&mut self) {
+        self.event.client_complete = true;
+        self.commit();
+    }
+}
+
+impl Drop for RequestCtx {
+    fn drop(&mut self) {
+        if !self.committed {
+            self.event.client_disconnected = true;
+            if self.event.error_side.is_none() {
+                self.event.error_side = Some(Side::Downstream);
+            }
+            tracing::debug!(path = %self.event.path, "downstream client went away");
+            self.commit();
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! One test per fault verb: what the client saw, what the upstream saw, what the event says.
+
+use std::io::ErrorKind;
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+#[tokio::test]
+async fn refuse_closes_before_forwarding() {
+    let (proxy, upstream) = proxied(rules("- name: no\n  fault: refuse\n")).await;
+    let got = raw(proxy.addr(), &post("/v1/workers", "")).await;
+    assert!(
+        got.bytes.is_empty(),
+        "no byte of a response: {:?}",
+        got.text()
+    );
+    assert_eq!(
+        upstream.count(),
+        0,
+        "the upstream never sees a refused request"
+    );
+    let events = proxy.events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].fault.as_deref(), Some("refuse"));
+    assert_eq!(events[0].rule.as_deref(), Some("no"));
+    assert_eq!(events[0].upstream_sends, 0);
+    assert!(!events[0].client_complete);
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn refuse_with_reset_sends_rst() {
+    let (proxy, upstream) = proxied(rules("- name: rst\n  fault: {refuse: {reset: true}}\n")).await;
+    let got = raw(proxy.addr(), &post("/v1/workers", "")).await;
+    assert!(got.bytes.is_empty());
+    assert_eq!(got.error, Some(ErrorKind::ConnectionReset), "RST, not FIN");
+    assert_eq!(upstream.count(), 0);
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn respond_answers_without_forwarding() {
+    let (proxy, upstream) = proxied(rules(
+        "- name: gw\n  fault: {respond: {status: 503, body: \"try later\"}}\n",
+    ))
+    .await;
+    let resp = http()
+        .post(format!("http://{}/v1/workers", proxy.addr()))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.text().await.unwrap(), "try later");
+    assert_eq!(upstream.count(), 0);
+    let e = &proxy.events()[0];
+    assert_eq!(
+        (e.client_status, e.upstream_sends, e.client_complete),
+        (Some(503), 0, true)
+    );
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn drop_response_does_the_work_and_the_client_never_hears() {
+    let (proxy, upstream) = proxied(rules(
+        "- name: lose\n  match: {method: POST, path: /v1/workers}\n  fault: {drop_response: {}}\n",
+    ))
+    .await;
+    let got = raw(
+        proxy.addr(),
+        &post(
+            "/v1/workers",
+            "Idempotency-Key: K1\r\nX-Idemspec-Step: lost-1\r\n",
+        ),
+    )
+    .await;
+    assert!(
+        got.bytes.is_empty(),
+        "not a byte of the response: {:?}",
+        got.text()
+    );
+    assert_eq!(
+        upstream.count(),
+        1,
+        "the upstream did the work exactly once"
+    );
+    let e = &proxy.events()[0];
+    assert_eq!(
+        e.upstream_status,
+        Some(200),
+        "the event knows the work was done"
+    );
+    assert_eq!(e.client_status, None);
+    assert!(!e.client_complete);
+    assert!(!e.client_disconnected, "the proxy closed, not the client");
+    assert_eq!(e.idempotency_key.as_deref(), Some("K1"));
+    assert_eq!(e.step.as_deref(), Some("lost-1"));
+    // Without the rule, a retry on a new connection passes through.
+    proxy.clear_rules();
+    let resp = http()
+        .post(format!("http://{}/v1/workers", proxy.addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(upstream.count(), 2);
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn reset_mid_response_sends_head_and_some_body_then_rst() {
+    let (proxy, upstream) = proxied(rules(
+        "- name: cut\n  fault: {reset_mid_response: {after_bytes: 1000}}\n",
+    ))
+    .await;
+    let got = raw(
+        proxy.addr(),
+        b"GET /stream/100000 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    let text = got.text();
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "status line arrived: {text:.80}"
+    );
+    assert_eq!(upstream.count(), 1);
+    // The body is chunked: at most 1000 payload bytes plus chunk framing, never all 100000.
+    assert!(
+        got.body().len() < 1100,
+        "got {} body bytes",
+        got.body().len()
+    );
+    assert!(!text.ends_with("0\r\n\r\n"), "no terminating chunk");
+    assert_eq!(got.error, Some(ErrorKind::ConnectionReset));
+    let e = &proxy.events()[0];
+    assert_eq!(e.client_bytes, 1000);
+    assert!(!e.client_complete);
+    // With a content length the client sees a short body, never the whole.
+    let short = raw(proxy.addr(), &post("/x", "")).await;
+    assert!(short.text().starts_with("HTTP/1.1 200"));
+    let declared: usize = short
+        .text()
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("content-length");
+    assert!(
+        short.body().len() < declared,
+        "the response is never complete"
+    );
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn delay_request_holds_before_forwarding() {
+    let (proxy, upstream) = proxied(rules(
+        "- name: slow\n  fault: {delay_request: {duration: 400ms}}\n",
+    ))
+    .await;
+    let started = Instant::now();
+    let client = http();
+    let fut = client.get(format!("http://{}/a", proxy.addr())).send();
+    let check = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        upstream.count()
+    };
+    let (resp, early) = tokio::join!(fut, check);
+    assert_eq!(resp.unwrap().status(), 200);
+    assert_eq!(early, 0, "not forwarded before the delay");
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    assert_eq!(upstream.count(), 1);
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn delay_response_forwards_at_once_and_answers_late() {
+    let (proxy, upstream) = proxied(rules(
+        "- name: late\n  fault: {delay_response: {duration: 500ms}}\n",
+    ))
+    .await;
+    let started = Instant::now();
+    let client = http();
+    let fut = client.get(format!("http://{}/a", proxy.addr())).send();
+    let watch = async {
+        eventually("the upstream got the request", || upstream.count() == 1).await;
+        started.elapsed()
+    };
+    let (resp, forwarded_after) = tokio::join!(fut, watch);
+    assert_eq!(resp.unwrap().status(), 200);
+    assert!(started.elapsed() >= Duration::from_millis(500));
+    assert!(
+        forwarded_after < Duration::from_millis(500),
+        "forwarded before the delay ended"
+    );
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn client_timeout_during_delay_is_recorded_as_a_disconnect() {
+    let (proxy, upstream) = proxied(rules(
+        "- name: late\n  fault: {delay_response: {duration: 3s}}\n",
+    ))
+    .await;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let err = client
+        .post(format!("http://{}/v1/workers", proxy.addr()))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout());
+    eventually("the disconnect is recorded", || !proxy.events().is_empty()).await;
+    let e = &proxy.events()[0];
+    assert!(e.client_disconnected);
+    assert_eq!(
+        e.upstream_status,
+        Some(200),
+        "the server still did the work"
+    );
+    assert_eq!(upstream.count(), 1);
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn hang_holds_until_the_client_gives_up() {
+    let (proxy, upstream) = proxied(rules(
+        "- name: hold\n  match: {path: /held}\n  fault: {hang: {forward: false}}\n- name: work\n  match: {path: /worked}\n  fault: {hang: {forward: true}}\n",
+    ))
+    .await;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    for path in ["/held", "/worked"] {
+        let err = client
+            .post(format!("http://{}{path}", proxy.addr()))
+            .body("x")
+            .send()
+            .await
+            .unwrap_err();
+        assert!(err.is_timeout(), "{path}: the client gave up");
+    }
+    eventually("both disconnects recorded", || proxy.events().len() == 2).await;
+    let seen: Vec<String> = upstream.seen().into_iter().map(|s| s.path).collect();
+    assert_eq!(
+        seen,
+        ["/worked"],
+        "only the forwarding hang reached the upstream"
+    );
+    for e in proxy.events() {
+        assert!(e.client_disconnected, "{e:?}");
+        assert_eq!(e.fault.as_deref(), Some("hang"));
+    }
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn hang_is_released_by_shutdown() {
+    let (proxy, upstream) =
+        proxied(rules("- name: hold\n  fault: {hang: {forward: true}}\n")).await;
+    let addr = proxy.addr();
+    let waiting = tokio::spawn(async move { raw(addr, &post("/x", "")).await });
+    eventually("the request reached the upstream", || upstream.count() == 1).await;
+    let stopping = Instant::now();
+    proxy.shutdown().await;
+    assert!(
+        stopping.elapsed() < Duration::from_secs(4),
+        "hung requests do not wait out the grace period"
+    );
+    let got = tokio::time::timeout(PATIENCE, waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(got.bytes.is_empty(), "a hung request never gets an answer");
+    let e = &proxy.events()[0];
+    assert!(!e.client_disconnected && !e.client_complete);
+    assert_eq!(e.upstream_status, Some(200));
+}
+
+#[tokio::test]
+async fn duplicate_sends_twice_and_answers_with_the_first() {
+    for mode in ["sequential", "concurrent"] {
+        let (proxy, upstream) = proxied(rules(&format!(
+            "- name: twice\n  fault: {{duplicate: {{mode: {mode}}}}}\n"
+        )))
+        .await;
+        let resp = http()
+            .post(format!("http://{}/v1/workers", proxy.addr()))
+            .body("payload")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let body: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(upstream.count(), 2, "{mode}: the upstream got both copies");
+        for seen in upstream.seen() {
+            assert_eq!(&seen.body[..], b"payload", "{mode}: same bytes each time");
+            assert_eq!(
+                (seen.method.as_str(), seen.path.as_str()),
+                ("POST", "/v1/workers")
+            );
+        }
+        if mode == "sequential" {
+            assert_eq!(body["n"], 1, "the first copy's response");
+        }
+        let e = &proxy.events()[0];
+        assert_eq!(e.upstream_sends, 2);
+        assert!(e.client_complete);
+        proxy.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn upstream_down_gets_502_problem_and_an_event() {
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead = closed.local_addr().unwrap();
+    drop(closed);
+    let proxy = idemspec_proxy::start(idemspec_proxy::ProxyConfig {
+        upstream: format!("http://{dead}"),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let resp = http()
+        .post(format!("http://{}/v1/workers", proxy.addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 502);
+    assert_eq!(resp.headers()["content-type"], "application/problem+json");
+    let problem: serde_json::Value = resp.json().await.unwrap();
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&dead.to_string()),
+        "{problem}"
+    );
+    let e = &proxy.events()[0];
+    assert_eq!(e.upstream_sends, 0);
+    assert_eq!(e.error_side, Some(idemspec_proxy::Side::Upstream));
+    assert!(e.upstream_error.is_some());
+    proxy.shutdown().await;
+}

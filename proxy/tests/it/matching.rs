@@ -1,0 +1,95 @@
+//! Rule matching over real requests: nth, seeded probability, control headers.
+
+use crate::support::*;
+
+#[tokio::test]
+async fn nth_two_hits_exactly_the_second_matching_request() {
+    let (proxy, upstream) = proxied(rules(
+        "- name: second\n  match: {method: POST, path: /v1/workers, nth: 2}\n  fault: {respond: {status: 502}}\n",
+    ))
+    .await;
+    let client = http();
+    let mut statuses = Vec::new();
+    for i in 0..5 {
+        // Interleave non-matching requests: they must not count.
+        let other = client
+            .get(format!("http://{}/v1/workers", proxy.addr()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(other.status(), 200, "GET {i} is not matched");
+        let resp = client
+            .post(format!("http://{}/v1/workers", proxy.addr()))
+            .send()
+            .await
+            .unwrap();
+        statuses.push(resp.status().as_u16());
+    }
+    assert_eq!(statuses, [200, 502, 200, 200, 200]);
+    assert_eq!(upstream.count(), 9);
+    proxy.shutdown().await;
+}
+
+async fn choices(seed: u64) -> Vec<bool> {
+    let (proxy, _upstream) = proxied(rules(&format!(
+        "- name: coin\n  match: {{probability: 0.5, seed: {seed}}}\n  fault: {{respond: {{status: 503}}}}\n"
+    )))
+    .await;
+    let client = http();
+    let mut out = Vec::new();
+    for _ in 0..40 {
+        let resp = client
+            .get(format!("http://{}/x", proxy.addr()))
+            .send()
+            .await
+            .unwrap();
+        out.push(resp.status() == 503);
+    }
+    proxy.shutdown().await;
+    out
+}
+
+#[tokio::test]
+async fn seeded_probability_makes_the_same_choices_every_run() {
+    let first = choices(42).await;
+    assert_eq!(first, choices(42).await, "same seed, same choices");
+    let hits = first.iter().filter(|h| **h).count();
+    assert!(
+        (5..=35).contains(&hits),
+        "a fair coin over 40 requests: {hits}"
+    );
+    assert_ne!(first, choices(43).await, "another seed, other choices");
+}
+
+#[tokio::test]
+async fn control_headers_are_matched_recorded_and_stripped() {
+    let (proxy, upstream) = proxied(rules(
+        "- name: tagged\n  match: {header: {name: x-idemspec-fault, equals: slow}}\n  fault: {delay_request: {duration: 1ms}}\n",
+    ))
+    .await;
+    let resp = http()
+        .post(format!("http://{}/v1/workers", proxy.addr()))
+        .header("X-Idemspec-Step", "create-1")
+        .header("X-Idemspec-Fault", "slow")
+        .header("Idempotency-Key", "K9")
+        .header("X-Other", "kept")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let seen = &upstream.seen()[0];
+    assert!(
+        seen.headers
+            .keys()
+            .all(|k| !k.as_str().starts_with("x-idemspec-")),
+        "control headers reach the upstream: {:?}",
+        seen.headers
+    );
+    assert_eq!(seen.headers["x-other"], "kept");
+    assert_eq!(seen.headers["idempotency-key"], "K9");
+    let e = &proxy.events()[0];
+    assert_eq!(e.step.as_deref(), Some("create-1"));
+    assert_eq!(e.rule.as_deref(), Some("tagged"));
+    assert_eq!(e.idempotency_key.as_deref(), Some("K9"));
+    proxy.shutdown().await;
+}

@@ -1,0 +1,45 @@
+//! Test support: a counting upstream, raw and reqwest clients, proxy start-up helpers.
+
+pub mod client;
+pub mod upstream;
+
+use std::time::Duration;
+
+use idemspec_proxy::{start, ProxyConfig, ProxyHandle};
+use idemspec_scenarios::rules::Rule;
+
+pub use client::*;
+pub use upstream::*;
+
+/// Generous bound for anything that should take milliseconds (the test machine is loaded).
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Starts a counting upstream and an HTTP proxy in front of it with `rules`.
+pub async fn proxied(rules: Vec<Rule>) -> (ProxyHandle, Upstream) {
+    let upstream = Upstream::start().await;
+    let proxy = start(ProxyConfig {
+        upstream: upstream.url(),
+        rules,
+        ..ProxyConfig::default()
+    })
+    .await
+    .expect("proxy starts");
+    (proxy, upstream)
+}
+
+/// Parses rules from YAML, as a scenario would carry them.
+pub fn rules(yaml: &str) -> Vec<Rule> {
+    idemspec_scenarios::from_yaml("test-rules.yaml", yaml).expect("test rules are valid")
+}
+
+/// Polls `cond` until it holds or [`PATIENCE`] runs out.
+pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -1,0 +1,107 @@
+//! A small real upstream: records every request it receives and answers by path.
+//!
+//! - `/echo`: the request body back, byte for byte.
+//! - `/stream/N`: N bytes of [`pattern`], streamed chunked in 64 KiB pieces.
+//! - `/slow/MS`: waits MS milliseconds, then answers as below.
+//! - anything else: `200` JSON `{"n": <1-based count of requests seen>, "path": …}`.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+
+/// What the upstream saw of one request.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// A running counting upstream.
+#[derive(Clone)]
+pub struct Upstream {
+    pub addr: SocketAddr,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+/// Deterministic test bytes: position `i` holds `i % 251` (a prime, so chunk boundaries show).
+pub fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+impl Upstream {
+    pub async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind upstream");
+        let addr = listener.local_addr().expect("local addr");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let app = Router::new().fallback(handle).with_state(seen.clone());
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.expect("upstream serves");
+        });
+        Self { addr, seen }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// How many requests arrived (completely, body included).
+    pub fn count(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+async fn handle(State(seen): State<Arc<Mutex<Vec<Seen>>>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let body = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(b) => b,
+        Err(_) => return StatusCode::BAD_REQUEST.into_response(),
+    };
+    let path = parts.uri.path().to_owned();
+    let n = {
+        let mut seen = seen.lock().unwrap();
+        seen.push(Seen {
+            method: parts.method.to_string(),
+            path: path.clone(),
+            headers: parts.headers.clone(),
+            body: body.clone(),
+        });
+        seen.len()
+    };
+    if path == "/echo" {
+        return ([("content-type", "application/octet-stream")], body).into_response();
+    }
+    if let Some(len) = path.strip_prefix("/stream/") {
+        let len: usize = len.parse().expect("/stream/N");
+        let data = Bytes::from(pattern(len));
+        let chunks: Vec<Result<Bytes, std::io::Error>> = (0..len)
+            .step_by(64 * 1024)
+            .map(|start| Ok(data.slice(start..(start + 64 * 1024).min(len))))
+            .collect();
+        return Body::from_stream(futures::stream::iter(chunks)).into_response();
+    }
+    if let Some(ms) = path.strip_prefix("/slow/") {
+        let ms: u64 = ms.parse().expect("/slow/MS");
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    let json = serde_json::json!({"n": n, "path": path});
+    (
+        StatusCode::OK,
+        [("content-type", "application/json")],
+        json.to_string(),
+    )
+        .into_response()
+}
