@@ -1,0 +1,151 @@
+//! The command line as clap sees it: raw flags, validated later into what each command uses
+//! (model: ripgrep's flags — parse, then validate).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::output::ColorChoice;
+
+const EXAMPLES: &str = "\
+Examples:
+  # The one-command demonstration: the bundled reference server, every check.
+  idemspec run --reference
+
+  # Your own API, described by a target profile, with reports for CI.
+  idemspec init idemspec.yaml
+  idemspec run --target idemspec.yaml --report-junit idemspec.xml
+
+  # Check profiles and scenarios without running anything.
+  idemspec validate idemspec.yaml scenarios/
+
+Exit codes: 0 every MUST check passed, 1 a MUST check failed (or a check was UNKNOWN without
+--allow-unknown), 2 usage or configuration error, 3 the target was unreachable.";
+
+/// Prove that retries against your provisioning API are safe.
+///
+/// idemspec puts a fault-injecting proxy in front of an API, fires concurrent same-key requests
+/// through it, and grades every Idempotency-Key rule PASS, FAIL, WARN, INFO, SKIP or UNKNOWN, with
+/// the requests and responses as evidence.
+#[derive(Debug, Parser)]
+#[command(name = "idemspec", version, after_help = EXAMPLES, propagate_version = true)]
+pub struct Cli {
+    /// Output settings, accepted before or after the subcommand.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// When to colour output; `auto` honours NO_COLOR and colours only terminals.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true, value_name = "WHEN", help_heading = "Output")]
+    pub color: ColorChoice,
+    /// Print only the essentials: the summary line and errors.
+    #[arg(
+        short,
+        long,
+        global = true,
+        conflicts_with = "verbose",
+        help_heading = "Output"
+    )]
+    pub quiet: bool,
+    /// More detail: one line per finished check, then logs (-vv for debug logs).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = "Output")]
+    pub verbose: u8,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the checks against a target (or the bundled reference server) and report.
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(RunArgs),
+    /// Write a commented target profile to start from.
+    Init(InitArgs),
+    /// Check target profiles and scenarios without running them.
+    Validate(ValidateArgs),
+    /// List the built-in checks with their level and source.
+    List(ListArgs),
+}
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  idemspec run --reference
+  idemspec run --reference --flaw no-fingerprint
+  idemspec run --target api.yaml --only lost-response --only concurrent-same-key
+  idemspec run --target api.yaml --scenario my-checks/ --report-junit out/idemspec.xml \\
+      --report-json out/idemspec.json --report-markdown \"$GITHUB_STEP_SUMMARY\"";
+
+/// `idemspec run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The target profile describing the API under test.
+    #[arg(
+        long,
+        value_name = "PROFILE.yaml",
+        required_unless_present = "reference",
+        conflicts_with = "reference"
+    )]
+    pub target: Option<PathBuf>,
+    /// Start the bundled reference server (leasebroker) and run against it.
+    #[arg(long)]
+    pub reference: bool,
+    /// Break one rule of the reference server on purpose (repeatable), to see a FAIL.
+    #[arg(long, value_name = "NAME")]
+    pub flaw: Vec<String>,
+    /// Database for the reference server (default: SQLite in a temporary directory).
+    #[arg(long, value_name = "URL")]
+    pub reference_database_url: Option<String>,
+    /// Also run these scenario files, or every `*.yaml` in these directories (repeatable).
+    #[arg(long, value_name = "FILE|DIR")]
+    pub scenario: Vec<PathBuf>,
+    /// Run only these checks (repeatable).
+    #[arg(long, value_name = "ID")]
+    pub only: Vec<String>,
+    /// Do not run these checks (repeatable).
+    #[arg(long, value_name = "ID")]
+    pub skip: Vec<String>,
+    /// Write a JUnit XML report here.
+    #[arg(long, value_name = "FILE")]
+    pub report_junit: Option<PathBuf>,
+    /// Write a JSON report here (schema: docs/reading-reports.md).
+    #[arg(long, value_name = "FILE")]
+    pub report_json: Option<PathBuf>,
+    /// Write a Markdown report here (e.g. "$GITHUB_STEP_SUMMARY").
+    #[arg(long, value_name = "FILE")]
+    pub report_markdown: Option<PathBuf>,
+    /// Do not fail the run when a check is UNKNOWN (could not decide).
+    #[arg(long)]
+    pub allow_unknown: bool,
+}
+
+/// `idemspec init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Where to write the profile.
+    #[arg(default_value = "idemspec.yaml", value_name = "PATH")]
+    pub path: PathBuf,
+    /// Overwrite the file if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `idemspec validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Target profiles, scenarios, or directories of them.
+    #[arg(required = true, value_name = "FILE|DIR")]
+    pub files: Vec<PathBuf>,
+}
+
+/// `idemspec list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Also list the checks in these scenario files or directories.
+    #[arg(long, value_name = "FILE|DIR")]
+    pub scenario: Vec<PathBuf>,
+}

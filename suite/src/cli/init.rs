@@ -1,0 +1,56 @@
+//! `idemspec init [PATH]`: write a commented target profile to start from.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use anyhow::{anyhow, Context as _};
+use idemspec::model::ExitCode;
+
+use super::args::InitArgs;
+use super::Failure;
+use crate::output::Printer;
+
+/// The profile `init` writes: every field commented, valid as it stands.
+pub const TEMPLATE: &str = include_str!("init-profile.yaml");
+
+/// Runs `idemspec init`.
+///
+/// # Errors
+/// A [`Failure`] (exit 2) when the file exists and `--force` was not given, or it cannot be written.
+pub fn init(args: &InitArgs, printer: &Printer) -> Result<ExitCode, Failure> {
+    write(&args.path, args.force).map_err(|error| {
+        let failure = Failure::usage(error);
+        if args.path.exists() && !args.force {
+            failure.hint(
+                "pass --force to overwrite it, or write elsewhere: `idemspec init other.yaml`",
+            )
+        } else {
+            failure
+        }
+    })?;
+    let path = args.path.display();
+    printer.status(format!(
+        "wrote {path}: set base_urls, principals and operations for your API, then run\n  idemspec validate {path}\n  idemspec run --target {path}"
+    ));
+    Ok(ExitCode::Success)
+}
+
+fn write(path: &Path, force: bool) -> anyhow::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if force {
+        options.create(true).truncate(true);
+    } else {
+        // create_new checks and creates in one step: no window in which another file appears.
+        options.create_new(true);
+    }
+    let mut file = options.open(path).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::AlreadyExists {
+            anyhow!("`{}` already exists", path.display())
+        } else {
+            anyhow::Error::new(error).context(format!("failed to create `{}`", path.display()))
+        }
+    })?;
+    file.write_all(TEMPLATE.as_bytes())
+        .with_context(|| format!("failed to write `{}`", path.display()))
+}

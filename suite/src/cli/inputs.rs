@@ -1,0 +1,120 @@
+//! Reading the user's files: expanding directories into the YAML files they hold, and telling
+//! a target profile from a scenario or a proxy file by its top-level keys.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+/// What a YAML file describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A target profile (`base_urls:`, `operations:`).
+    Profile,
+    /// A check's scenario (`id:`, `steps:` or `procedure:`).
+    Scenario,
+    /// A standalone proxy file (`upstream:`, `rules:`).
+    ProxyFile,
+}
+
+impl FileKind {
+    /// What to call it in messages.
+    pub fn noun(self) -> &'static str {
+        match self {
+            FileKind::Profile => "target profile",
+            FileKind::Scenario => "scenario",
+            FileKind::ProxyFile => "proxy file",
+        }
+    }
+}
+
+/// Classifies `text` by its top-level keys; `None` when it has none of the telling ones.
+///
+/// Only keys at column 1 count, so this works even when the file has a syntax error further on,
+/// and the loader then reports that error with its location.
+pub fn classify(text: &str) -> Option<FileKind> {
+    let keys: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.starts_with([' ', '\t', '#', '-']))
+        .filter_map(|line| line.split_once(':').map(|(key, _)| key.trim()))
+        .collect();
+    let has = |key: &str| keys.contains(&key);
+    if has("base_urls") || has("operations") || has("principals") {
+        Some(FileKind::Profile)
+    } else if has("steps") || has("procedure") || has("assert") {
+        Some(FileKind::Scenario)
+    } else if has("upstream") || has("rules") {
+        Some(FileKind::ProxyFile)
+    } else {
+        None
+    }
+}
+
+/// Expands each path: a file stays itself, a directory becomes every `*.yaml`/`*.yml` under it
+/// (recursively, sorted, so runs are reproducible).
+///
+/// # Errors
+/// A path that does not exist or a directory that cannot be read.
+pub fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path)
+            .with_context(|| format!("failed to read `{}`", path.display()))?;
+        if meta.is_dir() {
+            let before = out.len();
+            walk(path, &mut out)?;
+            out[before..].sort();
+        } else {
+            out.push(path.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("failed to read directory `{}`", dir.display()))?;
+    for entry in entries {
+        let path = entry
+            .with_context(|| format!("failed to read directory `{}`", dir.display()))?
+            .path();
+        if path.is_dir() {
+            walk(&path, out)?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml")
+        ) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Reads a file as UTF-8 text.
+///
+/// # Errors
+/// When it cannot be read or is not UTF-8, naming the file.
+pub fn read(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("failed to read `{}`", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_by_top_level_keys_only() {
+        assert_eq!(
+            classify("version: 1\nname: x\nbase_urls: []\n"),
+            Some(FileKind::Profile)
+        );
+        assert_eq!(
+            classify("# c\nid: a\nsteps:\n  - base_urls: x\n"),
+            Some(FileKind::Scenario)
+        );
+        assert_eq!(
+            classify("version: 1\nupstream: 127.0.0.1:1\nrules: []\n"),
+            Some(FileKind::ProxyFile)
+        );
+        assert_eq!(classify("hello: world\n"), None);
+    }
+}

@@ -1,0 +1,140 @@
+//! `idemspec run`: load the profile and scenarios, run the checks, fan the run events out to the
+//! progress display, print the terminal report, write the report files, and exit by the verdicts.
+
+use anyhow::Context as _;
+use idemspec::model::{ExitCode, RunReport};
+use idemspec::report::{terminal, Progress, ReportFiles, TerminalOptions};
+use idemspec::runner::{self, ReferenceOptions, RunError, RunOptions, Target};
+use idemspec_scenarios::profile::TargetProfile;
+
+use super::args::RunArgs;
+use super::list::load_scenario;
+use super::{inputs, Failure};
+use crate::output::Printer;
+
+/// Runs `idemspec run`.
+///
+/// # Errors
+/// A [`Failure`]: exit 2 for configuration problems (and report files that cannot be written,
+/// after the report was printed), exit 3 when the target is unreachable. Failed checks are not a
+/// `Failure`: they give exit code 1 through [`RunStats::exit_code`](idemspec::model::RunStats::exit_code).
+pub fn run(args: RunArgs, printer: &Printer) -> Result<ExitCode, Failure> {
+    let options = options(&args)?;
+    if !args.flaw.is_empty() {
+        printer.warning(format!(
+            "the reference server runs with --flaw {}: the checks that catch it should FAIL",
+            args.flaw.join(", --flaw ")
+        ));
+    }
+    let files = ReportFiles {
+        junit: args.report_junit,
+        json: args.report_json,
+        markdown: args.report_markdown,
+    };
+    let runtime = tokio::runtime::Runtime::new()
+        .context("failed to start the async runtime")
+        .map_err(Failure::usage)?;
+    let report = runtime.block_on(drive(options, printer))?;
+
+    let terminal_options = TerminalOptions {
+        palette: printer.stdout,
+        allow_unknown: args.allow_unknown,
+    };
+    if printer.quiet {
+        printer.result(format!(
+            "{}\n",
+            terminal::summary(&report, terminal_options)
+        ));
+    } else {
+        printer.result(terminal::render(&report, terminal_options));
+    }
+    let written = files
+        .write(&report, args.allow_unknown)
+        .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+    for path in written {
+        printer.status(format!("wrote {}", path.display()));
+    }
+    Ok(report.stats.exit_code(args.allow_unknown))
+}
+
+/// Validates the flags into the runner's options, loading the profile and scenario files.
+fn options(args: &RunArgs) -> Result<RunOptions, Failure> {
+    // clap's `requires` counts a flag's default as present, so these are checked here.
+    if !args.reference && (!args.flaw.is_empty() || args.reference_database_url.is_some()) {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--flaw and --reference-database-url apply only to the reference server"
+        ))
+        .hint("add --reference to run against the bundled reference server"));
+    }
+    let target = match &args.target {
+        Some(path) => {
+            let text = inputs::read(path).map_err(|e| {
+                let failure = Failure::usage(e);
+                if path.exists() {
+                    failure
+                } else {
+                    failure.hint(format!(
+                        "`idemspec init {}` writes a commented profile to start from",
+                        path.display()
+                    ))
+                }
+            })?;
+            let name = path.display().to_string();
+            let profile = TargetProfile::load(&name, &text, &|var| std::env::var(var).ok())
+                .with_context(|| format!("invalid target profile `{name}`"))
+                .map_err(|e| {
+                    Failure::usage(e).hint(format!(
+                        "`idemspec validate {name}` checks a profile without running anything"
+                    ))
+                })?;
+            Target::Profile(Box::new(profile))
+        }
+        None => Target::Reference(ReferenceOptions {
+            flaws: args.flaw.clone(),
+            database_url: args.reference_database_url.clone(),
+            ..ReferenceOptions::default()
+        }),
+    };
+    let mut options = RunOptions::new(target);
+    for path in inputs::expand(&args.scenario)? {
+        options.scenarios.push(load_scenario(&path)?);
+    }
+    options.only = args.only.clone();
+    options.skip = args.skip.clone();
+    Ok(options)
+}
+
+/// Runs the checks while the progress display follows their events.
+async fn drive(options: RunOptions, printer: &Printer) -> Result<RunReport, Failure> {
+    let (sink, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let mut progress = Progress::new(printer.progress_mode(), printer.stderr);
+    let runner = tokio::spawn(runner::run(options, sink));
+    while let Some(event) = events.recv().await {
+        progress.handle(&event);
+    }
+    progress.finish();
+    let result = runner
+        .await
+        .context("the runner stopped unexpectedly")
+        .map_err(Failure::usage)?;
+    result.map_err(run_failure)
+}
+
+/// Maps a [`RunError`] to its exit code and a hint.
+fn run_failure(error: RunError) -> Failure {
+    match &error {
+        RunError::TargetUnreachable { .. } => Failure::unreachable(error)
+            .hint("is the API running, and do the profile's `base_urls` point at it?"),
+        RunError::UnknownCheck(_) => {
+            Failure::usage(error).hint("`idemspec list` shows every check id")
+        }
+        RunError::DuplicateCheck(_) => Failure::usage(error)
+            .hint("give your scenario another `id`, or drop the built-in one with --skip ID"),
+        RunError::Config(_) => Failure::usage(error)
+            .hint("`idemspec validate FILE…` checks profiles and scenarios without running them"),
+        RunError::Reference(_) => {
+            Failure::usage(error).hint("run with -v to see the reference server's output")
+        }
+        RunError::Proxy(_) => Failure::usage(error),
+    }
+}

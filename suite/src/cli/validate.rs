@@ -1,0 +1,79 @@
+//! `idemspec validate FILE…`: load every target profile, scenario and proxy file without running
+//! anything, report each file's first error with file, line and column, and exit 2 if any failed.
+
+use std::path::Path;
+
+use anyhow::{anyhow, Context as _};
+use idemspec::model::ExitCode;
+use idemspec_scenarios::profile::TargetProfile;
+use idemspec_scenarios::rules::ProxyFile;
+use idemspec_scenarios::scenario::Scenario;
+
+use super::args::ValidateArgs;
+use super::inputs::{self, FileKind};
+use super::Failure;
+use crate::output::Printer;
+
+/// Runs `idemspec validate`.
+///
+/// # Errors
+/// A [`Failure`] (exit 2) when a path does not exist or any file is invalid; each invalid file's
+/// error has been printed by then.
+pub fn validate(args: &ValidateArgs, printer: &Printer) -> Result<ExitCode, Failure> {
+    let files = inputs::expand(&args.files)?;
+    if files.is_empty() {
+        return Err(Failure::usage(anyhow!("no YAML files found"))
+            .hint("directories are searched for `*.yaml` and `*.yml` files"));
+    }
+    let mut invalid = 0;
+    for file in &files {
+        match check(file) {
+            Ok(description) => printer.result(format!("ok: {} ({description})\n", file.display())),
+            Err(error) => {
+                invalid += 1;
+                printer.error(&error, &[]);
+            }
+        }
+    }
+    if invalid > 0 {
+        return Err(Failure::usage(anyhow!(
+            "{invalid} of {} file{} invalid",
+            files.len(),
+            if files.len() == 1 { " is" } else { "s are" }
+        )));
+    }
+    Ok(ExitCode::Success)
+}
+
+/// Loads one file as whatever it is and describes it in a few words.
+fn check(path: &Path) -> anyhow::Result<String> {
+    let text = inputs::read(path)?;
+    let name = path.display().to_string();
+    let kind = inputs::classify(&text).ok_or_else(|| {
+        anyhow!(
+            "cannot tell what `{name}` is: expected a target profile (with `base_urls` and \
+             `operations`), a scenario (with `id` and `steps`) or a proxy file (with `upstream` \
+             and `rules`)"
+        )
+    })?;
+    let context = || format!("invalid {} `{name}`", kind.noun());
+    Ok(match kind {
+        FileKind::Profile => {
+            let profile = TargetProfile::load(&name, &text, &|var| std::env::var(var).ok())
+                .with_context(context)?;
+            format!(
+                "target profile `{}`, contract `{}`",
+                profile.name,
+                profile.contract().preset.name()
+            )
+        }
+        FileKind::Scenario => {
+            let scenario = Scenario::load(&name, &text).with_context(context)?;
+            format!("scenario `{}`, {}", scenario.id.value, scenario.level)
+        }
+        FileKind::ProxyFile => {
+            let proxy = ProxyFile::load(&name, &text).with_context(context)?;
+            format!("proxy file, {} rules", proxy.rules.len())
+        }
+    })
+}

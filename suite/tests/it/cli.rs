@@ -1,0 +1,230 @@
+//! The `idemspec` binary as a user meets it: exit codes, where output goes, and every configuration
+//! error message (snapshotted), run as a real process in a temporary directory.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const SCENARIO: &str = r#"version: 1
+id: my-lost-response
+title: The response is lost; the retry replays it
+level: MUST
+reference: "article: lost responses"
+steps:
+  - {name: first, op: create, key: K1}
+  - {name: retry, op: create, key: K1}
+assert:
+  - status: {step: retry, in: [2xx]}
+  - created: {equals: 1}
+"#;
+
+/// Runs the binary in `dir` with `args`, colour off by environment (as in CI logs).
+fn idemspec(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the idemspec binary runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).expect("write fixture");
+}
+
+/// A directory holding a valid profile (from `idemspec init`) and a valid scenario.
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = idemspec(dir.path(), &["init", "profile.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    write(dir.path(), "scenario.yaml", SCENARIO);
+    dir
+}
+
+/// Asserts exit code 2 and an empty stdout, and returns stderr for a snapshot.
+fn config_error(dir: &Path, args: &[&str]) -> String {
+    let out = idemspec(dir, args);
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "", "errors never go to stdout");
+    let text = stderr(&out);
+    assert!(!text.contains('\u{1b}'), "NO_COLOR is honoured: {text}");
+    text
+}
+
+#[test]
+fn init_writes_a_profile_that_validates_and_refuses_to_overwrite() {
+    let dir = workspace();
+    let out = idemspec(dir.path(), &["validate", "profile.yaml", "scenario.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "ok: profile.yaml (target profile `my-api`, contract `article`)\n\
+         ok: scenario.yaml (scenario `my-lost-response`, MUST)\n"
+    );
+
+    std::fs::write(dir.path().join("profile.yaml"), "mine").expect("overwrite fixture");
+    insta::assert_snapshot!(config_error(dir.path(), &["init", "profile.yaml"]));
+    let kept = std::fs::read_to_string(dir.path().join("profile.yaml")).expect("read");
+    assert_eq!(
+        kept, "mine",
+        "init without --force must not touch an existing file"
+    );
+
+    let out = idemspec(dir.path(), &["init", "profile.yaml", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = idemspec(dir.path(), &["validate", "profile.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn bad_yaml_is_located() {
+    let dir = workspace();
+    write(
+        dir.path(),
+        "broken.yaml",
+        "version: 1\nname: x\nbase_urls: [http://a\nprincipals: []\n",
+    );
+    insta::assert_snapshot!(config_error(dir.path(), &["validate", "broken.yaml"]));
+}
+
+#[test]
+fn unknown_profile_field_is_located() {
+    let dir = workspace();
+    let text = std::fs::read_to_string(dir.path().join("profile.yaml")).expect("read");
+    write(
+        dir.path(),
+        "typo.yaml",
+        &text.replace("base_urls:", "base_url:"),
+    );
+    insta::assert_snapshot!(config_error(dir.path(), &["validate", "typo.yaml"]));
+}
+
+#[test]
+fn unknown_assertion_is_located() {
+    let dir = workspace();
+    write(
+        dir.path(),
+        "typo.yaml",
+        &SCENARIO.replace("created: {equals: 1}", "creatd: {equals: 1}"),
+    );
+    insta::assert_snapshot!(config_error(dir.path(), &["validate", "typo.yaml"]));
+}
+
+#[test]
+fn validate_reports_every_invalid_file_and_the_valid_ones() {
+    let dir = workspace();
+    write(
+        dir.path(),
+        "a-bad.yaml",
+        &SCENARIO.replace("level: MUST", "level: MAYBE"),
+    );
+    write(dir.path(), "b-unknown.yaml", "hello: world\n");
+    let out = idemspec(dir.path(), &["validate", "."]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stdout(&out),
+        "ok: ./profile.yaml (target profile `my-api`, contract `article`)\n\
+         ok: ./scenario.yaml (scenario `my-lost-response`, MUST)\n"
+    );
+    insta::assert_snapshot!(stderr(&out));
+}
+
+#[test]
+fn run_with_a_bad_profile_or_scenario_stops_before_running() {
+    let dir = workspace();
+    write(
+        dir.path(),
+        "typo.yaml",
+        &SCENARIO.replace("op: create", "op: creat"),
+    );
+    insta::assert_snapshot!(
+        "run_bad_scenario",
+        config_error(
+            dir.path(),
+            &["run", "--target", "profile.yaml", "--scenario", "typo.yaml"]
+        )
+    );
+    write(
+        dir.path(),
+        "env.yaml",
+        "version: 1\nname: x\nbase_urls: [\"${IDEMSPEC_TEST_UNSET_URL}\"]\n",
+    );
+    insta::assert_snapshot!(
+        "run_unset_variable",
+        config_error(dir.path(), &["run", "--target", "env.yaml"])
+    );
+    insta::assert_snapshot!(
+        "run_missing_profile",
+        config_error(dir.path(), &["run", "--target", "missing.yaml"])
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = workspace();
+    for args in [
+        &["run"][..],
+        &[
+            "run",
+            "--flaw",
+            "no-fingerprint",
+            "--target",
+            "profile.yaml",
+        ],
+        &["run", "--reference", "--target", "profile.yaml"],
+        &["run", "--reference", "--color", "sometimes"],
+        &["validate"],
+        &["frobnicate"],
+    ] {
+        let out = idemspec(dir.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with("error:"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn color_always_colours_errors_and_never_does_not() {
+    let dir = workspace();
+    let always = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args(["--color", "always", "validate", "missing.yaml"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs");
+    assert!(
+        stderr(&always).contains("\u{1b}["),
+        "--color always beats NO_COLOR"
+    );
+    let never = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args(["validate", "missing.yaml", "--color", "never"])
+        .current_dir(dir.path())
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("runs");
+    assert!(!stderr(&never).contains('\u{1b}'));
+}
+
+#[test]
+fn help_shows_examples_and_exit_codes() {
+    let out = idemspec(Path::new("."), &["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = stdout(&out);
+    for expected in ["idemspec run --reference", "idemspec init", "Exit codes: 0"] {
+        assert!(
+            help.contains(expected),
+            "--help lacks {expected:?}:\n{help}"
+        );
+    }
+}
