@@ -1,1 +1,55 @@
-//! placeholder
+//! leasebroker: the reference provisioning API of idemspec — workers, a node pool, leases and a
+//! simulated hypervisor — with a complete Idempotency-Key implementation on SQLite (default) and
+//! PostgreSQL. It is the target the idemspec suite is proven against; `--flaw NAME` breaks one rule on
+//! purpose so the suite can be shown to catch it.
+//!
+//! # The contract (leasebroker's choices)
+//!
+//! - **Key**: header `Idempotency-Key`, 1–255 visible ASCII characters; an RFC 8941 sf-string (`"…"`) is
+//!   unquoted (draft-ietf-httpapi-idempotency-key-header-07 §2.1). Invalid → 400 `invalid-idempotency-key`.
+//!   Required on `POST /v1/workers` and `POST /v1/workers/{id}/reboot` (400 `missing-idempotency-key`;
+//!   `--key-optional` relaxes it), optional on `DELETE` (`--require-key-on-delete`).
+//! - **Scope**: a record is (principal, endpoint, key); principal = the bearer token's principal,
+//!   endpoint = method + route template (`POST /v1/workers/{id}/reboot`).
+//! - **Fingerprint**: SHA-256 over method, path, query and the raw body bytes (not a canonical form).
+//!   Same key, different fingerprint → **409** `key-reused-with-different-request` (the article's
+//!   contract; the IETF draft suggests 422).
+//! - **In flight**: a second request gets **409** `request-in-progress` with `Retry-After: 1` at once;
+//!   after the in-flight TTL (`--in-flight-ttl`, default 30 s) a retry reclaims the record with an
+//!   optimistic `UPDATE … WHERE started_at = ?` (one winner).
+//! - **What is cached**: terminal outcomes only — 2xx, and 4xx except 408, 409, 425, 429 — replayed byte
+//!   for byte with `Location` and `Content-Type` and `Idempotent-Replayed: true`, also after the worker
+//!   was deleted. A 5xx or a panic marks the record failed; the retry runs again and resumes. Bodies over
+//!   4 KiB are stored deflate-compressed. Records live for the retention window (`--retention`, 24 h),
+//!   then a batched sweeper deletes them.
+//! - **Side effects converge**: node allocation, lease, boot, worker and reboot are each keyed by a
+//!   sub-key `H(principal, endpoint, key, purpose)` and are "do or return the existing one". The boot is
+//!   two-phase (pending row committed → hypervisor call tagged with `boot_id` → completed); a retry that
+//!   finds a pending row reconciles by listing the hypervisor's instances by tag.
+//!
+//! Problem types are `https://idemspec.dev/problems/<name>`; the full list is in [`api::ApiError`]'s
+//! module (`missing-idempotency-key`, `invalid-idempotency-key`, `request-in-progress`,
+//! `key-reused-with-different-request`, `unauthorized`, `malformed-json`, `invalid-request-body`,
+//! `unsupported-media-type`, `payload-too-large`, `not-found`, `method-not-allowed`, `pool-exhausted`,
+//! `hypervisor-error`, `internal-error`).
+//!
+//! # Layout
+//! - [`cli`]: flags ([`cli::Args`]) and [`cli::run`]; [`server`]: start/stop.
+//! - [`api`]: the router, handlers, admin router, problem bodies.
+//! - [`idempotency`]: key parsing, fingerprint, the middleware/state machine, stored responses, sub-keys.
+//! - [`store`]: the [`store::Store`] trait, SQLite and PostgreSQL implementations, migrations.
+//! - [`fleet`]: node pool, leases, the simulated hypervisor and its faults.
+//! - [`sweeper`], [`flaw`], [`auth`].
+
+#![warn(missing_docs)]
+
+pub mod api;
+pub mod auth;
+pub mod cli;
+pub mod flaw;
+pub mod fleet;
+pub mod idempotency;
+pub mod server;
+pub mod state;
+pub mod store;
+pub mod sweeper;

@@ -1,0 +1,35 @@
+//! The admin router (only on `--admin-listen`): statistics and hypervisor fault controls.
+
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use http::StatusCode;
+
+use super::router::{method_not_allowed, not_found};
+use super::{ApiError, JsonBody};
+use crate::fleet::FaultSettings;
+use crate::state::AppState;
+use crate::store::Stats;
+
+/// `GET /v1/admin/stats` and `POST /v1/admin/faults` (body [`FaultSettings`], any subset → 204).
+pub fn admin_app(state: AppState) -> Router {
+    Router::new()
+        .route("/v1/admin/stats", get(stats))
+        .route("/v1/admin/faults", post(faults))
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
+        .with_state(state)
+}
+
+async fn stats(State(state): State<AppState>) -> Result<Json<Stats>, ApiError> {
+    Ok(Json(state.store.stats().await.map_err(ApiError::internal)?))
+}
+
+async fn faults(
+    State(state): State<AppState>,
+    JsonBody(settings): JsonBody<FaultSettings>,
+) -> StatusCode {
+    tracing::warn!(?settings, "hypervisor faults changed");
+    state.faults.apply(&settings);
+    StatusCode::NO_CONTENT
+}

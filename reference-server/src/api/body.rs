@@ -1,0 +1,72 @@
+//! Reading request bodies: 1 MiB limit (413), JSON only (415), and JSON errors split into
+//! syntax (400 `malformed-json`) and shape (422 `invalid-request-body`).
+
+use axum::body::Body;
+use axum::extract::{FromRequest, Request};
+use bytes::Bytes;
+use http::{header, HeaderMap};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde::de::DeserializeOwned;
+
+use super::ApiError;
+use crate::idempotency::MAX_BODY_BYTES;
+
+/// Buffers a body of at most [`MAX_BODY_BYTES`] (else 413, also when `Content-Length` says so up front).
+pub(crate) async fn read_body(body: Body, headers: &HeaderMap) -> Result<Bytes, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(ApiError::PayloadTooLarge);
+    }
+    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(ApiError::PayloadTooLarge)
+        }
+        Err(err) => Err(ApiError::MalformedJson(format!(
+            "the body could not be read: {err}"
+        ))),
+    }
+}
+
+/// Whether `headers` declare a JSON body (`application/json` or `application/*+json`, any parameters).
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// A JSON request body with problem-body rejections (the axum `Json` extractor answers in plain text).
+#[derive(Debug)]
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        let (parts, body) = req.into_parts();
+        if !is_json(&parts.headers) {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        let bytes = read_body(body, &parts.headers).await?;
+        serde_json::from_slice(&bytes)
+            .map(JsonBody)
+            .map_err(|e| match e.classify() {
+                serde_json::error::Category::Data => ApiError::InvalidBody(e.to_string()),
+                _ => ApiError::MalformedJson(e.to_string()),
+            })
+    }
+}

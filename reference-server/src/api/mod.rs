@@ -1,0 +1,13 @@
+//! The HTTP API: the public router ([`app`]), the admin router ([`admin_app`]), and problem bodies.
+
+mod admin;
+mod body;
+mod problem;
+mod router;
+mod workers;
+
+pub use admin::admin_app;
+pub(crate) use body::read_body;
+pub use body::JsonBody;
+pub use problem::{ApiError, PROBLEM_BASE};
+pub use router::app;

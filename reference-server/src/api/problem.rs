@@ -1,0 +1,161 @@
+//! [`ApiError`]: every error the API returns, rendered as an RFC 9457 `application/problem+json` body
+//! whose `type` names the rule. Internal details (database errors) go to the log, never to the client.
+//!
+//! Problem types (all `https://idemspec.dev/problems/<name>`):
+//!
+//! | name | status | when |
+//! |---|---|---|
+//! | `missing-idempotency-key` | 400 | the endpoint requires a key and none was sent |
+//! | `invalid-idempotency-key` | 400 | empty, over 255 characters, non-ASCII, repeated header, bad sf-string |
+//! | `request-in-progress` | 409 | the key's first request is still in flight (`Retry-After` set); retryable |
+//! | `key-reused-with-different-request` | 409 | same key, different fingerprint; terminal |
+//! | `unauthorized` | 401 | missing or unknown bearer token |
+//! | `malformed-json` | 400 | the body is not JSON |
+//! | `invalid-request-body` | 422 | wrong types, unknown or missing fields, out-of-range values |
+//! | `unsupported-media-type` | 415 | a body that is not `application/json` |
+//! | `payload-too-large` | 413 | a body over 1 MiB |
+//! | `not-found` | 404 | unknown worker id or route |
+//! | `method-not-allowed` | 405 | known route, wrong method |
+//! | `pool-exhausted` | 503 | no free node (`Retry-After` set); nothing was written |
+//! | `hypervisor-error` | 502 | the simulated hypervisor failed a boot; a retry resumes |
+//! | `internal-error` | 500 | anything else; details only in the log |
+
+use axum::response::{IntoResponse, Response};
+use http::{header, HeaderValue, StatusCode};
+use serde::Serialize;
+
+use crate::idempotency::KeyError;
+
+/// The prefix of every problem `type`.
+pub const PROBLEM_BASE: &str = "https://idemspec.dev/problems/";
+
+/// An API error; each variant maps to one problem type.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400 `missing-idempotency-key`.
+    #[error("this endpoint requires an Idempotency-Key header")]
+    MissingKey,
+    /// 400 `invalid-idempotency-key`.
+    #[error("{0}")]
+    InvalidKey(#[from] KeyError),
+    /// 409 `request-in-progress`, with `Retry-After` in seconds.
+    #[error("a request with this Idempotency-Key is still in flight; retry after {0} s")]
+    InProgress(u64),
+    /// 409 `key-reused-with-different-request`.
+    #[error(
+        "this Idempotency-Key was used with a different request (method, path, query or body)"
+    )]
+    KeyMismatch,
+    /// 401 `unauthorized`.
+    #[error("{0}")]
+    Unauthorized(&'static str),
+    /// 400 `malformed-json`.
+    #[error("the body is not valid JSON: {0}")]
+    MalformedJson(String),
+    /// 422 `invalid-request-body`.
+    #[error("{0}")]
+    InvalidBody(String),
+    /// 415 `unsupported-media-type`.
+    #[error("the body must be application/json")]
+    UnsupportedMediaType,
+    /// 413 `payload-too-large`.
+    #[error("the body is larger than 1 MiB")]
+    PayloadTooLarge,
+    /// 404 `not-found`.
+    #[error("{0}")]
+    NotFound(String),
+    /// 405 `method-not-allowed`.
+    #[error("this method is not allowed on this route")]
+    MethodNotAllowed,
+    /// 503 `pool-exhausted`.
+    #[error("no free node in the pool; nothing was allocated")]
+    PoolExhausted,
+    /// 502 `hypervisor-error`.
+    #[error(
+        "the hypervisor failed to boot the worker; retrying with the same Idempotency-Key resumes"
+    )]
+    Hypervisor,
+    /// 500 `internal-error`; the cause is logged, not shown.
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// The status and problem name.
+    pub fn kind(&self) -> (StatusCode, &'static str) {
+        match self {
+            Self::MissingKey => (StatusCode::BAD_REQUEST, "missing-idempotency-key"),
+            Self::InvalidKey(_) => (StatusCode::BAD_REQUEST, "invalid-idempotency-key"),
+            Self::InProgress(_) => (StatusCode::CONFLICT, "request-in-progress"),
+            Self::KeyMismatch => (StatusCode::CONFLICT, "key-reused-with-different-request"),
+            Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            Self::MalformedJson(_) => (StatusCode::BAD_REQUEST, "malformed-json"),
+            Self::InvalidBody(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid-request-body"),
+            Self::UnsupportedMediaType => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type")
+            }
+            Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large"),
+            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),
+            Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),
+            Self::PoolExhausted => (StatusCode::SERVICE_UNAVAILABLE, "pool-exhausted"),
+            Self::Hypervisor => (StatusCode::BAD_GATEWAY, "hypervisor-error"),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal-error"),
+        }
+    }
+
+    /// An internal error from any displayable cause (logged with its chain).
+    pub fn internal(err: impl std::error::Error) -> Self {
+        let mut msg = err.to_string();
+        let mut source = err.source();
+        while let Some(s) = source {
+            msg.push_str(": ");
+            msg.push_str(&s.to_string());
+            source = s.source();
+        }
+        Self::Internal(msg)
+    }
+}
+
+#[derive(Serialize)]
+struct Problem<'a> {
+    #[serde(rename = "type")]
+    kind: String,
+    title: &'a str,
+    status: u16,
+    detail: String,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, name) = self.kind();
+        if let Self::Internal(cause) = &self {
+            tracing::error!(%cause, "internal error");
+        }
+        let problem = Problem {
+            kind: format!("{PROBLEM_BASE}{name}"),
+            title: status.canonical_reason().unwrap_or("error"),
+            status: status.as_u16(),
+            detail: self.to_string(),
+        };
+        let body = serde_json::to_vec(&problem).expect("a problem always serialises");
+        let mut response = (status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        match self {
+            Self::InProgress(secs) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            }
+            Self::PoolExhausted => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            Self::Unauthorized(_) => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            _ => {}
+        }
+        response
+    }
+}

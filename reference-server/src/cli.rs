@@ -1,0 +1,170 @@
+//! The command line: [`Args`] and [`run`]. The `leasebroker` binary is a thin wrapper around them, and
+//! the suite's `idemspec run --reference` re-executes itself with a hidden subcommand that calls [`run`].
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+
+use crate::auth::Auth;
+use crate::flaw::{Flaw, Flaws};
+use crate::idempotency::IdempotencyConfig;
+use crate::server::{start, ServerConfig};
+use crate::store::DatabaseUrl;
+
+/// leasebroker: a provisioning API (workers, node pool, leases, simulated hypervisor) with a complete
+/// Idempotency-Key implementation on SQLite or PostgreSQL.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "leasebroker", version)]
+pub struct Args {
+    /// Public listener; port 0 picks a free port (the bound address is printed on stdout).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Admin listener (stats, fault controls); off unless given.
+    #[arg(long)]
+    pub admin_listen: Option<SocketAddr>,
+    /// A SQLite file path, a `sqlite:` URL, or a `postgres://` URL.
+    #[arg(
+        long,
+        env = "LEASEBROKER_DATABASE_URL",
+        default_value = "sqlite://leasebroker.db?mode=rwc"
+    )]
+    pub database_url: String,
+    /// YAML file `tokens: {TOKEN: PRINCIPAL}`.
+    #[arg(long, conflicts_with = "dev")]
+    pub tokens: Option<PathBuf>,
+    /// Accept any bearer token as its own principal. For development only.
+    #[arg(long)]
+    pub dev: bool,
+    /// How long completed idempotency records are kept and replayed.
+    #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
+    pub retention: Duration,
+    /// How long an in-flight record blocks its key before a retry may reclaim it.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub in_flight_ttl: Duration,
+    /// How often the sweeper deletes expired records.
+    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
+    pub sweep_interval: Duration,
+    /// Nodes in the pool.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(i64).range(1..=1_000_000))]
+    pub pool_size: i64,
+    /// Simulated hypervisor boot latency.
+    #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
+    pub boot_latency: Duration,
+    /// PostgreSQL connection pool size.
+    #[arg(long, default_value_t = 16)]
+    pub max_connections: u32,
+    /// Require an Idempotency-Key on DELETE too (it is optional by default).
+    #[arg(long)]
+    pub require_key_on_delete: bool,
+    /// Make the Idempotency-Key optional on POST (create, reboot); required by default.
+    #[arg(long)]
+    pub key_optional: bool,
+    /// Break one rule on purpose (repeatable). For proving the suite; never in production.
+    #[arg(long = "flaw", value_enum)]
+    pub flaws: Vec<Flaw>,
+}
+
+impl Args {
+    /// Validates the flags into a [`ServerConfig`].
+    pub fn into_config(self) -> anyhow::Result<ServerConfig> {
+        let auth = match (&self.tokens, self.dev) {
+            (Some(path), _) => Auth::from_file(path)?,
+            (None, true) => Auth::Dev,
+            (None, false) => {
+                anyhow::bail!("give --tokens FILE, or --dev to accept any bearer token")
+            }
+        };
+        anyhow::ensure!(
+            !self.in_flight_ttl.is_zero(),
+            "--in-flight-ttl must be positive"
+        );
+        anyhow::ensure!(!self.retention.is_zero(), "--retention must be positive");
+        anyhow::ensure!(
+            !self.sweep_interval.is_zero(),
+            "--sweep-interval must be positive"
+        );
+        Ok(ServerConfig {
+            listen: self.listen,
+            admin_listen: self.admin_listen,
+            database: DatabaseUrl::parse(&self.database_url),
+            max_connections: self.max_connections.max(1),
+            auth,
+            idempotency: IdempotencyConfig {
+                retention: self.retention,
+                in_flight_ttl: self.in_flight_ttl,
+                require_key_on_post: !self.key_optional,
+                require_key_on_delete: self.require_key_on_delete,
+                retry_after_secs: 1,
+                flaws: Flaws::new(self.flaws),
+            },
+            sweep_interval: self.sweep_interval,
+            pool_size: self.pool_size,
+            boot_latency: self.boot_latency,
+        })
+    }
+}
+
+/// Runs leasebroker until Ctrl-C or SIGTERM. Prints `leasebroker listening on http://ADDR` (and the
+/// admin line) on stdout, flushed, once the listeners are bound.
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+    let database = args.database_url.clone();
+    let config = args.into_config()?;
+    if matches!(config.auth, Auth::Dev) {
+        tracing::warn!("--dev: ANY bearer token is accepted as its own principal; never use this in production");
+    }
+    for flaw in config.idempotency.flaws.iter() {
+        tracing::warn!(
+            "--flaw {}: this server DELIBERATELY BREAKS an idempotency rule (for proving the suite)",
+            flaw.name()
+        );
+    }
+    let server = start(config)
+        .await
+        .with_context(|| format!("start leasebroker on {database}"))?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "leasebroker listening on http://{}", server.addr())?;
+        if let Some(admin) = server.admin_addr() {
+            writeln!(out, "leasebroker admin listening on http://{admin}")?;
+        }
+        out.flush()?;
+    }
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    server.shutdown(Duration::from_secs(5)).await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

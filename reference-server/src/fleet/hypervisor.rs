@@ -1,0 +1,109 @@
+//! The simulated hypervisor: an EXTERNAL system. Its instances live in their own table, tagged with the
+//! caller's `boot_id`, so a crash of leasebroker does not erase what the hypervisor did, and a retry can
+//! find a boot by listing instances by tag. It is not idempotent by itself: two calls boot two instances.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::idempotency::now_ms;
+use crate::store::{Store, StoreError};
+
+/// Faults injected through `POST /v1/admin/faults` (per process).
+#[derive(Debug, Default)]
+pub struct Faults {
+    fail_next_boots: AtomicU64,
+    hang_boots: AtomicBool,
+    crash_after_boot_call: AtomicBool,
+}
+
+/// A change to [`Faults`]; absent fields are left as they are.
+#[derive(Debug, Clone, Default, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSettings {
+    /// The next N boots fail with a 5xx (after the node and lease were written).
+    pub fail_next_boots: Option<u64>,
+    /// While true, boots hang (until set back to false).
+    pub hang_boots: Option<bool>,
+    /// The next boot call is issued (the hypervisor records the instance), then the process aborts.
+    pub crash_after_boot_call: Option<bool>,
+}
+
+impl Faults {
+    /// Applies `settings`.
+    pub fn apply(&self, settings: &FaultSettings) {
+        if let Some(n) = settings.fail_next_boots {
+            self.fail_next_boots.store(n, Ordering::SeqCst);
+        }
+        if let Some(hang) = settings.hang_boots {
+            self.hang_boots.store(hang, Ordering::SeqCst);
+        }
+        if let Some(crash) = settings.crash_after_boot_call {
+            self.crash_after_boot_call.store(crash, Ordering::SeqCst);
+        }
+    }
+
+    fn take_failure(&self) -> bool {
+        self.fail_next_boots
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
+/// Why a boot failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HypervisorError {
+    /// An injected failure (`fail_next_boots`).
+    #[error("boot an instance (injected failure)")]
+    Injected,
+    /// The hypervisor's own storage failed.
+    #[error("reach the hypervisor's state")]
+    Store(#[from] StoreError),
+}
+
+/// The simulated hypervisor client.
+pub struct Hypervisor {
+    store: Arc<dyn Store>,
+    faults: Arc<Faults>,
+    boot_latency: Duration,
+}
+
+impl Hypervisor {
+    /// A hypervisor keeping its state in `store`, taking `boot_latency` per boot.
+    pub fn new(store: Arc<dyn Store>, faults: Arc<Faults>, boot_latency: Duration) -> Self {
+        Self {
+            store,
+            faults,
+            boot_latency,
+        }
+    }
+
+    /// Boots an instance on `node_id` carrying `tag`; returns its instance id.
+    pub async fn boot(&self, tag: &str, node_id: i64) -> Result<String, HypervisorError> {
+        if self.faults.take_failure() {
+            return Err(HypervisorError::Injected);
+        }
+        while self.faults.hang_boots.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(self.boot_latency).await;
+        let instance_id = format!("inst-{}", uuid::Uuid::new_v4().simple());
+        self.store
+            .hypervisor_record_instance(&instance_id, tag, node_id, now_ms())
+            .await?;
+        if self
+            .faults
+            .crash_after_boot_call
+            .swap(false, Ordering::SeqCst)
+        {
+            eprintln!("leasebroker: fault crash_after_boot_call: aborting after boot {tag}");
+            std::process::abort();
+        }
+        Ok(instance_id)
+    }
+
+    /// The instances carrying `tag`, oldest first.
+    pub async fn list_by_tag(&self, tag: &str) -> Result<Vec<String>, HypervisorError> {
+        Ok(self.store.hypervisor_list_by_tag(tag).await?)
+    }
+}

@@ -1,0 +1,7 @@
+//! The fleet behind the API: the node pool, leases, and a simulated hypervisor.
+
+mod hypervisor;
+mod service;
+
+pub use hypervisor::{FaultSettings, Faults, Hypervisor, HypervisorError};
+pub use service::{Fleet, FleetError, WorkerSpec};

@@ -1,0 +1,170 @@
+//! The operations behind the API. Every side effect is keyed by a sub-key of the request's
+//! [`OpSeed`] and is "do or return the existing one", so a retry resumes where the last attempt stopped.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::{Hypervisor, HypervisorError};
+use crate::idempotency::{now_ms, OpSeed};
+use crate::store::{NewWorker, Store, StoreError, Worker};
+
+/// A validated worker request.
+#[derive(Debug, Clone)]
+pub struct WorkerSpec {
+    /// Image name.
+    pub image: String,
+    /// vCPUs (1–64).
+    pub cpu: i64,
+    /// Memory in GiB (1–1024).
+    pub memory_gb: i64,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Why a fleet operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// No free node; nothing was written.
+    #[error("allocate a node: the pool is exhausted")]
+    PoolExhausted,
+    /// The worker does not exist (for this principal).
+    #[error("find the worker")]
+    NotFound,
+    /// The hypervisor failed.
+    #[error("boot the worker")]
+    Hypervisor(#[from] HypervisorError),
+    /// Storage failed.
+    #[error("update the fleet's state")]
+    Store(#[from] StoreError),
+}
+
+/// The fleet: node pool, leases, workers, and the hypervisor client.
+pub struct Fleet {
+    store: Arc<dyn Store>,
+    hypervisor: Hypervisor,
+}
+
+impl Fleet {
+    /// A fleet over `store` and `hypervisor`.
+    pub fn new(store: Arc<dyn Store>, hypervisor: Hypervisor) -> Self {
+        Self { store, hypervisor }
+    }
+
+    /// Creates a worker: node (sub-key `alloc`) → lease (`lease`) → two-phase boot (`boot`) → worker
+    /// (`worker`). A retry with the same seed finds each step done and continues after it.
+    pub async fn create(
+        &self,
+        principal: &str,
+        spec: WorkerSpec,
+        seed: &OpSeed,
+    ) -> Result<Worker, FleetError> {
+        let worker_id = format!("wkr-{}", seed.sub_key("worker"));
+        if let Some(worker) = self.store.get_worker(principal, &worker_id).await? {
+            return Ok(worker);
+        }
+        let now = now_ms();
+        let node_id = self
+            .store
+            .allocate_node(&seed.sub_key("alloc"), now)
+            .await?
+            .ok_or(FleetError::PoolExhausted)?;
+        let lease_id = format!("lse-{}", seed.sub_key("lease"));
+        self.store
+            .ensure_lease(&lease_id, node_id, principal, now)
+            .await?;
+        let boot_id = format!("boot-{}", seed.sub_key("boot"));
+        let instance_id = self.boot(&boot_id, &worker_id, node_id).await?;
+        let worker = NewWorker {
+            id: worker_id,
+            principal: principal.to_owned(),
+            image: spec.image,
+            cpu: spec.cpu,
+            memory_gb: spec.memory_gb,
+            labels: spec.labels,
+            node_id,
+            lease_id,
+            boot_id,
+            instance_id,
+            created_at: now,
+        };
+        Ok(self.store.insert_worker(&worker).await?)
+    }
+
+    /// The two-phase boot: a `pending` row is committed before the call, the call carries `boot_id` as
+    /// its tag, then the row is completed. A retry that finds the row pending reconciles by listing the
+    /// hypervisor's instances by tag before booting again. No transaction is held across the call.
+    async fn boot(
+        &self,
+        boot_id: &str,
+        worker_id: &str,
+        node_id: i64,
+    ) -> Result<String, FleetError> {
+        match self.store.find_boot(boot_id).await? {
+            Some(row) if row.state == "done" => {
+                if let Some(instance_id) = row.instance_id {
+                    return Ok(instance_id);
+                }
+            }
+            Some(_pending) => {
+                if let Some(instance_id) = self
+                    .hypervisor
+                    .list_by_tag(boot_id)
+                    .await?
+                    .into_iter()
+                    .next()
+                {
+                    self.store.complete_boot(boot_id, &instance_id).await?;
+                    return Ok(instance_id);
+                }
+            }
+            None => {
+                self.store
+                    .insert_pending_boot(boot_id, worker_id, node_id, now_ms())
+                    .await?;
+            }
+        }
+        let instance_id = self.hypervisor.boot(boot_id, node_id).await?;
+        self.store.complete_boot(boot_id, &instance_id).await?;
+        Ok(instance_id)
+    }
+
+    /// Deletes a worker, freeing its node and lease.
+    pub async fn delete(&self, principal: &str, id: &str) -> Result<(), FleetError> {
+        if self.store.delete_worker(principal, id).await? {
+            Ok(())
+        } else {
+            Err(FleetError::NotFound)
+        }
+    }
+
+    /// Reboots a worker once per seed (sub-key `reboot`).
+    pub async fn reboot(
+        &self,
+        principal: &str,
+        id: &str,
+        seed: &OpSeed,
+    ) -> Result<Worker, FleetError> {
+        self.store
+            .reboot_worker(
+                principal,
+                id,
+                &format!("rbt-{}", seed.sub_key("reboot")),
+                now_ms(),
+            )
+            .await?
+            .ok_or(FleetError::NotFound)
+    }
+
+    /// The principal's worker `id`.
+    pub async fn get(&self, principal: &str, id: &str) -> Result<Worker, FleetError> {
+        self.store
+            .get_worker(principal, id)
+            .await?
+            .ok_or(FleetError::NotFound)
+    }
+
+    /// The principal's workers.
+    pub async fn list(&self, principal: &str) -> Result<Vec<Worker>, FleetError> {
+        Ok(self.store.list_workers(principal).await?)
+    }
+}

@@ -1,0 +1,383 @@
+//! The idempotency middleware: an axum `route_layer` on the mutating routes.
+//!
+//! validate the key → endpoint from `MatchedPath` → buffer the body (over 1 MiB → 413) → fingerprint →
+//! ONE atomic claim statement → then, by the record found:
+//! - inserted (or reclaimed): run the handler in its own task (a client that disconnects does not
+//!   cancel it), store a terminal outcome or mark the record failed; a panic marks it failed too;
+//! - in flight, younger than the in-flight TTL: `409 request-in-progress` + `Retry-After`, at once;
+//! - in flight past the TTL, or failed: optimistic reclaim (`UPDATE … WHERE started_at = ?`), one winner;
+//! - completed, same fingerprint: replay status, `Location`, `Content-Type` and body byte for byte,
+//!   with `Idempotent-Replayed: true`;
+//! - any state, different fingerprint: `409 key-reused-with-different-request`.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::Method;
+
+use super::record::{encode, replay};
+use super::{is_storable, Fingerprint, IdempotencyKey, OpSeed};
+use crate::api::{read_body, ApiError};
+use crate::auth::Principal;
+use crate::flaw::{Flaw, Flaws};
+use crate::state::AppState;
+use crate::store::{IdempotencyRecord, RecordState, Scope, Store};
+
+/// Requests bodies above this many bytes get 413 (1 MiB).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// How the layer behaves.
+#[derive(Debug, Clone)]
+pub struct IdempotencyConfig {
+    /// How long a completed record is kept and replayed (default 24 h).
+    pub retention: Duration,
+    /// How long an in-flight record blocks its key before a retry may reclaim it (default 30 s).
+    pub in_flight_ttl: Duration,
+    /// Whether `POST` endpoints (create, reboot) require a key (400 `missing-idempotency-key`).
+    pub require_key_on_post: bool,
+    /// Whether `DELETE` requires a key.
+    pub require_key_on_delete: bool,
+    /// The seconds sent in `Retry-After` with `request-in-progress`.
+    pub retry_after_secs: u64,
+    /// Deliberate flaws.
+    pub flaws: Flaws,
+}
+
+impl IdempotencyConfig {
+    fn requires_key(&self, method: &Method) -> bool {
+        if method == Method::DELETE {
+            self.require_key_on_delete
+        } else {
+            self.require_key_on_post
+        }
+    }
+}
+
+/// What to do with a request after the claim.
+enum Decision {
+    /// This request owns the record (claim token `started_at`): run it and record the outcome.
+    /// `fresh_seed` (flaws only) gives it random sub-keys instead of the record's.
+    Run { started_at: i64, fresh_seed: bool },
+    /// Run without owning the record (flaws only): fresh sub-keys, nothing recorded.
+    RunUnowned,
+    /// Replay a stored outcome.
+    Replay(IdempotencyRecord),
+    /// Refuse (in progress, mismatch).
+    Refuse(ApiError),
+}
+
+/// The middleware (`axum::middleware::from_fn_with_state`). Safe methods pass through untouched.
+pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    match handle(state, req, next).await {
+        Ok(response) => response,
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Response, ApiError> {
+    let method = req.method().clone();
+    if method.is_safe() {
+        return Ok(next.run(req).await);
+    }
+    let cfg = state.idempotency.clone();
+    let flaws = &cfg.flaws;
+    if flaws.has(Flaw::NoIdempotency)
+        || (method == Method::DELETE && flaws.has(Flaw::NoDeleteReplay))
+    {
+        req.extensions_mut().insert(OpSeed::random());
+        return Ok(next.run(req).await);
+    }
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned())
+        .unwrap_or_else(|| req.uri().path().to_owned());
+    let endpoint = format!("{method} {route}");
+    let principal = req
+        .extensions()
+        .get::<Principal>()
+        .cloned()
+        .ok_or(ApiError::Unauthorized("missing bearer token"))?;
+    let Some(key) = IdempotencyKey::from_headers(req.headers())? else {
+        if cfg.requires_key(&method) {
+            return Err(ApiError::MissingKey);
+        }
+        req.extensions_mut().insert(OpSeed::random());
+        return Ok(next.run(req).await);
+    };
+
+    let (parts, body) = req.into_parts();
+    let body = read_body(body, &parts.headers).await?;
+    let fingerprint = Fingerprint::of(
+        method.as_str(),
+        parts.uri.path(),
+        parts.uri.query().unwrap_or(""),
+        &body,
+    );
+    let unscoped = flaws.has(Flaw::EndpointUnscoped);
+    let scope = Scope {
+        principal: if flaws.has(Flaw::GlobalKeyspace) {
+            "*".to_owned()
+        } else {
+            principal.0.clone()
+        },
+        endpoint: if unscoped {
+            "*".to_owned()
+        } else {
+            endpoint.clone()
+        },
+        key: key.as_str().to_owned(),
+    };
+    // Under `endpoint-unscoped` the endpoint travels inside the stored fingerprint so a hit from another
+    // route can be recognised (and wrongly replayed).
+    let fingerprint = if unscoped {
+        format!("{endpoint}|{}", fingerprint.as_str())
+    } else {
+        fingerprint.as_str().to_owned()
+    };
+
+    let decision = if flaws.has(Flaw::CheckThenAct) {
+        check_then_act(state.store.as_ref(), &scope, &fingerprint, &cfg).await?
+    } else {
+        claim(state.store.as_ref(), &scope, &fingerprint, &endpoint, &cfg).await?
+    };
+    let seed = if flaws.has(Flaw::NonResumable) {
+        OpSeed::random()
+    } else {
+        OpSeed::derive(&principal.0, &endpoint, key.as_str())
+    };
+    match decision {
+        Decision::Run {
+            started_at,
+            fresh_seed,
+        } => {
+            let seed = if fresh_seed { OpSeed::random() } else { seed };
+            let req = rebuild(parts, body, seed);
+            run_owned(state.store.clone(), scope, started_at, req, next, &cfg).await
+        }
+        Decision::RunUnowned => Ok(next.run(rebuild(parts, body, OpSeed::random())).await),
+        Decision::Replay(record) => {
+            let stored = record
+                .response
+                .ok_or_else(|| ApiError::Internal("completed record without a response".into()))?;
+            replay(&stored, flaws.has(Flaw::ReplayDropsHeaders)).map_err(ApiError::Internal)
+        }
+        Decision::Refuse(err) => Err(err),
+    }
+}
+
+fn rebuild(parts: http::request::Parts, body: Bytes, seed: OpSeed) -> Request {
+    let mut req = Request::from_parts(parts, Body::from(body));
+    req.extensions_mut().insert(seed);
+    req
+}
+
+/// The atomic claim, then the state machine over the record it returns.
+async fn claim(
+    store: &dyn Store,
+    scope: &Scope,
+    fingerprint: &str,
+    endpoint: &str,
+    cfg: &IdempotencyConfig,
+) -> Result<Decision, ApiError> {
+    let now = now_ms();
+    let expires_at = now + ms(cfg.retention);
+    let claim = store
+        .claim(scope, fingerprint, now, expires_at)
+        .await
+        .map_err(ApiError::internal)?;
+    if claim.inserted {
+        return Ok(Decision::Run {
+            started_at: claim.record.started_at,
+            fresh_seed: false,
+        });
+    }
+    let record = claim.record;
+    let flaws = &cfg.flaws;
+    let take_over = || async {
+        let won = store
+            .take_over(
+                scope,
+                record.state,
+                record.started_at,
+                fingerprint,
+                now,
+                expires_at,
+            )
+            .await
+            .map_err(ApiError::internal)?;
+        Ok::<_, ApiError>(if won {
+            Decision::Run {
+                started_at: now.max(record.started_at + 1),
+                fresh_seed: false,
+            }
+        } else {
+            Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs))
+        })
+    };
+    // Past the retention window but not yet swept: as if absent.
+    if record.expires_at <= now {
+        return take_over().await;
+    }
+    if record.fingerprint != fingerprint && !flaws.has(Flaw::NoFingerprint) {
+        let other_endpoint = flaws.has(Flaw::EndpointUnscoped)
+            && !record.fingerprint.starts_with(&format!("{endpoint}|"));
+        if other_endpoint && record.state == RecordState::Completed {
+            return Ok(Decision::Replay(record));
+        }
+        return Ok(Decision::Refuse(ApiError::KeyMismatch));
+    }
+    match record.state {
+        RecordState::Completed => Ok(Decision::Replay(record)),
+        RecordState::Failed => take_over().await,
+        RecordState::InFlight => {
+            let expired = now - record.started_at >= ms(cfg.in_flight_ttl);
+            if expired && !flaws.has(Flaw::NoInFlightTtl) {
+                take_over().await
+            } else if flaws.has(Flaw::ProceedInFlight) {
+                Ok(Decision::RunUnowned)
+            } else {
+                Ok(Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs)))
+            }
+        }
+    }
+}
+
+/// The `check-then-act` flaw: read, pause, write. Every request that read "absent" (or a reclaimable
+/// record) runs, each with its own sub-keys, as a server relying on the key table alone would.
+async fn check_then_act(
+    store: &dyn Store,
+    scope: &Scope,
+    fingerprint: &str,
+    cfg: &IdempotencyConfig,
+) -> Result<Decision, ApiError> {
+    let now = now_ms();
+    let found = store.find_record(scope).await.map_err(ApiError::internal)?;
+    let reclaimable = |r: &IdempotencyRecord| {
+        r.expires_at <= now
+            || r.state == RecordState::Failed
+            || (r.state == RecordState::InFlight && now - r.started_at >= ms(cfg.in_flight_ttl))
+    };
+    match found {
+        Some(record) if !reclaimable(&record) => {
+            if record.fingerprint != fingerprint {
+                Ok(Decision::Refuse(ApiError::KeyMismatch))
+            } else if record.state == RecordState::Completed {
+                Ok(Decision::Replay(record))
+            } else {
+                Ok(Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs)))
+            }
+        }
+        _ => {
+            // The window between the check and the act, wide enough that simultaneous requests all pass.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let started_at = now_ms();
+            store
+                .overwrite_record(
+                    scope,
+                    fingerprint,
+                    started_at,
+                    started_at + ms(cfg.retention),
+                )
+                .await
+                .map_err(ApiError::internal)?;
+            Ok(Decision::Run {
+                started_at,
+                fresh_seed: true,
+            })
+        }
+    }
+}
+
+/// Runs the handler for the record's owner in its own task and records the outcome. A drop guard marks
+/// the record failed if the task unwinds (a panic), so the row never stays in flight because of one.
+async fn run_owned(
+    store: Arc<dyn Store>,
+    scope: Scope,
+    started_at: i64,
+    req: Request,
+    next: Next,
+    cfg: &IdempotencyConfig,
+) -> Result<Response, ApiError> {
+    let retention = ms(cfg.retention);
+    let cache_5xx = cfg.flaws.has(Flaw::Cache5xx);
+    let task = tokio::spawn(async move {
+        let mut guard = FailOnDrop {
+            store: Some(store.clone()),
+            scope: scope.clone(),
+            started_at,
+        };
+        let response = next.run(req).await;
+        let (parts, body) = response.into_parts();
+        let body = match axum::body::to_bytes(body, usize::MAX).await {
+            Ok(body) => body,
+            Err(err) => {
+                // The guard marks the record failed.
+                return ApiError::Internal(format!("read the handler's response body: {err}"))
+                    .into_response();
+            }
+        };
+        let recorded = if is_storable(parts.status) || (cache_5xx && parts.status.is_server_error())
+        {
+            let stored = encode(parts.status, &parts.headers, &body);
+            store
+                .complete(&scope, started_at, &stored, now_ms() + retention)
+                .await
+        } else {
+            store.fail(&scope, started_at).await
+        };
+        match recorded {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(key = %scope.key, "the claim was reclaimed before this request finished")
+            }
+            // The record stays in flight; the in-flight TTL lets a retry reclaim it and resume.
+            Err(err) => tracing::error!(error = %err, key = %scope.key, "record the outcome"),
+        }
+        guard.store = None;
+        Response::from_parts(parts, Body::from(body))
+    });
+    task.await
+        .map_err(|err| ApiError::Internal(format!("the handler task ended abnormally: {err}")))
+}
+
+/// Marks the record failed when dropped while still armed (the handler task unwound).
+struct FailOnDrop {
+    store: Option<Arc<dyn Store>>,
+    scope: Scope,
+    started_at: i64,
+}
+
+impl Drop for FailOnDrop {
+    fn drop(&mut self) {
+        let Some(store) = self.store.take() else {
+            return;
+        };
+        let scope = self.scope.clone();
+        let started_at = self.started_at;
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                if let Err(err) = store.fail(&scope, started_at).await {
+                    tracing::error!(error = %err, key = %scope.key, "mark the record failed after a panic");
+                }
+            });
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4)
+}

@@ -1,0 +1,15 @@
+//! The Idempotency-Key layer: key parsing, fingerprint, record encoding, side-effect sub-keys and the
+//! middleware that runs the state machine (none → in flight → completed | failed).
+
+mod fingerprint;
+mod key;
+mod layer;
+mod record;
+mod seed;
+
+pub use fingerprint::Fingerprint;
+pub use key::{IdempotencyKey, KeyError, IDEMPOTENCY_KEY, MAX_KEY_LEN};
+pub(crate) use layer::now_ms;
+pub use layer::{enforce, IdempotencyConfig, MAX_BODY_BYTES};
+pub use record::{is_storable, COMPRESS_ABOVE_BYTES};
+pub use seed::OpSeed;

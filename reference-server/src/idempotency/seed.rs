@@ -1,0 +1,57 @@
+//! Side-effect sub-keys derived from the idempotency record.
+//!
+//! Every downstream effect of a request is keyed by `H(principal, endpoint, key, purpose)` (purposes
+//! `alloc`, `lease`, `boot`, `worker`, `reboot`), and each effect is "do or return the existing one",
+//! so a retry after a partial failure resumes instead of repeating (the article: "side effects converge").
+
+use sha2::{Digest, Sha256};
+
+/// The seed of one operation's sub-keys, passed to handlers in request extensions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpSeed([u8; 32]);
+
+impl OpSeed {
+    /// The seed of the record (principal, endpoint, key): every attempt of it derives the same sub-keys.
+    pub fn derive(principal: &str, endpoint: &str, key: &str) -> Self {
+        let mut h = Sha256::new();
+        for part in [principal, endpoint, key] {
+            h.update((part.len() as u64).to_be_bytes());
+            h.update(part.as_bytes());
+        }
+        Self(h.finalize().into())
+    }
+
+    /// A fresh random seed, for requests without a key (each is a new operation).
+    pub fn random() -> Self {
+        Self(rand::random())
+    }
+
+    /// The sub-key for `purpose`, as 24 hex digits.
+    pub fn sub_key(&self, purpose: &str) -> String {
+        let mut h = Sha256::new();
+        h.update(self.0);
+        h.update(purpose.as_bytes());
+        hex::encode(&h.finalize()[..12])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_is_stable_and_scoped() {
+        let a = OpSeed::derive("alice", "POST /v1/workers", "k1");
+        assert_eq!(
+            a.sub_key("lease"),
+            OpSeed::derive("alice", "POST /v1/workers", "k1").sub_key("lease")
+        );
+        assert_ne!(a.sub_key("lease"), a.sub_key("alloc"));
+        assert_ne!(a, OpSeed::derive("bob", "POST /v1/workers", "k1"));
+        assert_ne!(
+            OpSeed::derive("ab", "c", "k"),
+            OpSeed::derive("a", "bc", "k")
+        );
+        assert_ne!(OpSeed::random(), OpSeed::random());
+    }
+}

@@ -1,0 +1,167 @@
+//! Starting and stopping a leasebroker: store, migrations, node pool, listeners, sweeper.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::api::{admin_app, app};
+use crate::auth::Auth;
+use crate::fleet::{Faults, Fleet, Hypervisor};
+use crate::idempotency::IdempotencyConfig;
+use crate::state::AppState;
+use crate::store::{connect, DatabaseUrl, Store, StoreError};
+use crate::sweeper;
+
+/// Everything a server needs (built from [`crate::cli::Args`], or directly by tests).
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Public listener (port 0 picks a free port).
+    pub listen: SocketAddr,
+    /// Admin listener, off when `None`.
+    pub admin_listen: Option<SocketAddr>,
+    /// The database.
+    pub database: DatabaseUrl,
+    /// PostgreSQL pool size (SQLite uses one connection).
+    pub max_connections: u32,
+    /// Token checking.
+    pub auth: Auth,
+    /// The idempotency layer's settings (retention, in-flight TTL, flaws…).
+    pub idempotency: IdempotencyConfig,
+    /// How often the sweeper runs.
+    pub sweep_interval: Duration,
+    /// Nodes in the pool.
+    pub pool_size: i64,
+    /// How long the simulated hypervisor takes per boot.
+    pub boot_latency: Duration,
+}
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The database could not be opened or migrated.
+    #[error("open the database")]
+    Store(#[from] StoreError),
+    /// A listener could not be bound.
+    #[error("listen on {addr}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A running server. Dropping it does not stop it; call [`RunningServer::shutdown`].
+pub struct RunningServer {
+    addr: SocketAddr,
+    admin_addr: Option<SocketAddr>,
+    store: Arc<dyn Store>,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// The bound public address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The bound admin address, if the admin listener is on.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr
+    }
+
+    /// The store (tests read totals through it).
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
+    /// Stops accepting, lets in-flight requests finish for up to `grace`, then aborts what is left.
+    pub async fn shutdown(self, grace: Duration) {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(grace, task).await.is_err() {
+                abort.abort();
+            }
+        }
+    }
+
+    /// Waits until the server stops (after [`RunningServer::shutdown`] from elsewhere, or a listener error).
+    pub async fn wait(self) {
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Opens the store, seeds the pool, binds the listeners and starts serving.
+pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
+    let store = connect(&config.database, config.max_connections).await?;
+    store.seed_nodes(config.pool_size).await?;
+    let faults = Arc::new(Faults::default());
+    let hypervisor = Hypervisor::new(store.clone(), faults.clone(), config.boot_latency);
+    let state = AppState {
+        store: store.clone(),
+        fleet: Arc::new(Fleet::new(store.clone(), hypervisor)),
+        idempotency: Arc::new(config.idempotency.clone()),
+        auth: Arc::new(config.auth.clone()),
+        faults,
+    };
+    let bind = |addr: SocketAddr| async move {
+        TcpListener::bind(addr)
+            .await
+            .map_err(|source| StartError::Bind { addr, source })
+    };
+    let listener = bind(config.listen).await?;
+    let addr = listener.local_addr().map_err(|source| StartError::Bind {
+        addr: config.listen,
+        source,
+    })?;
+    let (shutdown, rx) = watch::channel(false);
+    let mut tasks = vec![serve(listener, app(state.clone()), rx.clone())];
+    let mut admin_addr = None;
+    if let Some(admin) = config.admin_listen {
+        let listener = bind(admin).await?;
+        admin_addr = Some(listener.local_addr().map_err(|source| StartError::Bind {
+            addr: admin,
+            source,
+        })?);
+        tasks.push(serve(listener, admin_app(state.clone()), rx.clone()));
+    }
+    tasks.push(tokio::spawn(sweeper::run(
+        store.clone(),
+        config.sweep_interval,
+        rx,
+    )));
+    Ok(RunningServer {
+        addr,
+        admin_addr,
+        store,
+        shutdown,
+        tasks,
+    })
+}
+
+fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    mut rx: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let stop = async move {
+            let _ = rx.changed().await;
+        };
+        if let Err(err) = axum::serve(listener, router)
+            .with_graceful_shutdown(stop)
+            .await
+        {
+            tracing::error!(error = %err, "listener stopped");
+        }
+    })
+}

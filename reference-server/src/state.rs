@@ -1,0 +1,23 @@
+//! The state shared by every handler.
+
+use std::sync::Arc;
+
+use crate::auth::Auth;
+use crate::fleet::{Faults, Fleet};
+use crate::idempotency::IdempotencyConfig;
+use crate::store::Store;
+
+/// Shared state (cheap to clone).
+#[derive(Clone)]
+pub struct AppState {
+    /// The store.
+    pub store: Arc<dyn Store>,
+    /// The fleet (pool, leases, hypervisor).
+    pub fleet: Arc<Fleet>,
+    /// The idempotency layer's settings.
+    pub idempotency: Arc<IdempotencyConfig>,
+    /// Token checking.
+    pub auth: Arc<Auth>,
+    /// Injected hypervisor faults.
+    pub faults: Arc<Faults>,
+}

@@ -1,0 +1,42 @@
+//! The sweeper: deletes idempotency records whose retention window ended, in batches, so one sweep
+//! never holds a long lock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::idempotency::now_ms;
+use crate::store::Store;
+
+/// Records deleted per statement.
+pub const SWEEP_BATCH: i64 = 500;
+
+/// Runs until `shutdown` changes: every `interval`, deletes expired records in batches of [`SWEEP_BATCH`].
+pub async fn run(store: Arc<dyn Store>, interval: Duration, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = shutdown.changed() => return,
+        }
+        match sweep_once(store.as_ref()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deleted = n, "sweeper deleted expired idempotency records"),
+            Err(err) => tracing::warn!(error = %err, "sweeper failed; retrying next interval"),
+        }
+    }
+}
+
+/// One full sweep: batches until a batch comes back short. Returns how many records were deleted.
+pub async fn sweep_once(store: &dyn Store) -> Result<u64, crate::store::StoreError> {
+    let now = now_ms();
+    let mut total = 0;
+    loop {
+        let n = store.sweep(now, SWEEP_BATCH).await?;
+        total += n;
+        if n < SWEEP_BATCH as u64 {
+            return Ok(total);
+        }
+        tokio::task::yield_now().await;
+    }
+}
