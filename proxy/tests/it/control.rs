@@ -1,1 +1,200 @@
+//! The control API, while traffic flows; and the event log against the upstream's own view.
 
+use std::time::Duration;
+
+use idemspec_proxy::{start, ProxyConfig};
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+#[tokio::test]
+async fn rules_change_while_traffic_flows_and_events_match_the_upstream() {
+    let upstream = Upstream::start().await;
+    let proxy = start(ProxyConfig {
+        upstream: upstream.url(),
+        control: Some("127.0.0.1:0".parse().unwrap()),
+        ..ProxyConfig::default()
+    })
+    .await
+    .unwrap();
+    let control = format!("http://{}", proxy.control_addr().unwrap());
+    let client = http();
+    // Traffic: a steady stream of tagged requests on keep-alive connections.
+    let addr = proxy.addr();
+    let traffic = tokio::spawn({
+        let client = client.clone();
+        async move {
+            let mut statuses = Vec::new();
+            for i in 0..120 {
+                let resp = client
+                    .post(format!("http://{addr}/r/{i}"))
+                    .header("X-Idemspec-Step", format!("s{i}"))
+                    .send()
+                    .await
+                    .unwrap();
+                statuses.push((i, resp.status().as_u16()));
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            statuses
+        }
+    });
+    // Meanwhile: add a 503 rule, replace it, clear it.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let put = client
+        .put(format!("{control}/rules"))
+        .json(&json!([{"name": "gw", "match": {"path_prefix": "/r/"}, "fault": {"respond": {"status": 503}}}]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 200);
+    let listed: Value = client
+        .get(format!("{control}/rules"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed[0]["name"], "gw");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let post = client
+        .post(format!("{control}/rules"))
+        .json(&json!({"name": "never", "match": {"path": "/nowhere"}, "fault": "refuse"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(post.status(), 200);
+    let del = client
+        .delete(format!("{control}/rules"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(del.status(), 204);
+    let statuses = traffic.await.unwrap();
+    assert!(
+        statuses.iter().any(|(_, s)| *s == 503),
+        "the rule took effect mid-traffic"
+    );
+    assert!(statuses.last().unwrap().1 == 200, "and was cleared");
+
+    // The event log, request by request, agrees with the upstream and with the client.
+    let events: Vec<idemspec_proxy::ProxyEvent> = client
+        .get(format!("{control}/events"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 120);
+    let reached: Vec<String> = upstream.seen().into_iter().map(|s| s.path).collect();
+    for (i, status) in statuses {
+        let e = events
+            .iter()
+            .find(|e| e.step.as_deref() == Some(&format!("s{i}")))
+            .expect("an event per request");
+        assert_eq!(e.path, format!("/r/{i}"));
+        assert_eq!(e.client_status, Some(status));
+        let forwarded = reached.contains(&e.path);
+        assert_eq!(forwarded, e.upstream_sends == 1, "{e:?}");
+        assert_eq!(forwarded, status == 200);
+        assert_eq!(e.fault.as_deref() == Some("respond"), status == 503);
+    }
+    // since= returns only newer events.
+    let last = events.last().unwrap().seq;
+    let newer: Vec<Value> = client
+        .get(format!("{control}/events?since={last}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(newer.is_empty());
+    let some: Vec<Value> = client
+        .get(format!("{control}/events?since={}", last - 3))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(some.len(), 3);
+    // reset forgets events but seqs continue.
+    assert_eq!(
+        client
+            .post(format!("{control}/reset"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+    client
+        .get(format!("http://{addr}/after"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(proxy.events()[0].seq, last + 1);
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn invalid_rules_get_400_problem_and_change_nothing() {
+    let upstream = Upstream::start().await;
+    let proxy = start(ProxyConfig {
+        upstream: upstream.url(),
+        rules: rules("- name: keep\n  match: {path: /k}\n  fault: refuse\n"),
+        control: Some("127.0.0.1:0".parse().unwrap()),
+        ..ProxyConfig::default()
+    })
+    .await
+    .unwrap();
+    let control = format!("http://{}", proxy.control_addr().unwrap());
+    let client = http();
+    for (body, expect) in [
+        (
+            json!([{"name": "z", "match": {"nth": 0}, "fault": "refuse"}]),
+            "at least 1",
+        ),
+        (
+            json!([{"name": "p", "match": {"probability": 0.5}, "fault": "refuse"}]),
+            "seed",
+        ),
+        (json!([{"name": "u", "fault": {"explode": {}}}]), "explode"),
+        (
+            json!([{"name": "f", "fault": "refuse", "bogus": 1}]),
+            "bogus",
+        ),
+    ] {
+        let resp = client
+            .put(format!("{control}/rules"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400, "{body}");
+        assert_eq!(resp.headers()["content-type"], "application/problem+json");
+        let problem: Value = resp.json().await.unwrap();
+        assert!(
+            problem["detail"].as_str().unwrap().contains(expect),
+            "{problem}"
+        );
+    }
+    let resp = client
+        .put(format!("{control}/rules"))
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let resp = client
+        .get(format!("{control}/events?since=minus"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    assert_eq!(proxy.rules().len(), 1, "the old rules stay");
+    assert_eq!(proxy.rules()[0].name, "keep");
+    proxy.shutdown().await;
+}

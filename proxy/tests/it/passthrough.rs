@@ -1,1 +1,168 @@
+//! Without a matching rule the proxy is transparent: keep-alive, pipelining, chunked bodies both
+//! ways, large bodies and many connections, all compared byte for byte.
 
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::support::*;
+
+/// Reads one `Content-Length` response from `stream`; returns (head, body).
+async fn read_response(stream: &mut TcpStream, pending: &mut Vec<u8>) -> (String, Vec<u8>) {
+    let mut buf = [0u8; 8192];
+    loop {
+        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&pending[..end]).into_owned();
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")
+                        .map(str::to_owned)
+                })
+                .and_then(|v| v.trim().parse().ok())
+                .expect("content-length response");
+            while pending.len() < end + 4 + len {
+                let n = stream.read(&mut buf).await.expect("read");
+                assert!(n > 0, "connection closed mid-response");
+                pending.extend_from_slice(&buf[..n]);
+            }
+            let body = pending[end + 4..end + 4 + len].to_vec();
+            pending.drain(..end + 4 + len);
+            return (head, body);
+        }
+        let n = stream.read(&mut buf).await.expect("read");
+        assert!(n > 0, "connection closed before a response");
+        pending.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[tokio::test]
+async fn keep_alive_serves_many_requests_on_one_connection() {
+    let (proxy, upstream) = proxied(vec![]).await;
+    let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+    let mut pending = Vec::new();
+    for i in 1..=5 {
+        let body = format!("body-{i}");
+        let req = format!(
+            "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(req.as_bytes()).await.unwrap();
+        let (head, got) = read_response(&mut stream, &mut pending).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert_eq!(got, body.as_bytes());
+    }
+    assert_eq!(upstream.count(), 5);
+    let events = proxy.events();
+    assert_eq!(events.len(), 5);
+    assert!(events
+        .iter()
+        .all(|e| e.client_complete && e.upstream_sends == 1));
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn pipelined_requests_are_answered_in_order() {
+    let (proxy, upstream) = proxied(vec![]).await;
+    let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+    let mut all = Vec::new();
+    for i in 1..=4 {
+        let body = format!("p{i}");
+        all.extend_from_slice(
+            format!(
+                "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+    }
+    stream.write_all(&all).await.unwrap();
+    let mut pending = Vec::new();
+    for i in 1..=4 {
+        let (_, got) = read_response(&mut stream, &mut pending).await;
+        assert_eq!(got, format!("p{i}").as_bytes());
+    }
+    assert_eq!(upstream.count(), 4);
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn chunked_upload_and_download_pass_intact() {
+    let (proxy, upstream) = proxied(vec![]).await;
+    // Upload: a chunked request body, re-framed by the proxy, arrives byte for byte.
+    let data = pattern(300_000);
+    let mut req = b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
+    for chunk in data.chunks(7_000) {
+        req.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        req.extend_from_slice(chunk);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    let got = raw(proxy.addr(), &req).await;
+    assert!(got.text().starts_with("HTTP/1.1 200"));
+    assert_eq!(
+        &upstream.seen()[0].body[..],
+        &data[..],
+        "the upstream got the exact bytes"
+    );
+    // Download: a chunked (streamed) response arrives complete.
+    let resp = http()
+        .get(format!("http://{}/stream/1000003", proxy.addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.bytes().await.unwrap(), pattern(1_000_003));
+    let events = proxy.events();
+    assert_eq!(events[1].client_bytes, 1_000_003);
+    assert!(events[1].client_complete);
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn ten_mib_body_round_trips() {
+    let (proxy, upstream) = proxied(vec![]).await;
+    let data = pattern(10 * 1024 * 1024);
+    let resp = http()
+        .post(format!("http://{}/echo", proxy.addr()))
+        .body(data.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let back = resp.bytes().await.unwrap();
+    assert!(back[..] == data[..], "10 MiB echoed intact");
+    assert!(upstream.seen()[0].body[..] == data[..]);
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn two_hundred_concurrent_connections() {
+    let (proxy, upstream) = proxied(vec![]).await;
+    let barrier = Arc::new(tokio::sync::Barrier::new(200));
+    let addr = proxy.addr();
+    let tasks: Vec<_> = (0..200)
+        .map(|i| {
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                let body = format!("conn-{i}-").repeat(50);
+                let mut stream = TcpStream::connect(addr).await.unwrap();
+                let req = format!(
+                    "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                barrier.wait().await;
+                stream.write_all(req.as_bytes()).await.unwrap();
+                let got = read_to_end(&mut stream).await;
+                assert_eq!(got.body(), body.as_bytes(), "connection {i}");
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(upstream.count(), 200);
+    eventually("200 events", || proxy.events().len() == 200).await;
+    proxy.shutdown().await;
+}
