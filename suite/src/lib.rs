@@ -4,10 +4,17 @@
 //! fault-injecting proxy where a scenario injects faults), evaluates assertions into graded verdicts,
 //! and writes reports.
 //!
+//! - [`runner`]: [`runner::run`] drives the checks (steps, barrier, embedded proxy, assertions,
+//!   graded verdicts) and emits run events; [`runner::RunOptions`] says what to run.
+//! - [`reference`]: the bundled leasebroker as a child process that can be killed and restarted.
+//! - [`client`]: the HTTP client that records every exchange as evidence.
+//! - [`hooks`]: the profile's crash / restart / fail_next hooks (shell command or HTTP request).
 //! - [`model`]: verdicts, evidence, outcomes, run events, statistics and exit codes.
 //! - [`report`]: the terminal table with evidence, JUnit, JSON and Markdown reports, progress.
 #![warn(missing_docs)]
 
+pub mod client;
+pub mod hooks;
 pub mod model;
 pub mod reference;
 pub mod runner;

@@ -1,5 +1,15 @@
-//! The bundled reference server (leasebroker) as a child process that can really be killed and
-//! restarted on the same database.
+//! The bundled reference server (leasebroker) as a child process that can really be killed
+//! (SIGKILL, or its own abort mid-request) and restarted on the same address and database.
+//!
+//! The child is `<idemspec> __leasebroker --listen 127.0.0.1:PORT --admin-listen 127.0.0.1:PORT
+//! --database-url … --tokens FILE --in-flight-ttl … [--flaw …]`; its addresses are read from the
+//! `leasebroker listening on http://ADDR` and `leasebroker admin listening on http://ADDR` lines.
+
+mod hooks;
+mod process;
+
+pub use hooks::ReferenceHooks;
+pub use process::ReferenceServer;
 
 /// Why the reference server could not be started or restarted.
 #[derive(Debug, thiserror::Error)]

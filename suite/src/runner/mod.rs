@@ -1,19 +1,161 @@
 //! The runner: drives each check's steps against the target (through an embedded proxy where faults
-//! apply), evaluates assertions into graded verdicts and emits [`RunEvent`](crate::model::RunEvent)s.
+//! apply), evaluates assertions into graded verdicts and emits [`RunEvent`]s.
+//!
+//! Layout: [`options`] (what to run), `select` (which checks, capabilities), `context` (shared
+//! environment and per-check state), `steps` (requests, barrier, retries, hooks), `proxy` (one
+//! embedded proxy per faulted check), `assert` (the assertion vocabulary), `observe` (list counts,
+//! counters), `checks` (Rust procedures), `verdict` (grading).
 
+mod assert;
+mod check;
+mod checks;
+mod context;
+mod observe;
 mod options;
+mod proxy;
+mod select;
+mod steps;
+mod verdict;
 
 pub use options::{EventSink, ReferenceOptions, RunError, RunOptions, Target};
 
-use crate::model::RunReport;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use idemspec_scenarios::catalogue;
+
+use crate::client::RequestSpec;
+use crate::hooks::{HookRunner, ProfileHooks};
+use crate::model::{RunEvent, RunReport, RunStats};
+use crate::reference::ReferenceServer;
+use context::Env;
+
+/// Version of the [`RunReport`] schema this runner writes.
+pub const REPORT_VERSION: u32 = 1;
 
 /// Runs the selected checks and returns the report; progress goes to `events`
 /// (`RunStarted`, then `CheckStarted`/`CheckFinished` per check, then `RunFinished`).
+///
+/// Independent checks run `opts.parallelism` at a time (each has its own marker, keys and proxy);
+/// checks marked `exclusive` (crash, fail_next, global counters) run afterwards, one at a time.
 ///
 /// # Errors
 /// [`RunError`] for configuration problems, an unknown `--only` id, a reference server or proxy that
 /// would not start, or a target no base URL of which answers. Failed checks are not errors.
 pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunError> {
-    let _ = (opts, events);
-    Err(RunError::UnknownCheck("runner not implemented yet".into()))
+    let started = Instant::now();
+    let started_at = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let builtin = if opts.builtin {
+        catalogue::builtin()
+    } else {
+        Vec::new()
+    };
+    let selected = select::select(builtin, opts.scenarios, &opts.only, &opts.skip)?;
+    let (profile, hooks, reference): (_, Arc<dyn HookRunner>, _) = match opts.target {
+        Target::Profile(p) => {
+            let hooks = Arc::new(ProfileHooks::new(p.hooks.clone()));
+            (*p, hooks, None)
+        }
+        Target::Reference(r) => {
+            let server = ReferenceServer::start(&r).await.map_err(RunError::Reference)?;
+            let profile = server.profile()?;
+            (profile, server.hooks(), Some(server))
+        }
+    };
+    let env = Arc::new(Env::new(profile, hooks));
+    preflight(&env).await?;
+    let contract = env.contract.preset.name().to_owned();
+    let target = env.profile.name.clone();
+    let _ = events.send(RunEvent::RunStarted {
+        target: target.clone(),
+        contract: contract.clone(),
+        total: selected.len(),
+    });
+    let (exclusive, shared): (Vec<_>, Vec<_>) = selected
+        .into_iter()
+        .map(Arc::new)
+        .enumerate()
+        .partition(|(_, s)| s.exclusive);
+    let mut outcomes: Vec<_> = futures::stream::iter(shared)
+        .map(|(i, s)| run_one(env.clone(), events.clone(), i, s))
+        .buffer_unordered(opts.parallelism.max(1))
+        .collect()
+        .await;
+    for item in exclusive {
+        outcomes.push(run_one(env.clone(), events.clone(), item.0, item.1).await);
+    }
+    outcomes.sort_by_key(|(i, _)| *i);
+    let checks: Vec<_> = outcomes.into_iter().map(|(_, o)| o).collect();
+    let mut stats = RunStats::default();
+    for c in &checks {
+        stats.record(c.verdict);
+    }
+    let report = RunReport {
+        version: REPORT_VERSION,
+        target,
+        contract,
+        started_at,
+        duration_ms: started.elapsed().as_millis() as u64,
+        checks,
+        stats,
+    };
+    let _ = events.send(RunEvent::RunFinished(Box::new(report.clone())));
+    if let Some(server) = reference {
+        server.shutdown().await;
+    }
+    Ok(report)
+}
+
+/// Runs one check between its `CheckStarted` and `CheckFinished` events.
+async fn run_one(
+    env: Arc<Env>,
+    events: EventSink,
+    index: usize,
+    scenario: Arc<idemspec_scenarios::scenario::Scenario>,
+) -> (usize, crate::model::CheckOutcome) {
+    let _ = events.send(RunEvent::CheckStarted {
+        id: scenario.id.value.clone(),
+    });
+    let outcome = check::run_check(env, &scenario).await;
+    let _ = events.send(RunEvent::CheckFinished(Box::new(outcome.clone())));
+    (index, outcome)
+}
+
+/// Asks each base URL for principal A's list; a transport failure means the target is unreachable.
+async fn preflight(env: &Env) -> Result<(), RunError> {
+    let principal = env
+        .principal(None)
+        .expect("validated profiles have two principals");
+    let list = &env.profile.operations.list;
+    let vars = idemspec_scenarios::template::TemplateVars {
+        marker: "preflight",
+        variant: 1,
+    };
+    for url in &env.profile.base_urls.value {
+        let ex = env
+            .client
+            .send(RequestSpec {
+                step: "preflight".into(),
+                base_url: url.trim_end_matches('/').to_owned(),
+                method: "GET".into(),
+                path: list.path.render(&vars, || uuid::Uuid::new_v4().to_string()),
+                principal: principal.name.clone(),
+                headers: principal.headers.clone().into_iter().collect(),
+                key: None,
+                body: None,
+                timeout: std::time::Duration::from_secs(10),
+                via_proxy: false,
+            })
+            .await;
+        if ex.status.is_none() {
+            return Err(RunError::TargetUnreachable {
+                url: url.clone(),
+                reason: ex.describe(),
+            });
+        }
+    }
+    Ok(())
 }

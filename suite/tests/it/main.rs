@@ -1,5 +1,6 @@
 //! The idemspec crate's one integration-test binary.
 
 mod cli;
+mod reference_run;
 mod report;
 mod support;

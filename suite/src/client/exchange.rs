@@ -1,0 +1,109 @@
+//! One request as the runner means to send it, and what came back.
+
+use std::time::{Duration, Instant};
+
+use crate::model::Evidence;
+
+/// A request to send: where, as whom, with which key.
+#[derive(Debug, Clone)]
+pub struct RequestSpec {
+    /// The step that sends it (also sent as `X-Idemspec-Step` when through the proxy).
+    pub step: String,
+    /// Base URL (`http://127.0.0.1:8080`) — the proxy's or the target's.
+    pub base_url: String,
+    /// HTTP method.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// The principal's name (for evidence).
+    pub principal: String,
+    /// All headers to send (auth, key, content type, step tag).
+    pub headers: Vec<(String, String)>,
+    /// The key as sent, for evidence.
+    pub key: Option<String>,
+    /// The body, if any.
+    pub body: Option<String>,
+    /// Client timeout.
+    pub timeout: Duration,
+    /// Whether `base_url` is the proxy.
+    pub via_proxy: bool,
+}
+
+/// A sent request and everything observed about it.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    /// What reports show (request, response summary, transport error; the proxy's action is filled
+    /// in later from its event log).
+    pub evidence: Evidence,
+    /// The status, when a complete response arrived.
+    pub status: Option<u16>,
+    /// All response headers.
+    pub headers: http::HeaderMap,
+    /// The whole response body.
+    pub body: bytes::Bytes,
+    /// The body as JSON, when it parses.
+    pub json: Option<serde_json::Value>,
+    /// When the request was started.
+    pub started: Instant,
+    /// How long until the response (or the failure).
+    pub elapsed: Duration,
+}
+
+impl Exchange {
+    /// An exchange that never happened because the request could not be built.
+    pub fn failed(step: &str, problem: String) -> Self {
+        Self {
+            evidence: Evidence {
+                request: crate::model::RequestRecord {
+                    step: step.to_owned(),
+                    method: String::new(),
+                    path: String::new(),
+                    principal: String::new(),
+                    idempotency_key: None,
+                    body_excerpt: String::new(),
+                    via_proxy: false,
+                },
+                response: None,
+                error: Some(problem),
+                proxy: None,
+            },
+            status: None,
+            headers: http::HeaderMap::new(),
+            body: bytes::Bytes::new(),
+            json: None,
+            started: Instant::now(),
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    /// A response header as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Whether a 2xx arrived.
+    pub fn is_success(&self) -> bool {
+        matches!(self.status, Some(200..=299))
+    }
+
+    /// The RFC 9457 problem `type`, if the body has one.
+    pub fn problem_type(&self) -> Option<&str> {
+        self.evidence
+            .response
+            .as_ref()
+            .and_then(|r| r.problem_type.as_deref())
+    }
+
+    /// "status 409 (type …)" or the transport error, for messages.
+    pub fn describe(&self) -> String {
+        match (self.status, self.problem_type()) {
+            (Some(s), Some(t)) => format!("{s} (type {t})"),
+            (Some(s), None) => s.to_string(),
+            (None, _) => self
+                .evidence
+                .error
+                .clone()
+                .unwrap_or_else(|| "no response".into()),
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! The HTTP client the runner drives targets with: every request becomes an [`Exchange`] holding the
+//! full response (for comparisons) and the [`Evidence`] record reports show.
+
+mod exchange;
+
+pub use exchange::{Exchange, RequestSpec};
+
+use std::time::{Duration, Instant};
+
+use crate::model::{Evidence, RequestRecord, ResponseRecord};
+
+/// Longest body excerpt kept in evidence, in characters.
+const EXCERPT_CHARS: usize = 200;
+
+/// Headers worth showing in evidence (lower-case).
+const EVIDENCE_HEADERS: &[&str] = &[
+    "location",
+    "retry-after",
+    "idempotent-replayed",
+    "content-type",
+];
+
+/// A reqwest client with the runner's defaults (no redirects, no proxy from the environment).
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: reqwest::Client,
+}
+
+impl Client {
+    /// Builds the client.
+    ///
+    /// # Panics
+    /// Never in practice: building a plain-HTTP reqwest client only fails if the TLS backend
+    /// fails to initialise, and this build has none.
+    pub fn new() -> Self {
+        let inner = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .pool_idle_timeout(Duration::from_secs(5))
+            .build()
+            .expect("a plain HTTP client without TLS always builds");
+        Self { inner }
+    }
+
+    /// Sends one request and records what happened. Transport failures (refused, reset, closed,
+    /// timed out) are recorded in the exchange, never returned as errors.
+    pub async fn send(&self, spec: RequestSpec) -> Exchange {
+        let record = RequestRecord {
+            step: spec.step.clone(),
+            method: spec.method.clone(),
+            path: spec.path.clone(),
+            principal: spec.principal.clone(),
+            idempotency_key: spec.key.clone(),
+            body_excerpt: excerpt(spec.body.as_deref().unwrap_or_default().as_bytes()),
+            via_proxy: spec.via_proxy,
+        };
+        let started = Instant::now();
+        let result = self.exchange(&spec).await;
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        let mut evidence = Evidence {
+            request: record,
+            response: None,
+            error: None,
+            proxy: None,
+        };
+        match result {
+            Ok((status, headers, body)) => {
+                let json = serde_json::from_slice::<serde_json::Value>(&body).ok();
+                let problem_type = json
+                    .as_ref()
+                    .and_then(|j| j.get("type"))
+                    .and_then(|t| t.as_str())
+                    .map(str::to_owned);
+                evidence.response = Some(ResponseRecord {
+                    status,
+                    headers: headers
+                        .iter()
+                        .filter(|(n, _)| EVIDENCE_HEADERS.contains(&n.as_str()))
+                        .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into()))
+                        .collect(),
+                    problem_type,
+                    body_excerpt: excerpt(&body),
+                    elapsed_ms,
+                });
+                Exchange {
+                    evidence,
+                    status: Some(status),
+                    headers,
+                    body,
+                    json,
+                    started,
+                    elapsed: started.elapsed(),
+                }
+            }
+            Err(message) => {
+                evidence.error = Some(message);
+                Exchange {
+                    evidence,
+                    status: None,
+                    headers: http::HeaderMap::new(),
+                    body: bytes::Bytes::new(),
+                    json: None,
+                    started,
+                    elapsed: started.elapsed(),
+                }
+            }
+        }
+    }
+
+    async fn exchange(
+        &self,
+        spec: &RequestSpec,
+    ) -> Result<(u16, http::HeaderMap, bytes::Bytes), String> {
+        let method = reqwest::Method::from_bytes(spec.method.as_bytes())
+            .map_err(|_| format!("invalid method `{}`", spec.method))?;
+        let mut req = self
+            .inner
+            .request(method, format!("{}{}", spec.base_url, spec.path))
+            .timeout(spec.timeout);
+        for (name, value) in &spec.headers {
+            let value = http::HeaderValue::from_bytes(value.as_bytes())
+                .map_err(|_| format!("header `{name}` has a value HTTP cannot carry"))?;
+            req = req.header(name.as_str(), value);
+        }
+        if let Some(body) = &spec.body {
+            req = req.body(body.clone());
+        }
+        let timeout_ms = spec.timeout.as_millis();
+        let describe = move |e: reqwest::Error| describe_error(&e, timeout_ms);
+        let resp = req.send().await.map_err(describe)?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp.bytes().await.map_err(move |e| {
+            format!("response body cut off: {}", describe_error(&e, timeout_ms))
+        })?;
+        Ok((status, headers, body))
+    }
+}
+
+impl Default for Client {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Words a reader understands for a transport failure, with the root cause.
+fn describe_error(e: &reqwest::Error, timeout_ms: u128) -> String {
+    let mut root = String::new();
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(e);
+    while let Some(s) = source {
+        root = s.to_string();
+        source = s.source();
+    }
+    if e.is_timeout() {
+        format!("timed out after {timeout_ms} ms")
+    } else if e.is_connect() {
+        format!("connection failed: {root}")
+    } else if root.is_empty() {
+        format!("no response: {e}")
+    } else {
+        format!("no response: {root}")
+    }
+}
+
+/// The first [`EXCERPT_CHARS`] characters of a body, lossy UTF-8.
+pub fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut out: String = text.chars().take(EXCERPT_CHARS).collect();
+    if text.chars().count() > EXCERPT_CHARS {
+        out.push('…');
+    }
+    out
+}

@@ -1,0 +1,217 @@
+//! Spawning, watching, killing and respawning the leasebroker child.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use idemspec_scenarios::catalogue;
+use idemspec_scenarios::profile::TargetProfile;
+use idemspec_scenarios::LoadError;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::Mutex;
+
+use super::{ReferenceError, ReferenceHooks};
+use crate::runner::ReferenceOptions;
+
+/// How long the child may take to print its listening lines.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// The two principals' tokens (the tokens file maps token → principal).
+const TOKENS: [(&str, &str); 2] = [("idemspec-alice-token", "alice"), ("idemspec-bob-token", "bob")];
+
+/// A running reference server.
+pub struct ReferenceServer {
+    program: PathBuf,
+    /// Every argument but `--listen`/`--admin-listen`, which are fixed after the first start.
+    args: Vec<String>,
+    in_flight_ttl: Duration,
+    /// Kept alive for the SQLite file and tokens file.
+    _dir: tempfile::TempDir,
+    child: Mutex<Option<Child>>,
+    addrs: std::sync::Mutex<(String, String)>,
+}
+
+impl ReferenceServer {
+    /// Starts leasebroker with a temporary SQLite file (or `opts.database_url`), an admin listener,
+    /// two principals, the given flaws and in-flight TTL.
+    ///
+    /// # Errors
+    /// [`ReferenceError`] when files cannot be written, the child cannot be spawned, or it does not
+    /// print its listening lines within 30 s.
+    pub async fn start(opts: &ReferenceOptions) -> Result<Arc<Self>, ReferenceError> {
+        let dir = tempfile::Builder::new()
+            .prefix("idemspec-reference-")
+            .tempdir()
+            .map_err(ReferenceError::Files)?;
+        let tokens = dir.path().join("tokens.yaml");
+        let text: String = std::iter::once("tokens:\n".to_owned())
+            .chain(TOKENS.iter().map(|(t, p)| format!("  {t}: {p}\n")))
+            .collect();
+        std::fs::write(&tokens, text).map_err(ReferenceError::Files)?;
+        let database_url = opts.database_url.clone().unwrap_or_else(|| {
+            format!("sqlite://{}?mode=rwc", dir.path().join("leasebroker.db").display())
+        });
+        let program = match &opts.program {
+            Some(p) => p.clone(),
+            None => std::env::current_exe().map_err(|source| ReferenceError::Spawn {
+                program: "current executable".into(),
+                source,
+            })?,
+        };
+        let mut args: Vec<String> = opts.subcommand.clone();
+        args.extend([
+            "--database-url".into(),
+            database_url,
+            "--tokens".into(),
+            tokens.display().to_string(),
+            "--in-flight-ttl".into(),
+            humantime::format_duration(opts.in_flight_ttl).to_string(),
+            "--pool-size".into(),
+            "100000".into(),
+            // Long enough that a retry 100 ms after a create finds it still in flight.
+            "--boot-latency".into(),
+            "300ms".into(),
+        ]);
+        for flaw in &opts.flaws {
+            args.extend(["--flaw".into(), flaw.clone()]);
+        }
+        let server = Arc::new(Self {
+            program,
+            args,
+            in_flight_ttl: opts.in_flight_ttl,
+            _dir: dir,
+            child: Mutex::new(None),
+            addrs: std::sync::Mutex::new(("127.0.0.1:0".into(), "127.0.0.1:0".into())),
+        });
+        server.spawn().await?;
+        Ok(server)
+    }
+
+    /// Spawns the child on the remembered addresses and waits for its listening lines.
+    async fn spawn(&self) -> Result<(), ReferenceError> {
+        let (listen, admin) = self.addrs();
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args)
+            .args(["--listen", &listen, "--admin-listen", &admin])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(if std::env::var_os("IDEMSPEC_REFERENCE_LOG").is_some() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|source| ReferenceError::Spawn {
+            program: self.program.display().to_string(),
+            source,
+        })?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut lines = BufReader::new(stdout).lines();
+        let read = async {
+            let (mut api, mut adm) = (None, None);
+            while api.is_none() || adm.is_none() {
+                let Some(line) = lines.next_line().await.ok().flatten() else {
+                    return Err("the process exited before listening".to_owned());
+                };
+                if let Some(a) = line.strip_prefix("leasebroker admin listening on http://") {
+                    adm = Some(a.trim().to_owned());
+                } else if let Some(a) = line.strip_prefix("leasebroker listening on http://") {
+                    api = Some(a.trim().to_owned());
+                }
+            }
+            Ok((api.unwrap_or_default(), adm.unwrap_or_default()))
+        };
+        let (api, adm) = tokio::time::timeout(START_TIMEOUT, read)
+            .await
+            .map_err(|_| ReferenceError::NotListening(format!("no listening lines in {START_TIMEOUT:?}")))?
+            .map_err(ReferenceError::NotListening)?;
+        // Keep draining stdout so the child never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        *self.addrs.lock().expect("address lock is never poisoned") = (api, adm);
+        *self.child.lock().await = Some(child);
+        Ok(())
+    }
+
+    fn addrs(&self) -> (String, String) {
+        self.addrs
+            .lock()
+            .expect("address lock is never poisoned")
+            .clone()
+    }
+
+    /// The API's base URL, `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addrs().0)
+    }
+
+    /// The admin listener's base URL.
+    pub fn admin_url(&self) -> String {
+        format!("http://{}", self.addrs().1)
+    }
+
+    /// The bundled profile (`scenarios/targets/leasebroker.yaml`) filled in with this server's
+    /// addresses, tokens and in-flight TTL.
+    ///
+    /// # Errors
+    /// A [`LoadError`] if the embedded profile does not load (a build defect).
+    pub fn profile(&self) -> Result<TargetProfile, LoadError> {
+        let vars: BTreeMap<&str, String> = BTreeMap::from([
+            ("LEASEBROKER_URL", self.base_url()),
+            ("LEASEBROKER_ADMIN_URL", self.admin_url()),
+            ("LEASEBROKER_TOKEN_A", TOKENS[0].0.to_owned()),
+            ("LEASEBROKER_TOKEN_B", TOKENS[1].0.to_owned()),
+            (
+                "LEASEBROKER_IN_FLIGHT_TTL",
+                humantime::format_duration(self.in_flight_ttl).to_string(),
+            ),
+        ]);
+        TargetProfile::load(catalogue::LEASEBROKER_PROFILE_FILE, catalogue::LEASEBROKER_PROFILE, &|name| {
+            vars.get(name).cloned()
+        })
+    }
+
+    /// Hooks for this server: the profile's (crash armed via the admin API, fail_next) plus a real
+    /// restart.
+    pub fn hooks(self: &Arc<Self>) -> Arc<ReferenceHooks> {
+        Arc::new(ReferenceHooks::new(self.clone()))
+    }
+
+    /// Kills the child if it still runs (SIGKILL) and reaps it.
+    pub async fn kill(&self) {
+        if let Some(mut child) = self.child.lock().await.take() {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
+    }
+
+    /// Waits up to `grace` for the child to die by itself (an armed crash), then kills it, and
+    /// starts it again on the same addresses and database.
+    ///
+    /// # Errors
+    /// [`ReferenceError`] when the new child does not come up.
+    pub async fn restart(&self, grace: Duration) -> Result<(), ReferenceError> {
+        if let Some(mut child) = self.child.lock().await.take() {
+            if tokio::time::timeout(grace, child.wait()).await.is_err() {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+            }
+        }
+        let mut last = None;
+        // The port was just released; binding it again may need a moment on a loaded machine.
+        for _ in 0..20 {
+            match self.spawn().await {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(last.expect("the loop ran at least once"))
+    }
+
+    /// Stops the child.
+    pub async fn shutdown(&self) {
+        self.kill().await;
+    }
+}

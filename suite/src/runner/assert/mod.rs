@@ -1,0 +1,53 @@
+//! Evaluates a scenario's assertions against what its steps observed, judged by the profile's
+//! declared contract (never by one server's shape).
+
+mod compare;
+mod kinds;
+
+pub(crate) use compare::{differences, same_response};
+pub(crate) use kinds::evaluate;
+
+use std::time::Duration;
+
+use idemspec_scenarios::profile::Contract;
+use idemspec_scenarios::scenario::{StatusPattern, Within};
+
+/// Whether `status` matches `pattern` under `contract`.
+pub(crate) fn status_matches(pattern: StatusPattern, status: u16, contract: &Contract) -> bool {
+    match pattern {
+        StatusPattern::Exact(code) => code == status,
+        StatusPattern::Class(c) => status / 100 == u16::from(c),
+        StatusPattern::Mismatch => contract.mismatch_status.contains(&status),
+        StatusPattern::InFlight => contract.in_flight_status.contains(&status),
+        StatusPattern::MissingKey => contract.missing_key_status.contains(&status),
+    }
+}
+
+/// A [`Within`] as a duration under `contract` (an undeclared TTL counts as zero; scenarios that use
+/// it require the `in_flight_ttl` capability).
+pub(crate) fn within(w: &Within, contract: &Contract) -> Duration {
+    let ttl = if w.plus_in_flight_ttl {
+        contract.in_flight_ttl.unwrap_or_default()
+    } else {
+        Duration::ZERO
+    };
+    ttl + w.extra
+}
+
+/// Patterns as a reader sees them (`2xx, 409`).
+pub(crate) fn describe_patterns(patterns: &[StatusPattern], contract: &Contract) -> String {
+    let list = |v: &[u16]| v.iter().map(u16::to_string).collect::<Vec<_>>().join("/");
+    patterns
+        .iter()
+        .map(|p| match p {
+            StatusPattern::Exact(c) => c.to_string(),
+            StatusPattern::Class(c) => format!("{c}xx"),
+            StatusPattern::Mismatch => format!("mismatch ({})", list(&contract.mismatch_status)),
+            StatusPattern::InFlight => format!("in flight ({})", list(&contract.in_flight_status)),
+            StatusPattern::MissingKey => {
+                format!("missing key ({})", list(&contract.missing_key_status))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,168 @@
+//! key-validation: invalid keys (empty, over-long, non-ASCII) get a 4xx with a problem body, never a
+//! 5xx and never a resource; a missing key gets the contract's status when keys are required; a
+//! valid key sent as an RFC 8941 string names the same record as the bare key where the contract
+//! accepts sf-strings (ietf-draft-07 §2.1).
+
+use std::sync::Arc;
+
+use idemspec_scenarios::scenario::{KeySpec, Level, Operation, Scenario, Step};
+
+use super::judgement;
+use crate::client::Exchange;
+use crate::model::Evidence;
+use crate::runner::context::{CheckState, Env};
+use crate::runner::observe;
+use crate::runner::steps::send_one;
+use crate::runner::verdict::{Finding, Judgement};
+
+/// Keys the contract forbids, with why.
+const INVALID: &[(&str, &str)] = &[
+    ("", "an empty key"),
+    ("long:300", "a 300-character key"),
+    ("raw:clé-ключ", "a non-ASCII key"),
+];
+
+pub(crate) async fn run(
+    env: &Arc<Env>,
+    scenario: &Scenario,
+    state: &CheckState,
+) -> (Vec<Judgement>, Vec<Evidence>) {
+    let contract = &env.contract;
+    let mut judgements = Vec::new();
+    let mut evidence = Vec::new();
+    let mut expected_created = 0u64;
+    let judge = |finding: Finding, level: Level| {
+        let mut j = judgement(scenario, finding);
+        j.level = level;
+        j
+    };
+    for (spec, what) in INVALID {
+        let key = KeySpec::parse(spec).expect("built-in key specs parse");
+        let ex = create(env, state, "invalid-key", key).await;
+        evidence.push(ex.evidence.clone());
+        judgements.push(judge(invalid_finding(&ex, what), Level::Must));
+        if ex.status.is_some_and(|s| (400..500).contains(&s)) && !is_problem(&ex) {
+            judgements.push(judge(
+                Finding::Broken(format!(
+                    "{what} was rejected with {} but without an RFC 9457 problem body",
+                    ex.describe()
+                )),
+                Level::Should,
+            ));
+        }
+    }
+    let missing = create(env, state, "missing-key", KeySpec::None).await;
+    evidence.push(missing.evidence.clone());
+    let finding = match missing.status {
+        None => Finding::Undecided(format!("a request without a key got no response: {}", missing.describe())),
+        Some(s) if contract.key_required && contract.missing_key_status.contains(&s) => {
+            Finding::Held(format!("a missing key got {}", missing.describe()))
+        }
+        Some(_) if contract.key_required => Finding::Broken(format!(
+            "a missing key got {}; the {} contract requires the key ({:?})",
+            missing.describe(),
+            contract.preset.name(),
+            contract.missing_key_status
+        )),
+        Some(s) if s >= 500 => Finding::Broken(format!("a request without a key got {}", missing.describe())),
+        Some(_) => {
+            if missing.is_success() {
+                expected_created += 1;
+            }
+            Finding::Held(format!("a request without a key (optional here) got {}", missing.describe()))
+        }
+    };
+    judgements.push(judge(finding, Level::Must));
+    let valid = create(env, state, "valid-key", KeySpec::Named("order-17".into())).await;
+    evidence.push(valid.evidence.clone());
+    judgements.push(judge(
+        match valid.status {
+            None => Finding::Undecided(format!("a valid key got no response: {}", valid.describe())),
+            Some(200..=299) => {
+                expected_created += 1;
+                Finding::Held("a valid non-UUID key was accepted".into())
+            }
+            Some(_) => Finding::Broken(format!("a valid key `…-order-17` was refused: {}", valid.describe())),
+        },
+        Level::Must,
+    ));
+    if contract.sf_string_keys {
+        let quoted = create(env, state, "sf-key", KeySpec::SfNamed("K9".into())).await;
+        let bare = create(env, state, "bare-key", KeySpec::Named("K9".into())).await;
+        evidence.push(quoted.evidence.clone());
+        evidence.push(bare.evidence.clone());
+        let finding = match (quoted.is_success(), bare.is_success()) {
+            (true, true) if env.created_id(&quoted) == env.created_id(&bare) => {
+                expected_created += 1;
+                Finding::Held("an sf-string key and its bare form named the same record".into())
+            }
+            (true, true) => {
+                expected_created += 2;
+                Finding::Broken(format!(
+                    "the sf-string key `\"…-K9\"` and the bare `…-K9` created two resources ({} and {}): the quotes were not removed",
+                    env.created_id(&quoted).unwrap_or_default(),
+                    env.created_id(&bare).unwrap_or_default()
+                ))
+            }
+            _ => Finding::Broken(format!(
+                "the contract accepts sf-string keys, but `\"…-K9\"` got {} and `…-K9` got {}",
+                quoted.describe(),
+                bare.describe()
+            )),
+        };
+        judgements.push(judge(finding, Level::Must));
+    }
+    let principal = env.principal(None).expect("validated profiles have principal A");
+    let count = observe::count_created(env, principal, &state.marker).await;
+    judgements.push(judge(
+        match count {
+            Err(e) => Finding::Undecided(format!("could not count resources: {e}")),
+            Ok(n) if n == expected_created => Finding::Held(format!("{n} resource(s), only from valid keys")),
+            Ok(n) => count_mismatch(n, expected_created),
+        },
+        Level::Must,
+    ));
+    (judgements, evidence)
+}
+
+fn count_mismatch(n: u64, expected: u64) -> Finding {
+    Finding::Broken(format!(
+        "{n} resources exist after the key checks; only {expected} valid request(s) should have created one"
+    ))
+}
+
+/// An invalid key must be refused with a 4xx, never a 5xx, never accepted.
+fn invalid_finding(ex: &Exchange, what: &str) -> Finding {
+    match ex.status {
+        None => Finding::Undecided(format!("{what} got no response: {}", ex.describe())),
+        Some(s) if (400..500).contains(&s) => Finding::Held(format!("{what} got {}", ex.describe())),
+        Some(s) if s >= 500 => Finding::Broken(format!("{what} got {}: a server error", ex.describe())),
+        Some(_) => Finding::Broken(format!("{what} was accepted ({}); it must be refused with a 4xx", ex.describe())),
+    }
+}
+
+fn is_problem(ex: &Exchange) -> bool {
+    ex.header("content-type")
+        .is_some_and(|c| c.starts_with("application/problem+json"))
+        || ex.problem_type().is_some()
+}
+
+async fn create(env: &Arc<Env>, state: &CheckState, name: &str, key: KeySpec) -> Exchange {
+    let step = Step {
+        index: 0,
+        name: Some(name.into()),
+        op: Some(Operation::Create),
+        wait: None,
+        hook: None,
+        principal: None,
+        key: Some(key),
+        body: Default::default(),
+        on: None,
+        concurrency: 1,
+        timeout: None,
+        via: idemspec_scenarios::scenario::Via::Direct,
+        background: false,
+        retry: None,
+    };
+    send_one(env, state, &step, None).await
+}

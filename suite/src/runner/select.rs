@@ -1,0 +1,83 @@
+//! Which checks run: the catalogue plus the user's scenarios, `--only`/`--skip`, and whether the
+//! profile offers each check's capabilities.
+
+use idemspec_scenarios::scenario::{Capability, Scenario};
+
+use super::context::Env;
+use super::RunError;
+use idemspec_scenarios::scenario::HookName;
+
+/// The scenarios to run, in order: built-in first, then the user's; filtered.
+///
+/// # Errors
+/// [`RunError::DuplicateCheck`] when two scenarios share an id, [`RunError::UnknownCheck`] when
+/// `only`/`skip` names an id no scenario has.
+pub(crate) fn select(
+    builtin: Vec<Scenario>,
+    user: Vec<Scenario>,
+    only: &[String],
+    skip: &[String],
+) -> Result<Vec<Scenario>, RunError> {
+    let mut all: Vec<Scenario> = Vec::new();
+    for s in builtin.into_iter().chain(user) {
+        if all.iter().any(|t| t.id.value == s.id.value) {
+            return Err(RunError::DuplicateCheck(s.id.value));
+        }
+        all.push(s);
+    }
+    for id in only.iter().chain(skip) {
+        if !all.iter().any(|s| &s.id.value == id) {
+            return Err(RunError::UnknownCheck(id.clone()));
+        }
+    }
+    Ok(all
+        .into_iter()
+        .filter(|s| only.is_empty() || only.contains(&s.id.value))
+        .filter(|s| !skip.contains(&s.id.value))
+        .collect())
+}
+
+/// Why the profile cannot run `scenario`, if it cannot.
+pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<String> {
+    let ops = &env.profile.operations;
+    scenario.requires.iter().find_map(|cap| {
+        let missing = match cap {
+            Capability::Get => ops.get.is_none(),
+            Capability::Delete => ops.delete.is_none(),
+            Capability::DeleteKey => !ops
+                .delete
+                .as_ref()
+                .is_some_and(|d| d.key == idemspec_scenarios::profile::KeyUse::Send),
+            Capability::Action => ops.action.is_none(),
+            Capability::ActionEffect => {
+                ops.get.is_none() || !ops.action.as_ref().is_some_and(|a| a.effect.is_some())
+            }
+            Capability::Crash => !env.hooks.has(HookName::Crash),
+            Capability::Restart => !env.hooks.has(HookName::Restart),
+            Capability::FailNext => !env.hooks.has(HookName::FailNext),
+            Capability::SideEffects => env.profile.side_effects.is_none(),
+            Capability::BodyVariant => !ops.create.body.has_variant(),
+            Capability::InFlightTtl => env.contract.in_flight_ttl.is_none(),
+        };
+        missing.then(|| {
+            match cap {
+                Capability::Get => "the profile has no `operations.get`",
+                Capability::Delete => "the profile has no `operations.delete`",
+                Capability::DeleteKey => "the profile's delete takes no idempotency key",
+                Capability::Action => "the profile has no `operations.action`",
+                Capability::ActionEffect => {
+                    "the profile declares no `operations.action.effect` (with `operations.get`) to observe the action"
+                }
+                Capability::Crash => "the profile has no `hooks.crash`",
+                Capability::Restart => "the profile has no `hooks.restart`",
+                Capability::FailNext => "the profile has no `hooks.fail_next`",
+                Capability::SideEffects => "the profile has no `side_effects` probe",
+                Capability::BodyVariant => {
+                    "the create body has no `{{variant}}`, so no differing request can be sent"
+                }
+                Capability::InFlightTtl => "the contract declares no `in_flight_ttl`",
+            }
+            .to_owned()
+        })
+    })
+}

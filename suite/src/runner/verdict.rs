@@ -1,0 +1,142 @@
+//! From assertion findings to one graded verdict, summary and evidence.
+
+use idemspec_scenarios::Level;
+
+use crate::model::{CheckOutcome, Evidence, Verdict};
+
+/// What one assertion found.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Finding {
+    /// The rule held; what was observed.
+    Held(String),
+    /// The rule was broken; how.
+    Broken(String),
+    /// The run could not decide; why.
+    Undecided(String),
+    /// The check does not apply to this target; why.
+    Skipped(String),
+}
+
+/// One assertion's finding with its level, source and the steps whose exchanges support it.
+#[derive(Debug, Clone)]
+pub(crate) struct Judgement {
+    pub finding: Finding,
+    pub level: Level,
+    pub reference: String,
+    pub steps: Vec<String>,
+}
+
+/// Most exchanges shown as evidence for one check.
+const MAX_EVIDENCE: usize = 24;
+
+/// Grades the findings: SKIP if any assertion does not apply; FAIL if a MUST is broken; UNKNOWN
+/// if anything is undecided; WARN if a SHOULD is broken; PASS only when every assertion held.
+pub(crate) fn grade(judgements: &[Judgement]) -> (Verdict, String, Vec<&Judgement>) {
+    let pick = |f: &dyn Fn(&Judgement) -> bool| judgements.iter().filter(|j| f(j)).collect::<Vec<_>>();
+    let skipped = pick(&|j| matches!(j.finding, Finding::Skipped(_)));
+    let must = pick(&|j| matches!(j.finding, Finding::Broken(_)) && j.level == Level::Must);
+    let undecided = pick(&|j| matches!(j.finding, Finding::Undecided(_)));
+    let should = pick(&|j| matches!(j.finding, Finding::Broken(_)) && j.level == Level::Should);
+    let (verdict, chosen) = if !skipped.is_empty() {
+        (Verdict::Skip, skipped)
+    } else if !must.is_empty() {
+        (Verdict::Fail, must)
+    } else if !undecided.is_empty() {
+        (Verdict::Unknown, undecided)
+    } else if !should.is_empty() {
+        (Verdict::Warn, should)
+    } else if judgements.is_empty() {
+        return (Verdict::Unknown, "the check asserted nothing".into(), Vec::new());
+    } else {
+        let held: Vec<String> = judgements.iter().map(|j| text(&j.finding).to_owned()).collect();
+        return (Verdict::Pass, held.join("; "), Vec::new());
+    };
+    let summary = match verdict {
+        Verdict::Fail | Verdict::Warn => chosen
+            .iter()
+            .map(|j| format!("{} ({})", text(&j.finding), j.reference))
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ => chosen
+            .iter()
+            .map(|j| text(&j.finding).to_owned())
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    (verdict, summary, chosen)
+}
+
+/// The message of a finding.
+pub(crate) fn text(f: &Finding) -> &str {
+    match f {
+        Finding::Held(m) | Finding::Broken(m) | Finding::Undecided(m) | Finding::Skipped(m) => m,
+    }
+}
+
+/// Builds the outcome; `evidence_for` gives the exchanges of a step.
+pub(crate) fn outcome(
+    scenario: &idemspec_scenarios::scenario::Scenario,
+    judgements: &[Judgement],
+    evidence_for: &dyn Fn(&str) -> Vec<Evidence>,
+    all_evidence: Vec<Evidence>,
+    duration_ms: u64,
+) -> CheckOutcome {
+    let (verdict, summary, chosen) = grade(judgements);
+    let mut evidence: Vec<Evidence> = Vec::new();
+    if matches!(verdict, Verdict::Fail | Verdict::Warn | Verdict::Unknown) {
+        let mut steps: Vec<&str> = chosen.iter().flat_map(|j| j.steps.iter().map(String::as_str)).collect();
+        steps.dedup();
+        for s in steps {
+            evidence.extend(evidence_for(s));
+        }
+        if evidence.is_empty() {
+            evidence = all_evidence;
+        }
+        evidence.truncate(MAX_EVIDENCE);
+    }
+    let notes = judgements
+        .iter()
+        .filter(|j| !chosen.iter().any(|c| std::ptr::eq(*c, *j)))
+        .map(|j| text(&j.finding).to_owned())
+        .collect();
+    CheckOutcome {
+        id: scenario.id.value.clone(),
+        title: scenario.title.clone(),
+        level: scenario.level,
+        reference: scenario.reference.clone(),
+        verdict,
+        summary,
+        notes: if verdict == Verdict::Pass { Vec::new() } else { notes },
+        evidence,
+        duration_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn j(finding: Finding, level: Level) -> Judgement {
+        Judgement {
+            finding,
+            level,
+            reference: "article".into(),
+            steps: vec![],
+        }
+    }
+
+    #[test]
+    fn grading_order() {
+        use Finding::*;
+        let held = j(Held("ok".into()), Level::Must);
+        let must = j(Broken("b".into()), Level::Must);
+        let should = j(Broken("s".into()), Level::Should);
+        let unk = j(Undecided("u".into()), Level::Must);
+        assert_eq!(grade(&[held.clone()]).0, Verdict::Pass);
+        assert_eq!(grade(&[held.clone(), should.clone()]).0, Verdict::Warn);
+        assert_eq!(grade(&[should.clone(), unk.clone()]).0, Verdict::Unknown);
+        assert_eq!(grade(&[unk, must.clone()]).0, Verdict::Fail);
+        assert_eq!(grade(&[]).0, Verdict::Unknown, "nothing observed is never PASS");
+        assert_eq!(grade(&[must]).1, "b (article)");
+    }
+}

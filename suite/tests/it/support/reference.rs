@@ -1,0 +1,56 @@
+//! Running the catalogue against the bundled leasebroker, as `idemspec run --reference` does.
+
+use idemspec::model::{CheckOutcome, RunReport, Verdict};
+use idemspec::runner::{run, ReferenceOptions, RunOptions, Target};
+
+/// Options that start the reference through the `idemspec` binary's hidden `__leasebroker`
+/// subcommand (or, when `IDEMSPEC_TEST_LEASEBROKER_BIN` names a leasebroker binary, that binary).
+pub fn reference(flaws: &[&str], database_url: Option<String>) -> ReferenceOptions {
+    let mut opts = ReferenceOptions {
+        flaws: flaws.iter().map(|f| (*f).to_owned()).collect(),
+        database_url,
+        ..ReferenceOptions::default()
+    };
+    match std::env::var("IDEMSPEC_TEST_LEASEBROKER_BIN") {
+        Ok(bin) => {
+            opts.program = Some(bin.into());
+            opts.subcommand = Vec::new();
+        }
+        Err(_) => opts.program = Some(env!("CARGO_BIN_EXE_idemspec").into()),
+    }
+    opts
+}
+
+/// Runs `only` (all checks when empty) against the reference with `flaws`.
+pub async fn run_reference(flaws: &[&str], database_url: Option<String>, only: &[&str]) -> RunReport {
+    let mut opts = RunOptions::new(Target::Reference(reference(flaws, database_url)));
+    opts.only = only.iter().map(|s| (*s).to_owned()).collect();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("event drain ends");
+    report
+}
+
+/// One line per check with verdict and summary, for assertion messages.
+pub fn table(report: &RunReport) -> String {
+    report
+        .checks
+        .iter()
+        .map(|c| format!("{:<26} {:<7} {}\n", c.id, c.verdict.label(), c.summary))
+        .collect()
+}
+
+/// The outcome of check `id`.
+pub fn outcome<'a>(report: &'a RunReport, id: &str) -> &'a CheckOutcome {
+    report
+        .checks
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no outcome for {id}:\n{}", table(report)))
+}
+
+/// Whether every check passed.
+pub fn all_pass(report: &RunReport) -> bool {
+    report.checks.iter().all(|c| c.verdict == Verdict::Pass)
+}
