@@ -70,6 +70,8 @@ pub enum Command {
     Validate(ValidateArgs),
     /// List the built-in checks with their level and source.
     List(ListArgs),
+    /// Run the fault-injecting proxy on its own, until Ctrl-C.
+    Proxy(idemspec_proxy::cli::ProxyArgs),
 }
 
 const RUN_EXAMPLES: &str = "\

@@ -4,7 +4,8 @@ use anyhow::Context as _;
 use idemspec::model::ExitCode;
 use idemspec_scenarios::scenario::Scenario;
 use tabled::builder::Builder;
-use tabled::settings::Style;
+use tabled::settings::object::Columns;
+use tabled::settings::{Style, Width};
 
 use super::args::ListArgs;
 use super::{inputs, Failure};
@@ -16,7 +17,7 @@ use crate::output::Printer;
 /// # Errors
 /// A [`Failure`] (exit 2) when a `--scenario` file does not load.
 pub fn list(args: &ListArgs, printer: &Printer) -> Result<ExitCode, Failure> {
-    let mut checks: Vec<(String, Scenario)> = builtin()
+    let mut checks: Vec<(String, Scenario)> = idemspec_scenarios::catalogue::builtin()
         .into_iter()
         .map(|s| ("built-in".to_owned(), s))
         .collect();
@@ -24,8 +25,13 @@ pub fn list(args: &ListArgs, printer: &Printer) -> Result<ExitCode, Failure> {
         let scenario = load_scenario(&path)?;
         checks.push((path.display().to_string(), scenario));
     }
+    let with_origin = !args.scenario.is_empty();
     let mut builder = Builder::default();
-    builder.push_record(["check", "level", "title", "source", "requires", "from"]);
+    let mut header = vec!["check", "level", "title", "source", "requires"];
+    if with_origin {
+        header.push("from");
+    }
+    builder.push_record(header);
     for (from, scenario) in &checks {
         let requires: Vec<String> = scenario
             .requires
@@ -37,17 +43,25 @@ pub fn list(args: &ListArgs, printer: &Printer) -> Result<ExitCode, Failure> {
                     .unwrap_or_else(|| format!("{c:?}"))
             })
             .collect();
-        builder.push_record([
+        let mut row = vec![
             scenario.id.value.clone(),
             scenario.level.to_string(),
             scenario.title.clone(),
             scenario.reference.clone(),
             requires.join(", "),
-            from.clone(),
-        ]);
+        ];
+        if with_origin {
+            row.push(from.clone());
+        }
+        builder.push_record(row);
     }
     let mut table = builder.build();
-    table.with(Style::rounded());
+    // Wrapped at word boundaries so the table fits a common terminal width.
+    table
+        .with(Style::rounded())
+        .modify(Columns::new(2..3), Width::wrap(44).keep_words(true))
+        .modify(Columns::new(3..4), Width::wrap(36).keep_words(true))
+        .modify(Columns::new(4..5), Width::wrap(16).keep_words(true));
     printer.result(format!("{table}\n"));
     printer.status(format!("{} checks", checks.len()));
     Ok(ExitCode::Success)
@@ -58,10 +72,4 @@ pub fn load_scenario(path: &std::path::Path) -> anyhow::Result<Scenario> {
     let text = inputs::read(path)?;
     let name = path.display().to_string();
     Scenario::load(&name, &text).with_context(|| format!("invalid scenario `{name}`"))
-}
-
-/// The built-in catalogue (embedded in the binary).
-fn builtin() -> Vec<Scenario> {
-    // The catalogue lands in idemspec_scenarios::catalogue; until then the list is the user's own.
-    Vec::new()
 }

@@ -8,6 +8,7 @@ mod init;
 mod inputs;
 mod list;
 mod run;
+mod servers;
 mod validate;
 
 pub use args::{Cli, Command};
@@ -15,20 +16,37 @@ pub use failure::Failure;
 
 use clap::Parser as _;
 
-use crate::output::Printer;
+use idemspec::model::ExitCode;
+
+use crate::output::{ColorChoice, Printer};
 
 /// Parses the command line, runs the command and returns the process exit code.
 pub fn main() -> std::process::ExitCode {
+    let mut raw = std::env::args_os();
+    let program = raw.next();
+    let first = raw.next();
+    if first.as_deref() == Some(std::ffi::OsStr::new(servers::LEASEBROKER_SUBCOMMAND)) {
+        // Dispatched before clap, so idemspec's global flags never take one of leasebroker's.
+        let printer = Printer::new(ColorChoice::Auto, false, 0);
+        return exit(servers::leasebroker(raw), &printer);
+    }
     // clap prints usage errors itself and exits 2, like every other usage error here.
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(program.into_iter().chain(first).chain(raw));
     let printer = Printer::new(cli.global.color, cli.global.quiet, cli.global.verbose);
-    init_tracing(&printer);
+    // The standalone proxy logs every fault it applies, so it logs at info by default.
+    init_tracing(&printer, matches!(cli.command, Command::Proxy(_)));
     let result = match cli.command {
         Command::Run(args) => run::run(args, &printer),
         Command::Init(args) => init::init(&args, &printer),
         Command::Validate(args) => validate::validate(&args, &printer),
         Command::List(args) => list::list(&args, &printer),
+        Command::Proxy(args) => servers::proxy(args),
     };
+    exit(result, &printer)
+}
+
+/// Prints a failure (error chain and hints) and turns the outcome into the process exit code.
+fn exit(result: Result<ExitCode, Failure>, printer: &Printer) -> std::process::ExitCode {
     let code = match result {
         Ok(code) => code,
         Err(failure) => {
@@ -39,9 +57,11 @@ pub fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(code.code() as u8)
 }
 
-/// Logs go to stderr: warnings by default, `-v` info, `-vv` debug; `RUST_LOG` overrides.
-fn init_tracing(printer: &Printer) {
+/// Logs go to stderr: warnings by default (info for a server), `-v` info, `-vv` debug;
+/// `RUST_LOG` overrides.
+fn init_tracing(printer: &Printer, server: bool) {
     let default = match printer.verbose {
+        0 if server => "info",
         0 => "warn",
         1 => "info",
         _ => "debug",

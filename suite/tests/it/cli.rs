@@ -228,3 +228,49 @@ fn help_shows_examples_and_exit_codes() {
         );
     }
 }
+
+#[test]
+fn list_shows_every_check_of_the_design_catalogue() {
+    let dir = workspace();
+    let out = idemspec(dir.path(), &["list", "--scenario", "scenario.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = stdout(&out);
+    for id in [
+        "never-processed",
+        "lost-response",
+        "client-timeout-in-flight",
+        "concurrent-same-key",
+        "fingerprint-mismatch",
+        "cross-tenant",
+        "endpoint-scope",
+        "stuck-in-flight",
+        "failed-not-cached",
+        "delete-doom-loop",
+        "reboot-once",
+        "replay-fidelity",
+        "replay-after-delete",
+        "key-validation",
+        "resumable-side-effects",
+        "retry-storm",
+        "my-lost-response",
+    ] {
+        assert!(table.contains(id), "`idemspec list` lacks {id}:\n{table}");
+    }
+    assert!(
+        table.contains("scenario.yaml"),
+        "user checks name their file"
+    );
+}
+
+#[test]
+fn proxy_and_reference_server_are_carried_by_the_binary() {
+    let dir = workspace();
+    write(dir.path(), "proxy.yaml", "version: 1\nupstream: http://127.0.0.1:1\nrules:\n  - {name: x, match: {}, fault: {explode: {}}}\n");
+    let out = idemspec(dir.path(), &["proxy", "--scenario", "proxy.yaml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("proxy.yaml:4:"), "{}", stderr(&out));
+    // The hidden subcommand takes leasebroker's own flags, even ones idemspec also has.
+    let out = idemspec(dir.path(), &["__leasebroker", "--help"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("--flaw"), "{}", stdout(&out));
+}
