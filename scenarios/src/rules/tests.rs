@@ -180,3 +180,78 @@ fn tcp_rules_parse() {
     assert_eq!(f.tcp_rules.len(), 3);
     assert_eq!(f.tcp_rules[2].fault, TcpFault::Blackhole {});
 }
+
+#[test]
+fn example_proxy_files_load() {
+    for (name, text) in [
+        (
+            "proxy-lost-response.yaml",
+            include_str!("../../examples/proxy-lost-response.yaml"),
+        ),
+        (
+            "proxy-flaky-gateway.yaml",
+            include_str!("../../examples/proxy-flaky-gateway.yaml"),
+        ),
+        (
+            "proxy-tcp-database.yaml",
+            include_str!("../../examples/proxy-tcp-database.yaml"),
+        ),
+    ] {
+        let file = ProxyFile::load(name, text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            !file.rules.is_empty() || !file.tcp_rules.is_empty(),
+            "{name}"
+        );
+    }
+}
+
+/// Every kind of rule error, rendered as the user sees it.
+#[test]
+fn error_messages_snapshot() {
+    let cases = [
+        (
+            "nth-zero",
+            "- name: a\n  match: {nth: 0}\n  fault: refuse\n",
+        ),
+        (
+            "probability-range",
+            "- name: a\n  match: {probability: 2, seed: 1}\n  fault: refuse\n",
+        ),
+        (
+            "probability-without-seed",
+            "- name: a\n  match: {probability: 0.5}\n  fault: refuse\n",
+        ),
+        (
+            "two-paths",
+            "- name: a\n  match: {path: /a, path_glob: /b/*}\n  fault: refuse\n",
+        ),
+        (
+            "bad-glob",
+            "- name: a\n  match: {path_glob: \"/a/[\"}\n  fault: refuse\n",
+        ),
+        ("unknown-verb", "- name: a\n  fault: explode\n"),
+        ("verb-needs-options", "- name: a\n  fault: respond\n"),
+        (
+            "unknown-option",
+            "- name: a\n  fault: {hang: {forwrd: true}}\n",
+        ),
+        (
+            "duration-unit",
+            "- name: a\n  fault: {delay_request: {duration: 250}}\n",
+        ),
+        (
+            "unknown-match-field",
+            "- name: a\n  match: {methd: POST}\n  fault: refuse\n",
+        ),
+        (
+            "bad-method",
+            "- name: a\n  match: {method: \"PO ST\"}\n  fault: refuse\n",
+        ),
+        ("missing-fault", "- name: a\n  match: {path: /a}\n"),
+    ];
+    let rendered: Vec<String> = cases
+        .iter()
+        .map(|(name, yaml)| format!("## {name}\n{}\n", err(yaml)))
+        .collect();
+    insta::assert_snapshot!(rendered.join("\n"));
+}

@@ -204,7 +204,16 @@ pub(crate) mod bare_verb {
                 verb.to_owned(),
                 serde_json::Value::Object(Default::default()),
             );
-            T::deserialize(serde_json::Value::Object(map)).map_err(E::custom)
+            T::deserialize(serde_json::Value::Object(map)).map_err(|e| {
+                let e = e.to_string();
+                if e.starts_with("unknown variant") {
+                    E::custom(e)
+                } else {
+                    E::custom(format_args!(
+                        "`{verb}` needs options ({e}); write it as a mapping, e.g. `{{{verb}: {{…}}}}`"
+                    ))
+                }
+            })
         }
 
         fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
