@@ -34,7 +34,7 @@ pub struct ReferenceOptions {
     pub flaws: Vec<String>,
     /// A PostgreSQL URL; `None` uses an SQLite file in a temporary directory.
     pub database_url: Option<String>,
-    /// The in-flight TTL given to leasebroker (and declared in its profile); default 2 s.
+    /// The in-flight TTL given to leasebroker (and declared in its profile); default 3 s.
     pub in_flight_ttl: Duration,
 }
 
@@ -45,7 +45,7 @@ impl Default for ReferenceOptions {
             subcommand: vec!["__leasebroker".into()],
             flaws: Vec::new(),
             database_url: None,
-            in_flight_ttl: Duration::from_secs(2),
+            in_flight_ttl: Duration::from_secs(3),
         }
     }
 }

@@ -2,3 +2,4 @@
 
 pub mod sample;
 pub mod reference;
+pub mod postgres;
