@@ -13,11 +13,16 @@ const INDENT: &str = "  ";
 /// … [source: article: lost responses]`); notes follow, then one block per exchange in the order
 /// the runner recorded them.
 pub fn lines(outcome: &CheckOutcome) -> Vec<String> {
+    // A summary that already cites its source is not given it twice.
+    let source = if outcome.summary.contains(&outcome.reference) {
+        String::new()
+    } else {
+        format!(" [source: {}]", outcome.reference)
+    };
     let mut out = vec![format!(
-        "{}: {} [source: {}]",
+        "{}: {}{source}",
         summary_label(outcome.verdict),
-        outcome.summary,
-        outcome.reference
+        outcome.summary
     )];
     out.extend(outcome.notes.iter().map(|note| format!("note: {note}")));
     for (index, evidence) in outcome.evidence.iter().enumerate() {

@@ -6,10 +6,13 @@ use std::fmt::Write as _;
 
 use tabled::builder::Builder;
 use tabled::settings::object::{Cell, Columns};
-use tabled::settings::{Alignment, Color, Style};
+use tabled::settings::{Alignment, Color, Style, Width};
 
 use super::{evidence, human_duration, Palette};
 use crate::model::{CheckOutcome, ExitCode, RunReport, Verdict};
+
+/// Widest title shown in the table, in characters.
+const TITLE_WIDTH: usize = 60;
 
 /// How to render the terminal report.
 #[derive(Debug, Clone, Copy, Default)]
@@ -76,8 +79,10 @@ pub fn table(checks: &[CheckOutcome], palette: Palette) -> String {
         ]);
     }
     let mut table = builder.build();
+    // Titles are cut to keep one line per check; the evidence and the JSON report carry them whole.
     table
         .with(Style::rounded())
+        .modify(Columns::new(1..2), Width::truncate(TITLE_WIDTH).suffix("…"))
         .modify(Columns::new(4..5), Alignment::right());
     if palette.enabled {
         // Colour is set on the cell, not written into its text, so column widths stay right.
