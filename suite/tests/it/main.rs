@@ -5,3 +5,4 @@ mod flaw_matrix;
 mod reference_run;
 mod report;
 mod support;
+mod verdicts;

@@ -1,0 +1,102 @@
+//! Verdicts the runner must never get wrong, whatever the target: nothing observed is UNKNOWN (never
+//! PASS), a missing capability is SKIP with its reason, an unreachable target is an error, user
+//! scenarios use the same vocabulary as the catalogue, and progress events frame every check.
+
+use idemspec::model::{RunEvent, Verdict};
+use idemspec::reference::ReferenceServer;
+use idemspec::runner::{run, RunError, RunOptions, Target};
+use idemspec_scenarios::profile::TargetProfile;
+use idemspec_scenarios::scenario::Scenario;
+
+use crate::support::reference::{outcome, reference, table};
+
+/// A user scenario whose every response is dropped by the proxy.
+const ALL_DROPPED: &str = r#"version: 1
+id: everything-dropped
+title: Every response is lost
+level: MUST
+reference: "test"
+faults:
+  - {name: drop-all, fault: {drop_response: {}}}
+steps:
+  - {name: first, op: create, key: K1}
+  - {name: second, op: create, key: K1}
+assert:
+  - status: {step: second, in: [2xx]}
+  - same_response: {step: second, as: first}
+"#;
+
+async fn run_collecting(opts: RunOptions) -> (Result<idemspec::model::RunReport, RunError>, Vec<RunEvent>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let collect = tokio::spawn(async move {
+        let mut events = Vec::new();
+        while let Some(e) = rx.recv().await {
+            events.push(e);
+        }
+        events
+    });
+    let result = run(opts, tx).await;
+    (result, collect.await.expect("collector ends"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dropped_responses_are_unknown_and_skips_name_the_missing_capability() {
+    let server = ReferenceServer::start(&reference(&[], None)).await.expect("reference starts");
+    let mut profile: TargetProfile = server.profile().expect("bundled profile loads");
+    profile.operations.action = None;
+    profile.hooks = Default::default();
+    let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
+    opts.scenarios = vec![Scenario::load("dropped.yaml", ALL_DROPPED).expect("scenario loads")];
+    opts.only = vec![
+        "everything-dropped".into(),
+        "endpoint-scope".into(),
+        "stuck-in-flight".into(),
+        "replay-fidelity".into(),
+    ];
+    let (result, events) = run_collecting(opts).await;
+    server.shutdown().await;
+    let report = result.expect("the run starts");
+    let dropped = outcome(&report, "everything-dropped");
+    assert_eq!(dropped.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(dropped.summary.contains("got no response"), "{}", dropped.summary);
+    assert!(dropped.evidence.iter().all(|e| e.response.is_none() && e.proxy.is_some()));
+    let scope = outcome(&report, "endpoint-scope");
+    assert_eq!(scope.verdict, Verdict::Skip);
+    assert!(scope.summary.contains("operations.action"), "{}", scope.summary);
+    let stuck = outcome(&report, "stuck-in-flight");
+    assert_eq!(stuck.verdict, Verdict::Skip);
+    assert!(stuck.summary.contains("hooks.crash"), "{}", stuck.summary);
+    assert_eq!(outcome(&report, "replay-fidelity").verdict, Verdict::Pass);
+    let started = events.iter().filter(|e| matches!(e, RunEvent::CheckStarted { .. })).count();
+    let finished = events.iter().filter(|e| matches!(e, RunEvent::CheckFinished(_))).count();
+    assert_eq!((started, finished), (4, 4));
+    assert!(matches!(events.first(), Some(RunEvent::RunStarted { total: 4, .. })));
+    assert!(matches!(events.last(), Some(RunEvent::RunFinished(_))));
+}
+
+#[tokio::test]
+async fn an_unreachable_target_is_an_error_not_a_verdict() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    let text = idemspec_scenarios::catalogue::LEASEBROKER_PROFILE;
+    let url = format!("http://127.0.0.1:{port}");
+    let profile = TargetProfile::load("lb.yaml", text, &|v| (v == "LEASEBROKER_URL").then(|| url.clone()))
+        .expect("profile loads");
+    let (result, _) = run_collecting(RunOptions::new(Target::Profile(Box::new(profile)))).await;
+    match result {
+        Err(RunError::TargetUnreachable { url: u, .. }) => assert_eq!(u, url),
+        other => panic!("expected TargetUnreachable, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn unknown_only_id_is_a_usage_error() {
+    let profile = TargetProfile::load("lb.yaml", idemspec_scenarios::catalogue::LEASEBROKER_PROFILE, &|_| None)
+        .expect("profile loads");
+    let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
+    opts.only = vec!["no-such-check".into()];
+    let (result, events) = run_collecting(opts).await;
+    assert!(matches!(result, Err(RunError::UnknownCheck(id)) if id == "no-such-check"));
+    assert!(events.is_empty());
+}
