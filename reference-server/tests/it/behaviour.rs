@@ -1,0 +1,399 @@
+//! One test per rule of the contract, on both stores.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{worker_body, Db, Options, TestServer};
+
+/// CASES #2, #12: a completed create is replayed byte for byte — status, Location, Content-Type,
+/// body — with `Idempotent-Replayed: true`; the sf-string form of the key is the same key.
+async fn replay_is_identical(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    let first = c
+        .create("alice", Some("order-17"), &worker_body("ubuntu"))
+        .await;
+    assert_eq!(first.status, 201);
+    assert!(!first.replayed());
+    let id = first.json()["id"].as_str().expect("id").to_owned();
+    assert_eq!(first.header("location"), Some(format!("/v1/workers/{id}")));
+    for key in ["order-17", "\"order-17\""] {
+        let again = c.create("alice", Some(key), &worker_body("ubuntu")).await;
+        assert_eq!(again.status, 201, "key {key}");
+        assert_eq!(again.body, first.body, "key {key}");
+        assert_eq!(again.header("location"), first.header("location"));
+        assert_eq!(again.header("content-type"), first.header("content-type"));
+        assert!(again.replayed());
+    }
+    assert_eq!(c.stats().await["workers"], 1);
+    server.stop().await;
+}
+
+/// CASES #4, #11: same key, one field different → 409 `key-reused-with-different-request` (a type
+/// distinct from in-flight), no second worker, and the original still replays.
+async fn mismatch_is_rejected(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    let first = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
+    assert_eq!(first.status, 201);
+    let other = c.create("alice", Some("k"), &worker_body("debian")).await;
+    assert_eq!(
+        (other.status, other.problem().as_str()),
+        (409, "key-reused-with-different-request")
+    );
+    assert!(
+        other.header("retry-after").is_none(),
+        "a mismatch is terminal, not retryable"
+    );
+    let query = c
+        .send(
+            Method::POST,
+            "/v1/workers?x=1",
+            "alice",
+            Some("k"),
+            Some(&worker_body("ubuntu")),
+        )
+        .await;
+    assert_eq!(
+        (query.status, query.problem().as_str()),
+        (409, "key-reused-with-different-request")
+    );
+    let again = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
+    assert_eq!((again.status, again.body), (201, first.body));
+    assert_eq!(c.stats().await["workers"], 1);
+    server.stop().await;
+}
+
+/// CASES #3: the same key from two principals creates two workers, and neither sees the other's.
+async fn principals_are_separate(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    let a = c
+        .create("alice", Some("shared"), &worker_body("ubuntu"))
+        .await;
+    let b = c
+        .create("bob", Some("shared"), &worker_body("ubuntu"))
+        .await;
+    assert_eq!((a.status, b.status), (201, 201));
+    assert!(!b.replayed(), "bob must not get alice's replay");
+    let (a_id, b_id) = (
+        a.json()["id"].as_str().map(str::to_owned),
+        b.json()["id"].as_str().map(str::to_owned),
+    );
+    assert_ne!(a_id, b_id);
+    assert_eq!(c.list("alice").await.len(), 1);
+    assert_eq!(c.list("bob").await.len(), 1);
+    let peek = c.get("bob", a_id.as_deref().expect("id")).await;
+    assert_eq!((peek.status, peek.problem().as_str()), (404, "not-found"));
+    assert_eq!(c.stats().await["workers"], 2);
+    server.stop().await;
+}
+
+/// CASES #5: the same key on create and on reboot names two distinct operations.
+async fn endpoints_are_separate(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    let created = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
+    let id = created.json()["id"].as_str().expect("id").to_owned();
+    let reboot = c.reboot("alice", &id, Some("k")).await;
+    assert_eq!(
+        reboot.status,
+        202,
+        "{}",
+        String::from_utf8_lossy(&reboot.body)
+    );
+    assert!(!reboot.replayed());
+    assert_eq!(reboot.json()["reboot_count"], 1);
+    server.stop().await;
+}
+
+/// CASES #6: a retried DELETE replays its 204 (not 404), and the node and lease are freed once.
+async fn delete_is_replayed(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    let id = c
+        .create("alice", Some("c"), &worker_body("ubuntu"))
+        .await
+        .json()["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let first = c.delete("alice", &id, Some("d")).await;
+    assert_eq!(first.status, 204);
+    let again = c.delete("alice", &id, Some("d")).await;
+    assert_eq!(
+        again.status,
+        204,
+        "{}",
+        String::from_utf8_lossy(&again.body)
+    );
+    assert!(again.replayed() && again.body.is_empty());
+    let unkeyed = c.delete("alice", &id, None).await;
+    assert_eq!(
+        (unkeyed.status, unkeyed.problem().as_str()),
+        (404, "not-found")
+    );
+    let stats = c.stats().await;
+    assert_eq!(
+        (stats["workers"].as_i64(), stats["leases"].as_i64()),
+        (Some(0), Some(0)),
+        "{stats}"
+    );
+    assert_eq!(stats["nodes_allocated"], 0, "{stats}");
+    server.stop().await;
+}
+
+/// CASES #7: a retried reboot reboots once; a new key reboots again.
+async fn reboot_runs_once(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    let id = c
+        .create("alice", Some("c"), &worker_body("ubuntu"))
+        .await
+        .json()["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let first = c.reboot("alice", &id, Some("r1")).await;
+    let again = c.reboot("alice", &id, Some("r1")).await;
+    assert_eq!((first.status, again.status), (202, 202));
+    assert_eq!(again.body, first.body);
+    assert_eq!(c.get("alice", &id).await.json()["reboot_count"], 1);
+    assert_eq!(c.stats().await["reboots"], 1);
+    let second = c.reboot("alice", &id, Some("r2")).await;
+    assert_eq!(second.json()["reboot_count"], 2);
+    assert_eq!(c.stats().await["reboots"], 2);
+    server.stop().await;
+}
+
+/// CASES #8, #13: a boot that fails with a 5xx after the node and lease were written marks the record
+/// failed (not replayed); the retry runs again and resumes: one node, one lease, one worker, one boot.
+async fn failure_then_retry_resumes(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    c.faults(json!({"fail_next_boots": 1})).await;
+    let failed = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
+    assert_eq!(
+        (failed.status, failed.problem().as_str()),
+        (502, "hypervisor-error")
+    );
+    let stats = c.stats().await;
+    assert_eq!(stats["idempotency_records"]["failed"], 1, "{stats}");
+    assert_eq!(
+        (stats["leases"].as_i64(), stats["workers"].as_i64()),
+        (Some(1), Some(0)),
+        "{stats}"
+    );
+    let retried = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
+    assert_eq!(retried.status, 201);
+    assert!(!retried.replayed(), "a 5xx is re-run, not replayed");
+    let stats = c.stats().await;
+    for (field, want) in [
+        ("workers", 1),
+        ("nodes_allocated", 1),
+        ("leases", 1),
+        ("boots", 1),
+        ("pending_boots", 0),
+    ] {
+        assert_eq!(stats[field], want, "{field}: {stats}");
+    }
+    assert_eq!(stats["idempotency_records"]["completed"], 1, "{stats}");
+    server.stop().await;
+}
+
+/// The create key still replays its 201 after the worker was deleted, and creates nothing.
+async fn replay_after_delete(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    let first = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
+    let id = first.json()["id"].as_str().expect("id").to_owned();
+    assert_eq!(c.delete("alice", &id, None).await.status, 204);
+    let again = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
+    assert_eq!((again.status, &again.body), (201, &first.body));
+    assert!(again.replayed());
+    assert_eq!(c.stats().await["workers"], 0);
+    server.stop().await;
+}
+
+/// While the first request is in flight, a retry gets 409 `request-in-progress` + `Retry-After` at once
+/// (no blocking); after the in-flight TTL a retry reclaims and completes, converging on one worker.
+async fn in_flight_conflict_then_ttl(db: &Db) {
+    let opts = Options {
+        in_flight_ttl: Duration::from_secs(1),
+        ..Options::default()
+    };
+    let server = TestServer::start(db, opts).await;
+    let c = &server.client;
+    c.faults(json!({"hang_boots": true})).await;
+    let bg = {
+        let c = c.clone();
+        tokio::spawn(async move { c.create("alice", Some("k"), &worker_body("ubuntu")).await })
+    };
+    c.wait_stats("in flight", |s| s["idempotency_records"]["in_flight"] == 1)
+        .await;
+    let started = std::time::Instant::now();
+    let busy = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the conflict must not wait for the lock"
+    );
+    assert_eq!(
+        (busy.status, busy.problem().as_str()),
+        (409, "request-in-progress")
+    );
+    assert_eq!(busy.header("retry-after").as_deref(), Some("1"));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    c.faults(json!({"hang_boots": false})).await;
+    let reclaimed = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
+    assert_eq!(
+        reclaimed.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&reclaimed.body)
+    );
+    assert_eq!(bg.await.expect("first").status, 201);
+    let stats = c.stats().await;
+    assert_eq!(
+        (stats["workers"].as_i64(), stats["leases"].as_i64()),
+        (Some(1), Some(1)),
+        "{stats}"
+    );
+    server.stop().await;
+}
+
+/// CASES #10: invalid keys get 400 problems and write nothing; a missing key on create is 400.
+async fn key_validation(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    let long = "k".repeat(256);
+    for bad in ["", long.as_str(), "\"unterminated", "two words"] {
+        let r = c.create("alice", Some(bad), &worker_body("ubuntu")).await;
+        assert_eq!(
+            (r.status, r.problem().as_str()),
+            (400, "invalid-idempotency-key"),
+            "key {bad:?}"
+        );
+    }
+    let non_ascii = c
+        .raw(Method::POST, "/v1/workers")
+        .bearer_auth("alice")
+        .header(
+            "idempotency-key",
+            reqwest::header::HeaderValue::from_bytes("clé".as_bytes()).expect("obs-text"),
+        )
+        .json(&worker_body("ubuntu"))
+        .send()
+        .await
+        .expect("send");
+    let non_ascii = crate::support::Client::read(non_ascii).await;
+    assert_eq!(
+        (non_ascii.status, non_ascii.problem().as_str()),
+        (400, "invalid-idempotency-key")
+    );
+    let missing = c.create("alice", None, &worker_body("ubuntu")).await;
+    assert_eq!(
+        (missing.status, missing.problem().as_str()),
+        (400, "missing-idempotency-key")
+    );
+    let stats = c.stats().await;
+    assert_eq!(stats["workers"], 0, "{stats}");
+    assert_eq!(
+        stats["idempotency_records"],
+        json!({"in_flight": 0, "completed": 0, "failed": 0})
+    );
+    let max = "k".repeat(255);
+    assert_eq!(
+        c.create("alice", Some(&max), &worker_body("ubuntu"))
+            .await
+            .status,
+        201
+    );
+    server.stop().await;
+}
+
+/// Records past the retention window are swept; the key can then be used afresh.
+async fn sweeper_expires_records(db: &Db) {
+    let opts = Options {
+        retention: Duration::from_secs(1),
+        sweep_interval: Duration::from_millis(200),
+        ..Options::default()
+    };
+    let server = TestServer::start(db, opts).await;
+    let c = &server.client;
+    assert_eq!(
+        c.create("alice", Some("k"), &worker_body("ubuntu"))
+            .await
+            .status,
+        201
+    );
+    assert_eq!(c.stats().await["idempotency_records"]["completed"], 1);
+    c.wait_stats("the sweeper", |s| {
+        s["idempotency_records"]["completed"] == 0
+    })
+    .await;
+    // The key is free again: a different body is accepted (no mismatch against a swept record).
+    let fresh = c.create("alice", Some("k"), &worker_body("debian")).await;
+    assert_eq!(fresh.status, 201);
+    assert!(!fresh.replayed());
+    server.stop().await;
+}
+
+/// A create the pool cannot satisfy gets 503 `pool-exhausted` and leaks nothing; the same key
+/// succeeds once a node is free (503 is not stored).
+async fn pool_exhaustion(db: &Db) {
+    let opts = Options {
+        pool_size: 2,
+        ..Options::default()
+    };
+    let server = TestServer::start(db, opts).await;
+    let c = &server.client;
+    let first = c.create("alice", Some("a"), &worker_body("ubuntu")).await;
+    assert_eq!(
+        c.create("alice", Some("b"), &worker_body("ubuntu"))
+            .await
+            .status,
+        201
+    );
+    let full = c.create("alice", Some("c"), &worker_body("ubuntu")).await;
+    assert_eq!(
+        (full.status, full.problem().as_str()),
+        (503, "pool-exhausted")
+    );
+    assert!(full.header("retry-after").is_some());
+    let stats = c.stats().await;
+    for (field, want) in [("workers", 2), ("nodes_allocated", 2), ("leases", 2)] {
+        assert_eq!(stats[field], want, "{field}: {stats}");
+    }
+    let id = first.json()["id"].as_str().expect("id").to_owned();
+    assert_eq!(c.delete("alice", &id, None).await.status, 204);
+    assert_eq!(
+        c.create("alice", Some("c"), &worker_body("ubuntu"))
+            .await
+            .status,
+        201
+    );
+    let stats = c.stats().await;
+    assert_eq!(
+        (stats["workers"].as_i64(), stats["leases"].as_i64()),
+        (Some(2), Some(2)),
+        "{stats}"
+    );
+    server.stop().await;
+}
+
+crate::both_stores!(
+    replay_is_identical,
+    mismatch_is_rejected,
+    principals_are_separate,
+    endpoints_are_separate,
+    delete_is_replayed,
+    reboot_runs_once,
+    failure_then_retry_resumes,
+    replay_after_delete,
+    in_flight_conflict_then_ttl,
+    key_validation,
+    sweeper_expires_records,
+    pool_exhaustion,
+);

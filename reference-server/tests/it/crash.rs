@@ -1,0 +1,156 @@
+//! Crash recovery with a real process: the server dies mid-create (SIGKILL while the boot hangs, or an
+//! abort right after the hypervisor booted), restarts on the same database, and a retrying client gets
+//! 409 within the in-flight TTL and then one completed create; no leaked lease, no orphan pending boot.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::{worker_body, Client, Db};
+
+const TTL_SECS: u64 = 6;
+
+struct Process {
+    child: Child,
+    client: Client,
+}
+
+fn spawn(db: &Db) -> Process {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leasebroker"))
+        .args([
+            "--dev",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+        ])
+        .args([
+            "--database-url",
+            &db.url(),
+            "--in-flight-ttl",
+            &format!("{TTL_SECS}s"),
+        ])
+        .args(["--boot-latency", "20ms"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn leasebroker");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut addr = |prefix: &str| {
+        let line = lines.next().expect("a start-up line").expect("read stdout");
+        line.strip_prefix(prefix)
+            .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"))
+            .to_owned()
+    };
+    let base = addr("leasebroker listening on ");
+    let admin = addr("leasebroker admin listening on ");
+    Process {
+        child,
+        client: Client::new(base, admin),
+    }
+}
+
+async fn recovers(db: &Db, fault: &str) {
+    let mut first = spawn(db);
+    let c = first.client.clone();
+    let started = Instant::now();
+    match fault {
+        "sigkill" => {
+            c.faults(json!({"hang_boots": true})).await;
+            let bg = {
+                let c = c.clone();
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(
+                        Duration::from_secs(30),
+                        c.create("alice", Some("crash"), &worker_body("ubuntu")),
+                    )
+                    .await;
+                })
+            };
+            c.wait_stats("the create in flight", |s| s["pending_boots"] == 1)
+                .await;
+            first.child.kill().expect("SIGKILL the server");
+            bg.abort();
+        }
+        _ => {
+            c.faults(json!({"crash_after_boot_call": true})).await;
+            let died = reqwest::Client::new()
+                .post(format!("{}/v1/workers", c.base))
+                .bearer_auth("alice")
+                .header("idempotency-key", "crash")
+                .json(&worker_body("ubuntu"))
+                .send()
+                .await;
+            assert!(died.is_err(), "the server must abort before answering");
+        }
+    }
+    let status = tokio::task::spawn_blocking(move || first.child.wait())
+        .await
+        .expect("join")
+        .expect("wait");
+    assert!(!status.success());
+
+    let mut second = spawn(db);
+    let c = second.client.clone();
+    let early = c
+        .create("alice", Some("crash"), &worker_body("ubuntu"))
+        .await;
+    if started.elapsed() < Duration::from_secs(TTL_SECS) {
+        assert_eq!(
+            (early.status, early.problem().as_str()),
+            (409, "request-in-progress")
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(TTL_SECS * 5);
+    let done = loop {
+        let r = c
+            .create("alice", Some("crash"), &worker_body("ubuntu"))
+            .await;
+        if r.status == 201 {
+            break r;
+        }
+        assert_eq!(r.status, 409, "{}", String::from_utf8_lossy(&r.body));
+        assert!(
+            Instant::now() < deadline,
+            "still locked out long after the in-flight TTL"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert!(
+        started.elapsed() >= Duration::from_secs(TTL_SECS),
+        "completed before the TTL could expire"
+    );
+    let replay = c
+        .create("alice", Some("crash"), &worker_body("ubuntu"))
+        .await;
+    assert_eq!(replay.body, done.body);
+    let stats = c.stats().await;
+    for (field, want) in [
+        ("workers", 1),
+        ("nodes_allocated", 1),
+        ("leases", 1),
+        ("boots", 1),
+        ("pending_boots", 0),
+    ] {
+        assert_eq!(stats[field], want, "{fault}: {field}: {stats}");
+    }
+    second.child.kill().expect("stop the server");
+    let _ = tokio::task::spawn_blocking(move || second.child.wait()).await;
+}
+
+/// SIGKILL while the hypervisor call hangs: the retry boots once (no instance carries the tag yet).
+async fn sigkill_mid_create(db: &Db) {
+    recovers(db, "sigkill").await;
+}
+
+/// Abort right after the hypervisor booted: the retry finds the pending boot and reconciles by tag
+/// instead of booting a second instance.
+async fn abort_after_boot_call(db: &Db) {
+    recovers(db, "abort").await;
+}
+
+crate::both_stores!(sigkill_mid_create, abort_after_boot_call);

@@ -1,0 +1,41 @@
+//! Test helpers: databases (file SQLite, a fresh PostgreSQL database per test), in-process servers on
+//! 127.0.0.1:0, and a small HTTP client.
+
+pub mod client;
+pub mod db;
+pub mod server;
+
+pub use client::{Client, Resp};
+pub use db::Db;
+pub use server::{Options, TestServer};
+
+/// A JSON create body with a distinguishing image name.
+pub fn worker_body(image: &str) -> serde_json::Value {
+    serde_json::json!({"image": image, "cpu": 2, "memory_gb": 4, "labels": {"team": "it"}})
+}
+
+/// Runs one async behaviour test against both stores: `mod sqlite { fn NAME }` and `mod postgres { fn NAME }`.
+#[macro_export]
+macro_rules! both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let db = $crate::support::Db::sqlite();
+                    super::$name(&db).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let Some(db) = $crate::support::Db::postgres().await else { return };
+                    super::$name(&db).await;
+                    db.drop_database().await;
+                }
+            )*
+        }
+    };
+}

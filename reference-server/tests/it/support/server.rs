@@ -1,0 +1,91 @@
+//! In-process leasebroker servers on 127.0.0.1:0.
+
+use std::time::Duration;
+
+use leasebroker::auth::Auth;
+use leasebroker::flaw::{Flaw, Flaws};
+use leasebroker::idempotency::IdempotencyConfig;
+use leasebroker::server::{start, RunningServer, ServerConfig};
+use leasebroker::store::DatabaseUrl;
+
+use super::{Client, Db};
+
+/// Knobs a test may turn.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Flaws to enable.
+    pub flaws: Vec<Flaw>,
+    /// In-flight TTL.
+    pub in_flight_ttl: Duration,
+    /// Retention window.
+    pub retention: Duration,
+    /// Sweeper interval.
+    pub sweep_interval: Duration,
+    /// Node pool size.
+    pub pool_size: i64,
+    /// Boot latency.
+    pub boot_latency: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            flaws: Vec::new(),
+            in_flight_ttl: Duration::from_secs(30),
+            retention: Duration::from_secs(3600),
+            sweep_interval: Duration::from_secs(60),
+            pool_size: 100,
+            boot_latency: Duration::from_millis(50),
+        }
+    }
+}
+
+/// A running server and a client for it.
+pub struct TestServer {
+    server: Option<RunningServer>,
+    /// A client pointed at the public and admin listeners.
+    pub client: Client,
+}
+
+impl TestServer {
+    /// Starts a server on `db` with `opts`, public and admin listeners on 127.0.0.1:0, dev auth.
+    pub async fn start(db: &Db, opts: Options) -> Self {
+        let config = ServerConfig {
+            listen: "127.0.0.1:0".parse().expect("valid address"),
+            admin_listen: Some("127.0.0.1:0".parse().expect("valid address")),
+            database: DatabaseUrl::parse(&db.url()),
+            max_connections: 16,
+            auth: Auth::Dev,
+            idempotency: IdempotencyConfig {
+                retention: opts.retention,
+                in_flight_ttl: opts.in_flight_ttl,
+                require_key_on_post: true,
+                require_key_on_delete: false,
+                retry_after_secs: 1,
+                flaws: Flaws::new(opts.flaws),
+            },
+            sweep_interval: opts.sweep_interval,
+            pool_size: opts.pool_size,
+            boot_latency: opts.boot_latency,
+        };
+        let server = start(config).await.expect("start leasebroker");
+        let client = Client::new(
+            format!("http://{}", server.addr()),
+            format!(
+                "http://{}",
+                server.admin_addr().expect("admin listener requested")
+            ),
+        );
+        Self {
+            server: Some(server),
+            client,
+        }
+    }
+
+    /// Stops the server (in-flight requests get 2 s).
+    pub async fn stop(mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown(Duration::from_secs(2)).await;
+        }
+    }
+}
