@@ -22,11 +22,20 @@ async fn post_raw(
     Client::read(req.send().await.expect("send")).await
 }
 
+type BadCase = (
+    &'static str,
+    Option<&'static str>,
+    Vec<u8>,
+    u16,
+    &'static str,
+);
+
 async fn bad_input_is_a_4xx_problem(db: &Db) {
     let server = TestServer::start(db, Options::default()).await;
     let c = &server.client;
     let json_ct = Some("application/json");
-    let cases: Vec<(&str, Option<&str>, Vec<u8>, u16, &str)> = vec![
+    // (key, content type, body, expected status, expected problem)
+    let cases: Vec<BadCase> = vec![
         (
             "malformed",
             json_ct,
