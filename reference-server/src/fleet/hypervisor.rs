@@ -13,6 +13,7 @@ use crate::store::{Store, StoreError};
 #[derive(Debug, Default)]
 pub struct Faults {
     fail_next_boots: AtomicU64,
+    panic_next_boots: AtomicU64,
     hang_boots: AtomicBool,
     crash_after_boot_call: AtomicBool,
 }
@@ -23,6 +24,9 @@ pub struct Faults {
 pub struct FaultSettings {
     /// The next N boots fail with a 5xx (after the node and lease were written).
     pub fail_next_boots: Option<u64>,
+    /// The next N boots panic inside the handler (after the node and lease were written), to prove
+    /// that a panic marks the record failed.
+    pub panic_next_boots: Option<u64>,
     /// While true, boots hang (until set back to false).
     pub hang_boots: Option<bool>,
     /// The next boot call is issued (the hypervisor records the instance), then the process aborts.
@@ -35,6 +39,9 @@ impl Faults {
         if let Some(n) = settings.fail_next_boots {
             self.fail_next_boots.store(n, Ordering::SeqCst);
         }
+        if let Some(n) = settings.panic_next_boots {
+            self.panic_next_boots.store(n, Ordering::SeqCst);
+        }
         if let Some(hang) = settings.hang_boots {
             self.hang_boots.store(hang, Ordering::SeqCst);
         }
@@ -43,8 +50,9 @@ impl Faults {
         }
     }
 
-    fn take_failure(&self) -> bool {
-        self.fail_next_boots
+    /// Consumes one unit of a "next N" counter; true when one was left.
+    fn take(counter: &AtomicU64) -> bool {
+        counter
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok()
     }
@@ -80,8 +88,11 @@ impl Hypervisor {
 
     /// Boots an instance on `node_id` carrying `tag`; returns its instance id.
     pub async fn boot(&self, tag: &str, node_id: i64) -> Result<String, HypervisorError> {
-        if self.faults.take_failure() {
+        if Faults::take(&self.faults.fail_next_boots) {
             return Err(HypervisorError::Injected);
+        }
+        if Faults::take(&self.faults.panic_next_boots) {
+            panic!("injected fault: panic_next_boots");
         }
         while self.faults.hang_boots.load(Ordering::SeqCst) {
             tokio::time::sleep(Duration::from_millis(20)).await;

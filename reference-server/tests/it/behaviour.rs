@@ -203,6 +203,45 @@ async fn failure_then_retry_resumes(db: &Db) {
     server.stop().await;
 }
 
+/// A panic in the handler marks the record failed (a top-level cleanup), so the row never stays in
+/// flight: the client gets a 500 problem and the retry runs again and resumes.
+async fn panic_marks_failed(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    c.faults(json!({"panic_next_boots": 1})).await;
+    let crashed = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
+    assert_eq!(
+        (crashed.status, crashed.problem().as_str()),
+        (500, "internal-error")
+    );
+    let detail = crashed.json()["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        !detail.contains("panic"),
+        "internals must not leak: {detail}"
+    );
+    let stats = c
+        .wait_stats("the record failed", |s| {
+            s["idempotency_records"]["failed"] == 1
+        })
+        .await;
+    assert_eq!(stats["idempotency_records"]["in_flight"], 0, "{stats}");
+    let retried = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
+    assert_eq!(retried.status, 201);
+    let stats = c.stats().await;
+    for (field, want) in [
+        ("workers", 1),
+        ("nodes_allocated", 1),
+        ("leases", 1),
+        ("boots", 1),
+    ] {
+        assert_eq!(stats[field], want, "{field}: {stats}");
+    }
+    server.stop().await;
+}
+
 /// The create key still replays its 201 after the worker was deleted, and creates nothing.
 async fn replay_after_delete(db: &Db) {
     let server = TestServer::start(db, Options::default()).await;
@@ -391,6 +430,7 @@ crate::both_stores!(
     delete_is_replayed,
     reboot_runs_once,
     failure_then_retry_resumes,
+    panic_marks_failed,
     replay_after_delete,
     in_flight_conflict_then_ttl,
     key_validation,
