@@ -1,5 +1,6 @@
 //! The idemspec crate's one integration-test binary.
 
+mod alt_api_cli;
 mod cli;
 mod flaw_matrix;
 mod reference_run;

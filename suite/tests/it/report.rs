@@ -210,14 +210,12 @@ fn long_titles_are_cut_in_the_table_and_sources_never_repeated() {
     lost.title = "word ".repeat(30);
     lost.summary = format!("the retry created a second worker ({})", lost.reference);
     let text = terminal::render(&report, plain());
-    let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
     let row = text
         .lines()
         .find(|l| l.contains("│ lost-response"))
         .expect("the row is there");
     assert!(row.contains('…'), "{row}");
     assert!(row.chars().count() < 130, "{row}");
-    assert!(widest > 0);
     let rule = text
         .lines()
         .find(|l| l.trim_start().starts_with("rule broken: the retry created"))

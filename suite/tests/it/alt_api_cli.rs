@@ -1,0 +1,136 @@
+//! The whole binary against the alt API (support/alt_api.rs): a provisioning API with other paths,
+//! `X-Api-Key` auth, ids under `data.uuid`, `422` for a mismatch and `500`s replayed, judged by its
+//! own `stripe-v1` profile. Nothing in the runner may assume leasebroker's shape; this proves it
+//! end to end, reports included.
+
+use idemspec::model::{RunReport, Verdict};
+
+use crate::support::alt_api;
+
+/// Runs `idemspec` with `args` in `dir` against `api`, colour off.
+async fn idemspec(
+    dir: &std::path::Path,
+    api: &alt_api::AltApi,
+    args: &[&str],
+) -> std::process::Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args(args)
+        .current_dir(dir)
+        .envs(api.env())
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .expect("the idemspec binary runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalogue_passes_a_correct_api_of_another_shape() {
+    let api = alt_api::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("alt-api.yaml"), alt_api::PROFILE).expect("write profile");
+    let out = idemspec(
+        dir.path(),
+        &api,
+        &[
+            "run",
+            "--target",
+            "alt-api.yaml",
+            "--report-json",
+            "out/report.json",
+            "--report-junit",
+            "out/junit.xml",
+            "--report-markdown",
+            "out/summary.md",
+        ],
+    )
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report: RunReport = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("out/report.json"))
+            .expect("the JSON report was written"),
+    )
+    .expect("the JSON report parses");
+    let not_passed: Vec<String> = report
+        .checks
+        .iter()
+        .filter(|c| c.verdict != Verdict::Pass)
+        .map(|c| format!("{} {}: {}", c.verdict, c.id, c.summary))
+        .collect();
+    assert!(
+        not_passed.is_empty(),
+        "every check should PASS a correct API:\n{}\n\n{stdout}\n{stderr}",
+        not_passed.join("\n")
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(
+        (report.target.as_str(), report.contract.as_str()),
+        ("alt-api", "stripe-v1")
+    );
+    assert_eq!(report.checks.len(), 16);
+    assert!(
+        stdout.contains("contract stripe-v1"),
+        "the report names the contract assumed:\n{stdout}"
+    );
+    let junit = std::fs::read_to_string(dir.path().join("out/junit.xml")).expect("junit written");
+    assert_eq!(junit.matches("<testcase ").count(), 16);
+    assert_eq!(junit.matches(r#"classname="alt-api""#).count(), 16);
+    let markdown =
+        std::fs::read_to_string(dir.path().join("out/summary.md")).expect("markdown written");
+    assert!(
+        markdown.starts_with("## idemspec: `alt-api` passed"),
+        "{markdown}"
+    );
+}
+
+/// The alt API itself must be right, or the test above proves nothing: N simultaneous creates with
+/// one key, released at one barrier, make exactly one machine, repeatedly; the others conflict
+/// (409 + Retry-After) or replay the same 201.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_alt_api_creates_once_per_key_under_concurrency() {
+    const CLIENTS: usize = 12;
+    const ROUNDS: usize = 5;
+    let api = alt_api::start().await;
+    let client = reqwest::Client::new();
+    for round in 0..ROUNDS {
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(CLIENTS));
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..CLIENTS {
+            let (client, barrier, url) = (client.clone(), barrier.clone(), api.base_url());
+            tasks.spawn(async move {
+                barrier.wait().await;
+                let response = client
+                    .post(format!("{url}/api/machines"))
+                    .header("X-Api-Key", "alpha-key")
+                    .header("Idempotency-Key", format!("round-{round}"))
+                    .body(r#"{"flavor":"small-1","tag":"t"}"#)
+                    .send()
+                    .await
+                    .expect("the alt API answers");
+                let retry_after = response.headers().contains_key("retry-after");
+                (
+                    response.status().as_u16(),
+                    retry_after,
+                    response.text().await.unwrap_or_default(),
+                )
+            });
+        }
+        let mut created_bodies = std::collections::HashSet::new();
+        while let Some(result) = tasks.join_next().await {
+            let (status, retry_after, body) = result.expect("client task");
+            match status {
+                201 => {
+                    created_bodies.insert(body);
+                }
+                409 => assert!(retry_after, "a 409 in flight carries Retry-After"),
+                other => panic!("unexpected status {other}: {body}"),
+            }
+        }
+        assert_eq!(
+            created_bodies.len(),
+            1,
+            "every 201 is the same replayed response"
+        );
+        assert_eq!(api.machines(), round + 1, "one machine per key");
+    }
+}

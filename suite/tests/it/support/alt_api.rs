@@ -1,0 +1,677 @@
+//! A second, differently shaped provisioning API with a correct Idempotency-Key implementation,
+//! so the suite is proven against more than leasebroker's shape.
+//!
+//! Shape: `POST /api/machines`, `GET /api/machines?tag=T`, `GET|DELETE /api/machines/{uuid}`,
+//! `POST /api/machines/{uuid}/restart`; auth by `X-Api-Key`; the new id under `data.uuid`.
+//! Contract: Stripe-like (`stripe-v1` with `422` for a mismatch): keys optional, scoped per
+//! principal and endpoint, a fingerprint over method, path and body, `409` + `Retry-After` while
+//! in flight, every outcome but `409`/`429` stored — a `500` included — and replayed with
+//! `Idempotent-Replayed: true`. A failure part-way rolls its side effects back, so a stored `500`
+//! never leaves half-done work; side effects are keyed by the record's sub-key, so a reclaimed
+//! in-flight record resumes instead of allocating twice.
+//!
+//! The admin listener (always up) holds the test hooks: `POST /_admin/fail-next`, `POST
+//! /_admin/crash` (arms a crash of the next create, after its IP is allocated), `POST
+//! /_admin/restart` and `GET /_admin/stats` (`{"machines": n, "ips": n}`). A crash drops the API's
+//! listener and every open connection, as a killed process would; state survives, as a database
+//! would, and a restart binds the same address again.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+use tokio::task::{JoinHandle, JoinSet};
+
+/// The target profile, with `${ALT_API_URL}` and `${ALT_ADMIN_URL}` to fill in.
+pub const PROFILE: &str = include_str!("../fixtures/alt-api.yaml");
+
+/// How long an abandoned in-flight record locks its key (declared in the profile).
+const IN_FLIGHT_TTL: Duration = Duration::from_secs(2);
+/// How long a create works, so concurrent same-key requests really overlap.
+const CREATE_LATENCY: Duration = Duration::from_millis(120);
+
+/// API keys and the principals they authenticate.
+const API_KEYS: &[(&str, &str)] = &[("alpha-key", "alpha"), ("beta-key", "beta")];
+
+/// A running alt API. Dropping it stops both listeners.
+pub struct AltApi {
+    app: App,
+    admin: SocketAddr,
+    admin_task: JoinHandle<()>,
+}
+
+impl AltApi {
+    /// `http://127.0.0.1:PORT` of the API.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.app.addr)
+    }
+
+    /// `http://127.0.0.1:PORT` of the admin listener.
+    pub fn admin_url(&self) -> String {
+        format!("http://{}", self.admin)
+    }
+
+    /// The environment the profile reads (`ALT_API_URL`, `ALT_ADMIN_URL`).
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("ALT_API_URL", self.base_url()),
+            ("ALT_ADMIN_URL", self.admin_url()),
+        ]
+    }
+
+    /// Machines that exist now, over all principals.
+    pub fn machines(&self) -> usize {
+        self.app.lock().machines.len()
+    }
+}
+
+impl Drop for AltApi {
+    fn drop(&mut self) {
+        self.admin_task.abort();
+        if let Some(server) = self.app.server.lock().expect("server lock").take() {
+            server.abort();
+        }
+    }
+}
+
+/// Starts the API and its admin listener on 127.0.0.1:0.
+pub async fn start() -> AltApi {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the alt API");
+    let addr = listener.local_addr().expect("bound address");
+    let app = App {
+        addr,
+        inner: Arc::new(Mutex::new(Inner::default())),
+        server: Arc::new(Mutex::new(None)),
+    };
+    app.serve(listener);
+    let admin_listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the admin listener");
+    let admin = admin_listener.local_addr().expect("bound address");
+    let admin_router = Router::new()
+        .route("/_admin/fail-next", post(arm_fail_next))
+        .route("/_admin/crash", post(arm_crash))
+        .route("/_admin/restart", post(restart))
+        .route("/_admin/stats", get(stats))
+        .with_state(app.clone());
+    let admin_task = tokio::spawn(async move {
+        let _ = axum::serve(admin_listener, admin_router).await;
+    });
+    AltApi {
+        app,
+        admin,
+        admin_task,
+    }
+}
+
+/// The server's shared handle: its address, its state ("the database") and the running listener.
+#[derive(Clone)]
+struct App {
+    addr: SocketAddr,
+    inner: Arc<Mutex<Inner>>,
+    /// The accept loop; aborting it drops the listener and, through its `JoinSet`, every open
+    /// connection — what a killed process looks like from outside.
+    server: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    machines: HashMap<String, Machine>,
+    /// Side effect behind the API: one IP per machine, keyed by the creating record's sub-key.
+    ips: HashMap<String, String>,
+    next_ip: u32,
+    records: HashMap<Scope, Record>,
+    fail_next: u32,
+    crash_armed: bool,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Scope {
+    principal: String,
+    endpoint: &'static str,
+    key: String,
+}
+
+enum Record {
+    InFlight {
+        fingerprint: [u8; 32],
+        started: Instant,
+    },
+    Done {
+        fingerprint: [u8; 32],
+        response: Stored,
+    },
+}
+
+#[derive(Clone)]
+struct Stored {
+    status: StatusCode,
+    headers: Vec<(String, String)>,
+    body: Bytes,
+}
+
+#[derive(Clone)]
+struct Machine {
+    owner: String,
+    uuid: String,
+    flavor: String,
+    tag: String,
+    ip: String,
+    restarts: u64,
+}
+
+impl Machine {
+    fn view(&self) -> Value {
+        json!({"uuid": self.uuid, "flavor": self.flavor, "tag": self.tag, "ip": self.ip,
+               "restarts": self.restarts, "state": "running"})
+    }
+}
+
+impl App {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .expect("the alt API's state lock is never poisoned")
+    }
+
+    /// Serves the API on `listener` until a crash or drop.
+    fn serve(&self, listener: TcpListener) {
+        let router = Router::new()
+            .route("/api/machines", post(create).get(list))
+            .route("/api/machines/{uuid}", get(get_one).delete(delete_one))
+            .route("/api/machines/{uuid}/restart", post(restart_machine))
+            .with_state(self.clone());
+        let task = tokio::spawn(async move {
+            let mut connections = JoinSet::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                let service = hyper_util::service::TowerToHyperService::new(router.clone());
+                connections.spawn(async move {
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, service)
+                        .await;
+                });
+                while connections.try_join_next().is_some() {}
+            }
+        });
+        *self.server.lock().expect("server lock") = Some(task);
+    }
+
+    fn crash(&self) {
+        if let Some(server) = self.server.lock().expect("server lock").take() {
+            server.abort();
+        }
+    }
+}
+
+// ---- the idempotency layer -------------------------------------------------------------------
+
+/// What a handler's work produced, or `None` when the process "died" before answering.
+type Work = Option<Stored>;
+
+/// Runs `work` at most once per (principal, endpoint, key), replaying its stored outcome.
+async fn idempotent<F, Fut>(
+    app: &App,
+    principal: &str,
+    endpoint: &'static str,
+    request: (&Method, &Uri, &HeaderMap, &Bytes),
+    work: F,
+) -> Response
+where
+    F: FnOnce(App, String) -> Fut,
+    Fut: std::future::Future<Output = Work> + Send + 'static,
+{
+    let (method, uri, headers, body) = request;
+    let key = match headers.get("idempotency-key") {
+        None => {
+            // Keys are optional (stripe-v1): without one the request simply runs.
+            let sub_key = hex::encode(Sha256::digest(uuid::Uuid::new_v4().as_bytes()));
+            return respond(
+                tokio::spawn(work(app.clone(), sub_key))
+                    .await
+                    .ok()
+                    .flatten(),
+            );
+        }
+        Some(value) => match valid_key(value) {
+            Some(key) => key,
+            None => {
+                return problem(
+                    StatusCode::BAD_REQUEST,
+                    "invalid-idempotency-key",
+                    "the Idempotency-Key must be 1-255 visible ASCII characters",
+                )
+            }
+        },
+    };
+    let fingerprint = fingerprint(method, uri, body);
+    let scope = Scope {
+        principal: principal.to_owned(),
+        endpoint,
+        key,
+    };
+    {
+        let mut inner = app.lock();
+        match inner.records.get(&scope) {
+            Some(
+                Record::Done {
+                    fingerprint: stored,
+                    ..
+                }
+                | Record::InFlight {
+                    fingerprint: stored,
+                    ..
+                },
+            ) if *stored != fingerprint => {
+                return problem(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "key-reused-with-different-request",
+                    "this Idempotency-Key was used with a different request",
+                );
+            }
+            Some(Record::Done { response, .. }) => {
+                let mut replay = response.clone();
+                replay
+                    .headers
+                    .push(("idempotent-replayed".into(), "true".into()));
+                return respond(Some(replay));
+            }
+            Some(Record::InFlight { started, .. }) if started.elapsed() < IN_FLIGHT_TTL => {
+                let mut response = problem(
+                    StatusCode::CONFLICT,
+                    "request-in-progress",
+                    "a request with this Idempotency-Key is still in progress",
+                );
+                response
+                    .headers_mut()
+                    .insert("retry-after", HeaderValue::from_static("1"));
+                return response;
+            }
+            // No record, or an in-flight one abandoned past its TTL: claim (or reclaim) it.
+            _ => {
+                inner.records.insert(
+                    scope.clone(),
+                    Record::InFlight {
+                        fingerprint,
+                        started: Instant::now(),
+                    },
+                );
+            }
+        }
+    }
+    let sub_key = hex::encode(Sha256::digest(format!(
+        "{}\n{}\n{}",
+        scope.principal, scope.endpoint, scope.key
+    )));
+    let future = work(app.clone(), sub_key);
+    let store_app = app.clone();
+    // The work and its bookkeeping run in their own task: a client that gives up does not cancel them.
+    let outcome = tokio::spawn(async move {
+        let outcome = future.await;
+        let mut inner = store_app.lock();
+        match &outcome {
+            Some(stored)
+                if stored.status != StatusCode::CONFLICT
+                    && stored.status != StatusCode::TOO_MANY_REQUESTS =>
+            {
+                inner.records.insert(
+                    scope,
+                    Record::Done {
+                        fingerprint,
+                        response: stored.clone(),
+                    },
+                );
+            }
+            Some(_) => {
+                inner.records.remove(&scope);
+            }
+            None => {} // crashed: the record stays in flight until its TTL
+        }
+        outcome
+    })
+    .await;
+    respond(outcome.ok().flatten())
+}
+
+fn valid_key(value: &HeaderValue) -> Option<String> {
+    let key = value.to_str().ok()?;
+    let visible = key.bytes().all(|b| (0x21..=0x7e).contains(&b));
+    (!key.is_empty() && key.len() <= 255 && visible).then(|| key.to_owned())
+}
+
+fn fingerprint(method: &Method, uri: &Uri, body: &Bytes) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    hash.update(method.as_str());
+    hash.update([0]);
+    hash.update(uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
+    hash.update([0]);
+    hash.update(body);
+    hash.finalize().into()
+}
+
+fn respond(outcome: Work) -> Response {
+    let Some(stored) = outcome else {
+        return problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the request failed",
+        );
+    };
+    let mut response = (stored.status, stored.body).into_response();
+    for (name, value) in stored.headers {
+        if let (Ok(name), Ok(value)) = (
+            name.parse::<axum::http::HeaderName>(),
+            HeaderValue::from_str(&value),
+        ) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
+}
+
+fn stored(status: StatusCode, location: Option<String>, body: Option<Value>) -> Stored {
+    let mut headers = Vec::new();
+    if let Some(location) = location {
+        headers.push(("location".to_owned(), location));
+    }
+    let body = match body {
+        Some(value) => {
+            headers.push(("content-type".to_owned(), "application/json".to_owned()));
+            Bytes::from(value.to_string())
+        }
+        None => Bytes::new(),
+    };
+    Stored {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn problem_stored(status: StatusCode, kind: &str, detail: &str) -> Stored {
+    Stored {
+        status,
+        headers: vec![("content-type".into(), "application/problem+json".into())],
+        body: Bytes::from(
+            json!({"type": format!("https://alt-api.test/problems/{kind}"), "title": detail, "status": status.as_u16()})
+                .to_string(),
+        ),
+    }
+}
+
+fn problem(status: StatusCode, kind: &str, detail: &str) -> Response {
+    respond(Some(problem_stored(status, kind, detail)))
+}
+
+// ---- the API -------------------------------------------------------------------------------
+
+fn principal(headers: &HeaderMap) -> Result<String, Response> {
+    let key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
+    API_KEYS
+        .iter()
+        .find(|(k, _)| Some(*k) == key)
+        .map(|(_, p)| (*p).to_owned())
+        .ok_or_else(|| {
+            problem(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "a valid X-Api-Key is required",
+            )
+        })
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewMachine {
+    flavor: String,
+    tag: String,
+}
+
+async fn create(
+    State(app): State<App>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let owner = match principal(&headers) {
+        Ok(p) => p,
+        Err(response) => return response,
+    };
+    let new: NewMachine = match serde_json::from_slice(&body) {
+        Ok(new) => new,
+        Err(e) => return problem(StatusCode::BAD_REQUEST, "invalid-body", &e.to_string()),
+    };
+    idempotent(
+        &app,
+        &owner.clone(),
+        "POST /api/machines",
+        (&method, &uri, &headers, &body),
+        move |app, sub_key| async move {
+            tokio::time::sleep(CREATE_LATENCY).await;
+            let mut inner = app.lock();
+            // Do or return the existing one: a reclaimed record resumes with the same IP.
+            let ip = match inner.ips.get(&sub_key) {
+                Some(ip) => ip.clone(),
+                None => {
+                    inner.next_ip += 1;
+                    let ip = format!("10.0.{}.{}", inner.next_ip / 250, inner.next_ip % 250 + 1);
+                    inner.ips.insert(sub_key.clone(), ip.clone());
+                    ip
+                }
+            };
+            if inner.crash_armed {
+                inner.crash_armed = false;
+                drop(inner);
+                app.crash();
+                return None;
+            }
+            if inner.fail_next > 0 {
+                inner.fail_next -= 1;
+                // Roll back what this attempt did: a stored 500 must not leave half-done work.
+                inner.ips.remove(&sub_key);
+                return Some(problem_stored(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "provisioning-failed",
+                    "the hypervisor failed",
+                ));
+            }
+            let uuid = sub_key_uuid(&sub_key);
+            let machine = inner.machines.entry(uuid.clone()).or_insert(Machine {
+                owner,
+                uuid: uuid.clone(),
+                flavor: new.flavor,
+                tag: new.tag,
+                ip,
+                restarts: 0,
+            });
+            Some(stored(
+                StatusCode::CREATED,
+                Some(format!("/api/machines/{uuid}")),
+                Some(json!({"data": machine.view()})),
+            ))
+        },
+    )
+    .await
+}
+
+/// The machine's id, derived from the record's sub-key so a resumed create names the same machine.
+fn sub_key_uuid(sub_key: &str) -> String {
+    let bytes: [u8; 16] = hex::decode(&sub_key[..32])
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .unwrap_or_default();
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
+#[derive(serde::Deserialize)]
+struct ListQuery {
+    tag: Option<String>,
+}
+
+async fn list(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Query(query): Query<ListQuery>,
+) -> Response {
+    let owner = match principal(&headers) {
+        Ok(p) => p,
+        Err(response) => return response,
+    };
+    let inner = app.lock();
+    let items: Vec<Value> = inner
+        .machines
+        .values()
+        .filter(|m| m.owner == owner && query.tag.as_ref().is_none_or(|t| *t == m.tag))
+        .map(Machine::view)
+        .collect();
+    Json(json!({"meta": {"total": items.len()}, "data": items})).into_response()
+}
+
+async fn get_one(State(app): State<App>, headers: HeaderMap, Path(uuid): Path<String>) -> Response {
+    let owner = match principal(&headers) {
+        Ok(p) => p,
+        Err(response) => return response,
+    };
+    match app.lock().machines.get(&uuid).filter(|m| m.owner == owner) {
+        Some(machine) => Json(json!({"data": machine.view()})).into_response(),
+        None => problem(StatusCode::NOT_FOUND, "not-found", "no such machine"),
+    }
+}
+
+async fn delete_one(
+    State(app): State<App>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    Path(uuid): Path<String>,
+) -> Response {
+    let owner = match principal(&headers) {
+        Ok(p) => p,
+        Err(response) => return response,
+    };
+    idempotent(
+        &app,
+        &owner.clone(),
+        "DELETE /api/machines/{uuid}",
+        (&method, &uri, &headers, &Bytes::new()),
+        move |app, _| async move {
+            let mut inner = app.lock();
+            match inner.machines.get(&uuid) {
+                Some(m) if m.owner == owner => {
+                    inner.machines.remove(&uuid);
+                    let ip_key = inner
+                        .ips
+                        .iter()
+                        .find(|(k, _)| sub_key_uuid(k) == uuid)
+                        .map(|(k, _)| k.clone());
+                    if let Some(ip_key) = ip_key {
+                        inner.ips.remove(&ip_key);
+                    }
+                    Some(stored(StatusCode::NO_CONTENT, None, None))
+                }
+                _ => Some(problem_stored(
+                    StatusCode::NOT_FOUND,
+                    "not-found",
+                    "no such machine",
+                )),
+            }
+        },
+    )
+    .await
+}
+
+async fn restart_machine(
+    State(app): State<App>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    Path(uuid): Path<String>,
+    body: Bytes,
+) -> Response {
+    let owner = match principal(&headers) {
+        Ok(p) => p,
+        Err(response) => return response,
+    };
+    idempotent(
+        &app,
+        &owner.clone(),
+        "POST /api/machines/{uuid}/restart",
+        (&method, &uri, &headers, &body),
+        move |app, _| async move {
+            let mut inner = app.lock();
+            match inner.machines.get_mut(&uuid).filter(|m| m.owner == owner) {
+                Some(machine) => {
+                    machine.restarts += 1;
+                    Some(stored(
+                        StatusCode::ACCEPTED,
+                        None,
+                        Some(json!({"data": machine.view()})),
+                    ))
+                }
+                None => Some(problem_stored(
+                    StatusCode::NOT_FOUND,
+                    "not-found",
+                    "no such machine",
+                )),
+            }
+        },
+    )
+    .await
+}
+
+// ---- the admin listener --------------------------------------------------------------------
+
+async fn arm_fail_next(State(app): State<App>) -> StatusCode {
+    app.lock().fail_next += 1;
+    StatusCode::NO_CONTENT
+}
+
+async fn arm_crash(State(app): State<App>) -> StatusCode {
+    app.lock().crash_armed = true;
+    StatusCode::NO_CONTENT
+}
+
+async fn restart(State(app): State<App>) -> Response {
+    if app
+        .server
+        .lock()
+        .expect("server lock")
+        .as_ref()
+        .is_some_and(|s| !s.is_finished())
+    {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    // The address was just released by the crash; binding may need a moment on a loaded machine.
+    for _ in 0..50 {
+        if let Ok(listener) = TcpListener::bind(app.addr).await {
+            app.serve(listener);
+            return StatusCode::NO_CONTENT.into_response();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "could not bind the API address again",
+    )
+        .into_response()
+}
+
+async fn stats(State(app): State<App>) -> Json<Value> {
+    let inner = app.lock();
+    Json(json!({"machines": inner.machines.len(), "ips": inner.ips.len()}))
+}
