@@ -10,7 +10,7 @@ pub enum Flaw {
     NoIdempotency,
     /// The fingerprint is not compared: a different request with a used key gets the old response.
     NoFingerprint,
-    /// The claim is a read, a ~100 ms pause, then a write: concurrent same-key requests all run
+    /// The claim is a read, a 250 ms pause, then a write: concurrent same-key requests all run
     /// (each with fresh sub-keys, as a server relying on the key table alone would).
     CheckThenAct,
     /// An in-flight record is never reclaimed: after a crash the key is locked out until retention ends.

@@ -31,6 +31,10 @@ use crate::store::{IdempotencyRecord, RecordState, Scope, Store};
 /// Requests bodies above this many bytes get 413 (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// The `check-then-act` flaw's pause between the read and the write: wide enough that simultaneous
+/// requests on a loaded machine all read "absent".
+const CHECK_THEN_ACT_WINDOW: Duration = Duration::from_millis(250);
+
 /// How the layer behaves.
 #[derive(Debug, Clone)]
 pub struct IdempotencyConfig {
@@ -275,7 +279,7 @@ async fn check_then_act(
         }
         _ => {
             // The window between the check and the act, wide enough that simultaneous requests all pass.
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(CHECK_THEN_ACT_WINDOW).await;
             let started_at = now_ms();
             store
                 .overwrite_record(

@@ -207,14 +207,15 @@ macro_rules! store_methods {
 
         fn seed_nodes(&self, pool_size: i64) -> futures::future::BoxFuture<'_, Result<(), $crate::store::StoreError>> {
             Box::pin(async move {
-                let mut tx = self.pool.begin().await?;
-                for node_id in 1..=pool_size {
-                    sqlx::query("INSERT INTO nodes (node_id) VALUES ($1) ON CONFLICT (node_id) DO NOTHING")
-                        .bind(node_id)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                tx.commit().await?;
+                // One statement for any pool size. `WHERE true` keeps SQLite's parser from reading
+                // `ON CONFLICT` as a join constraint of the SELECT.
+                sqlx::query(
+                    "WITH RECURSIVE n(x) AS (SELECT CAST(1 AS BIGINT) UNION ALL SELECT x + 1 FROM n WHERE x < $1) \
+                     INSERT INTO nodes (node_id) SELECT x FROM n WHERE true ON CONFLICT (node_id) DO NOTHING",
+                )
+                .bind(pool_size)
+                .execute(&self.pool)
+                .await?;
                 Ok(())
             })
         }

@@ -164,7 +164,16 @@ async fn in_flight_duplicate_runs(flaw: Option<Flaw>) -> bool {
         let c = c.clone();
         tokio::spawn(async move { c.create("alice", Some("k"), &worker_body("ubuntu")).await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Wait until the second request was answered (correct: 409 at once) or is running (flawed: a second
+    // pending boot), so the outcome does not depend on the machine's speed.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !second.is_finished() && c.stats().await["pending_boots"] != 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the second request neither ran nor was refused"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     c.faults(json!({"hang_boots": false})).await;
     let (first, second) = (first.await.expect("first"), second.await.expect("second"));
     let workers = c.stats().await["workers"].as_i64();
