@@ -417,19 +417,21 @@ fn problem(status: StatusCode, kind: &str, detail: &str) -> Response {
 
 // ---- the API -------------------------------------------------------------------------------
 
-fn principal(headers: &HeaderMap) -> Result<String, Response> {
+/// The principal an `X-Api-Key` authenticates, if any.
+fn principal(headers: &HeaderMap) -> Option<String> {
     let key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
     API_KEYS
         .iter()
         .find(|(k, _)| Some(*k) == key)
         .map(|(_, p)| (*p).to_owned())
-        .ok_or_else(|| {
-            problem(
-                StatusCode::UNAUTHORIZED,
-                "unauthenticated",
-                "a valid X-Api-Key is required",
-            )
-        })
+}
+
+fn unauthorized() -> Response {
+    problem(
+        StatusCode::UNAUTHORIZED,
+        "unauthenticated",
+        "a valid X-Api-Key is required",
+    )
 }
 
 #[derive(serde::Deserialize)]
@@ -446,9 +448,8 @@ async fn create(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let owner = match principal(&headers) {
-        Ok(p) => p,
-        Err(response) => return response,
+    let Some(owner) = principal(&headers) else {
+        return unauthorized();
     };
     let new: NewMachine = match serde_json::from_slice(&body) {
         Ok(new) => new,
@@ -528,9 +529,8 @@ async fn list(
     headers: HeaderMap,
     Query(query): Query<ListQuery>,
 ) -> Response {
-    let owner = match principal(&headers) {
-        Ok(p) => p,
-        Err(response) => return response,
+    let Some(owner) = principal(&headers) else {
+        return unauthorized();
     };
     let inner = app.lock();
     let items: Vec<Value> = inner
@@ -543,9 +543,8 @@ async fn list(
 }
 
 async fn get_one(State(app): State<App>, headers: HeaderMap, Path(uuid): Path<String>) -> Response {
-    let owner = match principal(&headers) {
-        Ok(p) => p,
-        Err(response) => return response,
+    let Some(owner) = principal(&headers) else {
+        return unauthorized();
     };
     match app.lock().machines.get(&uuid).filter(|m| m.owner == owner) {
         Some(machine) => Json(json!({"data": machine.view()})).into_response(),
@@ -560,9 +559,8 @@ async fn delete_one(
     headers: HeaderMap,
     Path(uuid): Path<String>,
 ) -> Response {
-    let owner = match principal(&headers) {
-        Ok(p) => p,
-        Err(response) => return response,
+    let Some(owner) = principal(&headers) else {
+        return unauthorized();
     };
     idempotent(
         &app,
@@ -603,9 +601,8 @@ async fn restart_machine(
     Path(uuid): Path<String>,
     body: Bytes,
 ) -> Response {
-    let owner = match principal(&headers) {
-        Ok(p) => p,
-        Err(response) => return response,
+    let Some(owner) = principal(&headers) else {
+        return unauthorized();
     };
     idempotent(
         &app,
