@@ -274,3 +274,22 @@ fn proxy_and_reference_server_are_carried_by_the_binary() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("--flaw"), "{}", stdout(&out));
 }
+
+#[test]
+fn an_unreachable_target_exits_3_with_a_hint() {
+    let dir = workspace();
+    // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    let out = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args(["run", "--target", "profile.yaml"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("API_URL", "http://127.0.0.1:1")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "", "no report when nothing could run");
+    let text = stderr(&out);
+    assert!(text.starts_with("error: "), "{text}");
+    assert!(text.contains("127.0.0.1:1"), "{text}");
+    assert!(text.contains("\nhint: "), "{text}");
+}
