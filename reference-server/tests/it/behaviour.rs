@@ -17,7 +17,7 @@ async fn replay_is_identical(db: &Db) {
         .await;
     assert_eq!(first.status, 201);
     assert!(!first.replayed());
-    let id = first.json()["id"].as_str().expect("id").to_owned();
+    let id = first.id();
     assert_eq!(first.header("location"), Some(format!("/v1/workers/{id}")));
     for key in ["order-17", "\"order-17\""] {
         let again = c.create("alice", Some(key), &worker_body("ubuntu")).await;
@@ -96,7 +96,7 @@ async fn endpoints_are_separate(db: &Db) {
     let server = TestServer::start(db, Options::default()).await;
     let c = &server.client;
     let created = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
-    let id = created.json()["id"].as_str().expect("id").to_owned();
+    let id = created.id();
     let reboot = c.reboot("alice", &id, Some("k")).await;
     assert_eq!(
         reboot.status,
@@ -116,10 +116,7 @@ async fn delete_is_replayed(db: &Db) {
     let id = c
         .create("alice", Some("c"), &worker_body("ubuntu"))
         .await
-        .json()["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+        .id();
     let first = c.delete("alice", &id, Some("d")).await;
     assert_eq!(first.status, 204);
     let again = c.delete("alice", &id, Some("d")).await;
@@ -136,11 +133,7 @@ async fn delete_is_replayed(db: &Db) {
         (404, "not-found")
     );
     let stats = c.stats().await;
-    assert_eq!(
-        (stats["workers"].as_i64(), stats["leases"].as_i64()),
-        (Some(0), Some(0)),
-        "{stats}"
-    );
+    crate::support::assert_totals(&stats, &[("workers", 0), ("leases", 0)]);
     assert_eq!(stats["nodes_allocated"], 0, "{stats}");
     server.stop().await;
 }
@@ -152,10 +145,7 @@ async fn reboot_runs_once(db: &Db) {
     let id = c
         .create("alice", Some("c"), &worker_body("ubuntu"))
         .await
-        .json()["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+        .id();
     let first = c.reboot("alice", &id, Some("r1")).await;
     let again = c.reboot("alice", &id, Some("r1")).await;
     assert_eq!((first.status, again.status), (202, 202));
@@ -181,24 +171,21 @@ async fn failure_then_retry_resumes(db: &Db) {
     );
     let stats = c.stats().await;
     assert_eq!(stats["idempotency_records"]["failed"], 1, "{stats}");
-    assert_eq!(
-        (stats["leases"].as_i64(), stats["workers"].as_i64()),
-        (Some(1), Some(0)),
-        "{stats}"
-    );
+    crate::support::assert_totals(&stats, &[("leases", 1), ("workers", 0)]);
     let retried = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
     assert_eq!(retried.status, 201);
     assert!(!retried.replayed(), "a 5xx is re-run, not replayed");
     let stats = c.stats().await;
-    for (field, want) in [
-        ("workers", 1),
-        ("nodes_allocated", 1),
-        ("leases", 1),
-        ("boots", 1),
-        ("pending_boots", 0),
-    ] {
-        assert_eq!(stats[field], want, "{field}: {stats}");
-    }
+    crate::support::assert_totals(
+        &stats,
+        &[
+            ("workers", 1),
+            ("nodes_allocated", 1),
+            ("leases", 1),
+            ("boots", 1),
+            ("pending_boots", 0),
+        ],
+    );
     assert_eq!(stats["idempotency_records"]["completed"], 1, "{stats}");
     server.stop().await;
 }
@@ -231,14 +218,15 @@ async fn panic_marks_failed(db: &Db) {
     let retried = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
     assert_eq!(retried.status, 201);
     let stats = c.stats().await;
-    for (field, want) in [
-        ("workers", 1),
-        ("nodes_allocated", 1),
-        ("leases", 1),
-        ("boots", 1),
-    ] {
-        assert_eq!(stats[field], want, "{field}: {stats}");
-    }
+    crate::support::assert_totals(
+        &stats,
+        &[
+            ("workers", 1),
+            ("nodes_allocated", 1),
+            ("leases", 1),
+            ("boots", 1),
+        ],
+    );
     server.stop().await;
 }
 
@@ -247,7 +235,7 @@ async fn replay_after_delete(db: &Db) {
     let server = TestServer::start(db, Options::default()).await;
     let c = &server.client;
     let first = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
-    let id = first.json()["id"].as_str().expect("id").to_owned();
+    let id = first.id();
     assert_eq!(c.delete("alice", &id, None).await.status, 204);
     let again = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
     assert_eq!((again.status, &again.body), (201, &first.body));
@@ -294,11 +282,7 @@ async fn in_flight_conflict_then_ttl(db: &Db) {
     );
     assert_eq!(bg.await.expect("first").status, 201);
     let stats = c.stats().await;
-    assert_eq!(
-        (stats["workers"].as_i64(), stats["leases"].as_i64()),
-        (Some(1), Some(1)),
-        "{stats}"
-    );
+    crate::support::assert_totals(&stats, &[("workers", 1), ("leases", 1)]);
     server.stop().await;
 }
 
@@ -402,10 +386,11 @@ async fn pool_exhaustion(db: &Db) {
     );
     assert!(full.header("retry-after").is_some());
     let stats = c.stats().await;
-    for (field, want) in [("workers", 2), ("nodes_allocated", 2), ("leases", 2)] {
-        assert_eq!(stats[field], want, "{field}: {stats}");
-    }
-    let id = first.json()["id"].as_str().expect("id").to_owned();
+    crate::support::assert_totals(
+        &stats,
+        &[("workers", 2), ("nodes_allocated", 2), ("leases", 2)],
+    );
+    let id = first.id();
     assert_eq!(c.delete("alice", &id, None).await.status, 204);
     assert_eq!(
         c.create("alice", Some("c"), &worker_body("ubuntu"))
@@ -414,11 +399,7 @@ async fn pool_exhaustion(db: &Db) {
         201
     );
     let stats = c.stats().await;
-    assert_eq!(
-        (stats["workers"].as_i64(), stats["leases"].as_i64()),
-        (Some(2), Some(2)),
-        "{stats}"
-    );
+    crate::support::assert_totals(&stats, &[("workers", 2), ("leases", 2)]);
     server.stop().await;
 }
 

@@ -129,15 +129,16 @@ async fn recovers(db: &Db, fault: &str) {
         .await;
     assert_eq!(replay.body, done.body);
     let stats = c.stats().await;
-    for (field, want) in [
-        ("workers", 1),
-        ("nodes_allocated", 1),
-        ("leases", 1),
-        ("boots", 1),
-        ("pending_boots", 0),
-    ] {
-        assert_eq!(stats[field], want, "{fault}: {field}: {stats}");
-    }
+    crate::support::assert_totals(
+        &stats,
+        &[
+            ("workers", 1),
+            ("nodes_allocated", 1),
+            ("leases", 1),
+            ("boots", 1),
+            ("pending_boots", 0),
+        ],
+    );
     second.child.kill().expect("stop the server");
     let _ = tokio::task::spawn_blocking(move || second.child.wait()).await;
 }

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use leasebroker::flaw::Flaw;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::concurrency::burst;
-use crate::support::{worker_body, Db, Options, TestServer};
+use crate::support::{worker_body, Db, Options, Resp, TestServer};
 
 async fn server(flaw: Option<Flaw>, opts: Options) -> (Db, TestServer) {
     let db = Db::sqlite();
@@ -19,31 +19,40 @@ async fn server(flaw: Option<Flaw>, opts: Options) -> (Db, TestServer) {
     (db, server)
 }
 
+/// On a clean or flawed server: optional faults, then two sequential creates with key `k` (images
+/// `first` and `second`); returns both responses and the stats after.
+async fn two_creates(
+    flaw: Option<Flaw>,
+    faults: Option<Value>,
+    first: &str,
+    second: &str,
+) -> (Resp, Resp, Value) {
+    let (_db, s) = server(flaw, Options::default()).await;
+    if let Some(faults) = faults {
+        s.client.faults(faults).await;
+    }
+    let a = s
+        .client
+        .create("alice", Some("k"), &worker_body(first))
+        .await;
+    let b = s
+        .client
+        .create("alice", Some("k"), &worker_body(second))
+        .await;
+    let stats = s.client.stats().await;
+    s.stop().await;
+    (a, b, stats)
+}
+
 /// Two sequential creates with one key make two workers.
 async fn second_worker_on_retry(flaw: Option<Flaw>) -> bool {
-    let (_db, s) = server(flaw, Options::default()).await;
-    s.client
-        .create("alice", Some("k"), &worker_body("ubuntu"))
-        .await;
-    s.client
-        .create("alice", Some("k"), &worker_body("ubuntu"))
-        .await;
-    let workers = s.client.stats().await["workers"].as_i64();
-    s.stop().await;
-    workers == Some(2)
+    let (_, _, stats) = two_creates(flaw, None, "ubuntu", "ubuntu").await;
+    stats["workers"] == 2
 }
 
 /// A different body with a used key is answered with the old 201.
 async fn mismatch_replayed(flaw: Option<Flaw>) -> bool {
-    let (_db, s) = server(flaw, Options::default()).await;
-    s.client
-        .create("alice", Some("k"), &worker_body("ubuntu"))
-        .await;
-    let other = s
-        .client
-        .create("alice", Some("k"), &worker_body("debian"))
-        .await;
-    s.stop().await;
+    let (_, other, _) = two_creates(flaw, None, "ubuntu", "debian").await;
     other.status == 201
 }
 
@@ -87,16 +96,13 @@ async fn locked_out_after_ttl(flaw: Option<Flaw>) -> bool {
 
 /// A 5xx is replayed on retry instead of re-run.
 async fn five_hundred_replayed(flaw: Option<Flaw>) -> bool {
-    let (_db, s) = server(flaw, Options::default()).await;
-    s.client.faults(json!({"fail_next_boots": 1})).await;
-    s.client
-        .create("alice", Some("k"), &worker_body("ubuntu"))
-        .await;
-    let retry = s
-        .client
-        .create("alice", Some("k"), &worker_body("ubuntu"))
-        .await;
-    s.stop().await;
+    let (_, retry, _) = two_creates(
+        flaw,
+        Some(json!({"fail_next_boots": 1})),
+        "ubuntu",
+        "ubuntu",
+    )
+    .await;
     retry.status == 502 && retry.replayed()
 }
 
@@ -122,10 +128,7 @@ async fn delete_retry_404(flaw: Option<Flaw>) -> bool {
         .client
         .create("alice", Some("k"), &worker_body("ubuntu"))
         .await
-        .json()["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+        .id();
     s.client.delete("alice", &id, Some("d")).await;
     let again = s.client.delete("alice", &id, Some("d")).await;
     s.stop().await;
@@ -134,18 +137,14 @@ async fn delete_retry_404(flaw: Option<Flaw>) -> bool {
 
 /// A retry after a failure part-way leaks the first attempt's lease and node.
 async fn retry_leaks_lease(flaw: Option<Flaw>) -> bool {
-    let (_db, s) = server(flaw, Options::default()).await;
-    s.client.faults(json!({"fail_next_boots": 1})).await;
-    s.client
-        .create("alice", Some("k"), &worker_body("ubuntu"))
-        .await;
-    let retry = s
-        .client
-        .create("alice", Some("k"), &worker_body("ubuntu"))
-        .await;
+    let (_, retry, stats) = two_creates(
+        flaw,
+        Some(json!({"fail_next_boots": 1})),
+        "ubuntu",
+        "ubuntu",
+    )
+    .await;
     assert_eq!(retry.status, 201);
-    let stats = s.client.stats().await;
-    s.stop().await;
     stats["leases"] == 2 && stats["nodes_allocated"] == 2 && stats["workers"] == 1
 }
 
@@ -183,15 +182,7 @@ async fn in_flight_duplicate_runs(flaw: Option<Flaw>) -> bool {
 
 /// A replay lacks `Location`.
 async fn replay_without_location(flaw: Option<Flaw>) -> bool {
-    let (_db, s) = server(flaw, Options::default()).await;
-    s.client
-        .create("alice", Some("k"), &worker_body("ubuntu"))
-        .await;
-    let again = s
-        .client
-        .create("alice", Some("k"), &worker_body("ubuntu"))
-        .await;
-    s.stop().await;
+    let (_, again, _) = two_creates(flaw, None, "ubuntu", "ubuntu").await;
     again.replayed() && again.header("location").is_none()
 }
 
@@ -202,7 +193,7 @@ async fn reboot_gets_create_replay(flaw: Option<Flaw>) -> bool {
         .client
         .create("alice", Some("k"), &worker_body("ubuntu"))
         .await;
-    let id = created.json()["id"].as_str().expect("id").to_owned();
+    let id = created.id();
     let reboot = s.client.reboot("alice", &id, Some("k")).await;
     let reboots = s.client.stats().await["reboots"].as_i64();
     s.stop().await;

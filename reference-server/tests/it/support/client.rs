@@ -53,6 +53,14 @@ impl Resp {
             .to_owned()
     }
 
+    /// The `id` of a worker body.
+    pub fn id(&self) -> String {
+        self.json()["id"]
+            .as_str()
+            .expect("the body has an id")
+            .to_owned()
+    }
+
     /// Whether this is a replay.
     pub fn replayed(&self) -> bool {
         self.header("idempotent-replayed").as_deref() == Some("true")

@@ -14,6 +14,13 @@ pub fn worker_body(image: &str) -> serde_json::Value {
     serde_json::json!({"image": image, "cpu": 2, "memory_gb": 4, "labels": {"team": "it"}})
 }
 
+/// Asserts the admin stats' counters (`workers`, `leases`, …) equal `want`, showing all stats on failure.
+pub fn assert_totals(stats: &serde_json::Value, want: &[(&str, i64)]) {
+    for (field, value) in want {
+        assert_eq!(stats[*field], *value, "{field}: {stats}");
+    }
+}
+
 /// Runs one async behaviour test against both stores: `mod sqlite { fn NAME }` and `mod postgres { fn NAME }`.
 #[macro_export]
 macro_rules! both_stores {
