@@ -293,3 +293,44 @@ fn an_unreachable_target_exits_3_with_a_hint() {
     assert!(text.contains("127.0.0.1:1"), "{text}");
     assert!(text.contains("\nhint: "), "{text}");
 }
+
+/// The YAML examples in the README and the scenario guide load as they are printed: the docs
+/// cannot drift from the schema unnoticed.
+#[test]
+fn documented_examples_validate() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let docs = [
+        ("README.md", include_str!("../../../README.md")),
+        (
+            "docs/writing-scenarios.md",
+            include_str!("../../../docs/writing-scenarios.md"),
+        ),
+    ];
+    let mut files = Vec::new();
+    for (doc, text) in docs {
+        for (i, block) in text.split("```yaml\n").skip(1).enumerate() {
+            let yaml = block.split("```").next().unwrap_or_default();
+            // Only whole profiles and scenarios; CI snippets and fragments are not ours to load.
+            if yaml.starts_with("version: 1") {
+                let name = format!("{}-{i}.yaml", doc.replace(['/', '.'], "-"));
+                write(dir.path(), &name, yaml);
+                files.push(name);
+            }
+        }
+    }
+    assert!(
+        files.len() >= 3,
+        "the docs hold a profile and scenarios: {files:?}"
+    );
+    let mut args = vec!["validate"];
+    args.extend(files.iter().map(String::as_str));
+    let out = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args(&args)
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("ALT_API_URL", "http://127.0.0.1:1")
+        .env("ALT_ADMIN_URL", "http://127.0.0.1:2")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
