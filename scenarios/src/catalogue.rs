@@ -67,8 +67,12 @@ mod tests {
 
     #[test]
     fn leasebroker_profile_loads_with_defaults() {
-        let p = crate::profile::TargetProfile::load(LEASEBROKER_PROFILE_FILE, LEASEBROKER_PROFILE, &|_| None)
-            .unwrap();
+        let p = crate::profile::TargetProfile::load(
+            LEASEBROKER_PROFILE_FILE,
+            LEASEBROKER_PROFILE,
+            &|_| None,
+        )
+        .unwrap();
         assert_eq!(p.name, "leasebroker");
         assert!(p.operations.create.body.has_variant());
     }

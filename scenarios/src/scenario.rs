@@ -24,9 +24,9 @@ mod step;
 use serde::{Deserialize, Serialize};
 
 pub use assertion::{
-    AssertKind, Assertion, Conflict, ConflictKind, Created, EffectDelta, FailureHandled, FaultApplied,
-    HeaderPresent, SideEffects, StatusPattern, StatusSet, StepList, StepPair, StepRef,
-    SucceededWithin, UpstreamOutcome,
+    AssertKind, Assertion, Conflict, ConflictKind, Created, EffectDelta, FailureHandled,
+    FaultApplied, HeaderPresent, SideEffects, StatusPattern, StatusSet, StepList, StepPair,
+    StepRef, SucceededWithin, UpstreamOutcome,
 };
 pub use step::{BodyVariant, HookName, KeySpec, Operation, RetrySpec, Step, Via, Within};
 

@@ -121,7 +121,10 @@ mod tests {
             marker: "m1",
             variant: 2,
         };
-        assert_eq!(t.render(&vars, || "U".into()), r#"{"l":"m1","v":2,"u":"U"}"#);
+        assert_eq!(
+            t.render(&vars, || "U".into()),
+            r#"{"l":"m1","v":2,"u":"U"}"#
+        );
         assert!(t.has_variant());
     }
 
@@ -131,7 +134,10 @@ mod tests {
             Template::parse("{{markr}}").unwrap_err(),
             TemplateError::UnknownPlaceholder("markr".into())
         );
-        assert_eq!(Template::parse("a {{marker").unwrap_err(), TemplateError::Unclosed);
+        assert_eq!(
+            Template::parse("a {{marker").unwrap_err(),
+            TemplateError::Unclosed
+        );
         assert!(TemplateError::UnknownPlaceholder("x".into())
             .to_string()
             .contains("`{{x}}`"));

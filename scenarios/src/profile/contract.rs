@@ -174,13 +174,19 @@ mod tests {
     #[test]
     fn presets_differ_where_real_apis_do() {
         let article = ContractSpec::default().resolve();
-        assert_eq!((article.mismatch_status.clone(), article.replays_5xx), (vec![409], false));
+        assert_eq!(
+            (article.mismatch_status.clone(), article.replays_5xx),
+            (vec![409], false)
+        );
         let stripe = ContractSpec {
             preset: Preset::StripeV1,
             mismatch_status: Some(vec![422]),
             ..Default::default()
         }
         .resolve();
-        assert_eq!((stripe.mismatch_status, stripe.replays_5xx), (vec![422], true));
+        assert_eq!(
+            (stripe.mismatch_status, stripe.replays_5xx),
+            (vec![422], true)
+        );
     }
 }

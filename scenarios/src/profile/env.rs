@@ -46,7 +46,9 @@ pub fn expand_env(
                 }
             };
             if value.contains('\n') {
-                return Err(located(format!("environment variable `{name}` contains a newline")));
+                return Err(located(format!(
+                    "environment variable `{name}` contains a newline"
+                )));
             }
             out.push_str(&value);
             column += inner.chars().count() as u64 + 3;
@@ -64,7 +66,10 @@ mod tests {
     #[test]
     fn expands_and_locates_missing() {
         let lookup = |n: &str| (n == "A").then(|| "x".to_owned());
-        assert_eq!(expand_env("p", "a: ${A}/${B:-d}\n", &lookup).unwrap(), "a: x/d\n");
+        assert_eq!(
+            expand_env("p", "a: ${A}/${B:-d}\n", &lookup).unwrap(),
+            "a: x/d\n"
+        );
         let err = expand_env("p", "a: 1\nb: ${NOPE}\n", &lookup).unwrap_err();
         assert_eq!((err.line, err.column), (2, 4));
         assert!(err.message.contains("`NOPE` is not set"));

@@ -351,7 +351,11 @@ impl Assertion {
     pub fn validate(&self, steps: &[String]) -> Result<(), String> {
         match self.kinds().len() {
             1 => {}
-            0 => return Err("an assertion needs a kind, e.g. `status: {step: s1, in: [2xx]}`".into()),
+            0 => {
+                return Err(
+                    "an assertion needs a kind, e.g. `status: {step: s1, in: [2xx]}`".into(),
+                )
+            }
             _ => return Err("one assertion per list entry; split this entry".into()),
         }
         for s in self.steps() {

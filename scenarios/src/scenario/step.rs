@@ -81,8 +81,7 @@ impl<'de> Deserialize<'de> for KeySpec {
 
 fn is_name(s: &str) -> bool {
     !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 

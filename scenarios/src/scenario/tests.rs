@@ -17,7 +17,10 @@ assert:
 fn loads_a_scenario() {
     let s = Scenario::load("s.yaml", LOST).unwrap();
     assert_eq!(s.steps.len(), 2);
-    assert_eq!(s.step("retry").unwrap().key, Some(KeySpec::Named("K1".into())));
+    assert_eq!(
+        s.step("retry").unwrap().key,
+        Some(KeySpec::Named("K1".into()))
+    );
     let within = s.step("retry").unwrap().retry.as_ref().unwrap().within;
     assert!(within.plus_in_flight_ttl);
     assert_eq!(s.assertions[0].value.steps(), vec!["retry"]);
@@ -51,8 +54,14 @@ fn bad_key_and_status_are_located() {
 #[test]
 fn key_specs_parse() {
     assert_eq!(KeySpec::parse("long:300").unwrap(), KeySpec::Long(300));
-    assert_eq!(KeySpec::parse("sf:K2").unwrap(), KeySpec::SfNamed("K2".into()));
-    assert_eq!(KeySpec::parse("raw:ключ").unwrap(), KeySpec::Raw("ключ".into()));
+    assert_eq!(
+        KeySpec::parse("sf:K2").unwrap(),
+        KeySpec::SfNamed("K2".into())
+    );
+    assert_eq!(
+        KeySpec::parse("raw:ключ").unwrap(),
+        KeySpec::Raw("ключ".into())
+    );
     assert_eq!(KeySpec::parse("none").unwrap(), KeySpec::None);
     assert!(KeySpec::parse("long:x").is_err());
 }

@@ -21,10 +21,7 @@ pub struct ReferenceHooks {
 
 impl ReferenceHooks {
     pub(super) fn new(server: Arc<ReferenceServer>) -> Self {
-        let hooks = server
-            .profile()
-            .map(|p| p.hooks)
-            .unwrap_or_default();
+        let hooks = server.profile().map(|p| p.hooks).unwrap_or_default();
         Self {
             server,
             profile: ProfileHooks::new(hooks),

@@ -19,7 +19,10 @@ use crate::runner::ReferenceOptions;
 /// How long the child may take to print its listening lines.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The two principals' tokens (the tokens file maps token → principal).
-const TOKENS: [(&str, &str); 2] = [("idemspec-alice-token", "alice"), ("idemspec-bob-token", "bob")];
+const TOKENS: [(&str, &str); 2] = [
+    ("idemspec-alice-token", "alice"),
+    ("idemspec-bob-token", "bob"),
+];
 
 /// A running reference server.
 pub struct ReferenceServer {
@@ -51,7 +54,10 @@ impl ReferenceServer {
             .collect();
         std::fs::write(&tokens, text).map_err(ReferenceError::Files)?;
         let database_url = opts.database_url.clone().unwrap_or_else(|| {
-            format!("sqlite://{}?mode=rwc", dir.path().join("leasebroker.db").display())
+            format!(
+                "sqlite://{}?mode=rwc",
+                dir.path().join("leasebroker.db").display()
+            )
         });
         let program = match &opts.program {
             Some(p) => p.clone(),
@@ -125,7 +131,9 @@ impl ReferenceServer {
         };
         let (api, adm) = tokio::time::timeout(START_TIMEOUT, read)
             .await
-            .map_err(|_| ReferenceError::NotListening(format!("no listening lines in {START_TIMEOUT:?}")))?
+            .map_err(|_| {
+                ReferenceError::NotListening(format!("no listening lines in {START_TIMEOUT:?}"))
+            })?
             .map_err(ReferenceError::NotListening)?;
         // Keep draining stdout so the child never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
@@ -167,9 +175,11 @@ impl ReferenceServer {
                 humantime::format_duration(self.in_flight_ttl).to_string(),
             ),
         ]);
-        TargetProfile::load(catalogue::LEASEBROKER_PROFILE_FILE, catalogue::LEASEBROKER_PROFILE, &|name| {
-            vars.get(name).cloned()
-        })
+        TargetProfile::load(
+            catalogue::LEASEBROKER_PROFILE_FILE,
+            catalogue::LEASEBROKER_PROFILE,
+            &|name| vars.get(name).cloned(),
+        )
     }
 
     /// Hooks for this server: the profile's (crash armed via the admin API, fail_next) plus a real

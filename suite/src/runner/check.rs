@@ -33,7 +33,10 @@ pub(crate) async fn run_check(env: Arc<Env>, scenario: &Scenario) -> CheckOutcom
         match FaultProxy::start(&env.profile.base_urls.value, &scenario.faults).await {
             Ok(p) => Some(p),
             Err(e) => {
-                let j = undecided(scenario, format!("could not start the fault-injecting proxy: {e}"));
+                let j = undecided(
+                    scenario,
+                    format!("could not start the fault-injecting proxy: {e}"),
+                );
                 return outcome(scenario, &[j], &|_| Vec::new(), Vec::new(), elapsed());
             }
         }
@@ -47,10 +50,12 @@ pub(crate) async fn run_check(env: Arc<Env>, scenario: &Scenario) -> CheckOutcom
         }
         return outcome(scenario, &judgements, &|_| Vec::new(), evidence, elapsed());
     }
-    let wants_counters = scenario
-        .assertions
-        .iter()
-        .any(|a| a.value.kinds().iter().any(|k| matches!(k, AssertKind::SideEffects(_))));
+    let wants_counters = scenario.assertions.iter().any(|a| {
+        a.value
+            .kinds()
+            .iter()
+            .any(|k| matches!(k, AssertKind::SideEffects(_)))
+    });
     if wants_counters {
         state.counters_before = Some(observe::read_counters(&env).await);
     }
@@ -89,7 +94,9 @@ fn undecided(scenario: &Scenario, why: String) -> Judgement {
 /// Pairs each proxied exchange with the proxy's record of it: same step tag, in send order.
 pub(crate) fn attach_proxy_actions(state: &mut CheckState, events: &[ProxyEvent]) {
     for (step, result) in state.results.iter_mut() {
-        let mut mine = events.iter().filter(|e| e.step.as_deref() == Some(step.as_str()));
+        let mut mine = events
+            .iter()
+            .filter(|e| e.step.as_deref() == Some(step.as_str()));
         let mut proxied: Vec<&mut crate::client::Exchange> = result
             .exchanges
             .iter_mut()

@@ -81,7 +81,9 @@ impl StepResult {
     /// The responses assertions judge: the last attempt of a retried step, all of a concurrent one.
     pub(crate) fn judged(&self) -> &[Exchange] {
         if self.retried {
-            self.exchanges.split_last().map_or(&[], |(last, _)| std::slice::from_ref(last))
+            self.exchanges
+                .split_last()
+                .map_or(&[], |(last, _)| std::slice::from_ref(last))
         } else {
             &self.exchanges
         }

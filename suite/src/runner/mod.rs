@@ -60,7 +60,9 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
             (*p, hooks, None)
         }
         Target::Reference(r) => {
-            let server = ReferenceServer::start(&r).await.map_err(RunError::Reference)?;
+            let server = ReferenceServer::start(&r)
+                .await
+                .map_err(RunError::Reference)?;
             let profile = server.profile()?;
             (profile, server.hooks(), Some(server))
         }

@@ -47,7 +47,9 @@ pub(crate) async fn read_counters(env: &Env) -> Result<BTreeMap<String, i64>, St
         .side_effects
         .as_ref()
         .ok_or("the target profile has no `side_effects` probe")?;
-    let mut req = reqwest::Client::new().get(&probe.url).timeout(OBSERVE_TIMEOUT);
+    let mut req = reqwest::Client::new()
+        .get(&probe.url)
+        .timeout(OBSERVE_TIMEOUT);
     for (n, v) in &probe.headers {
         req = req.header(n, v);
     }
@@ -56,17 +58,22 @@ pub(crate) async fn read_counters(env: &Env) -> Result<BTreeMap<String, i64>, St
         .await
         .map_err(|e| format!("side-effects probe {}: {e}", probe.url))?;
     let status = resp.status();
-    let json: serde_json::Value = resp
-        .json()
-        .await
-        .map_err(|e| format!("side-effects probe {} answered {status} without JSON: {e}", probe.url))?;
+    let json: serde_json::Value = resp.json().await.map_err(|e| {
+        format!(
+            "side-effects probe {} answered {status} without JSON: {e}",
+            probe.url
+        )
+    })?;
     let mut out = BTreeMap::new();
     for (name, path) in &probe.counters {
         let v = path
             .first(&json)
             .and_then(serde_json::Value::as_i64)
             .ok_or_else(|| {
-                format!("side-effects counter `{name}` ({}) is not an integer in {json}", path.source())
+                format!(
+                    "side-effects counter `{name}` ({}) is not an integer in {json}",
+                    path.source()
+                )
             })?;
         out.insert(name.clone(), v);
     }
@@ -88,7 +95,12 @@ pub(crate) fn effect_of(env: &Env, ex: &Exchange) -> Result<i64, String> {
     let json = json_of(ex, "get")?;
     path.first(json)
         .and_then(serde_json::Value::as_i64)
-        .ok_or_else(|| format!("the effect counter {} is not an integer in the get response", path.source()))
+        .ok_or_else(|| {
+            format!(
+                "the effect counter {} is not an integer in the get response",
+                path.source()
+            )
+        })
 }
 
 async fn get(env: &Env, principal: &Principal, path: &str, step: &str) -> Exchange {

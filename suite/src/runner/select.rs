@@ -50,7 +50,7 @@ pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<Strin
                 .is_some_and(|d| d.key == idemspec_scenarios::profile::KeyUse::Send),
             Capability::Action => ops.action.is_none(),
             Capability::ActionEffect => {
-                ops.get.is_none() || !ops.action.as_ref().is_some_and(|a| a.effect.is_some())
+                ops.get.is_none() || ops.action.as_ref().is_none_or(|a| a.effect.is_none())
             }
             Capability::Crash => !env.hooks.has(HookName::Crash),
             Capability::Restart => !env.hooks.has(HookName::Restart),

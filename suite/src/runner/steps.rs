@@ -5,9 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idemspec_scenarios::profile::KeyUse;
-use idemspec_scenarios::scenario::{
-    BodyVariant, HookName, Operation, Scenario, Step, Via,
-};
+use idemspec_scenarios::scenario::{BodyVariant, HookName, Operation, Scenario, Step, Via};
 use idemspec_scenarios::template::TemplateVars;
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
@@ -61,7 +59,12 @@ pub(crate) async fn run_steps(
                 continue;
             }
         };
-        let task = tokio::spawn(send_step(env.clone(), specs, step.retry.clone(), env.contract.clone()));
+        let task = tokio::spawn(send_step(
+            env.clone(),
+            specs,
+            step.retry.clone(),
+            env.contract.clone(),
+        ));
         if kill_during_next {
             kill_during_next = false;
             tokio::time::sleep(KILL_AFTER).await;
@@ -105,7 +108,10 @@ async fn send_step(
         ..StepResult::default()
     };
     if let Some(retry) = retry {
-        let spec = specs.into_iter().next().expect("a retried step has one request");
+        let spec = specs
+            .into_iter()
+            .next()
+            .expect("a retried step has one request");
         let limit = super::assert::within(&retry.within, &contract);
         loop {
             let exchange = env.client.send(spec.clone()).await;
@@ -184,15 +190,33 @@ fn build_requests(
             Some(ops.create.content_type.clone()),
             true,
         ),
-        Operation::List => ("GET".into(), ops.list.path.render(&vars, uuid), None, None, false),
+        Operation::List => (
+            "GET".into(),
+            ops.list.path.render(&vars, uuid),
+            None,
+            None,
+            false,
+        ),
         Operation::Get => {
             let get = ops.get.as_ref().ok_or_else(|| missing("get"))?;
-            ("GET".into(), get.path.value.replace("{id}", &target_id()?), None, None, false)
+            (
+                "GET".into(),
+                get.path.value.replace("{id}", &target_id()?),
+                None,
+                None,
+                false,
+            )
         }
         Operation::Delete => {
             let del = ops.delete.as_ref().ok_or_else(|| missing("delete"))?;
             let path = del.path.value.replace("{id}", &target_id()?);
-            (del.method.clone(), path, None, None, del.key == KeyUse::Send)
+            (
+                del.method.clone(),
+                path,
+                None,
+                None,
+                del.key == KeyUse::Send,
+            )
         }
         Operation::Action => {
             let act = ops.action.as_ref().ok_or_else(|| missing("action"))?;

@@ -32,7 +32,8 @@ const MAX_EVIDENCE: usize = 24;
 /// Grades the findings: SKIP if any assertion does not apply; FAIL if a MUST is broken; UNKNOWN
 /// if anything is undecided; WARN if a SHOULD is broken; PASS only when every assertion held.
 pub(crate) fn grade(judgements: &[Judgement]) -> (Verdict, String, Vec<&Judgement>) {
-    let pick = |f: &dyn Fn(&Judgement) -> bool| judgements.iter().filter(|j| f(j)).collect::<Vec<_>>();
+    let pick =
+        |f: &dyn Fn(&Judgement) -> bool| judgements.iter().filter(|j| f(j)).collect::<Vec<_>>();
     let skipped = pick(&|j| matches!(j.finding, Finding::Skipped(_)));
     let must = pick(&|j| matches!(j.finding, Finding::Broken(_)) && j.level == Level::Must);
     let undecided = pick(&|j| matches!(j.finding, Finding::Undecided(_)));
@@ -46,9 +47,16 @@ pub(crate) fn grade(judgements: &[Judgement]) -> (Verdict, String, Vec<&Judgemen
     } else if !should.is_empty() {
         (Verdict::Warn, should)
     } else if judgements.is_empty() {
-        return (Verdict::Unknown, "the check asserted nothing".into(), Vec::new());
+        return (
+            Verdict::Unknown,
+            "the check asserted nothing".into(),
+            Vec::new(),
+        );
     } else {
-        let held: Vec<String> = judgements.iter().map(|j| text(&j.finding).to_owned()).collect();
+        let held: Vec<String> = judgements
+            .iter()
+            .map(|j| text(&j.finding).to_owned())
+            .collect();
         return (Verdict::Pass, held.join("; "), Vec::new());
     };
     let summary = match verdict {
@@ -84,7 +92,10 @@ pub(crate) fn outcome(
     let (verdict, summary, chosen) = grade(judgements);
     let mut evidence: Vec<Evidence> = Vec::new();
     if matches!(verdict, Verdict::Fail | Verdict::Warn | Verdict::Unknown) {
-        let mut steps: Vec<&str> = chosen.iter().flat_map(|j| j.steps.iter().map(String::as_str)).collect();
+        let mut steps: Vec<&str> = chosen
+            .iter()
+            .flat_map(|j| j.steps.iter().map(String::as_str))
+            .collect();
         steps.dedup();
         for s in steps {
             evidence.extend(evidence_for(s));
@@ -106,7 +117,11 @@ pub(crate) fn outcome(
         reference: scenario.reference.clone(),
         verdict,
         summary,
-        notes: if verdict == Verdict::Pass { Vec::new() } else { notes },
+        notes: if verdict == Verdict::Pass {
+            Vec::new()
+        } else {
+            notes
+        },
         evidence,
         duration_ms,
     }
@@ -132,11 +147,15 @@ mod tests {
         let must = j(Broken("b".into()), Level::Must);
         let should = j(Broken("s".into()), Level::Should);
         let unk = j(Undecided("u".into()), Level::Must);
-        assert_eq!(grade(&[held.clone()]).0, Verdict::Pass);
+        assert_eq!(grade(std::slice::from_ref(&held)).0, Verdict::Pass);
         assert_eq!(grade(&[held.clone(), should.clone()]).0, Verdict::Warn);
         assert_eq!(grade(&[should.clone(), unk.clone()]).0, Verdict::Unknown);
         assert_eq!(grade(&[unk, must.clone()]).0, Verdict::Fail);
-        assert_eq!(grade(&[]).0, Verdict::Unknown, "nothing observed is never PASS");
+        assert_eq!(
+            grade(&[]).0,
+            Verdict::Unknown,
+            "nothing observed is never PASS"
+        );
         assert_eq!(grade(&[must]).1, "b (article)");
     }
 }

@@ -34,7 +34,11 @@ async fn check(case: Case) {
             case.says,
             o.summary
         );
-        assert!(!o.evidence.is_empty(), "--flaw {}: {id} shows no evidence", case.flaw);
+        assert!(
+            !o.evidence.is_empty(),
+            "--flaw {}: {id} shows no evidence",
+            case.flaw
+        );
     }
 }
 

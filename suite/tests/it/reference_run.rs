@@ -8,7 +8,11 @@ async fn clean_reference_passes_every_check_on_sqlite() {
     let report = run_reference(&[], None, &[]).await;
     println!("{}ms\n{}", report.duration_ms, table(&report));
     assert_eq!(report.checks.len(), 16);
-    assert!(all_pass(&report), "not every check passed:\n{}", table(&report));
+    assert!(
+        all_pass(&report),
+        "not every check passed:\n{}",
+        table(&report)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -20,5 +24,9 @@ async fn clean_reference_passes_every_check_on_postgres() {
     db.drop().await;
     println!("{}ms\n{}", report.duration_ms, table(&report));
     assert_eq!(report.checks.len(), 16);
-    assert!(all_pass(&report), "not every check passed:\n{}", table(&report));
+    assert!(
+        all_pass(&report),
+        "not every check passed:\n{}",
+        table(&report)
+    );
 }

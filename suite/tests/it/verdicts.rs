@@ -26,7 +26,9 @@ assert:
   - same_response: {step: second, as: first}
 "#;
 
-async fn run_collecting(opts: RunOptions) -> (Result<idemspec::model::RunReport, RunError>, Vec<RunEvent>) {
+async fn run_collecting(
+    opts: RunOptions,
+) -> (Result<idemspec::model::RunReport, RunError>, Vec<RunEvent>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let collect = tokio::spawn(async move {
         let mut events = Vec::new();
@@ -41,7 +43,9 @@ async fn run_collecting(opts: RunOptions) -> (Result<idemspec::model::RunReport,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dropped_responses_are_unknown_and_skips_name_the_missing_capability() {
-    let server = ReferenceServer::start(&reference(&[], None)).await.expect("reference starts");
+    let server = ReferenceServer::start(&reference(&[], None))
+        .await
+        .expect("reference starts");
     let mut profile: TargetProfile = server.profile().expect("bundled profile loads");
     profile.operations.action = None;
     profile.hooks = Default::default();
@@ -58,19 +62,39 @@ async fn dropped_responses_are_unknown_and_skips_name_the_missing_capability() {
     let report = result.expect("the run starts");
     let dropped = outcome(&report, "everything-dropped");
     assert_eq!(dropped.verdict, Verdict::Unknown, "{}", table(&report));
-    assert!(dropped.summary.contains("got no response"), "{}", dropped.summary);
-    assert!(dropped.evidence.iter().all(|e| e.response.is_none() && e.proxy.is_some()));
+    assert!(
+        dropped.summary.contains("got no response"),
+        "{}",
+        dropped.summary
+    );
+    assert!(dropped
+        .evidence
+        .iter()
+        .all(|e| e.response.is_none() && e.proxy.is_some()));
     let scope = outcome(&report, "endpoint-scope");
     assert_eq!(scope.verdict, Verdict::Skip);
-    assert!(scope.summary.contains("operations.action"), "{}", scope.summary);
+    assert!(
+        scope.summary.contains("operations.action"),
+        "{}",
+        scope.summary
+    );
     let stuck = outcome(&report, "stuck-in-flight");
     assert_eq!(stuck.verdict, Verdict::Skip);
     assert!(stuck.summary.contains("hooks.crash"), "{}", stuck.summary);
     assert_eq!(outcome(&report, "replay-fidelity").verdict, Verdict::Pass);
-    let started = events.iter().filter(|e| matches!(e, RunEvent::CheckStarted { .. })).count();
-    let finished = events.iter().filter(|e| matches!(e, RunEvent::CheckFinished(_))).count();
+    let started = events
+        .iter()
+        .filter(|e| matches!(e, RunEvent::CheckStarted { .. }))
+        .count();
+    let finished = events
+        .iter()
+        .filter(|e| matches!(e, RunEvent::CheckFinished(_)))
+        .count();
     assert_eq!((started, finished), (4, 4));
-    assert!(matches!(events.first(), Some(RunEvent::RunStarted { total: 4, .. })));
+    assert!(matches!(
+        events.first(),
+        Some(RunEvent::RunStarted { total: 4, .. })
+    ));
     assert!(matches!(events.last(), Some(RunEvent::RunFinished(_))));
 }
 
@@ -81,8 +105,10 @@ async fn an_unreachable_target_is_an_error_not_a_verdict() {
     drop(listener);
     let text = idemspec_scenarios::catalogue::LEASEBROKER_PROFILE;
     let url = format!("http://127.0.0.1:{port}");
-    let profile = TargetProfile::load("lb.yaml", text, &|v| (v == "LEASEBROKER_URL").then(|| url.clone()))
-        .expect("profile loads");
+    let profile = TargetProfile::load("lb.yaml", text, &|v| {
+        (v == "LEASEBROKER_URL").then(|| url.clone())
+    })
+    .expect("profile loads");
     let (result, _) = run_collecting(RunOptions::new(Target::Profile(Box::new(profile)))).await;
     match result {
         Err(RunError::TargetUnreachable { url: u, .. }) => assert_eq!(u, url),
@@ -92,8 +118,12 @@ async fn an_unreachable_target_is_an_error_not_a_verdict() {
 
 #[tokio::test]
 async fn unknown_only_id_is_a_usage_error() {
-    let profile = TargetProfile::load("lb.yaml", idemspec_scenarios::catalogue::LEASEBROKER_PROFILE, &|_| None)
-        .expect("profile loads");
+    let profile = TargetProfile::load(
+        "lb.yaml",
+        idemspec_scenarios::catalogue::LEASEBROKER_PROFILE,
+        &|_| None,
+    )
+    .expect("profile loads");
     let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
     opts.only = vec!["no-such-check".into()];
     let (result, events) = run_collecting(opts).await;

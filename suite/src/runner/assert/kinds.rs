@@ -24,9 +24,13 @@ pub(crate) async fn evaluate(
     let mut out = Vec::new();
     for a in scenario.assertions.iter().map(|a| &a.value) {
         let steps: Vec<String> = a.steps().into_iter().map(str::to_owned).collect();
-        let problem = steps
-            .iter()
-            .find_map(|s| state.result(s).problem.clone().map(|p| format!("step `{s}`: {p}")));
+        let problem = steps.iter().find_map(|s| {
+            state
+                .result(s)
+                .problem
+                .clone()
+                .map(|p| format!("step `{s}`: {p}"))
+        });
         let mut finding = match problem {
             Some(p) => Undecided(p),
             None => judge(env, a, state, events).await,
@@ -39,7 +43,10 @@ pub(crate) async fn evaluate(
         out.push(Judgement {
             finding,
             level: a.level.unwrap_or(scenario.level),
-            reference: a.reference.clone().unwrap_or_else(|| scenario.reference.clone()),
+            reference: a
+                .reference
+                .clone()
+                .unwrap_or_else(|| scenario.reference.clone()),
             steps,
         });
     }
@@ -53,7 +60,10 @@ fn responses<'a>(state: &'a CheckState, step: &str) -> Result<&'a [Exchange], St
         return Err(format!("step `{step}` sent no request"));
     }
     if let Some(lost) = judged.iter().find(|e| e.status.is_none()) {
-        return Err(format!("step `{step}` got no response: {}", lost.describe()));
+        return Err(format!(
+            "step `{step}` got no response: {}",
+            lost.describe()
+        ));
     }
     Ok(judged)
 }
@@ -66,14 +76,22 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
             Ok(rs) => {
                 let bad: Vec<String> = rs
                     .iter()
-                    .filter(|e| !e.status.is_some_and(|st| s.allowed.iter().any(|p| status_matches(*p, st, contract))))
+                    .filter(|e| {
+                        !e.status.is_some_and(|st| {
+                            s.allowed.iter().any(|p| status_matches(*p, st, contract))
+                        })
+                    })
                     .map(Exchange::describe)
                     .collect();
                 let want = describe_patterns(&s.allowed, contract);
                 if bad.is_empty() {
                     Held(format!("`{}` answered {want}", s.step))
                 } else {
-                    Broken(format!("`{}` answered {}; expected {want}", s.step, bad.join(", ")))
+                    Broken(format!(
+                        "`{}` answered {}; expected {want}",
+                        s.step,
+                        bad.join(", ")
+                    ))
                 }
             }
         },
@@ -87,7 +105,10 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
                 Ok(rs) => {
                     let bad: Vec<String> = rs
                         .iter()
-                        .filter(|e| !e.status.is_some_and(|st| status_matches(patterns, st, contract)))
+                        .filter(|e| {
+                            !e.status
+                                .is_some_and(|st| status_matches(patterns, st, contract))
+                        })
                         .map(Exchange::describe)
                         .collect();
                     let want = describe_patterns(&[patterns], contract);
@@ -107,12 +128,16 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
         }
         AssertKind::SameResponse(p) => {
             let Some(original) = state.result(&p.other).first_response() else {
-                return Undecided(format!("step `{}` got no response to compare with", p.other));
+                return Undecided(format!(
+                    "step `{}` got no response to compare with",
+                    p.other
+                ));
             };
             match responses(state, &p.step) {
                 Err(e) => Undecided(e),
                 Ok(rs) => {
-                    let diffs: Vec<String> = rs.iter().flat_map(|r| differences(r, original)).collect();
+                    let diffs: Vec<String> =
+                        rs.iter().flat_map(|r| differences(r, original)).collect();
                     if diffs.is_empty() {
                         Held(format!("`{}` replayed `{}` faithfully", p.step, p.other))
                     } else {
@@ -128,7 +153,10 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
         }
         AssertKind::NotReplayOf(p) => {
             let Some(original) = state.result(&p.other).first_response() else {
-                return Undecided(format!("step `{}` got no response to compare with", p.other));
+                return Undecided(format!(
+                    "step `{}` got no response to compare with",
+                    p.other
+                ));
             };
             match responses(state, &p.step) {
                 Err(e) => Undecided(e),
@@ -144,7 +172,11 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
         AssertKind::DistinctIds(d) => {
             let mut ids = Vec::new();
             for s in &d.steps {
-                match state.result(s).first_success().and_then(|e| env.created_id(e)) {
+                match state
+                    .result(s)
+                    .first_success()
+                    .and_then(|e| env.created_id(e))
+                {
                     Some(id) => ids.push((s, id)),
                     None => return Undecided(format!("step `{s}` returned no id")),
                 }
@@ -164,7 +196,9 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
             };
             match observe::count_created(env, principal, &state.marker).await {
                 Err(e) => Undecided(format!("could not count resources: {e}")),
-                Ok(n) if n == c.equals => Held(format!("{n} resource(s) created for {}", principal.name)),
+                Ok(n) if n == c.equals => {
+                    Held(format!("{n} resource(s) created for {}", principal.name))
+                }
                 Ok(n) => Broken(format!(
                     "{n} resources with marker {} exist for {}; expected exactly {}",
                     state.marker, principal.name, c.equals
@@ -172,14 +206,25 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
             }
         }
         AssertKind::Header(h) => {
-            let name = if h.name == "replayed" { contract.replayed_header.as_str() } else { h.name.as_str() };
+            let name = if h.name == "replayed" {
+                contract.replayed_header.as_str()
+            } else {
+                h.name.as_str()
+            };
             let result = state.result(&h.step);
             let ok: Vec<&Exchange> = result.judged().iter().filter(|e| e.is_success()).collect();
             if ok.is_empty() {
-                return Undecided(format!("step `{}` got no 2xx to look for `{name}` on", h.step));
+                return Undecided(format!(
+                    "step `{}` got no 2xx to look for `{name}` on",
+                    h.step
+                ));
             }
             match ok.iter().find(|e| e.header(name).is_none()) {
-                Some(e) => Broken(format!("`{}` answered {} without `{name}`", h.step, e.describe())),
+                Some(e) => Broken(format!(
+                    "`{}` answered {} without `{name}`",
+                    h.step,
+                    e.describe()
+                )),
                 None => Held(format!("`{}` carried `{name}`", h.step)),
             }
         }
@@ -205,7 +250,11 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
                     "`{}` never succeeded in {} ms ({attempts} attempts, last: {}): locked out",
                     s.step,
                     limit.as_millis(),
-                    result.exchanges.last().map(Exchange::describe).unwrap_or_default()
+                    result
+                        .exchanges
+                        .last()
+                        .map(Exchange::describe)
+                        .unwrap_or_default()
                 )),
             }
         }
@@ -231,7 +280,9 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
         AssertKind::NoResponse(s) => {
             let result = state.result(&s.step);
             match result.exchanges.iter().find(|e| e.status.is_some()) {
-                None if result.exchanges.is_empty() => Undecided(format!("step `{}` sent no request", s.step)),
+                None if result.exchanges.is_empty() => {
+                    Undecided(format!("step `{}` sent no request", s.step))
+                }
                 None => Held(format!("`{}` was cut off as planned", s.step)),
                 Some(e) => Broken(format!(
                     "`{}` was meant to be cut off mid-flight but answered {}",
@@ -243,7 +294,11 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
         AssertKind::No5xx(s) => match responses(state, &s.step) {
             Err(e) => Undecided(e),
             Ok(rs) => match rs.iter().find(|e| e.status.is_some_and(|st| st >= 500)) {
-                Some(e) => Broken(format!("`{}` answered {}: a server error", s.step, e.describe())),
+                Some(e) => Broken(format!(
+                    "`{}` answered {}: a server error",
+                    s.step,
+                    e.describe()
+                )),
                 None => Held(format!("`{}` got no 5xx", s.step)),
             },
         },
@@ -264,11 +319,17 @@ fn consistent(env: &Env, result: &StepResult, step: &str) -> Finding {
         return Undecided(format!("step `{step}` sent no request"));
     }
     if let Some(lost) = rs.iter().find(|e| e.status.is_none()) {
-        return Undecided(format!("a request of `{step}` got no response: {}", lost.describe()));
+        return Undecided(format!(
+            "a request of `{step}` got no response: {}",
+            lost.describe()
+        ));
     }
     let successes: Vec<&Exchange> = rs.iter().filter(|e| e.is_success()).collect();
     let Some(first) = successes.first() else {
-        return Broken(format!("none of the {} requests of `{step}` succeeded", rs.len()));
+        return Broken(format!(
+            "none of the {} requests of `{step}` succeeded",
+            rs.len()
+        ));
     };
     let ids: Vec<Option<String>> = successes.iter().map(|e| env.created_id(e)).collect();
     if let Some(other) = ids.iter().find(|id| **id != ids[0]) {
@@ -281,7 +342,12 @@ fn consistent(env: &Env, result: &StepResult, step: &str) -> Finding {
     let contract = &env.contract;
     let odd: Vec<String> = rs
         .iter()
-        .filter(|e| !e.is_success() && !e.status.is_some_and(|s| contract.in_flight_status.contains(&s)))
+        .filter(|e| {
+            !e.is_success()
+                && !e
+                    .status
+                    .is_some_and(|s| contract.in_flight_status.contains(&s))
+        })
         .map(Exchange::describe)
         .collect();
     if !odd.is_empty() {
@@ -291,9 +357,16 @@ fn consistent(env: &Env, result: &StepResult, step: &str) -> Finding {
             contract.in_flight_status
         ));
     }
-    let replays = successes.iter().skip(1).filter(|e| differences(e, first).is_empty()).count();
+    let replays = successes
+        .iter()
+        .skip(1)
+        .filter(|e| differences(e, first).is_empty())
+        .count();
     if replays + 1 != successes.len() {
-        return Broken(format!("the {} successes of `{step}` are not identical replays", successes.len()));
+        return Broken(format!(
+            "the {} successes of `{step}` are not identical replays",
+            successes.len()
+        ));
     }
     let conflicts = rs.len() - successes.len();
     let retry_after = rs
@@ -303,7 +376,11 @@ fn consistent(env: &Env, result: &StepResult, step: &str) -> Finding {
     Held(format!(
         "{} request(s) succeeded with one resource, {conflicts} got in-flight conflicts{}",
         successes.len(),
-        if conflicts > 0 && !retry_after { " (some without Retry-After)" } else { "" }
+        if conflicts > 0 && !retry_after {
+            " (some without Retry-After)"
+        } else {
+            ""
+        }
     ))
 }
 
@@ -332,7 +409,7 @@ fn failure_statuses(env: &Env, state: &CheckState, failed: &str, retry: &str) ->
     let Some(first) = state.result(failed).first_response() else {
         return Undecided(format!("step `{failed}` got no response"));
     };
-    if !first.status.is_some_and(|s| s >= 500) {
+    if first.status.is_none_or(|s| s < 500) {
         return Undecided(format!(
             "the fail_next hook did not make `{failed}` fail: it answered {}",
             first.describe()
@@ -346,7 +423,10 @@ fn failure_statuses(env: &Env, state: &CheckState, failed: &str, retry: &str) ->
     let preset = env.contract.preset.name();
     if env.contract.replays_5xx {
         if same_response(again, first) {
-            Held(format!("the {} was replayed, as the {preset} contract says", first.describe()))
+            Held(format!(
+                "the {} was replayed, as the {preset} contract says",
+                first.describe()
+            ))
         } else {
             Broken(format!(
                 "the {preset} contract says a 5xx is replayed, but the retry got {}",
@@ -354,28 +434,37 @@ fn failure_statuses(env: &Env, state: &CheckState, failed: &str, retry: &str) ->
             ))
         }
     } else if again.is_success() {
-        Held(format!("the retry ran again and succeeded ({})", again.describe()))
+        Held(format!(
+            "the retry ran again and succeeded ({})",
+            again.describe()
+        ))
     } else if same_response(again, first) {
         Broken(format!(
             "the {} was stored and replayed; the {preset} contract says a 5xx is re-run",
             first.describe()
         ))
     } else {
-        Broken(format!("the retry after a 5xx answered {}, not a success", again.describe()))
+        Broken(format!(
+            "the retry after a 5xx answered {}, not a success",
+            again.describe()
+        ))
     }
 }
 
 /// Precondition on what the proxy did to a step.
 fn fault_applied(events: &[ProxyEvent], step: &str, want: UpstreamOutcome) -> Finding {
-    let mine: Vec<&ProxyEvent> = events.iter().filter(|e| e.step.as_deref() == Some(step)).collect();
+    let mine: Vec<&ProxyEvent> = events
+        .iter()
+        .filter(|e| e.step.as_deref() == Some(step))
+        .collect();
     if mine.is_empty() {
         return Undecided(format!("the proxy saw no request of step `{step}`"));
     }
     let faulted: Vec<&&ProxyEvent> = mine.iter().filter(|e| e.fault.is_some()).collect();
     let ok = match want {
-        UpstreamOutcome::Worked => faulted
-            .iter()
-            .any(|e| e.upstream_status.is_some_and(|s| (200..300).contains(&s)) && !e.client_complete),
+        UpstreamOutcome::Worked => faulted.iter().any(|e| {
+            e.upstream_status.is_some_and(|s| (200..300).contains(&s)) && !e.client_complete
+        }),
         UpstreamOutcome::NotReached => faulted.iter().any(|e| e.upstream_sends == 0),
     };
     let seen: Vec<String> = mine
@@ -389,9 +478,14 @@ fn fault_applied(events: &[ProxyEvent], step: &str, want: UpstreamOutcome) -> Fi
         })
         .collect();
     match (ok, want) {
-        (true, UpstreamOutcome::Worked) => Held(format!("the server did `{step}`'s work and the response was lost")),
+        (true, UpstreamOutcome::Worked) => Held(format!(
+            "the server did `{step}`'s work and the response was lost"
+        )),
         (true, UpstreamOutcome::NotReached) => Held(format!("`{step}` never reached the server")),
-        (false, _) => Undecided(format!("the fault on `{step}` did not happen as planned: {}", seen.join(", "))),
+        (false, _) => Undecided(format!(
+            "the fault on `{step}` did not happen as planned: {}",
+            seen.join(", ")
+        )),
     }
 }
 

@@ -54,7 +54,10 @@ pub(crate) async fn run(
     let missing = create(env, state, "missing-key", KeySpec::None).await;
     evidence.push(missing.evidence.clone());
     let finding = match missing.status {
-        None => Finding::Undecided(format!("a request without a key got no response: {}", missing.describe())),
+        None => Finding::Undecided(format!(
+            "a request without a key got no response: {}",
+            missing.describe()
+        )),
         Some(s) if contract.key_required && contract.missing_key_status.contains(&s) => {
             Finding::Held(format!("a missing key got {}", missing.describe()))
         }
@@ -64,12 +67,18 @@ pub(crate) async fn run(
             contract.preset.name(),
             contract.missing_key_status
         )),
-        Some(s) if s >= 500 => Finding::Broken(format!("a request without a key got {}", missing.describe())),
+        Some(s) if s >= 500 => Finding::Broken(format!(
+            "a request without a key got {}",
+            missing.describe()
+        )),
         Some(_) => {
             if missing.is_success() {
                 expected_created += 1;
             }
-            Finding::Held(format!("a request without a key (optional here) got {}", missing.describe()))
+            Finding::Held(format!(
+                "a request without a key (optional here) got {}",
+                missing.describe()
+            ))
         }
     };
     judgements.push(judge(finding, Level::Must));
@@ -77,12 +86,17 @@ pub(crate) async fn run(
     evidence.push(valid.evidence.clone());
     judgements.push(judge(
         match valid.status {
-            None => Finding::Undecided(format!("a valid key got no response: {}", valid.describe())),
+            None => {
+                Finding::Undecided(format!("a valid key got no response: {}", valid.describe()))
+            }
             Some(200..=299) => {
                 expected_created += 1;
                 Finding::Held("a valid non-UUID key was accepted".into())
             }
-            Some(_) => Finding::Broken(format!("a valid key `…-order-17` was refused: {}", valid.describe())),
+            Some(_) => Finding::Broken(format!(
+                "a valid key `…-order-17` was refused: {}",
+                valid.describe()
+            )),
         },
         Level::Must,
     ));
@@ -112,12 +126,16 @@ pub(crate) async fn run(
         };
         judgements.push(judge(finding, Level::Must));
     }
-    let principal = env.principal(None).expect("validated profiles have principal A");
+    let principal = env
+        .principal(None)
+        .expect("validated profiles have principal A");
     let count = observe::count_created(env, principal, &state.marker).await;
     judgements.push(judge(
         match count {
             Err(e) => Finding::Undecided(format!("could not count resources: {e}")),
-            Ok(n) if n == expected_created => Finding::Held(format!("{n} resource(s), only from valid keys")),
+            Ok(n) if n == expected_created => {
+                Finding::Held(format!("{n} resource(s), only from valid keys"))
+            }
             Ok(n) => count_mismatch(n, expected_created),
         },
         Level::Must,
@@ -135,9 +153,16 @@ fn count_mismatch(n: u64, expected: u64) -> Finding {
 fn invalid_finding(ex: &Exchange, what: &str) -> Finding {
     match ex.status {
         None => Finding::Undecided(format!("{what} got no response: {}", ex.describe())),
-        Some(s) if (400..500).contains(&s) => Finding::Held(format!("{what} got {}", ex.describe())),
-        Some(s) if s >= 500 => Finding::Broken(format!("{what} got {}: a server error", ex.describe())),
-        Some(_) => Finding::Broken(format!("{what} was accepted ({}); it must be refused with a 4xx", ex.describe())),
+        Some(s) if (400..500).contains(&s) => {
+            Finding::Held(format!("{what} got {}", ex.describe()))
+        }
+        Some(s) if s >= 500 => {
+            Finding::Broken(format!("{what} got {}: a server error", ex.describe()))
+        }
+        Some(_) => Finding::Broken(format!(
+            "{what} was accepted ({}); it must be refused with a 4xx",
+            ex.describe()
+        )),
     }
 }
 

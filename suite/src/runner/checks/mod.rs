@@ -27,10 +27,7 @@ pub(crate) async fn run_procedure(
 }
 
 /// A judgement at the scenario's level and reference.
-pub(crate) fn judgement(
-    scenario: &Scenario,
-    finding: super::verdict::Finding,
-) -> Judgement {
+pub(crate) fn judgement(scenario: &Scenario, finding: super::verdict::Finding) -> Judgement {
     Judgement {
         finding,
         level: scenario.level,

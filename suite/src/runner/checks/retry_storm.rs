@@ -58,7 +58,16 @@ pub(crate) async fn run(
             let urls = proxy_urls.clone();
             tokio::spawn(async move {
                 barrier.wait().await;
-                client(&env, &state, i, seed, attempts, within, urls.as_deref().map(Vec::as_slice)).await
+                client(
+                    &env,
+                    &state,
+                    i,
+                    seed,
+                    attempts,
+                    within,
+                    urls.as_deref().map(Vec::as_slice),
+                )
+                .await
             })
         })
         .collect();
@@ -95,7 +104,9 @@ async fn client(
         body: Default::default(),
         on: None,
         concurrency: 1,
-        timeout: Some(idemspec_scenarios::value::HumanDuration(Duration::from_secs(5))),
+        timeout: Some(idemspec_scenarios::value::HumanDuration(
+            Duration::from_secs(5),
+        )),
         via: Via::Proxy,
         background: false,
         retry: None,
@@ -167,7 +178,10 @@ async fn judge(
                 "key {} got {} during the storm but {} afterwards",
                 r.key,
                 r.id.as_deref().unwrap_or("?"),
-                r.confirm.as_ref().map(Exchange::describe).unwrap_or_default()
+                r.confirm
+                    .as_ref()
+                    .map(Exchange::describe)
+                    .unwrap_or_default()
             ));
             evidence.extend(r.exchanges.iter().map(|e| e.evidence.clone()));
             evidence.extend(r.confirm.iter().map(|e| e.evidence.clone()));
@@ -178,7 +192,10 @@ async fn judge(
     ids.dedup();
     let finished = runs.iter().filter(|r| r.id.is_some()).count();
     if ids.len() != finished {
-        inconsistent.push(format!("{finished} keys got only {} distinct ids", ids.len()));
+        inconsistent.push(format!(
+            "{finished} keys got only {} distinct ids",
+            ids.len()
+        ));
     }
     judgements.push(judgement(
         scenario,
@@ -188,7 +205,9 @@ async fn judge(
             Finding::Broken(inconsistent.join("; "))
         },
     ));
-    let principal = env.principal(None).expect("validated profiles have principal A");
+    let principal = env
+        .principal(None)
+        .expect("validated profiles have principal A");
     let count = observe::count_created(env, principal, &state.marker).await;
     judgements.push(judgement(
         scenario,

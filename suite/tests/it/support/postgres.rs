@@ -49,9 +49,12 @@ impl PgDb {
     /// Drops the database (best effort).
     pub async fn drop(self) {
         if let Ok(mut conn) = sqlx::PgConnection::connect(&self.base).await {
-            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name))
-                .execute(&mut conn)
-                .await;
+            let _ = sqlx::query(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .execute(&mut conn)
+            .await;
             let _ = conn.close().await;
         }
     }

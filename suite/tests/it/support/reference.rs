@@ -22,7 +22,11 @@ pub fn reference(flaws: &[&str], database_url: Option<String>) -> ReferenceOptio
 }
 
 /// Runs `only` (all checks when empty) against the reference with `flaws`.
-pub async fn run_reference(flaws: &[&str], database_url: Option<String>, only: &[&str]) -> RunReport {
+pub async fn run_reference(
+    flaws: &[&str],
+    database_url: Option<String>,
+    only: &[&str],
+) -> RunReport {
     let mut opts = RunOptions::new(Target::Reference(reference(flaws, database_url)));
     opts.only = only.iter().map(|s| (*s).to_owned()).collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
