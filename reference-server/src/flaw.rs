@@ -11,7 +11,8 @@ pub enum Flaw {
     /// The fingerprint is not compared: a different request with a used key gets the old response.
     NoFingerprint,
     /// The claim is a read, a 250 ms pause, then a write: concurrent same-key requests all run
-    /// (each with fresh sub-keys, as a server relying on the key table alone would).
+    /// (each racer with side-effect sub-keys of its own, so the race shows as several workers; a retry
+    /// of one record still resumes).
     CheckThenAct,
     /// An in-flight record is never reclaimed: after a crash the key is locked out until retention ends.
     NoInFlightTtl,

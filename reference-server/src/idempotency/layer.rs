@@ -65,8 +65,11 @@ impl IdempotencyConfig {
 /// What to do with a request after the claim.
 enum Decision {
     /// This request owns the record (claim token `started_at`): run it and record the outcome.
-    /// `fresh_seed` (flaws only) gives it random sub-keys instead of the record's.
-    Run { started_at: i64, fresh_seed: bool },
+    /// `salt` (the `check-then-act` flaw only) gives it sub-keys of its own.
+    Run {
+        started_at: i64,
+        salt: Option<String>,
+    },
     /// Run without owning the record (flaws only): fresh sub-keys, nothing recorded.
     RunUnowned,
     /// Replay a stored outcome.
@@ -156,11 +159,8 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
         OpSeed::derive(&principal.0, &endpoint, key.as_str())
     };
     match decision {
-        Decision::Run {
-            started_at,
-            fresh_seed,
-        } => {
-            let seed = if fresh_seed { OpSeed::random() } else { seed };
+        Decision::Run { started_at, salt } => {
+            let seed = salt.map_or(seed.clone(), |salt| seed.salted(&salt));
             let req = rebuild(parts, body, seed);
             run_owned(state.store.clone(), scope, started_at, req, next, &cfg).await
         }
@@ -198,7 +198,7 @@ async fn claim(
     if claim.inserted {
         return Ok(Decision::Run {
             started_at: claim.record.started_at,
-            fresh_seed: false,
+            salt: None,
         });
     }
     let record = claim.record;
@@ -218,7 +218,7 @@ async fn claim(
         Ok::<_, ApiError>(if won {
             Decision::Run {
                 started_at: now.max(record.started_at + 1),
-                fresh_seed: false,
+                salt: None,
             }
         } else {
             Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs))
@@ -277,7 +277,10 @@ async fn check_then_act(
                 Ok(Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs)))
             }
         }
-        _ => {
+        found => {
+            // A racer that found nothing salts its sub-keys with a nonce of its own (so the race shows
+            // as several workers); a retry of a failed or stuck record keeps the record's nonce and resumes.
+            let nonce = found.map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.nonce);
             // The window between the check and the act, wide enough that simultaneous requests all pass.
             tokio::time::sleep(CHECK_THEN_ACT_WINDOW).await;
             let started_at = now_ms();
@@ -285,6 +288,7 @@ async fn check_then_act(
                 .overwrite_record(
                     scope,
                     fingerprint,
+                    &nonce,
                     started_at,
                     started_at + ms(cfg.retention),
                 )
@@ -292,7 +296,7 @@ async fn check_then_act(
                 .map_err(ApiError::internal)?;
             Ok(Decision::Run {
                 started_at,
-                fresh_seed: true,
+                salt: Some(nonce),
             })
         }
     }

@@ -21,6 +21,15 @@ impl OpSeed {
         Self(h.finalize().into())
     }
 
+    /// This seed mixed with `salt` (the `check-then-act` flaw: each racer its own sub-keys, while a
+    /// retry of the same racer's record resumes).
+    pub fn salted(&self, salt: &str) -> Self {
+        let mut h = Sha256::new();
+        h.update(self.0);
+        h.update(salt.as_bytes());
+        Self(h.finalize().into())
+    }
+
     /// A fresh random seed, for requests without a key (each is a new operation).
     pub fn random() -> Self {
         Self(rand::random())

@@ -42,7 +42,7 @@ impl Store for PostgresStore {
             let sql = format!(
                 "INSERT INTO idempotency_records \
                    (principal, endpoint, idem_key, fingerprint, state, claim_nonce, started_at, expires_at) \
-                 VALUES ($1, $2, $3, $4, 'in_flight', '', $5, $6) \
+                 VALUES ($1, $2, $3, $4, 'in_flight', $7, $5, $6) \
                  ON CONFLICT (principal, endpoint, idem_key) DO UPDATE SET idem_key = EXCLUDED.idem_key \
                  RETURNING (xmax = 0) AS inserted, {RECORD_COLUMNS}"
             );
@@ -53,6 +53,7 @@ impl Store for PostgresStore {
                 .bind(fingerprint)
                 .bind(now)
                 .bind(expires_at)
+                .bind(uuid::Uuid::new_v4().to_string())
                 .fetch_one(&self.pool)
                 .await?;
             Ok(Claim {

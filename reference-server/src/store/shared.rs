@@ -4,7 +4,7 @@
 
 /// The record columns the claim and the lookups return, in the order [`record_from_row!`] reads them.
 pub(super) const RECORD_COLUMNS: &str =
-    "state, fingerprint, started_at, expires_at, status, headers, body, compressed";
+    "state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, compressed";
 
 pub(super) const WORKER_COLUMNS: &str = "id, principal, image, cpu, memory_gb, labels, node_id, \
      lease_id, instance_id, state, reboot_count, created_at";
@@ -32,6 +32,7 @@ macro_rules! record_from_row {
         $crate::store::IdempotencyRecord {
             state: $crate::store::RecordState::parse(&state)?,
             fingerprint: row.try_get("fingerprint")?,
+            nonce: row.try_get("claim_nonce")?,
             started_at: row.try_get("started_at")?,
             expires_at: row.try_get("expires_at")?,
             response,
@@ -97,6 +98,7 @@ macro_rules! store_methods {
             &'a self,
             scope: &'a $crate::store::Scope,
             fingerprint: &'a str,
+            nonce: &'a str,
             now: i64,
             expires_at: i64,
         ) -> futures::future::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
@@ -104,9 +106,10 @@ macro_rules! store_methods {
                 sqlx::query(
                     "INSERT INTO idempotency_records \
                        (principal, endpoint, idem_key, fingerprint, state, claim_nonce, started_at, expires_at) \
-                     VALUES ($1, $2, $3, $4, 'in_flight', '', $5, $6) \
+                     VALUES ($1, $2, $3, $4, 'in_flight', $7, $5, $6) \
                      ON CONFLICT (principal, endpoint, idem_key) DO UPDATE SET \
                        fingerprint = EXCLUDED.fingerprint, state = 'in_flight', started_at = EXCLUDED.started_at, \
+                       claim_nonce = EXCLUDED.claim_nonce, \
                        expires_at = EXCLUDED.expires_at, status = NULL, headers = NULL, body = NULL, compressed = 0",
                 )
                 .bind(&scope.principal)
@@ -115,6 +118,7 @@ macro_rules! store_methods {
                 .bind(fingerprint)
                 .bind(now)
                 .bind(expires_at)
+                .bind(nonce)
                 .execute(&self.pool)
                 .await?;
                 Ok(())

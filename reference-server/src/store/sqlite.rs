@@ -64,7 +64,7 @@ impl Store for SqliteStore {
                    (principal, endpoint, idem_key, fingerprint, state, claim_nonce, started_at, expires_at) \
                  VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7) \
                  ON CONFLICT (principal, endpoint, idem_key) DO UPDATE SET idem_key = excluded.idem_key \
-                 RETURNING claim_nonce, {RECORD_COLUMNS}"
+                 RETURNING {RECORD_COLUMNS}"
             );
             let row = sqlx::query(&sql)
                 .bind(&scope.principal)
@@ -76,10 +76,10 @@ impl Store for SqliteStore {
                 .bind(expires_at)
                 .fetch_one(&self.pool)
                 .await?;
-            let returned: String = sqlx::Row::try_get(&row, "claim_nonce")?;
+            let record = record_from_row!(&row);
             Ok(Claim {
-                inserted: returned == nonce,
-                record: record_from_row!(&row),
+                inserted: record.nonce == nonce,
+                record,
             })
         })
     }

@@ -84,6 +84,9 @@ pub struct IdempotencyRecord {
     pub state: RecordState,
     /// The hex SHA-256 fingerprint of the request that claimed the key.
     pub fingerprint: String,
+    /// A random value written when the record was created: SQLite's "who inserted" signal, and the
+    /// salt of the `check-then-act` flaw's per-racer sub-keys.
+    pub nonce: String,
     /// When the current claim was taken, ms since the epoch; the optimistic-reclaim token.
     pub started_at: i64,
     /// When the record may be swept, ms since the epoch.
@@ -215,11 +218,12 @@ pub trait Store: Send + Sync + 'static {
         scope: &'a Scope,
     ) -> BoxFuture<'a, Result<Option<IdempotencyRecord>, StoreError>>;
 
-    /// Writes an in-flight record whatever is there (the `check-then-act` flaw's second half).
+    /// Writes an in-flight record with `nonce` whatever is there (the `check-then-act` flaw's second half).
     fn overwrite_record<'a>(
         &'a self,
         scope: &'a Scope,
         fingerprint: &'a str,
+        nonce: &'a str,
         now: i64,
         expires_at: i64,
     ) -> BoxFuture<'a, Result<(), StoreError>>;

@@ -225,3 +225,9 @@ flaw_cases! {
     replay_drops_headers_loses_location: Flaw::ReplayDropsHeaders => replay_without_location;
     endpoint_unscoped_replays_create_for_reboot: Flaw::EndpointUnscoped => reboot_gets_create_replay;
 }
+
+/// A flaw breaks only its own rule: `check-then-act` races, but a retry after a failure still resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn check_then_act_still_resumes_a_retry() {
+    assert!(!retry_leaks_lease(Some(Flaw::CheckThenAct)).await);
+}
