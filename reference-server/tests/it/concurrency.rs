@@ -7,6 +7,27 @@ use tokio::sync::Barrier;
 
 use crate::support::{worker_body, Db, Options, Resp, TestServer};
 
+/// Spawns `n` creates with one key, released together at one barrier.
+pub fn spawn_burst(
+    client: &crate::support::Client,
+    n: usize,
+    principal: &str,
+    key: &str,
+    image: &str,
+) -> Vec<tokio::task::JoinHandle<Resp>> {
+    let barrier = Arc::new(Barrier::new(n));
+    (0..n)
+        .map(|_| {
+            let (client, barrier) = (client.clone(), barrier.clone());
+            let (principal, key, body) = (principal.to_owned(), key.to_owned(), worker_body(image));
+            tokio::spawn(async move {
+                barrier.wait().await;
+                client.create(&principal, Some(&key), &body).await
+            })
+        })
+        .collect()
+}
+
 /// Fires `n` creates with one key, released together; returns the responses.
 pub async fn burst(
     client: &crate::support::Client,
@@ -15,18 +36,8 @@ pub async fn burst(
     key: &str,
     image: &str,
 ) -> Vec<Resp> {
-    let barrier = Arc::new(Barrier::new(n));
-    let mut tasks = Vec::new();
-    for _ in 0..n {
-        let (client, barrier) = (client.clone(), barrier.clone());
-        let (principal, key, body) = (principal.to_owned(), key.to_owned(), worker_body(image));
-        tasks.push(tokio::spawn(async move {
-            barrier.wait().await;
-            client.create(&principal, Some(&key), &body).await
-        }));
-    }
     let mut out = Vec::new();
-    for t in tasks {
+    for t in spawn_burst(client, n, principal, key, image) {
         out.push(t.await.expect("request task"));
     }
     out
@@ -79,7 +90,7 @@ async fn fifty_simultaneous_same_key_creates(db: &Db) {
 /// (one new run), the rest get 409 or the identical replay, and the totals stay at one worker.
 async fn ttl_reclaim_has_one_winner(db: &Db) {
     let opts = Options {
-        in_flight_ttl: Duration::from_secs(1),
+        in_flight_ttl: Duration::from_secs(2),
         ..Options::default()
     };
     let server = TestServer::start(db, opts).await;
@@ -103,9 +114,23 @@ async fn ttl_reclaim_has_one_winner(db: &Db) {
         (early.status, early.problem().as_str()),
         (409, "request-in-progress")
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // The boots still hang, so the one reclaimer stays in flight while the other 19 are answered;
+    // only then is the hypervisor released (no dependence on how fast the machine is).
+    let tasks = spawn_burst(c, 20, "alice", "stuck", "ubuntu");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while tasks.iter().filter(|t| t.is_finished()).count() < 19 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the losers were not answered at once"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     c.faults(serde_json::json!({"hang_boots": false})).await;
-    let responses = burst(c, 20, "alice", "stuck", "ubuntu").await;
+    let mut responses = Vec::new();
+    for t in tasks {
+        responses.push(t.await.expect("request task"));
+    }
     let fresh = responses
         .iter()
         .filter(|r| r.status == 201 && !r.replayed())
