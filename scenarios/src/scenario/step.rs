@@ -70,6 +70,9 @@ pub enum KeySpec {
     SfNamed(String),
     /// `NAME` (e.g. `K1`): a key unique to this check run, the same wherever the name recurs.
     Named(String),
+    /// `after_5xx:NAME`: the key a client retries a 5xx with under the contract — `NAME` itself
+    /// where a 5xx is re-run, a fresh key where the 5xx is replayed (Stripe's advice after a 500).
+    AfterFailure(String),
 }
 
 impl<'de> Deserialize<'de> for KeySpec {
@@ -86,7 +89,7 @@ fn is_name(s: &str) -> bool {
 }
 
 impl KeySpec {
-    /// Parses `none`, `""`, `long:N`, `raw:TEXT`, `sf:NAME` or `NAME`.
+    /// Parses `none`, `""`, `long:N`, `raw:TEXT`, `sf:NAME`, `after_5xx:NAME` or `NAME`.
     ///
     /// # Errors
     /// A message saying what was expected.
@@ -111,11 +114,16 @@ impl KeySpec {
                 return Ok(KeySpec::SfNamed(name.to_owned()));
             }
         }
+        if let Some(name) = text.strip_prefix("after_5xx:") {
+            if is_name(name) {
+                return Ok(KeySpec::AfterFailure(name.to_owned()));
+            }
+        }
         if is_name(text) {
             return Ok(KeySpec::Named(text.to_owned()));
         }
         Err(format!(
-            "invalid key `{text}`; expected a name like K1, `none`, `\"\"`, `long:300`, `raw:VALUE` or `sf:K1`"
+            "invalid key `{text}`; expected a name like K1, `none`, `\"\"`, `long:300`, `raw:VALUE`, `sf:K1` or `after_5xx:K1`"
         ))
     }
 }

@@ -63,5 +63,9 @@ fn key_specs_parse() {
         KeySpec::Raw("ключ".into())
     );
     assert_eq!(KeySpec::parse("none").unwrap(), KeySpec::None);
+    assert_eq!(
+        KeySpec::parse("after_5xx:K1").unwrap(),
+        KeySpec::AfterFailure("K1".into())
+    );
     assert!(KeySpec::parse("long:x").is_err());
 }

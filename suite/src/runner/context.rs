@@ -121,8 +121,8 @@ impl CheckState {
         }
     }
 
-    /// The key header value for a key spec; `None` when no key is sent.
-    pub(crate) fn key_value(&self, key: &KeySpec) -> Option<String> {
+    /// The key header value for a key spec under `contract`; `None` when no key is sent.
+    pub(crate) fn key_value(&self, key: &KeySpec, contract: &Contract) -> Option<String> {
         match key {
             KeySpec::None => None,
             KeySpec::Empty => Some(String::new()),
@@ -137,6 +137,10 @@ impl CheckState {
             KeySpec::Raw(raw) => Some(raw.clone()),
             KeySpec::Named(name) => Some(format!("{}-{name}", self.marker)),
             KeySpec::SfNamed(name) => Some(format!("\"{}-{name}\"", self.marker)),
+            KeySpec::AfterFailure(name) if contract.replays_5xx => {
+                Some(format!("{}-{name}-after-5xx", self.marker))
+            }
+            KeySpec::AfterFailure(name) => Some(format!("{}-{name}", self.marker)),
         }
     }
 

@@ -227,7 +227,9 @@ fn build_requests(
         }
     };
     let key = if send_key {
-        step.key.as_ref().and_then(|k| state.key_value(k))
+        step.key
+            .as_ref()
+            .and_then(|k| state.key_value(k, &env.contract))
     } else {
         None
     };

@@ -50,6 +50,21 @@ pub(crate) async fn evaluate(
             steps,
         });
     }
+    // A step that could not be carried out (a hook that failed, nothing to act on) leaves the check
+    // unable to claim what it set out to observe, even if no assertion names that step.
+    for step in scenario.steps.iter().map(|s| s.value.name()) {
+        if let Some(p) = &state.result(&step).problem {
+            let message = format!("step `{step}`: {p}");
+            if !out.iter().any(|j| j.finding == Undecided(message.clone())) {
+                out.push(Judgement {
+                    finding: Undecided(message),
+                    level: scenario.level,
+                    reference: scenario.reference.clone(),
+                    steps: vec![step],
+                });
+            }
+        }
+    }
     out
 }
 

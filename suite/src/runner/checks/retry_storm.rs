@@ -135,7 +135,7 @@ async fn client(
         None => None,
     };
     ClientRun {
-        key: state.key_value(&key).unwrap_or_default(),
+        key: state.key_value(&key, &env.contract).unwrap_or_default(),
         exchanges,
         id,
         confirm,
