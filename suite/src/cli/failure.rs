@@ -36,6 +36,15 @@ impl Failure {
         }
     }
 
+    /// The run was interrupted by a signal (exit 130).
+    pub fn interrupted(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            code: ExitCode::Interrupted,
+            error: error.into(),
+            hints: Vec::new(),
+        }
+    }
+
     /// Adds a `hint:` line.
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hints.push(hint.into());

@@ -108,9 +108,21 @@ fn options(args: &RunArgs) -> Result<RunOptions, Failure> {
 async fn drive(options: RunOptions, printer: &Printer) -> Result<RunReport, Failure> {
     let (sink, mut events) = tokio::sync::mpsc::unbounded_channel();
     let mut progress = Progress::new(printer.progress_mode(), printer.stderr);
-    let runner = tokio::spawn(runner::run(options, sink));
-    while let Some(event) = events.recv().await {
-        progress.handle(&event);
+    let mut runner = tokio::spawn(runner::run(options, sink));
+    let follow = async {
+        while let Some(event) = events.recv().await {
+            progress.handle(&event);
+        }
+    };
+    tokio::select! {
+        () = follow => {}
+        signal = shutdown_signal() => {
+            // Dropping the run drops the reference server's child process (killed on drop).
+            runner.abort();
+            let _ = (&mut runner).await;
+            progress.finish();
+            return Err(Failure::interrupted(anyhow::anyhow!("interrupted by {signal}; no report was written")));
+        }
     }
     progress.finish();
     let result = runner
@@ -118,6 +130,22 @@ async fn drive(options: RunOptions, printer: &Printer) -> Result<RunReport, Fail
         .context("the runner stopped unexpectedly")
         .map_err(Failure::usage)?;
     result.map_err(run_failure)
+}
+
+/// Waits for Ctrl-C or (on Unix) SIGTERM, and names the signal.
+async fn shutdown_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => return "Ctrl-C",
+                _ = term.recv() => return "SIGTERM",
+            }
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+    "Ctrl-C"
 }
 
 /// Maps a [`RunError`] to its exit code and a hint.

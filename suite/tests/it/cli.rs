@@ -334,3 +334,64 @@ fn documented_examples_validate() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// Processes whose environment holds `tag` (the test's own children and grandchildren).
+#[cfg(target_os = "linux")]
+fn processes_tagged(tag: &str) -> Vec<u32> {
+    let needle = format!("IDEMSPEC_TEST_TAG={tag}");
+    std::fs::read_dir("/proc")
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/environ"))
+                        .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle.as_bytes()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// SIGTERM (a CI job's timeout) stops the run with exit 130 and takes the reference server's child
+/// process down with it: no orphaned leasebroker keeps a port and a database open.
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_stops_the_run_and_the_reference_server() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tag = format!("sigterm-{}", std::process::id());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args(["run", "--reference"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("IDEMSPEC_TEST_TAG", &tag)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the idemspec binary starts");
+    // Wait until the reference server (a grandchild carrying the tag) is up.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while processes_tagged(&tag).len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reference server never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("idemspec exits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted by SIGTERM"), "{err}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !processes_tagged(&tag).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left behind: {:?}",
+            processes_tagged(&tag)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
