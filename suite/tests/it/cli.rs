@@ -358,7 +358,7 @@ fn processes_tagged(tag: &str) -> Vec<u32> {
 fn sigterm_stops_the_run_and_the_reference_server() {
     let dir = tempfile::tempdir().expect("temp dir");
     let tag = format!("sigterm-{}", std::process::id());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+    let child = Command::new(env!("CARGO_BIN_EXE_idemspec"))
         .args(["run", "--reference"])
         .current_dir(dir.path())
         .env("NO_COLOR", "1")
