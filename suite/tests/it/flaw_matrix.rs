@@ -14,8 +14,20 @@ struct Case {
     says: &'static str,
 }
 
-async fn check(case: Case) {
-    let report = run_reference(&[case.flaw], None, case.catches).await;
+async fn check(case: Case, postgres: bool) {
+    let db = if postgres {
+        match crate::support::postgres::PgDb::create().await {
+            Some(db) => Some(db),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let url = db.as_ref().map(|d| d.url.clone());
+    let report = run_reference(&[case.flaw], url, case.catches).await;
+    if let Some(db) = db {
+        db.drop().await;
+    }
     for id in case.catches {
         let o = outcome(&report, id);
         assert_eq!(
@@ -42,19 +54,39 @@ async fn check(case: Case) {
     }
 }
 
+/// One test per flaw and store, named after the flaw and the check that catches it.
 macro_rules! flaw_cases {
-    ($($name:ident: $flaw:literal => [$($check:literal),+] $verdict:ident, says $says:literal;)+) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $name() {
-            check(Case {
-                flaw: $flaw,
-                catches: &[$($check),+],
-                verdict: Verdict::$verdict,
-                says: $says,
-            })
-            .await;
+    ($($name:ident: $flaw:literal => [$($check:literal),+] $verdict:ident, says $says:literal;)+) => {
+        mod sqlite {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    check(flaw_case!($flaw, [$($check),+], $verdict, $says), false).await;
+                }
+            )+
         }
-    )+};
+        mod postgres {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    check(flaw_case!($flaw, [$($check),+], $verdict, $says), true).await;
+                }
+            )+
+        }
+    };
+}
+
+macro_rules! flaw_case {
+    ($flaw:literal, [$($check:literal),+], $verdict:ident, $says:literal) => {
+        Case {
+            flaw: $flaw,
+            catches: &[$($check),+],
+            verdict: Verdict::$verdict,
+            says: $says,
+        }
+    };
 }
 
 flaw_cases! {
