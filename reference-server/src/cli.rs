@@ -64,7 +64,7 @@ pub struct Args {
     #[arg(long)]
     pub key_optional: bool,
     /// Break one rule on purpose (repeatable). For proving the suite; never in production.
-    #[arg(long = "flaw", value_enum)]
+    #[arg(long = "flaw", value_enum, value_name = "NAME")]
     pub flaws: Vec<Flaw>,
 }
 

@@ -126,27 +126,7 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
         parts.uri.query().unwrap_or(""),
         &body,
     );
-    let unscoped = flaws.has(Flaw::EndpointUnscoped);
-    let scope = Scope {
-        principal: if flaws.has(Flaw::GlobalKeyspace) {
-            "*".to_owned()
-        } else {
-            principal.0.clone()
-        },
-        endpoint: if unscoped {
-            "*".to_owned()
-        } else {
-            endpoint.clone()
-        },
-        key: key.as_str().to_owned(),
-    };
-    // Under `endpoint-unscoped` the endpoint travels inside the stored fingerprint so a hit from another
-    // route can be recognised (and wrongly replayed).
-    let fingerprint = if unscoped {
-        format!("{endpoint}|{}", fingerprint.as_str())
-    } else {
-        fingerprint.as_str().to_owned()
-    };
+    let (scope, fingerprint) = scope_of(flaws, &principal, &endpoint, &key, &fingerprint);
 
     let decision = if flaws.has(Flaw::CheckThenAct) {
         check_then_act(state.store.as_ref(), &scope, &fingerprint, &cfg).await?
@@ -160,7 +140,10 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
     };
     match decision {
         Decision::Run { started_at, salt } => {
-            let seed = salt.map_or(seed.clone(), |salt| seed.salted(&salt));
+            let seed = match salt {
+                Some(salt) => seed.salted(&salt),
+                None => seed,
+            };
             let req = rebuild(parts, body, seed);
             run_owned(state.store.clone(), scope, started_at, req, next, &cfg).await
         }
@@ -173,6 +156,35 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
         }
         Decision::Refuse(err) => Err(err),
     }
+}
+
+/// The record's scope and the fingerprint to store. The `global-keyspace` and `endpoint-unscoped` flaws
+/// drop the principal or the endpoint from the scope; under `endpoint-unscoped` the endpoint travels
+/// inside the stored fingerprint so a hit from another route can be recognised (and wrongly replayed).
+fn scope_of(
+    flaws: &Flaws,
+    principal: &Principal,
+    endpoint: &str,
+    key: &IdempotencyKey,
+    fingerprint: &Fingerprint,
+) -> (Scope, String) {
+    let unscoped = flaws.has(Flaw::EndpointUnscoped);
+    let scope = Scope {
+        principal: if flaws.has(Flaw::GlobalKeyspace) {
+            "*"
+        } else {
+            &principal.0
+        }
+        .to_owned(),
+        endpoint: if unscoped { "*" } else { endpoint }.to_owned(),
+        key: key.as_str().to_owned(),
+    };
+    let stored = if unscoped {
+        format!("{endpoint}|{}", fingerprint.as_str())
+    } else {
+        fingerprint.as_str().to_owned()
+    };
+    (scope, stored)
 }
 
 fn rebuild(parts: http::request::Parts, body: Bytes, seed: OpSeed) -> Request {
