@@ -134,3 +134,40 @@ async fn the_alt_api_creates_once_per_key_under_concurrency() {
         assert_eq!(api.machines(), round + 1, "one machine per key");
     }
 }
+
+/// `-q` leaves only the summary line on stdout; `-v` without a terminal prints one line per finished
+/// check on stderr (CI logs), and stdout still carries the whole report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_and_verbose_change_only_what_is_printed() {
+    let api = alt_api::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("alt-api.yaml"), alt_api::PROFILE).expect("write profile");
+    let only = [
+        "run",
+        "--target",
+        "alt-api.yaml",
+        "--only",
+        "never-processed",
+        "--only",
+        "replay-fidelity",
+    ];
+
+    let quiet = idemspec(dir.path(), &api, &[&only[..], &["-q"]].concat()).await;
+    assert_eq!(quiet.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&quiet.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(stdout.starts_with("result: ok. 2 passed"), "{stdout}");
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
+
+    let verbose = idemspec(dir.path(), &api, &[&only[..], &["-v"]].concat()).await;
+    assert_eq!(verbose.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&verbose.stderr);
+    for id in ["never-processed", "replay-fidelity"] {
+        assert!(
+            stderr.lines().any(|l| l.contains("PASS") && l.contains(id)),
+            "a progress line for {id}:\n{stderr}"
+        );
+    }
+    let stdout = String::from_utf8_lossy(&verbose.stdout);
+    assert!(stdout.contains("│ replay-fidelity"), "{stdout}");
+}
