@@ -286,6 +286,42 @@ async fn in_flight_conflict_then_ttl(db: &Db) {
     server.stop().await;
 }
 
+/// A client that gives up mid-request does not cancel the work: the create completes on the server
+/// and the retry gets its replay (CASES #9's "lost response" half, without a proxy).
+async fn client_disconnect_does_not_cancel(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    c.faults(json!({"hang_boots": true})).await;
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .expect("client");
+    let gave_up = impatient
+        .post(format!("{}/v1/workers", c.base))
+        .bearer_auth("alice")
+        .header("idempotency-key", "k")
+        .json(&worker_body("ubuntu"))
+        .send()
+        .await;
+    assert!(
+        gave_up.is_err(),
+        "the boot hangs, so the client must time out"
+    );
+    c.faults(json!({"hang_boots": false})).await;
+    c.wait_stats("the abandoned create to finish", |s| {
+        s["idempotency_records"]["completed"] == 1
+    })
+    .await;
+    let retry = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
+    assert_eq!(retry.status, 201);
+    assert!(retry.replayed());
+    crate::support::assert_totals(
+        &c.stats().await,
+        &[("workers", 1), ("leases", 1), ("boots", 1)],
+    );
+    server.stop().await;
+}
+
 /// CASES #10: invalid keys get 400 problems and write nothing; a missing key on create is 400.
 async fn key_validation(db: &Db) {
     let server = TestServer::start(db, Options::default()).await;
@@ -414,6 +450,7 @@ crate::both_stores!(
     panic_marks_failed,
     replay_after_delete,
     in_flight_conflict_then_ttl,
+    client_disconnect_does_not_cancel,
     key_validation,
     sweeper_expires_records,
     pool_exhaustion,
