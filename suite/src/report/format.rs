@@ -2,7 +2,7 @@
 
 use owo_colors::{OwoColorize, Style};
 
-use crate::model::Verdict;
+use crate::model::{RunStats, Verdict};
 
 /// A duration in ms as people read it: `850ms`, `1.24s`, `2m03s`.
 pub fn human_duration(ms: u64) -> String {
@@ -11,6 +11,14 @@ pub fn human_duration(ms: u64) -> String {
         1_000..=59_999 => format!("{:.2}s", ms as f64 / 1000.0),
         _ => format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000),
     }
+}
+
+/// The counts per verdict in words: `14 passed, 1 failed, 1 warned, 0 info, 0 skipped, 0 unknown`.
+pub fn counts(stats: &RunStats) -> String {
+    format!(
+        "{} passed, {} failed, {} warned, {} info, {} skipped, {} unknown",
+        stats.pass, stats.fail, stats.warn, stats.info, stats.skip, stats.unknown
+    )
 }
 
 /// Whether and how to colour terminal output. Decided once by the CLI (`--color`, `NO_COLOR`,

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use super::format::counts;
 use super::{evidence, human_duration, terminal::needs_evidence};
 use crate::model::{ExitCode, RunReport, Verdict};
 
@@ -18,17 +19,12 @@ pub fn render(report: &RunReport, allow_unknown: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "## idemspec: `{}` {result}\n\nContract assumed: `{}`. {} checks in {}: {} passed, {} failed, {} warned, {} info, {} skipped, {} unknown.\n",
+        "## idemspec: `{}` {result}\n\nContract assumed: `{}`. {} checks in {}: {}.\n",
         report.target,
         report.contract,
         report.checks.len(),
         human_duration(report.duration_ms),
-        stats.pass,
-        stats.fail,
-        stats.warn,
-        stats.info,
-        stats.skip,
-        stats.unknown,
+        counts(stats),
     );
     out.push_str("| check | title | level | verdict | time |\n|---|---|---|---|--:|\n");
     for check in &report.checks {

@@ -8,6 +8,7 @@ use tabled::builder::Builder;
 use tabled::settings::object::{Cell, Columns};
 use tabled::settings::{Alignment, Color, Style, Width};
 
+use super::format::counts;
 use super::{evidence, human_duration, Palette};
 use crate::model::{CheckOutcome, ExitCode, RunReport, Verdict};
 
@@ -118,13 +119,8 @@ pub fn summary(report: &RunReport, options: TerminalOptions) -> String {
         ""
     };
     format!(
-        "result: {result}. {} passed, {} failed, {} warned, {} info, {} skipped, {} unknown{unknown_note} ({} checks in {})",
-        stats.pass,
-        stats.fail,
-        stats.warn,
-        stats.info,
-        stats.skip,
-        stats.unknown,
+        "result: {result}. {}{unknown_note} ({} checks in {})",
+        counts(stats),
         report.checks.len(),
         human_duration(report.duration_ms)
     )
