@@ -66,6 +66,30 @@ mod tests {
     }
 
     #[test]
+    fn examples_load() {
+        for (file, text) in [
+            (
+                "duplicating-intermediary.yaml",
+                include_str!("../examples/duplicating-intermediary.yaml"),
+            ),
+            (
+                "slow-response-retry.yaml",
+                include_str!("../examples/slow-response-retry.yaml"),
+            ),
+        ] {
+            Scenario::load(file, text).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let env = |v: &str| v.starts_with("MY_API_KEY").then(|| "k".to_owned());
+        let p = crate::profile::TargetProfile::load(
+            "my-api.yaml",
+            include_str!("../examples/my-api.yaml"),
+            &env,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.contract().mismatch_status, vec![422]);
+    }
+
+    #[test]
     fn leasebroker_profile_loads_with_defaults() {
         let p = crate::profile::TargetProfile::load(
             LEASEBROKER_PROFILE_FILE,

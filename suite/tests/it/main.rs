@@ -6,4 +6,5 @@ mod flaw_matrix;
 mod reference_run;
 mod report;
 mod support;
+mod user_scenarios;
 mod verdicts;
