@@ -64,10 +64,11 @@ impl Progress {
                 }
             }
             RunEvent::CheckFinished(outcome) => {
+                // Padded before painting: escape sequences would otherwise count as width.
+                let label = format!("{:>7}", outcome.verdict.label());
                 let line = format!(
-                    "{:>7} {} {}",
-                    self.palette
-                        .verdict(outcome.verdict, outcome.verdict.label()),
+                    "{} {} {}",
+                    self.palette.verdict(outcome.verdict, &label),
                     outcome.id,
                     self.palette.dim(&human_duration(outcome.duration_ms))
                 );
