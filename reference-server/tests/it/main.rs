@@ -4,6 +4,7 @@
 mod bad_input;
 mod behaviour;
 mod concurrency;
+mod config;
 mod crash;
 mod flaws;
 mod replicas;

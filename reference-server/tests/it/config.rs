@@ -1,0 +1,45 @@
+//! Configuration errors read well: located YAML errors for `--tokens`, and flag errors that say what to do.
+
+use clap::Parser;
+use leasebroker::auth::Auth;
+use leasebroker::cli::Args;
+
+fn config_error(argv: &[&str]) -> String {
+    let args = Args::try_parse_from(std::iter::once("leasebroker").chain(argv.iter().copied()))
+        .map_err(|e| e.to_string());
+    match args {
+        Err(e) => e,
+        Ok(args) => format!(
+            "{:#}",
+            args.into_config().expect_err("the flags are invalid")
+        ),
+    }
+}
+
+#[test]
+fn flag_errors() {
+    insta::assert_snapshot!(config_error(&[]), @"give --tokens FILE, or --dev to accept any bearer token");
+    insta::assert_snapshot!(config_error(&["--dev", "--in-flight-ttl", "0s"]), @"--in-flight-ttl must be positive");
+    let bad_ttl = config_error(&["--dev", "--in-flight-ttl", "soon"]);
+    assert!(
+        bad_ttl.contains("invalid value 'soon' for '--in-flight-ttl"),
+        "{bad_ttl}"
+    );
+    let bad_flaw = config_error(&["--dev", "--flaw", "bogus"]);
+    assert!(
+        bad_flaw.contains("possible values: no-idempotency"),
+        "{bad_flaw}"
+    );
+}
+
+#[test]
+fn tokens_file_errors() {
+    let err = |text: &str| {
+        Auth::from_yaml("tokens.yaml", text)
+            .expect_err("invalid tokens file")
+            .to_string()
+    };
+    insta::assert_snapshot!(err("tokens:\n  tok-a: alice\ntokns: {}\n"), @"tokens.yaml:3:1: unknown field `tokns`, expected one of tokens");
+    insta::assert_snapshot!(err("tokens:\n  tok-a: [alice]\n"), @"tokens.yaml:2:10: expected string scalar");
+    insta::assert_snapshot!(err("tokens:\n  tok-a: ''\n"), @"tokens.yaml: tokens and principals must be non-empty");
+}
