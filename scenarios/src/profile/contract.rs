@@ -94,48 +94,39 @@ pub struct Contract {
 impl ContractSpec {
     /// Applies the overrides to the preset.
     pub fn resolve(&self) -> Contract {
+        let article = Contract {
+            preset: Preset::Article,
+            header: "Idempotency-Key".into(),
+            mismatch_status: vec![409],
+            in_flight_status: vec![409],
+            missing_key_status: vec![400],
+            in_flight_ttl: None,
+            retention: None,
+            key_required: true,
+            replays_5xx: false,
+            per_principal: true,
+            sf_string_keys: false,
+            replayed_header: "Idempotent-Replayed".into(),
+        };
         let mut c = match self.preset {
-            Preset::Article => Contract {
-                preset: Preset::Article,
-                header: "Idempotency-Key".into(),
-                mismatch_status: vec![409],
-                in_flight_status: vec![409],
-                missing_key_status: vec![400],
-                in_flight_ttl: None,
-                retention: None,
-                key_required: true,
-                replays_5xx: false,
-                per_principal: true,
-                sf_string_keys: false,
-                replayed_header: "Idempotent-Replayed".into(),
-            },
+            Preset::Article => article,
+            // draft-ietf-httpapi-idempotency-key-header-07 §2.7: 422 for a reused key with a
+            // different request; §2.1: the key is an sf-string.
             Preset::IetfDraft => Contract {
                 preset: Preset::IetfDraft,
-                header: "Idempotency-Key".into(),
                 mismatch_status: vec![422],
-                in_flight_status: vec![409],
-                missing_key_status: vec![400],
-                in_flight_ttl: None,
-                retention: None,
-                key_required: true,
-                replays_5xx: false,
-                per_principal: true,
                 sf_string_keys: true,
-                replayed_header: "Idempotent-Replayed".into(),
+                ..article
             },
+            // stripe: idempotency — 400 for a mismatch, keys optional, results (500s included)
+            // stored for 24 hours.
             Preset::StripeV1 => Contract {
                 preset: Preset::StripeV1,
-                header: "Idempotency-Key".into(),
                 mismatch_status: vec![400],
-                in_flight_status: vec![409],
-                missing_key_status: vec![400],
-                in_flight_ttl: None,
                 retention: Some(std::time::Duration::from_secs(24 * 3600)),
                 key_required: false,
                 replays_5xx: true,
-                per_principal: true,
-                sf_string_keys: false,
-                replayed_header: "Idempotent-Replayed".into(),
+                ..article
             },
         };
         if let Some(v) = &self.header {

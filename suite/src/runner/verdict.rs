@@ -59,18 +59,18 @@ pub(crate) fn grade(judgements: &[Judgement]) -> (Verdict, String, Vec<&Judgemen
             .collect();
         return (Verdict::Pass, held.join("; "), Vec::new());
     };
-    let summary = match verdict {
-        Verdict::Fail | Verdict::Warn => chosen
-            .iter()
-            .map(|j| format!("{} ({})", text(&j.finding), j.reference))
-            .collect::<Vec<_>>()
-            .join("; "),
-        _ => chosen
-            .iter()
-            .map(|j| text(&j.finding).to_owned())
-            .collect::<Vec<_>>()
-            .join("; "),
-    };
+    let messages: Vec<&str> = chosen.iter().map(|j| text(&j.finding)).collect();
+    let mut summary = messages.join("; ");
+    if matches!(verdict, Verdict::Fail | Verdict::Warn) {
+        // Each rule's source once, after the sentences that broke it.
+        let mut sources: Vec<&str> = Vec::new();
+        for j in &chosen {
+            if !sources.contains(&j.reference.as_str()) {
+                sources.push(&j.reference);
+            }
+        }
+        summary = format!("{summary} ({})", sources.join(" | "));
+    }
     (verdict, summary, chosen)
 }
 

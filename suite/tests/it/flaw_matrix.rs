@@ -95,7 +95,7 @@ flaw_cases! {
     no_fingerprint_is_caught_by_fingerprint_mismatch:
         "no-fingerprint" => ["fingerprint-mismatch"] Fail, says "mismatch";
     check_then_act_is_caught_by_concurrent_same_key:
-        "check-then-act" => ["concurrent-same-key"] Fail, says "concurrent retries";
+        "check-then-act" => ["concurrent-same-key"] Fail, says "with one key got different resources";
     no_in_flight_ttl_is_caught_by_stuck_in_flight:
         "no-in-flight-ttl" => ["stuck-in-flight"] Fail, says "locked out";
     cache_5xx_is_caught_by_failed_not_cached:
@@ -107,7 +107,7 @@ flaw_cases! {
     non_resumable_is_caught_by_resumable_side_effects:
         "non-resumable" => ["resumable-side-effects"] Fail, says "leaked";
     proceed_in_flight_is_caught_by_client_timeout_in_flight:
-        "proceed-in-flight" => ["client-timeout-in-flight"] Fail, says "expected";
+        "proceed-in-flight" => ["client-timeout-in-flight"] Fail, says "expected exactly 1";
     replay_drops_headers_is_caught_by_replay_fidelity:
         "replay-drops-headers" => ["replay-fidelity"] Fail, says "location missing";
     endpoint_unscoped_is_caught_by_endpoint_scope:
