@@ -395,3 +395,83 @@ fn sigterm_stops_the_run_and_the_reference_server() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// The profile `idemspec init` writes is a working start: against leasebroker in `--dev` mode (any
+/// bearer token is a principal) every check runs, and those needing hooks the template leaves
+/// commented out are SKIP with the capability named.
+#[test]
+fn the_init_profile_runs_against_a_dev_reference_server() {
+    use std::io::BufRead as _;
+    let dir = workspace();
+    let database = format!("sqlite://{}/lb.db", dir.path().display());
+    let mut server = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args([
+            "__leasebroker",
+            "--dev",
+            "--listen",
+            "127.0.0.1:0",
+            "--database-url",
+            &database,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("leasebroker starts");
+    let server_out = server.stdout.take().expect("piped stdout");
+    let first = std::io::BufReader::new(server_out)
+        .lines()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let url = first
+        .strip_prefix("leasebroker listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
+        .to_owned();
+    let out = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args([
+            "run",
+            "--target",
+            "profile.yaml",
+            "--report-json",
+            "report.json",
+        ])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("API_URL", &url)
+        .output()
+        .expect("runs");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let report: idemspec::model::RunReport = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("report.json")).expect("report written"),
+    )
+    .expect("report parses");
+    assert_eq!(
+        report.stats.fail + report.stats.unknown,
+        0,
+        "{}",
+        stdout(&out)
+    );
+    for check in report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == idemspec::model::Verdict::Skip)
+    {
+        assert!(
+            ["crash", "restart", "fail_next", "side_effects"]
+                .iter()
+                .any(|hook| check.summary.contains(hook)),
+            "{} is SKIP without naming the missing hook: {}",
+            check.id,
+            check.summary
+        );
+    }
+    assert!(report.stats.pass >= 12, "{}", stdout(&out));
+}
