@@ -13,22 +13,27 @@ const INDENT: &str = "  ";
 /// … [source: article: lost responses]`); notes follow, then one block per exchange in the order
 /// the runner recorded them.
 pub fn lines(outcome: &CheckOutcome) -> Vec<String> {
-    // A summary that already cites its source is not given it twice.
-    let source = if outcome.summary.contains(&outcome.reference) {
-        String::new()
-    } else {
-        format!(" [source: {}]", outcome.reference)
-    };
     let mut out = vec![format!(
-        "{}: {}{source}",
+        "{}: {}{}",
         summary_label(outcome.verdict),
-        outcome.summary
+        outcome.summary,
+        source_suffix(outcome)
     )];
     out.extend(outcome.notes.iter().map(|note| format!("note: {note}")));
     for (index, evidence) in outcome.evidence.iter().enumerate() {
         exchange(&mut out, index + 1, evidence);
     }
     out
+}
+
+/// ` [source: REFERENCE]` to follow the summary, or nothing when the summary already cites it
+/// (a source is never printed twice).
+pub fn source_suffix(outcome: &CheckOutcome) -> String {
+    if outcome.summary.contains(&outcome.reference) {
+        String::new()
+    } else {
+        format!(" [source: {}]", outcome.reference)
+    }
 }
 
 /// The evidence of `outcome` as one block of text, each line prefixed by `indent`.

@@ -21,6 +21,15 @@ pub fn counts(stats: &RunStats) -> String {
     )
 }
 
+/// `1 check`, `16 checks`.
+pub fn checks(n: usize) -> String {
+    if n == 1 {
+        "1 check".to_owned()
+    } else {
+        format!("{n} checks")
+    }
+}
+
 /// Whether and how to colour terminal output. Decided once by the CLI (`--color`, `NO_COLOR`,
 /// whether the stream is a terminal); reporters only ask it to paint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

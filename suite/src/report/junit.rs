@@ -38,7 +38,7 @@ fn test_case(report: &RunReport, check: &CheckOutcome) -> TestCase {
         report.contract,
         evidence::text(check, "  ")
     );
-    let message = format!("{} [{}]", check.summary, check.reference);
+    let message = format!("{}{}", check.summary, evidence::source_suffix(check));
     let status = match check.verdict {
         Verdict::Fail | Verdict::Unknown => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::format::counts;
+use super::format::{checks, counts};
 use super::{evidence, human_duration, terminal::needs_evidence};
 use crate::model::{ExitCode, RunReport, Verdict};
 
@@ -19,10 +19,10 @@ pub fn render(report: &RunReport, allow_unknown: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "## idemspec: `{}` {result}\n\nContract assumed: `{}`. {} checks in {}: {}.\n",
+        "## idemspec: `{}` {result}\n\nContract assumed: `{}`. {} in {}: {}.\n",
         report.target,
         report.contract,
-        report.checks.len(),
+        checks(report.checks.len()),
         human_duration(report.duration_ms),
         counts(stats),
     );

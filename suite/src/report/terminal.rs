@@ -8,7 +8,7 @@ use tabled::builder::Builder;
 use tabled::settings::object::{Cell, Columns};
 use tabled::settings::{Alignment, Color, Style, Width};
 
-use super::format::counts;
+use super::format::{checks, counts};
 use super::{evidence, human_duration, Palette};
 use crate::model::{CheckOutcome, ExitCode, RunReport, Verdict};
 
@@ -35,11 +35,11 @@ pub fn render(report: &RunReport, options: TerminalOptions) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} target {}, contract {}, {} checks\n",
+        "{} target {}, contract {}, {}\n",
         palette.bold("idemspec"),
         palette.bold(&report.target),
         palette.bold(&report.contract),
-        report.checks.len()
+        checks(report.checks.len())
     );
     out.push_str(&table(&report.checks, palette));
     out.push('\n');
@@ -119,9 +119,9 @@ pub fn summary(report: &RunReport, options: TerminalOptions) -> String {
         ""
     };
     format!(
-        "result: {result}. {}{unknown_note} ({} checks in {})",
+        "result: {result}. {}{unknown_note} ({} in {})",
         counts(stats),
-        report.checks.len(),
+        checks(report.checks.len()),
         human_duration(report.duration_ms)
     )
 }
