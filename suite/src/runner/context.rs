@@ -155,3 +155,34 @@ impl CheckState {
         self.results.get(step).unwrap_or(EMPTY)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use idemspec_scenarios::profile::{ContractSpec, Preset};
+
+    #[test]
+    fn keys_are_unique_per_check_and_follow_the_contract() {
+        let state = CheckState {
+            marker: "m1".into(),
+            results: BTreeMap::new(),
+            counters_before: None,
+        };
+        let article = ContractSpec::default().resolve();
+        let stripe = ContractSpec {
+            preset: Preset::StripeV1,
+            ..ContractSpec::default()
+        }
+        .resolve();
+        let key = |spec: &str, c: &Contract| state.key_value(&KeySpec::parse(spec).unwrap(), c);
+        assert_eq!(key("K1", &article).as_deref(), Some("m1-K1"));
+        assert_eq!(key("sf:K1", &article).as_deref(), Some("\"m1-K1\""));
+        assert_eq!(key("none", &article), None);
+        assert_eq!(key("long:300", &article).map(|k| k.len()), Some(300));
+        assert_eq!(key("after_5xx:K1", &article).as_deref(), Some("m1-K1"));
+        assert_eq!(
+            key("after_5xx:K1", &stripe).as_deref(),
+            Some("m1-K1-after-5xx")
+        );
+    }
+}

@@ -35,3 +35,37 @@ pub(crate) fn differences(replay: &Exchange, original: &Exchange) -> Vec<String>
 pub(crate) fn same_response(a: &Exchange, b: &Exchange) -> bool {
     a.status.is_some() && a.status == b.status && a.body == b.body
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(status: u16, location: Option<&str>, body: &str) -> Exchange {
+        let mut ex = Exchange::failed("s", String::new());
+        ex.status = Some(status);
+        if let Some(l) = location {
+            ex.headers
+                .insert("location", l.parse().expect("valid header"));
+        }
+        ex.body = bytes::Bytes::from(body.to_owned());
+        ex
+    }
+
+    #[test]
+    fn a_faithful_replay_has_no_differences() {
+        let a = response(201, Some("/w/1"), "{}");
+        assert!(differences(&a, &a.clone()).is_empty());
+        assert!(same_response(&a, &a.clone()));
+    }
+
+    #[test]
+    fn each_difference_is_named() {
+        let original = response(201, Some("/w/1"), r#"{"id":1}"#);
+        let replay = response(200, None, r#"{"id":2}"#);
+        let diffs = differences(&replay, &original);
+        assert_eq!(diffs.len(), 3, "{diffs:?}");
+        assert!(diffs[0].starts_with("status 200 instead of 201"));
+        assert_eq!(diffs[1], "location missing (was `/w/1`)");
+        assert!(diffs[2].starts_with("body differs"));
+    }
+}

@@ -51,3 +51,43 @@ pub(crate) fn describe_patterns(patterns: &[StatusPattern], contract: &Contract)
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use idemspec_scenarios::profile::{ContractSpec, Preset};
+
+    fn contract(preset: Preset) -> Contract {
+        ContractSpec {
+            preset,
+            ..ContractSpec::default()
+        }
+        .resolve()
+    }
+
+    #[test]
+    fn symbolic_statuses_follow_the_declared_contract() {
+        let article = contract(Preset::Article);
+        let ietf = contract(Preset::IetfDraft);
+        assert!(status_matches(StatusPattern::Mismatch, 409, &article));
+        assert!(!status_matches(StatusPattern::Mismatch, 409, &ietf));
+        assert!(status_matches(StatusPattern::Mismatch, 422, &ietf));
+        assert!(status_matches(StatusPattern::Class(2), 204, &ietf));
+        assert!(!status_matches(StatusPattern::Class(2), 304, &ietf));
+        assert_eq!(
+            describe_patterns(&[StatusPattern::Class(2), StatusPattern::Mismatch], &ietf),
+            "2xx, mismatch (422)"
+        );
+    }
+
+    #[test]
+    fn limits_relative_to_the_ttl_use_the_declared_ttl() {
+        let mut c = contract(Preset::Article);
+        c.in_flight_ttl = Some(Duration::from_secs(3));
+        let w = Within {
+            plus_in_flight_ttl: true,
+            extra: Duration::from_secs(5),
+        };
+        assert_eq!(within(&w, &c), Duration::from_secs(8));
+    }
+}
