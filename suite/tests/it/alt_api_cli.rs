@@ -6,6 +6,7 @@
 use idemspec::model::{RunReport, Verdict};
 
 use crate::support::alt_api;
+use crate::support::redact::redacted;
 
 /// Runs `idemspec` with `args` in `dir` against `api`, colour off.
 async fn idemspec(
@@ -81,6 +82,8 @@ async fn the_catalogue_passes_a_correct_api_of_another_shape() {
         markdown.starts_with("## idemspec: `alt-api` passed"),
         "{markdown}"
     );
+    // The terminal report of a real run, as a user sees it (timings redacted).
+    redacted!(insta::assert_snapshot!(stdout));
 }
 
 /// The alt API itself must be right, or the test above proves nothing: N simultaneous creates with

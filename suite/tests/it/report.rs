@@ -4,21 +4,8 @@
 use idemspec::model::{RunReport, Verdict};
 use idemspec::report::{json, junit, markdown, terminal, Palette, ReportFiles, TerminalOptions};
 
+use crate::support::redact::redacted;
 use crate::support::sample;
-
-/// Redacts what varies between runs (durations, ports, temporary paths) so snapshots stay stable
-/// for real runs as well as for the fixed sample.
-macro_rules! redacted {
-    ($body:expr) => {
-        insta::with_settings!({filters => vec![
-            (r"\b\d+(\.\d+)?(ms|s)\b", "[time]"),
-            (r"\b\d+m\d{2}s\b", "[time]"),
-            (r#"time="[0-9.]+""#, r#"time="[time]""#),
-            (r"127\.0\.0\.1:\d+", "127.0.0.1:[port]"),
-            (r"/tmp/[^\s`'\x22]+", "[tmp]"),
-        ]}, { $body })
-    };
-}
 
 /// Removes ANSI escape sequences (CSI ... letter).
 fn strip_ansi(text: &str) -> String {

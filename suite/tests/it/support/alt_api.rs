@@ -238,12 +238,7 @@ where
         None => {
             // Keys are optional (stripe-v1): without one the request simply runs.
             let sub_key = hex::encode(Sha256::digest(uuid::Uuid::new_v4().as_bytes()));
-            return respond(
-                tokio::spawn(work(app.clone(), sub_key))
-                    .await
-                    .ok()
-                    .flatten(),
-            );
+            return finish(tokio::spawn(work(app.clone(), sub_key)).await).await;
         }
         Some(value) => match valid_key(value) {
             Some(key) => key,
@@ -342,7 +337,18 @@ where
         outcome
     })
     .await;
-    respond(outcome.ok().flatten())
+    finish(outcome).await
+}
+
+/// The response for a finished piece of work. Work that "died" (a crash) never answers: the crash
+/// aborts this connection, and nothing may reach the client before that happens.
+async fn finish(outcome: Result<Work, tokio::task::JoinError>) -> Response {
+    match outcome {
+        Ok(Some(stored)) => respond(Some(stored)),
+        Ok(None) => std::future::pending().await,
+        // The work panicked: a 500 the client may retry (nothing was stored).
+        Err(_) => respond(None),
+    }
 }
 
 fn valid_key(value: &HeaderValue) -> Option<String> {
