@@ -148,16 +148,62 @@ async fn shutdown_signal() -> &'static str {
     "Ctrl-C"
 }
 
+/// The built-in check id nearest to `id` (at most two edits away), for a "did you mean" hint.
+fn closest_check_id(id: &str) -> Option<&'static str> {
+    idemspec_scenarios::catalogue::SOURCES
+        .iter()
+        .map(|(known, _)| (edit_distance(id, known), *known))
+        .filter(|(distance, _)| *distance <= 2)
+        .min()
+        .map(|(_, known)| known)
+}
+
+/// Levenshtein distance in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn near_misses_find_their_check() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(closest_check_id("lost-responce"), Some("lost-response"));
+        assert_eq!(closest_check_id("reboot-twice"), None);
+    }
+}
+
 /// Maps a [`RunError`] to its exit code and a hint.
 fn run_failure(error: RunError) -> Failure {
     match &error {
         RunError::TargetUnreachable { .. } => Failure::unreachable(error)
             .hint("is the API running, and do the profile's `base_urls` point at it?"),
-        RunError::UnknownCheck(_) => {
-            Failure::usage(error).hint("`idemspec list` shows every check id")
+        RunError::UnknownCheck(id) => {
+            let near = closest_check_id(id);
+            let failure = Failure::usage(error);
+            match near {
+                Some(near) => failure.hint(format!("did you mean `{near}`?")),
+                None => failure,
+            }
+            .hint("`idemspec list` shows every check id")
         }
         RunError::DuplicateCheck(_) => Failure::usage(error)
-            .hint("give your scenario another `id`, or drop the built-in one with --skip ID"),
+            .hint("give your scenario an `id` of its own (`idemspec list` shows the ids taken)"),
         RunError::Config(_) => Failure::usage(error)
             .hint("`idemspec validate FILE…` checks profiles and scenarios without running them"),
         RunError::Reference(_) => {

@@ -475,3 +475,56 @@ fn the_init_profile_runs_against_a_dev_reference_server() {
     }
     assert!(report.stats.pass >= 12, "{}", stdout(&out));
 }
+
+#[test]
+fn selection_errors_name_the_id_and_stop_before_any_request() {
+    let dir = workspace();
+    // API_URL points nowhere: a selection error must come before any attempt to reach it.
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .env("API_URL", "http://127.0.0.1:1")
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        stderr(&out)
+    };
+    insta::assert_snapshot!(
+        "run_unknown_only_id",
+        run(&["run", "--target", "profile.yaml", "--only", "lost-responce"])
+    );
+    write(
+        dir.path(),
+        "dup.yaml",
+        &SCENARIO.replace("my-lost-response", "lost-response"),
+    );
+    insta::assert_snapshot!(
+        "run_duplicate_id",
+        run(&["run", "--target", "profile.yaml", "--scenario", "dup.yaml"])
+    );
+}
+
+#[test]
+fn an_unwritable_report_is_a_configuration_error_after_the_report_is_shown() {
+    let dir = workspace();
+    std::fs::create_dir(dir.path().join("taken.json")).expect("a directory in the way");
+    let out = idemspec(
+        dir.path(),
+        &[
+            "run",
+            "--reference",
+            "--only",
+            "replay-fidelity",
+            "--report-json",
+            "taken.json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("│ replay-fidelity"),
+        "the run's report still reaches stdout"
+    );
+    insta::assert_snapshot!(stderr(&out));
+}
