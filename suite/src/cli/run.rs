@@ -176,18 +176,6 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn near_misses_find_their_check() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(closest_check_id("lost-responce"), Some("lost-response"));
-        assert_eq!(closest_check_id("reboot-twice"), None);
-    }
-}
-
 /// Maps a [`RunError`] to its exit code and a hint.
 fn run_failure(error: RunError) -> Failure {
     match &error {
@@ -210,5 +198,17 @@ fn run_failure(error: RunError) -> Failure {
             Failure::usage(error).hint("run with -v to see the reference server's output")
         }
         RunError::Proxy(_) => Failure::usage(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn near_misses_find_their_check() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(closest_check_id("lost-responce"), Some("lost-response"));
+        assert_eq!(closest_check_id("reboot-twice"), None);
     }
 }
