@@ -97,8 +97,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub reference: bool,
     /// Break one rule of the reference server on purpose (repeatable), to see a FAIL.
-    #[arg(long, value_name = "NAME")]
-    pub flaw: Vec<String>,
+    #[arg(long, value_name = "NAME", value_enum)]
+    pub flaw: Vec<leasebroker::flaw::Flaw>,
     /// Database for the reference server (default: SQLite in a temporary directory).
     #[arg(long, value_name = "URL")]
     pub reference_database_url: Option<String>,

@@ -23,7 +23,7 @@ pub fn run(args: RunArgs, printer: &Printer) -> Result<ExitCode, Failure> {
     if !args.flaw.is_empty() {
         printer.warning(format!(
             "the reference server runs with --flaw {}: the checks that catch it should FAIL",
-            args.flaw.join(", --flaw ")
+            flaw_names(&args).join(", --flaw ")
         ));
     }
     let files = ReportFiles {
@@ -55,6 +55,11 @@ pub fn run(args: RunArgs, printer: &Printer) -> Result<ExitCode, Failure> {
         printer.status(format!("wrote {}", path.display()));
     }
     Ok(report.stats.exit_code(args.allow_unknown))
+}
+
+/// The `--flaw` values as leasebroker's flag spells them.
+fn flaw_names(args: &RunArgs) -> Vec<String> {
+    args.flaw.iter().map(|flaw| flaw.name()).collect()
 }
 
 /// Validates the flags into the runner's options, loading the profile and scenario files.
@@ -90,7 +95,7 @@ fn options(args: &RunArgs) -> Result<RunOptions, Failure> {
             Target::Profile(Box::new(profile))
         }
         None => Target::Reference(ReferenceOptions {
-            flaws: args.flaw.clone(),
+            flaws: flaw_names(args),
             database_url: args.reference_database_url.clone(),
             ..ReferenceOptions::default()
         }),

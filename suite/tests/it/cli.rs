@@ -181,6 +181,7 @@ fn usage_errors_exit_2() {
         ],
         &["run", "--reference", "--target", "profile.yaml"],
         &["run", "--reference", "--color", "sometimes"],
+        &["run", "--reference", "--flaw", "no-such-flaw"],
         &["validate"],
         &["frobnicate"],
     ] {
