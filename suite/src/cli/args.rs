@@ -20,7 +20,7 @@ Examples:
   idemspec validate idemspec.yaml scenarios/
 
 Exit codes: 0 every MUST check passed, 1 a MUST check failed (or a check was UNKNOWN without
---allow-unknown), 2 usage or configuration error, 3 the target was unreachable.";
+--allow-unknown), 2 usage or configuration error, 3 the target was unreachable, 130 interrupted.";
 
 /// Prove that retries against your provisioning API are safe.
 ///
