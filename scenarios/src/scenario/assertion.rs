@@ -138,8 +138,8 @@ pub enum ConflictKind {
     InFlight,
 }
 
-/// `header: {step, name}`: every 2xx response of the step carries the header. `name: replayed`
-/// means the contract's replay header.
+/// `header: {step, name, when}`: every response of the step whose status is in `when` (default
+/// `[2xx]`) carries the header. `name: replayed` means the contract's replay header.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HeaderPresent {
@@ -147,6 +147,10 @@ pub struct HeaderPresent {
     pub step: String,
     /// Header name, or `replayed`.
     pub name: String,
+    /// The statuses whose responses must carry it (default `[2xx]`), e.g. `[in_flight]` for
+    /// `Retry-After`. When no response has such a status the assertion holds with a note.
+    #[serde(default)]
+    pub when: Option<Vec<StatusPattern>>,
 }
 
 /// `succeeded_within: {step, within}`: the step (with `retry`) reached 2xx in time.
@@ -246,9 +250,12 @@ pub struct Assertion {
     /// Rejected as a conflict of a kind.
     #[serde(default)]
     pub conflict: Option<Conflict>,
-    /// A header present on successes.
+    /// A header present on successes (or on the statuses in `when`).
     #[serde(default)]
     pub header: Option<HeaderPresent>,
+    /// Two conflicts a client must be able to tell apart (by status or problem `type`).
+    #[serde(default)]
+    pub distinct_problems: Option<StepList>,
     /// Reached success in time.
     #[serde(default)]
     pub succeeded_within: Option<SucceededWithin>,
@@ -284,6 +291,7 @@ pub enum AssertKind<'a> {
     Created(&'a Created),
     Conflict(&'a Conflict),
     Header(&'a HeaderPresent),
+    DistinctProblems(&'a StepList),
     SucceededWithin(&'a SucceededWithin),
     EffectDelta(&'a EffectDelta),
     FailureHandled(&'a FailureHandled),
@@ -305,7 +313,7 @@ impl Assertion {
         push!(
             status => Status, same_response => SameResponse, not_replay_of => NotReplayOf,
             distinct_ids => DistinctIds, consistent => Consistent, created => Created,
-            conflict => Conflict, header => Header, succeeded_within => SucceededWithin,
+            conflict => Conflict, header => Header, distinct_problems => DistinctProblems, succeeded_within => SucceededWithin,
             effect_delta => EffectDelta, failure_handled => FailureHandled,
             fault_applied => FaultApplied, no_response => NoResponse, no_5xx => No5xx,
             side_effects => SideEffects,
@@ -330,7 +338,9 @@ impl Assertion {
         match *kind {
             AssertKind::Status(a) => vec![&a.step],
             AssertKind::SameResponse(a) | AssertKind::NotReplayOf(a) => vec![&a.step, &a.other],
-            AssertKind::DistinctIds(a) => a.steps.iter().map(String::as_str).collect(),
+            AssertKind::DistinctIds(a) | AssertKind::DistinctProblems(a) => {
+                a.steps.iter().map(String::as_str).collect()
+            }
             AssertKind::Consistent(a) | AssertKind::NoResponse(a) | AssertKind::No5xx(a) => {
                 vec![&a.step]
             }

@@ -220,29 +220,8 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
                 )),
             }
         }
-        AssertKind::Header(h) => {
-            let name = if h.name == "replayed" {
-                contract.replayed_header.as_str()
-            } else {
-                h.name.as_str()
-            };
-            let result = state.result(&h.step);
-            let ok: Vec<&Exchange> = result.judged().iter().filter(|e| e.is_success()).collect();
-            if ok.is_empty() {
-                return Undecided(format!(
-                    "step `{}` got no 2xx to look for `{name}` on",
-                    h.step
-                ));
-            }
-            match ok.iter().find(|e| e.header(name).is_none()) {
-                Some(e) => Broken(format!(
-                    "`{}` answered {} without `{name}`",
-                    h.step,
-                    e.describe()
-                )),
-                None => Held(format!("`{}` carried `{name}`", h.step)),
-            }
-        }
+        AssertKind::Header(h) => header_present(env, state, h),
+        AssertKind::DistinctProblems(d) => distinct_problems(state, &d.steps),
         AssertKind::SucceededWithin(s) => {
             let limit = within(&s.within, contract);
             let result = state.result(&s.step);
@@ -319,6 +298,87 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
         },
         AssertKind::SideEffects(s) => side_effects(env, state, s.equals).await,
     }
+}
+
+/// The header is on every response of the step whose status is in `when` (default 2xx).
+fn header_present(
+    env: &Env,
+    state: &CheckState,
+    h: &idemspec_scenarios::scenario::HeaderPresent,
+) -> Finding {
+    let contract = &env.contract;
+    let name = if h.name == "replayed" {
+        contract.replayed_header.as_str()
+    } else {
+        h.name.as_str()
+    };
+    let when = h
+        .when
+        .clone()
+        .unwrap_or_else(|| vec![StatusPattern::Class(2)]);
+    let result = state.result(&h.step);
+    let concerned: Vec<&Exchange> = result
+        .judged()
+        .iter()
+        .filter(|e| {
+            e.status
+                .is_some_and(|s| when.iter().any(|p| status_matches(*p, s, contract)))
+        })
+        .collect();
+    let want = describe_patterns(&when, contract);
+    if concerned.is_empty() {
+        if h.when.is_none() {
+            return Undecided(format!(
+                "step `{}` got no 2xx to look for `{name}` on",
+                h.step
+            ));
+        }
+        return Held(format!(
+            "`{}` got no {want} response to look for `{name}` on",
+            h.step
+        ));
+    }
+    match concerned.iter().find(|e| e.header(name).is_none()) {
+        Some(e) => Broken(format!(
+            "`{}` answered {} without `{name}`",
+            h.step,
+            e.describe()
+        )),
+        None => Held(format!("`{}` carried `{name}` on {want}", h.step)),
+    }
+}
+
+/// Two conflicts a client must tell apart — "in flight, retry later" and "mismatch, never retry" —
+/// differ in status or in problem `type` (RFC 9457 §3.1.1).
+fn distinct_problems(state: &CheckState, steps: &[String]) -> Finding {
+    let mut firsts = Vec::new();
+    for s in steps {
+        match state.result(s).first_response() {
+            Some(e) if !e.is_success() => firsts.push((s, e)),
+            Some(e) => {
+                return Held(format!(
+                    "`{s}` answered {}, so there was no conflict to compare",
+                    e.describe()
+                ))
+            }
+            None => return Undecided(format!("step `{s}` got no response")),
+        }
+    }
+    for (i, (a, ea)) in firsts.iter().enumerate() {
+        for (b, eb) in &firsts[i + 1..] {
+            if ea.status == eb.status && ea.problem_type() == eb.problem_type() {
+                return Broken(format!(
+                    "`{a}` and `{b}` both answered {}: a client cannot tell a retryable conflict from a terminal one",
+                    ea.describe()
+                ));
+            }
+        }
+    }
+    let all: Vec<String> = firsts
+        .iter()
+        .map(|(s, e)| format!("`{s}` {}", e.describe()))
+        .collect();
+    Held(format!("conflicts are distinguishable: {}", all.join(", ")))
 }
 
 fn dedup(mut v: Vec<String>) -> Vec<String> {
