@@ -42,13 +42,20 @@ async fn run_collecting(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn dropped_responses_are_unknown_and_skips_name_the_missing_capability() {
+async fn dropped_responses_and_failed_hooks_are_unknown_and_skips_name_the_missing_capability() {
     let server = ReferenceServer::start(&reference(&[], None))
         .await
         .expect("reference starts");
     let mut profile: TargetProfile = server.profile().expect("bundled profile loads");
     profile.operations.action = None;
-    profile.hooks = Default::default();
+    profile.hooks.crash = None;
+    // A hook that cannot do its job leaves its check unable to decide.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let closed_url = format!("http://{}/fail-next", closed.local_addr().expect("addr"));
+    drop(closed);
+    if let Some(hook) = profile.hooks.fail_next.as_mut() {
+        hook.request.as_mut().expect("an HTTP hook").url = closed_url;
+    }
     let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
     opts.scenarios = vec![Scenario::load("dropped.yaml", ALL_DROPPED).expect("scenario loads")];
     opts.only = vec![
@@ -56,6 +63,7 @@ async fn dropped_responses_are_unknown_and_skips_name_the_missing_capability() {
         "endpoint-scope".into(),
         "stuck-in-flight".into(),
         "replay-fidelity".into(),
+        "failed-not-cached".into(),
     ];
     let (result, events) = run_collecting(opts).await;
     server.shutdown().await;
@@ -82,6 +90,13 @@ async fn dropped_responses_are_unknown_and_skips_name_the_missing_capability() {
     assert_eq!(stuck.verdict, Verdict::Skip);
     assert!(stuck.summary.contains("hooks.crash"), "{}", stuck.summary);
     assert_eq!(outcome(&report, "replay-fidelity").verdict, Verdict::Pass);
+    let failed = outcome(&report, "failed-not-cached");
+    assert_eq!(failed.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(
+        failed.summary.contains("hook `fail_next` failed"),
+        "{}",
+        failed.summary
+    );
     let started = events
         .iter()
         .filter(|e| matches!(e, RunEvent::CheckStarted { .. }))
@@ -90,10 +105,10 @@ async fn dropped_responses_are_unknown_and_skips_name_the_missing_capability() {
         .iter()
         .filter(|e| matches!(e, RunEvent::CheckFinished(_)))
         .count();
-    assert_eq!((started, finished), (4, 4));
+    assert_eq!((started, finished), (5, 5));
     assert!(matches!(
         events.first(),
-        Some(RunEvent::RunStarted { total: 4, .. })
+        Some(RunEvent::RunStarted { total: 5, .. })
     ));
     assert!(matches!(events.last(), Some(RunEvent::RunFinished(_))));
 }
