@@ -23,7 +23,9 @@
 //!   4 KiB are stored deflate-compressed. Records live for the retention window (`--retention`, 24 h),
 //!   then a batched sweeper deletes them.
 //! - **Side effects converge**: node allocation, lease, boot, worker and reboot are each keyed by a
-//!   sub-key `H(principal, endpoint, key, purpose)` and are "do or return the existing one". The boot is
+//!   sub-key `H(principal, endpoint, key, record nonce, purpose)` (the nonce is kept across retries of
+//!   one record, new when a key is reused after its record expired) and are "do or return the existing
+//!   one". The boot is
 //!   two-phase (pending row committed → hypervisor call tagged with `boot_id` → completed); a retry that
 //!   finds a pending row reconciles by listing the hypervisor's instances by tag.
 //!

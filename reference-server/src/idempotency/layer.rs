@@ -65,11 +65,9 @@ impl IdempotencyConfig {
 /// What to do with a request after the claim.
 enum Decision {
     /// This request owns the record (claim token `started_at`): run it and record the outcome.
-    /// `salt` (the `check-then-act` flaw only) gives it sub-keys of its own.
-    Run {
-        started_at: i64,
-        salt: Option<String>,
-    },
+    /// Its side-effect sub-keys are salted with the record's `nonce`: kept across retries of one
+    /// record (they resume), new for a record created after the old one expired (a new operation).
+    Run { started_at: i64, nonce: String },
     /// Run without owning the record (flaws only): fresh sub-keys, nothing recorded.
     RunUnowned,
     /// Replay a stored outcome.
@@ -139,11 +137,8 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
         OpSeed::derive(&principal.0, &endpoint, key.as_str())
     };
     match decision {
-        Decision::Run { started_at, salt } => {
-            let seed = match salt {
-                Some(salt) => seed.salted(&salt),
-                None => seed,
-            };
+        Decision::Run { started_at, nonce } => {
+            let seed = seed.salted(&nonce);
             let req = rebuild(parts, body, seed);
             run_owned(state.store.clone(), scope, started_at, req, next, &cfg).await
         }
@@ -210,18 +205,21 @@ async fn claim(
     if claim.inserted {
         return Ok(Decision::Run {
             started_at: claim.record.started_at,
-            salt: None,
+            nonce: claim.record.nonce,
         });
     }
     let record = claim.record;
     let flaws = &cfg.flaws;
-    let take_over = || async {
+    // Reclaiming a failed or stuck record keeps its nonce (the retry resumes its side effects); an
+    // expired record is a new operation and gets a new one.
+    let take_over = |nonce: String| async move {
         let won = store
             .take_over(
                 scope,
                 record.state,
                 record.started_at,
                 fingerprint,
+                &nonce,
                 now,
                 expires_at,
             )
@@ -230,7 +228,7 @@ async fn claim(
         Ok::<_, ApiError>(if won {
             Decision::Run {
                 started_at: now.max(record.started_at + 1),
-                salt: None,
+                nonce,
             }
         } else {
             Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs))
@@ -238,7 +236,7 @@ async fn claim(
     };
     // Past the retention window but not yet swept: as if absent.
     if record.expires_at <= now {
-        return take_over().await;
+        return take_over(uuid::Uuid::new_v4().to_string()).await;
     }
     if record.fingerprint != fingerprint && !flaws.has(Flaw::NoFingerprint) {
         let other_endpoint = flaws.has(Flaw::EndpointUnscoped)
@@ -250,11 +248,11 @@ async fn claim(
     }
     match record.state {
         RecordState::Completed => Ok(Decision::Replay(record)),
-        RecordState::Failed => take_over().await,
+        RecordState::Failed => take_over(record.nonce.clone()).await,
         RecordState::InFlight => {
             let expired = now - record.started_at >= ms(cfg.in_flight_ttl);
             if expired && !flaws.has(Flaw::NoInFlightTtl) {
-                take_over().await
+                take_over(record.nonce.clone()).await
             } else if flaws.has(Flaw::ProceedInFlight) {
                 Ok(Decision::RunUnowned)
             } else {
@@ -290,8 +288,8 @@ async fn check_then_act(
             }
         }
         found => {
-            // A racer that found nothing salts its sub-keys with a nonce of its own (so the race shows
-            // as several workers); a retry of a failed or stuck record keeps the record's nonce and resumes.
+            // A racer that found nothing writes a nonce of its own (so the race shows as several
+            // workers); a retry of a failed or stuck record keeps the record's nonce and resumes.
             let nonce = found.map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.nonce);
             // The window between the check and the act, wide enough that simultaneous requests all pass.
             tokio::time::sleep(CHECK_THEN_ACT_WINDOW).await;
@@ -306,10 +304,7 @@ async fn check_then_act(
                 )
                 .await
                 .map_err(ApiError::internal)?;
-            Ok(Decision::Run {
-                started_at,
-                salt: Some(nonce),
-            })
+            Ok(Decision::Run { started_at, nonce })
         }
     }
 }

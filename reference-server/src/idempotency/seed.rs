@@ -1,8 +1,9 @@
 //! Side-effect sub-keys derived from the idempotency record.
 //!
-//! Every downstream effect of a request is keyed by `H(principal, endpoint, key, purpose)` (purposes
-//! `alloc`, `lease`, `boot`, `worker`, `reboot`), and each effect is "do or return the existing one",
-//! so a retry after a partial failure resumes instead of repeating (the article: "side effects converge").
+//! Every downstream effect of a request is keyed by `H(principal, endpoint, key, nonce, purpose)`
+//! (purposes `alloc`, `lease`, `boot`, `worker`, `reboot`; `nonce` is the record's, kept across its
+//! retries), and each effect is "do or return the existing one", so a retry after a partial failure
+//! resumes instead of repeating (the article: "side effects converge").
 
 use sha2::{Digest, Sha256};
 
@@ -21,8 +22,8 @@ impl OpSeed {
         Self(h.finalize().into())
     }
 
-    /// This seed mixed with `salt` (the `check-then-act` flaw: each racer its own sub-keys, while a
-    /// retry of the same racer's record resumes).
+    /// This seed mixed with `salt` (the record's nonce: one operation's attempts share it; a key reused
+    /// after its record expired is a new operation with new sub-keys).
     pub fn salted(&self, salt: &str) -> Self {
         let mut h = Sha256::new();
         h.update(self.0);

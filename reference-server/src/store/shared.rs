@@ -131,13 +131,14 @@ macro_rules! store_methods {
             expected_state: $crate::store::RecordState,
             expected_started_at: i64,
             fingerprint: &'a str,
+            nonce: &'a str,
             now: i64,
             expires_at: i64,
         ) -> futures::future::BoxFuture<'a, Result<bool, $crate::store::StoreError>> {
             Box::pin(async move {
                 let done = sqlx::query(
                     "UPDATE idempotency_records SET state = 'in_flight', fingerprint = $1, started_at = $2, \
-                       expires_at = $3, status = NULL, headers = NULL, body = NULL, compressed = 0 \
+                       expires_at = $3, status = NULL, headers = NULL, body = NULL, compressed = 0, claim_nonce = $9 \
                      WHERE principal = $4 AND endpoint = $5 AND idem_key = $6 AND state = $7 AND started_at = $8",
                 )
                 .bind(fingerprint)
@@ -148,6 +149,7 @@ macro_rules! store_methods {
                 .bind(&scope.key)
                 .bind(expected_state.as_str())
                 .bind(expected_started_at)
+                .bind(nonce)
                 .execute(&self.pool)
                 .await?;
                 Ok(done.rows_affected() == 1)
@@ -455,6 +457,12 @@ macro_rules! store_methods {
                     .await?;
                 sqlx::query("UPDATE nodes SET allocation_id = NULL, allocated_at = NULL WHERE node_id = $1")
                     .bind(node_id)
+                    .execute(&mut *tx)
+                    .await?;
+                // Forget our boot row too, so a later create that reuses the sub-keys (after the record's
+                // retention window) boots a new instance instead of adopting the terminated one.
+                sqlx::query("DELETE FROM boots WHERE worker_id = $1")
+                    .bind(id)
                     .execute(&mut *tx)
                     .await?;
                 sqlx::query("UPDATE hypervisor_instances SET state = 'terminated' WHERE instance_id = $1")

@@ -84,8 +84,8 @@ pub struct IdempotencyRecord {
     pub state: RecordState,
     /// The hex SHA-256 fingerprint of the request that claimed the key.
     pub fingerprint: String,
-    /// A random value written when the record was created: SQLite's "who inserted" signal, and the
-    /// salt of the `check-then-act` flaw's per-racer sub-keys.
+    /// A random value written when the record was created (kept across retries, new after expiry):
+    /// SQLite's "who inserted" signal, and the salt of the operation's side-effect sub-keys.
     pub nonce: String,
     /// When the current claim was taken, ms since the epoch; the optimistic-reclaim token.
     pub started_at: i64,
@@ -229,7 +229,7 @@ pub trait Store: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Optimistic reclaim: `UPDATE … WHERE state = expected AND started_at = expected`; true for the
-    /// one winner. The record becomes in flight with `started_at = now` (which must differ from the old one).
+    /// one winner. The record becomes in flight with `started_at = max(now, old + 1)` and `nonce`.
     #[allow(clippy::too_many_arguments)]
     fn take_over<'a>(
         &'a self,
@@ -237,6 +237,7 @@ pub trait Store: Send + Sync + 'static {
         expected_state: RecordState,
         expected_started_at: i64,
         fingerprint: &'a str,
+        nonce: &'a str,
         now: i64,
         expires_at: i64,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;

@@ -396,6 +396,9 @@ async fn sweeper_expires_records(db: &Db) {
     let fresh = c.create("alice", Some("k"), &worker_body("debian")).await;
     assert_eq!(fresh.status, 201);
     assert!(!fresh.replayed());
+    // A new operation: a new worker with the new body, not the old worker adopted through its sub-keys.
+    assert_eq!(fresh.json()["image"], "debian");
+    assert_eq!(c.stats().await["workers"], 2);
     server.stop().await;
 }
 
