@@ -79,6 +79,8 @@ pub enum Capability {
     BodyVariant,
     /// A declared in-flight TTL in the contract.
     InFlightTtl,
+    /// A contract whose keys are scoped per principal (`per_principal: true`).
+    PerPrincipalKeys,
 }
 
 /// A check procedure implemented in the runner, for logic beyond a linear script. Its level,

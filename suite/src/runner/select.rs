@@ -58,6 +58,7 @@ pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<Strin
             Capability::SideEffects => env.profile.side_effects.is_none(),
             Capability::BodyVariant => !ops.create.body.has_variant(),
             Capability::InFlightTtl => env.contract.in_flight_ttl.is_none(),
+            Capability::PerPrincipalKeys => !env.contract.per_principal,
         };
         missing.then(|| {
             match cap {
@@ -76,6 +77,9 @@ pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<Strin
                     "the create body has no `{{variant}}`, so no differing request can be sent"
                 }
                 Capability::InFlightTtl => "the contract declares no `in_flight_ttl`",
+                Capability::PerPrincipalKeys => {
+                    "the contract declares keys shared by all principals (`per_principal: false`)"
+                }
             }
             .to_owned()
         })
