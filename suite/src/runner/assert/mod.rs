@@ -2,6 +2,8 @@
 //! declared contract (never by one server's shape).
 
 mod compare;
+mod conflicts;
+mod effects;
 mod kinds;
 
 pub(crate) use compare::{differences, same_response};
