@@ -166,9 +166,10 @@ pub struct Hooks {
     pub fail_next: Option<HookSpec>,
 }
 
-/// A hook: a shell command or an HTTP request (exactly one).
+/// A hook: a shell command or an HTTP request (exactly one; checked while parsing, so the error
+/// points at the hook).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, try_from = "RawHookSpec")]
 pub struct HookSpec {
     /// A shell command (`sh -c`), which must exit 0.
     #[serde(default)]
@@ -179,6 +180,32 @@ pub struct HookSpec {
     /// For `crash`: the hook arms a crash of the next mutating request instead of killing at once.
     #[serde(default)]
     pub arms: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHookSpec {
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    request: Option<HttpHook>,
+    #[serde(default)]
+    arms: bool,
+}
+
+impl TryFrom<RawHookSpec> for HookSpec {
+    type Error = String;
+
+    fn try_from(raw: RawHookSpec) -> Result<Self, String> {
+        if raw.command.is_some() == raw.request.is_some() {
+            return Err("a hook needs exactly one of `command` or `request`".into());
+        }
+        Ok(Self {
+            command: raw.command,
+            request: raw.request,
+            arms: raw.arms,
+        })
+    }
 }
 
 /// An HTTP request made by a hook or a probe.
@@ -240,7 +267,7 @@ impl TargetProfile {
     }
 
     /// Cross-field rules: version 1, at least one `http://` base URL, two principals with distinct
-    /// names, `{id}` in every per-resource path, and an absolute URL in every hook and probe.
+    /// names, `{id}` in every per-resource path.
     ///
     /// # Errors
     /// A located [`LoadError`] for the first rule broken.
@@ -297,20 +324,6 @@ impl TargetProfile {
                     file,
                     &path.referenced,
                     format!("path `{}` must contain `{{id}}`", path.value),
-                ));
-            }
-        }
-        let urls = [
-            &self.hooks.crash,
-            &self.hooks.restart,
-            &self.hooks.fail_next,
-        ];
-        for hook in urls.into_iter().flatten() {
-            if hook.command.is_some() == hook.request.is_some() {
-                return Err(LoadError::at(
-                    file,
-                    &self.version.referenced,
-                    "each hook needs exactly one of `command` or `request`",
                 ));
             }
         }
@@ -374,6 +387,18 @@ operations:
         let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
         assert_eq!(err.line, 10, "{err}");
         assert!(err.message.contains("must contain `{id}`"), "{err}");
+    }
+
+    #[test]
+    fn a_hook_with_both_or_neither_is_located() {
+        let text = format!("{MINIMAL}hooks:\n  restart: {{arms: true}}\n");
+        let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+        assert_eq!(err.line, 12, "{err}");
+        assert!(
+            err.message
+                .contains("exactly one of `command` or `request`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -253,6 +253,11 @@ impl Step {
                 self.concurrency
             ));
         }
+        if self.retry.is_some() && self.concurrency != 1 {
+            return Err(
+                "`retry` repeats one request; it cannot be combined with `concurrency`".into(),
+            );
+        }
         let needs_target = matches!(
             self.op,
             Some(Operation::Get | Operation::Delete | Operation::Action)
