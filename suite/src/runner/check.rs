@@ -43,9 +43,10 @@ pub(crate) async fn run_check(env: Arc<Env>, scenario: &Scenario) -> CheckOutcom
     };
     let proxy_urls = proxy.as_ref().map(FaultProxy::base_urls);
     if let Some(procedure) = scenario.procedure {
-        let (judgements, evidence) =
+        let (judgements, mut evidence) =
             checks::run_procedure(&env, scenario, procedure, &state, proxy_urls.as_deref()).await;
         if let Some(p) = proxy {
+            attach_to_evidence(&mut evidence, &p.events());
             p.shutdown().await;
         }
         return outcome(scenario, &judgements, &|_| Vec::new(), evidence, elapsed());
@@ -107,6 +108,21 @@ pub(crate) fn attach_proxy_actions(state: &mut CheckState, events: &[ProxyEvent]
             if let Some(ev) = mine.next() {
                 ex.evidence.proxy = Some(action_of(ev));
             }
+        }
+    }
+}
+
+/// The same pairing for a procedure's evidence (in send order per step).
+fn attach_to_evidence(evidence: &mut [Evidence], events: &[ProxyEvent]) {
+    let mut used = vec![false; events.len()];
+    for ev in evidence.iter_mut().filter(|e| e.request.via_proxy) {
+        let next = events
+            .iter()
+            .enumerate()
+            .find(|(i, e)| !used[*i] && e.step.as_deref() == Some(ev.request.step.as_str()));
+        if let Some((i, e)) = next {
+            used[i] = true;
+            ev.proxy = Some(action_of(e));
         }
     }
 }

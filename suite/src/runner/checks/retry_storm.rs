@@ -160,7 +160,7 @@ async fn judge(
     let unfinished: Vec<&ClientRun> = runs.iter().filter(|r| r.id.is_none()).collect();
     if !unfinished.is_empty() {
         for r in &unfinished {
-            evidence.extend(r.exchanges.iter().rev().take(2).map(|e| e.evidence.clone()));
+            evidence.extend(r.exchanges.iter().map(|e| e.evidence.clone()));
         }
         judgements.push(judgement(
             scenario,
