@@ -30,8 +30,8 @@ pub struct ReferenceServer {
     /// Every argument but `--listen`/`--admin-listen`, which are fixed after the first start.
     args: Vec<String>,
     in_flight_ttl: Duration,
-    /// Kept alive for the SQLite file and tokens file.
-    _dir: tempfile::TempDir,
+    /// Holds the SQLite file, the tokens file and the child's log; removed on drop.
+    dir: tempfile::TempDir,
     child: Mutex<Option<Child>>,
     addrs: std::sync::Mutex<(String, String)>,
 }
@@ -87,7 +87,7 @@ impl ReferenceServer {
             program,
             args,
             in_flight_ttl: opts.in_flight_ttl,
-            _dir: dir,
+            dir,
             child: Mutex::new(None),
             addrs: std::sync::Mutex::new(("127.0.0.1:0".into(), "127.0.0.1:0".into())),
         });
@@ -103,11 +103,7 @@ impl ReferenceServer {
             .args(["--listen", &listen, "--admin-listen", &admin])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(if std::env::var_os("IDEMSPEC_REFERENCE_LOG").is_some() {
-                Stdio::inherit()
-            } else {
-                Stdio::null()
-            })
+            .stderr(self.log_sink())
             .kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|source| ReferenceError::Spawn {
             program: self.program.display().to_string(),
@@ -129,17 +125,50 @@ impl ReferenceServer {
             }
             Ok((api.unwrap_or_default(), adm.unwrap_or_default()))
         };
-        let (api, adm) = tokio::time::timeout(START_TIMEOUT, read)
+        let started = tokio::time::timeout(START_TIMEOUT, read)
             .await
-            .map_err(|_| {
-                ReferenceError::NotListening(format!("no listening lines in {START_TIMEOUT:?}"))
-            })?
-            .map_err(ReferenceError::NotListening)?;
+            .unwrap_or_else(|_| Err(format!("no listening lines in {START_TIMEOUT:?}")));
+        let (api, adm) = match started {
+            Ok(addrs) => addrs,
+            Err(why) => {
+                let _ = child.start_kill();
+                return Err(ReferenceError::NotListening(format!(
+                    "{why}{}",
+                    self.log_tail()
+                )));
+            }
+        };
         // Keep draining stdout so the child never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         *self.addrs.lock().expect("address lock is never poisoned") = (api, adm);
         *self.child.lock().await = Some(child);
         Ok(())
+    }
+
+    /// Where the child's stderr goes: the terminal with `IDEMSPEC_REFERENCE_LOG` set, otherwise
+    /// `leasebroker.log` in the temporary directory (appended across restarts).
+    fn log_sink(&self) -> Stdio {
+        if std::env::var_os("IDEMSPEC_REFERENCE_LOG").is_some() {
+            return Stdio::inherit();
+        }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("leasebroker.log"))
+            .map_or_else(|_| Stdio::null(), Stdio::from)
+    }
+
+    /// The last lines the child wrote to stderr, for an error message.
+    fn log_tail(&self) -> String {
+        let text =
+            std::fs::read_to_string(self.dir.path().join("leasebroker.log")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = &lines[lines.len().saturating_sub(8)..];
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!("; its last output:\n  {}", tail.join("\n  "))
+        }
     }
 
     fn addrs(&self) -> (String, String) {

@@ -145,3 +145,16 @@ async fn unknown_only_id_is_a_usage_error() {
     assert!(matches!(result, Err(RunError::UnknownCheck(id)) if id == "no-such-check"));
     assert!(events.is_empty());
 }
+
+#[tokio::test]
+async fn a_reference_server_that_cannot_start_says_why() {
+    let err = match ReferenceServer::start(&reference(&["no-such-flaw"], None)).await {
+        Ok(_) => panic!("leasebroker accepted an unknown flaw"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("exited before listening"), "{err}");
+    assert!(
+        err.contains("no-such-flaw"),
+        "the child's own error is shown: {err}"
+    );
+}
