@@ -66,6 +66,50 @@ async fn mismatch_is_rejected(db: &Db) {
     server.stop().await;
 }
 
+/// `GET /v1/workers?label=k:v` filters the principal's workers by label (all given labels must match).
+async fn list_filters_by_label(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    let body = |team: &str, env: &str| json!({"image": "u", "cpu": 1, "memory_gb": 1, "labels": {"team": team, "env": env}});
+    let a = c
+        .create("alice", Some("a"), &body("red", "prod"))
+        .await
+        .id();
+    c.create("alice", Some("b"), &body("blue", "prod")).await;
+    c.create("bob", Some("a"), &body("red", "prod")).await;
+    let ids = |items: Vec<serde_json::Value>| {
+        items
+            .iter()
+            .map(|w| w["id"].as_str().map(str::to_owned))
+            .collect::<Vec<_>>()
+    };
+    let red = c
+        .send(
+            Method::GET,
+            "/v1/workers?label=team:red",
+            "alice",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(
+        ids(red.json()["items"].as_array().cloned().unwrap_or_default()),
+        vec![Some(a)]
+    );
+    let both = c
+        .send(
+            Method::GET,
+            "/v1/workers?label=env:prod&label=team:blue",
+            "alice",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(both.json()["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(c.list("alice").await.len(), 2);
+    server.stop().await;
+}
+
 /// CASES #3: the same key from two principals creates two workers, and neither sees the other's.
 async fn principals_are_separate(db: &Db) {
     let server = TestServer::start(db, Options::default()).await;
@@ -446,6 +490,7 @@ crate::both_stores!(
     replay_is_identical,
     mismatch_is_rejected,
     principals_are_separate,
+    list_filters_by_label,
     endpoints_are_separate,
     delete_is_replayed,
     reboot_runs_once,
