@@ -17,5 +17,5 @@ pub mod client;
 pub mod hooks;
 pub mod model;
 pub mod reference;
-pub mod runner;
 pub mod report;
+pub mod runner;
