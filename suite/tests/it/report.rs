@@ -209,3 +209,38 @@ fn long_titles_are_cut_in_the_table_and_sources_never_repeated() {
         .expect("the evidence is there");
     assert_eq!(rule.matches("ietf-draft-07 §2.6").count(), 1, "{rule}");
 }
+
+/// Every field the JSON report holds is documented in `docs/reading-reports.md`: a field added to
+/// the model without a line in the schema fails here.
+#[test]
+fn every_json_field_is_documented() {
+    fn keys(value: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, inner) in map {
+                    out.insert(key.clone());
+                    keys(inner, out);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|i| keys(i, out)),
+            _ => {}
+        }
+    }
+    let doc = include_str!("../../../docs/reading-reports.md");
+    let value = serde_json::to_value(sample::report()).expect("serialises");
+    let mut all = std::collections::BTreeSet::new();
+    keys(&value, &mut all);
+    let undocumented: Vec<&String> = all
+        .iter()
+        .filter(|key| {
+            ["`", "."]
+                .iter()
+                .flat_map(|before| ["`", "[]`"].map(|after| format!("{before}{key}{after}")))
+                .all(|form| !doc.contains(&form))
+        })
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "not in docs/reading-reports.md: {undocumented:?}"
+    );
+}
