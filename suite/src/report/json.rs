@@ -3,8 +3,8 @@
 
 use crate::model::RunReport;
 
-/// The schema version this build writes in [`RunReport::version`].
-pub const SCHEMA_VERSION: u32 = 1;
+/// The schema version this build writes in [`RunReport::version`] (the runner sets it).
+pub const SCHEMA_VERSION: u32 = crate::runner::REPORT_VERSION;
 
 /// Renders `report` as pretty-printed JSON (ends with a newline).
 ///
