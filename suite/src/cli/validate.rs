@@ -1,6 +1,7 @@
 //! `idemspec validate FILE…`: load every target profile, scenario and proxy file without running
 //! anything, report each file's first error with file, line and column, and exit 2 if any failed.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{anyhow, Context as _};
@@ -25,9 +26,26 @@ pub fn validate(args: &ValidateArgs, printer: &Printer) -> Result<ExitCode, Fail
         return Err(Failure::usage(anyhow!("no YAML files found"))
             .hint("directories are searched for `*.yaml` and `*.yml` files"));
     }
+    // Scenario ids must be unique among the built-in checks and the files, as `run` requires.
+    let mut ids: HashMap<String, String> = idemspec_scenarios::catalogue::SOURCES
+        .iter()
+        .map(|(id, _)| ((*id).to_owned(), "a built-in check".to_owned()))
+        .collect();
     let mut invalid = 0;
     for file in &files {
-        match check(file) {
+        let checked = check(file).and_then(|checked| match checked.scenario {
+            Some((id, at)) => match ids.get(&id) {
+                Some(owner) => Err(anyhow!(
+                    "{at}: scenario id `{id}` is already used by {owner}"
+                )),
+                None => {
+                    ids.insert(id, format!("`{}`", file.display()));
+                    Ok(checked.description)
+                }
+            },
+            None => Ok(checked.description),
+        });
+        match checked {
             Ok(description) => printer.result(format!("ok: {} ({description})\n", file.display())),
             Err(error) => {
                 invalid += 1;
@@ -45,8 +63,16 @@ pub fn validate(args: &ValidateArgs, printer: &Printer) -> Result<ExitCode, Fail
     Ok(ExitCode::Success)
 }
 
+/// What loading one file found.
+struct Checked {
+    /// The file in a few words.
+    description: String,
+    /// For a scenario: its id and where the id is written (`file:line:column`).
+    scenario: Option<(String, String)>,
+}
+
 /// Loads one file as whatever it is and describes it in a few words.
-fn check(path: &Path) -> anyhow::Result<String> {
+fn check(path: &Path) -> anyhow::Result<Checked> {
     let text = inputs::read(path)?;
     let name = path.display().to_string();
     let kind = inputs::classify(&text).ok_or_else(|| {
@@ -57,23 +83,34 @@ fn check(path: &Path) -> anyhow::Result<String> {
         )
     })?;
     let context = || format!("invalid {} `{name}`", kind.noun());
+    let described = |description: String| Checked {
+        description,
+        scenario: None,
+    };
     Ok(match kind {
         FileKind::Profile => {
             let profile = TargetProfile::load(&name, &text, &|var| std::env::var(var).ok())
                 .with_context(context)?;
-            format!(
+            described(format!(
                 "target profile `{}`, contract `{}`",
                 profile.name,
                 profile.contract().preset.name()
-            )
+            ))
         }
         FileKind::Scenario => {
             let scenario = Scenario::load(&name, &text).with_context(context)?;
-            format!("scenario `{}`, {}", scenario.id.value, scenario.level)
+            let at = &scenario.id.referenced;
+            Checked {
+                description: format!("scenario `{}`, {}", scenario.id.value, scenario.level),
+                scenario: Some((
+                    scenario.id.value.clone(),
+                    format!("{name}:{}:{}", at.line(), at.column()),
+                )),
+            }
         }
         FileKind::ProxyFile => {
             let proxy = ProxyFile::load(&name, &text).with_context(context)?;
-            format!("proxy file, {} rules", proxy.rules.len())
+            described(format!("proxy file, {} rules", proxy.rules.len()))
         }
     })
 }

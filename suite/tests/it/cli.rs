@@ -127,12 +127,19 @@ fn validate_reports_every_invalid_file_and_the_valid_ones() {
         &SCENARIO.replace("level: MUST", "level: MAYBE"),
     );
     write(dir.path(), "b-unknown.yaml", "hello: world\n");
+    write(
+        dir.path(),
+        "c-builtin-id.yaml",
+        &SCENARIO.replace("my-lost-response", "lost-response"),
+    );
+    // Files are read in sorted order: this one claims the id before `scenario.yaml` does.
+    write(dir.path(), "d-twice.yaml", SCENARIO);
     let out = idemspec(dir.path(), &["validate", "."]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stdout(&out),
-        "ok: ./profile.yaml (target profile `my-api`, contract `article`)\n\
-         ok: ./scenario.yaml (scenario `my-lost-response`, MUST)\n"
+        "ok: ./d-twice.yaml (scenario `my-lost-response`, MUST)\n\
+         ok: ./profile.yaml (target profile `my-api`, contract `article`)\n"
     );
     insta::assert_snapshot!(stderr(&out));
 }
