@@ -62,30 +62,33 @@ pub struct ProxyEvent {
 }
 
 impl ProxyEvent {
+    /// A placeholder with no allocation, left behind when an event moves into the log.
+    pub(crate) const EMPTY: ProxyEvent = ProxyEvent {
+        seq: 0,
+        at: String::new(),
+        method: String::new(),
+        path: String::new(),
+        idempotency_key: None,
+        step: None,
+        rule: None,
+        fault: None,
+        upstream_sends: 0,
+        upstream_status: None,
+        upstream_error: None,
+        error_side: None,
+        client_status: None,
+        client_bytes: 0,
+        client_complete: false,
+        client_disconnected: false,
+        duration_ms: 0,
+    };
+
     /// An event for an exchange starting now, with nothing recorded yet.
     pub(crate) fn starting_now() -> Self {
         let at = time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
-        Self {
-            seq: 0,
-            at,
-            method: String::new(),
-            path: String::new(),
-            idempotency_key: None,
-            step: None,
-            rule: None,
-            fault: None,
-            upstream_sends: 0,
-            upstream_status: None,
-            upstream_error: None,
-            error_side: None,
-            client_status: None,
-            client_bytes: 0,
-            client_complete: false,
-            client_disconnected: false,
-            duration_ms: 0,
-        }
+        Self { at, ..Self::EMPTY }
     }
 }
 

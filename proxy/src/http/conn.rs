@@ -7,12 +7,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify};
+
+use super::forward::{UpstreamConn, UpstreamLink};
 
 use crate::server::Shared;
 
@@ -102,22 +105,43 @@ impl Drop for FaultIo {
     }
 }
 
+/// Drives the upstream connections a downstream connection opened, inside its task.
+async fn drive_upstream(mut new_conns: mpsc::UnboundedReceiver<UpstreamConn>) {
+    let mut conns = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            Some(conn) = new_conns.recv() => conns.push(conn),
+            Some(result) = conns.next(), if !conns.is_empty() => {
+                if let Err(err) = result {
+                    tracing::debug!(error = %err, side = "upstream", "upstream connection ended with an error");
+                }
+            }
+            else => std::future::pending::<()>().await,
+        }
+    }
+}
+
 /// Serves one downstream connection until the client closes it, a fault ends it, or the proxy
 /// shuts down (idle keep-alive connections close at once, busy ones after their exchange).
 pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     let ctl = Arc::new(ConnCtl::default());
+    let (conn_tx, conn_rx) = mpsc::unbounded_channel();
+    let link = Arc::new(UpstreamLink::new(conn_tx));
     let io = TokioIo::new(FaultIo {
         stream,
         ctl: ctl.clone(),
     });
     let service = {
         let (shared, ctl) = (shared.clone(), ctl.clone());
-        service_fn(move |req| super::service::handle(shared.clone(), ctl.clone(), req))
+        service_fn(move |req| {
+            super::service::handle(shared.clone(), ctl.clone(), link.clone(), req)
+        })
     };
     let conn = http1::Builder::new()
         .keep_alive(true)
         .serve_connection(io, service);
-    tokio::pin!(conn);
+    let upstream = drive_upstream(conn_rx);
+    tokio::pin!(conn, upstream);
     tokio::select! {
         result = conn.as_mut() => {
             if let Err(err) = result {
@@ -127,9 +151,11 @@ pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
         }
         () = ctl.abort.notified() => return,
         () = shared.shutting_down() => conn.as_mut().graceful_shutdown(),
+        () = upstream.as_mut() => unreachable!("the upstream driver never finishes"),
     }
     tokio::select! {
         _ = conn.as_mut() => {}
         () = ctl.abort.notified() => {}
+        () = upstream.as_mut() => {}
     }
 }

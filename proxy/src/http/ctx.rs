@@ -77,7 +77,9 @@ impl RequestCtx {
         if !self.committed {
             self.committed = true;
             self.event.duration_ms = self.started.elapsed().as_millis() as u64;
-            self.log.push(self.event.clone());
+            // Nothing reads the event after its commit, so it moves into the log.
+            let event = std::mem::replace(&mut self.event, ProxyEvent::EMPTY);
+            self.log.push(event);
         }
     }
 

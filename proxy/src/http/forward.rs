@@ -2,27 +2,85 @@
 //! proxy does (hop-by-hop headers and the `x-idemspec-*` control headers go; everything else,
 //! `Host` included, reaches the upstream as the client sent it).
 
+use std::sync::Mutex;
+
 use bytes::Bytes;
-use http::header::{self, HeaderMap, HeaderName};
-use http::uri::{Authority, PathAndQuery, Scheme};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::uri::{Authority, PathAndQuery};
 use http::{Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
 use idemspec_scenarios::rules::{check_upstream, Mode};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
 
 use super::body::{RequestBody, ResponseBody, Source};
 use super::ctx::RequestCtx;
 use crate::error::ProxyError;
 use crate::event::Side;
 
-/// Sends requests to the upstream over pooled keep-alive connections.
+/// Where requests go: the upstream's address and the `Host` to send when the client sent none.
 #[derive(Debug)]
 pub(crate) struct Forwarder {
-    client: Client<HttpConnector, RequestBody>,
     authority: Authority,
+    host: HeaderValue,
     base: String,
+}
+
+/// One upstream connection's I/O half; it is polled by the downstream connection's task.
+pub(crate) type UpstreamConn = http1::Connection<TokioIo<TcpStream>, RequestBody>;
+
+/// The upstream connections of one downstream connection.
+///
+/// A downstream connection gets its own upstream connection (made on its first request, reused
+/// by the next ones), and that connection is driven inside the downstream connection's task: a
+/// request and its response never hop between tasks or threads, which is what makes the
+/// pass-through path cheap. A second simultaneous send (`duplicate` in concurrent mode) opens
+/// another connection. Everything closes with the downstream connection.
+#[derive(Debug)]
+pub(crate) struct UpstreamLink {
+    idle: Mutex<Option<SendRequest<RequestBody>>>,
+    new_conns: mpsc::UnboundedSender<UpstreamConn>,
+}
+
+impl UpstreamLink {
+    /// A link whose new connections are handed to `new_conns` for the task to drive.
+    pub(crate) fn new(new_conns: mpsc::UnboundedSender<UpstreamConn>) -> Self {
+        Self {
+            idle: Mutex::new(None),
+            new_conns,
+        }
+    }
+
+    fn take(&self) -> Option<SendRequest<RequestBody>> {
+        self.idle
+            .lock()
+            .expect("link lock is never poisoned")
+            .take()
+            .filter(|s| !s.is_closed())
+    }
+
+    fn put(&self, sender: SendRequest<RequestBody>) {
+        *self.idle.lock().expect("link lock is never poisoned") = Some(sender);
+    }
+}
+
+/// A request's way upstream: the proxy's forwarder and its downstream connection's link.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Route<'a> {
+    pub(crate) fwd: &'a Forwarder,
+    pub(crate) link: &'a UpstreamLink,
+}
+
+impl Route<'_> {
+    /// See [`Forwarder::send`].
+    pub(crate) async fn send(
+        &self,
+        req: Request<RequestBody>,
+    ) -> Result<Response<Incoming>, UpstreamError> {
+        self.fwd.send(self.link, req).await
+    }
 }
 
 /// Why a request got no upstream response.
@@ -73,7 +131,7 @@ pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 impl Forwarder {
-    /// A client for the base URL `http://host:port`.
+    /// A forwarder to the base URL `http://host:port`.
     pub(crate) fn new(upstream: &str) -> Result<Self, ProxyError> {
         check_upstream(Mode::Http, upstream).map_err(ProxyError::Upstream)?;
         let uri: Uri = upstream
@@ -83,30 +141,24 @@ impl Forwarder {
             .authority()
             .cloned()
             .ok_or_else(|| ProxyError::Upstream(format!("`{upstream}` has no host")))?;
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(std::time::Duration::from_secs(30))
-            .build(connector);
+        let host = HeaderValue::from_str(authority.as_str())
+            .map_err(|e| ProxyError::Upstream(format!("`{upstream}`: {e}")))?;
         Ok(Self {
-            client,
             authority,
+            host,
             base: upstream.trim_end_matches('/').to_owned(),
         })
     }
 
-    /// Points the request at the upstream and removes what must not be forwarded.
+    /// Makes the request an origin-form HTTP/1.1 request for the upstream and removes what must
+    /// not be forwarded. A missing `Host` (HTTP/1.0 clients) becomes the upstream's authority.
     pub(crate) fn prepare(&self, parts: &mut http::request::Parts) {
         let pq = parts
             .uri
             .path_and_query()
             .cloned()
             .unwrap_or_else(|| PathAndQuery::from_static("/"));
-        let mut uri = http::uri::Parts::default();
-        uri.scheme = Some(Scheme::HTTP);
-        uri.authority = Some(self.authority.clone());
-        uri.path_and_query = Some(pq);
-        parts.uri = Uri::from_parts(uri).expect("scheme, authority and path make a valid URI");
+        parts.uri = Uri::from(pq);
         parts.version = http::Version::HTTP_11;
         strip_hop_by_hop(&mut parts.headers);
         let control: Vec<HeaderName> = parts
@@ -118,24 +170,71 @@ impl Forwarder {
         for name in control {
             parts.headers.remove(name);
         }
+        if !parts.headers.contains_key(header::HOST) {
+            parts.headers.insert(header::HOST, self.host.clone());
+        }
     }
 
-    /// Sends one request upstream.
+    fn failed(&self, sent: bool, err: &(dyn std::error::Error + 'static)) -> UpstreamError {
+        UpstreamError {
+            sent,
+            message: format!("{}: {}", self.base, error_chain(err)),
+        }
+    }
+
+    /// Opens a new upstream connection and hands its I/O half to the link's task.
+    async fn connect(
+        &self,
+        link: &UpstreamLink,
+    ) -> Result<SendRequest<RequestBody>, UpstreamError> {
+        let stream = TcpStream::connect(self.authority.as_str())
+            .await
+            .map_err(|e| self.failed(false, &e))?;
+        let _ = stream.set_nodelay(true);
+        let (sender, conn) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| self.failed(false, &e))?;
+        if let Err(mpsc::error::SendError(conn)) = link.new_conns.send(conn) {
+            // The downstream task is gone (cannot happen while it awaits us); drive it alone.
+            tokio::spawn(conn);
+        }
+        Ok(sender)
+    }
+
+    /// Sends one request upstream over the link's connection (or a new one). A request the
+    /// upstream provably never received (a stale keep-alive connection) is retried once.
     pub(crate) async fn send(
         &self,
-        req: Request<RequestBody>,
+        link: &UpstreamLink,
+        mut req: Request<RequestBody>,
     ) -> Result<Response<Incoming>, UpstreamError> {
-        self.client.request(req).await.map_err(|err| UpstreamError {
-            sent: !err.is_connect(),
-            message: format!("{}: {}", self.base, error_chain(&err)),
-        })
+        for attempt in 0..2 {
+            let mut sender = match link.take() {
+                Some(sender) => sender,
+                None => self.connect(link).await?,
+            };
+            if let Err(err) = sender.ready().await {
+                if attempt == 0 {
+                    continue;
+                }
+                return Err(self.failed(false, &err));
+            }
+            match sender.try_send_request(req).await {
+                Ok(resp) => {
+                    link.put(sender);
+                    return Ok(resp);
+                }
+                Err(mut err) => match err.take_message() {
+                    Some(unsent) if attempt == 0 => req = unsent,
+                    unsent => return Err(self.failed(unsent.is_none(), err.error())),
+                },
+            }
+        }
+        unreachable!("the second attempt returns")
     }
 
     /// The response head to send downstream, with hop-by-hop headers removed.
-    pub(crate) fn response_parts(
-        &self,
-        resp: Response<Incoming>,
-    ) -> (http::response::Parts, Incoming) {
+    pub(crate) fn response_parts(resp: Response<Incoming>) -> (http::response::Parts, Incoming) {
         let (mut parts, body) = resp.into_parts();
         strip_hop_by_hop(&mut parts.headers);
         (parts, body)

@@ -8,13 +8,13 @@ use http::{Request, Response};
 use super::body::{RequestBody, ResponseBody, Source};
 use super::conn::ConnCtl;
 use super::ctx::RequestCtx;
-use super::forward::Forwarder;
+use super::forward::{Forwarder, Route};
 use super::upstream_phase::{bad_gateway, collect, send, stream};
 use crate::event::Side;
 
 /// `delay_response`: forward at once, hold the response `duration`, then stream it.
 pub(crate) async fn delay_response(
-    fwd: &Forwarder,
+    fwd: Route<'_>,
     req: Request<RequestBody>,
     mut ctx: RequestCtx,
     duration: Duration,
@@ -22,7 +22,7 @@ pub(crate) async fn delay_response(
     match send(fwd, req, &mut ctx).await {
         Ok(resp) => {
             tokio::time::sleep(duration).await;
-            stream(fwd, resp, ctx)
+            stream(resp, ctx)
         }
         Err(message) => bad_gateway(ctx, message),
     }
@@ -31,7 +31,7 @@ pub(crate) async fn delay_response(
 /// Forwards and reads the whole response, so the upstream has finished the work; records its
 /// status. Returns false when the upstream failed (recorded in `ctx`).
 pub(crate) async fn forward_and_discard(
-    fwd: &Forwarder,
+    fwd: Route<'_>,
     req: Request<RequestBody>,
     ctx: &mut RequestCtx,
 ) -> bool {
@@ -53,7 +53,7 @@ pub(crate) async fn forward_and_discard(
 /// `drop_response`: forward, read the whole response, then close the downstream connection
 /// without sending a byte of it.
 pub(crate) async fn drop_response(
-    fwd: &Forwarder,
+    fwd: Route<'_>,
     req: Request<RequestBody>,
     mut ctx: RequestCtx,
     ctl: &ConnCtl,
@@ -66,7 +66,7 @@ pub(crate) async fn drop_response(
 
 /// `reset_mid_response`: forward, send the head and `after_bytes` body bytes, then reset.
 pub(crate) async fn reset_mid_response(
-    fwd: &Forwarder,
+    fwd: Route<'_>,
     req: Request<RequestBody>,
     mut ctx: RequestCtx,
     ctl: &Arc<ConnCtl>,
@@ -74,7 +74,7 @@ pub(crate) async fn reset_mid_response(
 ) -> Response<ResponseBody> {
     match send(fwd, req, &mut ctx).await {
         Ok(resp) => {
-            let (parts, body) = fwd.response_parts(resp);
+            let (parts, body) = Forwarder::response_parts(resp);
             ctx.event.client_status = Some(parts.status.as_u16());
             let body = ResponseBody::cut(Source::Stream(body), ctx, after_bytes, ctl.clone());
             Response::from_parts(parts, body)

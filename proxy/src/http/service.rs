@@ -10,6 +10,7 @@ use idemspec_scenarios::rules::Fault;
 use super::body::{RequestBody, ResponseBody, Source};
 use super::conn::ConnCtl;
 use super::ctx::RequestCtx;
+use super::forward::{Route, UpstreamLink};
 use super::{request_phase, response_phase, upstream_phase};
 use crate::server::{Shared, Upstream};
 
@@ -17,10 +18,15 @@ use crate::server::{Shared, Upstream};
 pub(crate) async fn handle(
     shared: Arc<Shared>,
     ctl: Arc<ConnCtl>,
+    link: Arc<UpstreamLink>,
     req: Request<Incoming>,
 ) -> Result<Response<ResponseBody>, Infallible> {
-    let Upstream::Http(fwd) = &shared.upstream else {
+    let Upstream::Http(forwarder) = &shared.upstream else {
         unreachable!("HTTP connections are only served in HTTP mode")
+    };
+    let fwd = Route {
+        fwd: forwarder,
+        link: &link,
     };
     let (mut parts, body) = req.into_parts();
     let mut ctx = RequestCtx::new(shared.events.clone(), &parts);
@@ -33,7 +39,7 @@ pub(crate) async fn handle(
         }
     };
     // Rules see the control headers; the upstream must not.
-    fwd.prepare(&mut parts);
+    forwarder.prepare(&mut parts);
     let req = Request::from_parts(parts, RequestBody(Source::Stream(body)));
     let Some(rule) = rule else {
         return Ok(upstream_phase::forward(fwd, req, ctx).await);

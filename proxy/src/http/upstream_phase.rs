@@ -8,12 +8,12 @@ use idemspec_scenarios::rules::DuplicateMode;
 
 use super::body::{RequestBody, ResponseBody, Source};
 use super::ctx::RequestCtx;
-use super::forward::{problem, Forwarder};
+use super::forward::{problem, Forwarder, Route};
 use crate::event::Side;
 
 /// Sends `req` upstream, recording the send and the status (or the error) in `ctx`.
 pub(crate) async fn send(
-    fwd: &Forwarder,
+    fwd: Route<'_>,
     req: Request<RequestBody>,
     ctx: &mut RequestCtx,
 ) -> Result<Response<Incoming>, String> {
@@ -33,12 +33,8 @@ pub(crate) async fn send(
 }
 
 /// Streams an upstream response downstream.
-pub(crate) fn stream(
-    fwd: &Forwarder,
-    resp: Response<Incoming>,
-    mut ctx: RequestCtx,
-) -> Response<ResponseBody> {
-    let (parts, body) = fwd.response_parts(resp);
+pub(crate) fn stream(resp: Response<Incoming>, mut ctx: RequestCtx) -> Response<ResponseBody> {
+    let (parts, body) = Forwarder::response_parts(resp);
     ctx.event.client_status = Some(parts.status.as_u16());
     Response::from_parts(parts, ResponseBody::new(Source::Stream(body), ctx))
 }
@@ -55,12 +51,12 @@ pub(crate) fn bad_gateway(ctx: RequestCtx, message: String) -> Response<Response
 
 /// Pass-through: forward and stream the response back.
 pub(crate) async fn forward(
-    fwd: &Forwarder,
+    fwd: Route<'_>,
     req: Request<RequestBody>,
     mut ctx: RequestCtx,
 ) -> Response<ResponseBody> {
     match send(fwd, req, &mut ctx).await {
-        Ok(resp) => stream(fwd, resp, ctx),
+        Ok(resp) => stream(resp, ctx),
         Err(message) => bad_gateway(ctx, message),
     }
 }
@@ -81,11 +77,11 @@ fn copy_request(parts: &http::request::Parts, body: &Bytes) -> Request<RequestBo
 
 /// Sends one buffered copy and reads its whole response.
 async fn send_buffered(
-    fwd: &Forwarder,
+    fwd: Route<'_>,
     req: Request<RequestBody>,
 ) -> Result<(http::response::Parts, Bytes), super::forward::UpstreamError> {
     let resp = fwd.send(req).await?;
-    let (parts, body) = fwd.response_parts(resp);
+    let (parts, body) = Forwarder::response_parts(resp);
     let body = collect(body)
         .await
         .map_err(|e| super::forward::UpstreamError {
@@ -97,7 +93,7 @@ async fn send_buffered(
 
 /// `duplicate`: buffer the request, send it twice, answer with the first response.
 pub(crate) async fn duplicate(
-    fwd: &Forwarder,
+    fwd: Route<'_>,
     req: Request<RequestBody>,
     mut ctx: RequestCtx,
     mode: DuplicateMode,
