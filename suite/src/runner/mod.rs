@@ -126,36 +126,45 @@ async fn run_one(
     (index, outcome)
 }
 
-/// Asks each base URL for principal A's list; a transport failure means the target is unreachable.
+/// Asks each base URL for each principal's list. A transport failure means the target is
+/// unreachable; an answer other than 2xx means the profile does not work with it (wrong path or
+/// credentials) — both stop the run before any check could report a verdict it did not earn.
 async fn preflight(env: &Env) -> Result<(), RunError> {
-    let principal = env
-        .principal(None)
-        .expect("validated profiles have two principals");
     let list = &env.profile.operations.list;
     let vars = idemspec_scenarios::template::TemplateVars {
         marker: "preflight",
         variant: 1,
     };
     for url in &env.profile.base_urls.value {
-        let ex = env
-            .client
-            .send(RequestSpec {
-                step: "preflight".into(),
-                base_url: url.trim_end_matches('/').to_owned(),
-                method: "GET".into(),
-                path: list.path.render(&vars, || uuid::Uuid::new_v4().to_string()),
-                principal: principal.name.clone(),
-                headers: principal.headers.clone().into_iter().collect(),
-                key: None,
-                body: None,
-                timeout: std::time::Duration::from_secs(10),
-                via_proxy: false,
-            })
-            .await;
-        if ex.status.is_none() {
+        for principal in &env.profile.principals.value {
+            let ex = env
+                .client
+                .send(RequestSpec {
+                    step: "preflight".into(),
+                    base_url: url.trim_end_matches('/').to_owned(),
+                    method: "GET".into(),
+                    path: list.path.render(&vars, || uuid::Uuid::new_v4().to_string()),
+                    principal: principal.name.clone(),
+                    headers: principal.headers.clone().into_iter().collect(),
+                    key: None,
+                    body: None,
+                    timeout: std::time::Duration::from_secs(10),
+                    via_proxy: false,
+                })
+                .await;
+            let reason = match ex.status {
+                None => ex.describe(),
+                Some(200..=299) => continue,
+                Some(_) => format!(
+                    "GET {} as principal `{}` answered {}; check the profile's `operations.list` and the principal's headers",
+                    ex.evidence.request.path,
+                    principal.name,
+                    ex.describe()
+                ),
+            };
             return Err(RunError::TargetUnreachable {
                 url: url.clone(),
-                reason: ex.describe(),
+                reason,
             });
         }
     }

@@ -100,7 +100,8 @@ pub enum RunError {
     /// The embedded proxy could not be started.
     #[error("start the fault-injecting proxy")]
     Proxy(#[source] std::io::Error),
-    /// No base URL answered before any check ran (exit code 3).
+    /// A base URL did not answer, or did not answer a principal's list with a 2xx, before any
+    /// check ran (exit code 3).
     #[error("reach the target at {url}: {reason}")]
     TargetUnreachable {
         /// The base URL tried.

@@ -158,3 +158,24 @@ async fn a_reference_server_that_cannot_start_says_why() {
         "the child's own error is shown: {err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_credentials_stop_the_run_before_any_verdict() {
+    let server = ReferenceServer::start(&reference(&[], None))
+        .await
+        .expect("reference starts");
+    let mut profile = server.profile().expect("bundled profile loads");
+    profile.principals.value[1]
+        .headers
+        .insert("Authorization".into(), "Bearer not-a-token".into());
+    let (result, events) =
+        run_collecting(RunOptions::new(Target::Profile(Box::new(profile)))).await;
+    server.shutdown().await;
+    match result {
+        Err(RunError::TargetUnreachable { reason, .. }) => {
+            assert!(reason.contains("principal `bob` answered 401"), "{reason}");
+        }
+        other => panic!("expected the preflight to stop the run, got {other:?}"),
+    }
+    assert!(events.is_empty(), "no check started");
+}
