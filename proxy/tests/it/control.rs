@@ -7,6 +7,16 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
+async fn get_json<T: serde::de::DeserializeOwned>(client: &reqwest::Client, url: String) -> T {
+    let resp = client.get(url).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    resp.json().await.unwrap()
+}
+
+async fn status(req: reqwest::RequestBuilder) -> u16 {
+    req.send().await.unwrap().status().as_u16()
+}
+
 #[tokio::test]
 async fn rules_change_while_traffic_flows_and_events_match_the_upstream() {
     let upstream = Upstream::start().await;
@@ -40,36 +50,22 @@ async fn rules_change_while_traffic_flows_and_events_match_the_upstream() {
     });
     // Meanwhile: add a 503 rule, replace it, clear it.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let put = client
-        .put(format!("{control}/rules"))
-        .json(&json!([{"name": "gw", "match": {"path_prefix": "/r/"}, "fault": {"respond": {"status": 503}}}]))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(put.status(), 200);
-    let listed: Value = client
-        .get(format!("{control}/rules"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let gateway = json!([{"name": "gw", "match": {"path_prefix": "/r/"}, "fault": {"respond": {"status": 503}}}]);
+    let put = client.put(format!("{control}/rules")).json(&gateway);
+    assert_eq!(status(put).await, 200);
+    let listed: Value = get_json(&client, format!("{control}/rules")).await;
     assert_eq!(listed[0]["name"], "gw");
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let post = client
-        .post(format!("{control}/rules"))
-        .json(&json!({"name": "never", "match": {"path": "/nowhere"}, "fault": "refuse"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(post.status(), 200);
-    let del = client
-        .delete(format!("{control}/rules"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(del.status(), 204);
+    assert_eq!(
+        status(
+            client
+                .post(format!("{control}/rules"))
+                .json(&json!({"name": "never", "match": {"path": "/nowhere"}, "fault": "refuse"}))
+        )
+        .await,
+        200
+    );
+    assert_eq!(status(client.delete(format!("{control}/rules"))).await, 204);
     let statuses = traffic.await.unwrap();
     assert!(
         statuses.iter().any(|(_, s)| *s == 503),
@@ -78,14 +74,8 @@ async fn rules_change_while_traffic_flows_and_events_match_the_upstream() {
     assert!(statuses.last().unwrap().1 == 200, "and was cleared");
 
     // The event log, request by request, agrees with the upstream and with the client.
-    let events: Vec<idemspec_proxy::ProxyEvent> = client
-        .get(format!("{control}/events"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let events: Vec<idemspec_proxy::ProxyEvent> =
+        get_json(&client, format!("{control}/events")).await;
     assert_eq!(events.len(), 120);
     let reached: Vec<String> = upstream.seen().into_iter().map(|s| s.path).collect();
     for (i, status) in statuses {
@@ -102,34 +92,12 @@ async fn rules_change_while_traffic_flows_and_events_match_the_upstream() {
     }
     // since= returns only newer events.
     let last = events.last().unwrap().seq;
-    let newer: Vec<Value> = client
-        .get(format!("{control}/events?since={last}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let newer: Vec<Value> = get_json(&client, format!("{control}/events?since={last}")).await;
     assert!(newer.is_empty());
-    let some: Vec<Value> = client
-        .get(format!("{control}/events?since={}", last - 3))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let some: Vec<Value> = get_json(&client, format!("{control}/events?since={}", last - 3)).await;
     assert_eq!(some.len(), 3);
     // reset forgets events but seqs continue.
-    assert_eq!(
-        client
-            .post(format!("{control}/reset"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        204
-    );
+    assert_eq!(status(client.post(format!("{control}/reset"))).await, 204);
     client
         .get(format!("http://{addr}/after"))
         .send()

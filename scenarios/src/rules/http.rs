@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::values::{bare_verb, duration, Count, HttpMethod, Probability, Status};
+use super::values::{bare_verb, check_seed, duration, Count, HttpMethod, Probability, Status};
 
 /// One proxy rule: requests that satisfy `match` get `fault`, at most `times` times.
 ///
@@ -151,15 +151,7 @@ impl TryFrom<RawMatch> for Match {
                 .build()
                 .map_err(|e| format!("`{glob}` is not a valid path glob: {e}"))?;
         }
-        match (raw.probability, raw.seed) {
-            (Some(_), None) => {
-                return Err(
-                    "`probability` needs an explicit `seed` so a run can be replayed".into(),
-                )
-            }
-            (None, Some(_)) => return Err("`seed` is only meaningful with `probability`".into()),
-            _ => {}
-        }
+        check_seed(raw.probability, raw.seed)?;
         Ok(Self {
             method: raw.method,
             path: raw.path,

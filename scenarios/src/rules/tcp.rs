@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::values::{bare_verb, duration, Count, Probability};
+use super::values::{bare_verb, check_seed, duration, Count, Probability};
 
 /// One TCP-mode rule: connections that satisfy `match` get `fault`, at most `times` times.
 /// Evaluated in order per accepted connection; the first rule that applies wins.
@@ -55,17 +55,12 @@ impl TryFrom<RawTcpMatch> for TcpMatch {
     type Error = String;
 
     fn try_from(raw: RawTcpMatch) -> Result<Self, String> {
-        match (raw.probability, raw.seed) {
-            (Some(_), None) => {
-                Err("`probability` needs an explicit `seed` so a run can be replayed".into())
-            }
-            (None, Some(_)) => Err("`seed` is only meaningful with `probability`".into()),
-            _ => Ok(Self {
-                nth: raw.nth,
-                probability: raw.probability,
-                seed: raw.seed,
-            }),
-        }
+        check_seed(raw.probability, raw.seed)?;
+        Ok(Self {
+            nth: raw.nth,
+            probability: raw.probability,
+            seed: raw.seed,
+        })
     }
 }
 

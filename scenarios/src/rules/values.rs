@@ -68,6 +68,21 @@ impl<'de> Deserialize<'de> for Probability {
     }
 }
 
+/// The cross-field rule for a seeded probability: `probability` needs an explicit `seed` (so a run
+/// replays exactly), and a `seed` alone means nothing.
+pub(crate) fn check_seed(
+    probability: Option<Probability>,
+    seed: Option<u64>,
+) -> Result<(), String> {
+    match (probability, seed) {
+        (Some(_), None) => {
+            Err("`probability` needs an explicit `seed` so a run can be replayed".into())
+        }
+        (None, Some(_)) => Err("`seed` is only meaningful with `probability`".into()),
+        _ => Ok(()),
+    }
+}
+
 /// An HTTP method token, upper-cased (`post` reads as `POST`), as in RFC 9110 §9.1.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
