@@ -184,6 +184,11 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// Maps a [`RunError`] to its exit code and a hint.
 fn run_failure(error: RunError) -> Failure {
     match &error {
+        // When the API answered (wrong credentials, a wrong list path) the message says what to
+        // check; only a silent target needs the hint.
+        RunError::TargetUnreachable { reason, .. } if reason.contains(" answered ") => {
+            Failure::unreachable(error)
+        }
         RunError::TargetUnreachable { .. } => Failure::unreachable(error)
             .hint("is the API running, and do the profile's `base_urls` point at it?"),
         RunError::UnknownCheck(id) => {
