@@ -229,6 +229,10 @@ pub struct Assertion {
     /// UNKNOWN rather than FAIL (e.g. the setup create did not succeed).
     #[serde(default)]
     pub precondition: bool,
+    /// Only record what was observed, never judge it: a check whose assertions all record is INFO
+    /// ("mismatch answered 417"); otherwise recorded findings become notes.
+    #[serde(default)]
+    pub record: bool,
     /// Status in a set.
     #[serde(default)]
     pub status: Option<StatusSet>,

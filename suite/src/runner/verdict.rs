@@ -15,6 +15,8 @@ pub(crate) enum Finding {
     Undecided(String),
     /// The check does not apply to this target; why.
     Skipped(String),
+    /// Behaviour recorded, not judged (`record: true`).
+    Recorded(String),
 }
 
 /// One assertion's finding with its level, source and the steps whose exchanges support it.
@@ -30,7 +32,8 @@ pub(crate) struct Judgement {
 const MAX_EVIDENCE: usize = 24;
 
 /// Grades the findings: SKIP if any assertion does not apply; FAIL if a MUST is broken; UNKNOWN
-/// if anything is undecided; WARN if a SHOULD is broken; PASS only when every assertion held.
+/// if anything is undecided; WARN if a SHOULD is broken; INFO when every assertion only recorded;
+/// PASS only when every judged assertion held (recorded ones become notes).
 pub(crate) fn grade(judgements: &[Judgement]) -> (Verdict, String, Vec<&Judgement>) {
     let pick =
         |f: &dyn Fn(&Judgement) -> bool| judgements.iter().filter(|j| f(j)).collect::<Vec<_>>();
@@ -52,6 +55,11 @@ pub(crate) fn grade(judgements: &[Judgement]) -> (Verdict, String, Vec<&Judgemen
             "the check asserted nothing".into(),
             Vec::new(),
         );
+    } else if judgements
+        .iter()
+        .all(|j| matches!(j.finding, Finding::Recorded(_)))
+    {
+        (Verdict::Info, pick(&|_| true))
     } else {
         let held: Vec<String> = judgements
             .iter()
@@ -77,7 +85,11 @@ pub(crate) fn grade(judgements: &[Judgement]) -> (Verdict, String, Vec<&Judgemen
 /// The message of a finding.
 pub(crate) fn text(f: &Finding) -> &str {
     match f {
-        Finding::Held(m) | Finding::Broken(m) | Finding::Undecided(m) | Finding::Skipped(m) => m,
+        Finding::Held(m)
+        | Finding::Broken(m)
+        | Finding::Undecided(m)
+        | Finding::Skipped(m)
+        | Finding::Recorded(m) => m,
     }
 }
 
@@ -157,5 +169,8 @@ mod tests {
             "nothing observed is never PASS"
         );
         assert_eq!(grade(&[must]).1, "b (article)");
+        let rec = j(Recorded("mismatch answered 417".into()), Level::Must);
+        assert_eq!(grade(std::slice::from_ref(&rec)).0, Verdict::Info);
+        assert_eq!(grade(&[rec, held.clone()]).0, Verdict::Pass);
     }
 }

@@ -40,6 +40,11 @@ pub(crate) async fn evaluate(
                 finding = Undecided(format!("precondition not met: {m}"));
             }
         }
+        if a.record {
+            if let Held(m) | Broken(m) = finding {
+                finding = Finding::Recorded(m);
+            }
+        }
         out.push(Judgement {
             finding,
             level: a.level.unwrap_or(scenario.level),
