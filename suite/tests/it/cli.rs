@@ -536,3 +536,34 @@ fn an_unwritable_report_is_a_configuration_error_after_the_report_is_shown() {
     );
     insta::assert_snapshot!(stderr(&out));
 }
+
+/// Every assertion kind and modifier the loader knows is in the guide's vocabulary: the loader's own
+/// "expected one of …" list is the source of truth.
+#[test]
+fn the_scenario_guide_documents_every_assertion_kind() {
+    let dir = workspace();
+    write(
+        dir.path(),
+        "typo.yaml",
+        &SCENARIO.replace("created: {equals: 1}", "creatd: {equals: 1}"),
+    );
+    let out = idemspec(dir.path(), &["validate", "typo.yaml"]);
+    let err = stderr(&out);
+    let known = err
+        .split("expected one of ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .expect("the error lists the known kinds");
+    let guide = include_str!("../../../docs/writing-scenarios.md");
+    let missing: Vec<&str> = known
+        .split(", ")
+        .map(str::trim)
+        .filter(|kind| {
+            !guide.contains(&format!("`{kind}:")) && !guide.contains(&format!("`{kind}`"))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/writing-scenarios.md lacks {missing:?}"
+    );
+}
