@@ -52,7 +52,11 @@ async fn main() -> anyhow::Result<()> {
             times[i].push(secs);
         }
     }
-    let store = if database_url.is_some() { "PostgreSQL" } else { "SQLite" };
+    let store = if database_url.is_some() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
     println!("| {store}, {rounds} rounds | median | min | max | ratio |");
     println!("|---|---|---|---|---|");
     let medians: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
