@@ -15,9 +15,9 @@ pub mod load;
 pub mod rules;
 
 pub use load::{from_yaml, LoadError};
-pub mod scenario;
 pub mod catalogue;
 pub mod profile;
+pub mod scenario;
 pub mod template;
 pub mod value;
 
