@@ -18,7 +18,8 @@ pub struct ProxyArgs {
     /// 127.0.0.1:0, a free port; the bound address is printed).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
-    /// Upstream: `http://host:port` in HTTP mode, `host:port` in TCP mode (default: the file's).
+    /// Upstream: `http://host:port[/prefix]` in HTTP mode, `host:port` in TCP mode (default: the
+    /// file's).
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
     /// A proxy file (`version: 1`, `listen`, `upstream`, `mode`, `rules` / `tcp_rules`).

@@ -23,8 +23,9 @@ pub struct ProxyConfig {
     /// Where to accept downstream connections; port 0 picks a free port (see
     /// [`crate::ProxyHandle::addr`]). Default `127.0.0.1:0`.
     pub listen: SocketAddr,
-    /// HTTP mode: the upstream base URL `http://host:port` (a path prefix is rejected). TCP mode:
-    /// `host:port`. The host is resolved per connection.
+    /// HTTP mode: the upstream base URL `http://host:port`, optionally with a path prefix put in
+    /// front of every forwarded path (`http://h:80/api`: `/v1/x` goes to `/api/v1/x`; rules match
+    /// the path as the client sent it). TCP mode: `host:port`. The host is resolved per connection.
     pub upstream: String,
     /// HTTP (rules per request) or TCP (rules per connection). Default HTTP.
     pub mode: Mode,

@@ -18,7 +18,8 @@
 //! per phase: request, upstream, response), `tcp/` (byte relay), `matcher` (rule matching and
 //! counters), `event`, `control`, `cli`. Request headers named `x-idemspec-*` can be matched by
 //! rules and are stripped before forwarding; `X-Idemspec-Step` tags the event (`step`).
-//! The upstream is a base URL `http://host:port`; a path prefix is rejected.
+//! The upstream is a base URL `http://host:port`, optionally with a path prefix that is put in
+//! front of every forwarded path.
 #![warn(missing_docs)]
 
 pub mod cli;

@@ -25,6 +25,8 @@ use crate::event::Side;
 pub(crate) struct Forwarder {
     authority: Authority,
     host: HeaderValue,
+    /// The upstream URL's path without its trailing `/` (often empty), put before every path.
+    prefix: String,
     base: String,
 }
 
@@ -131,7 +133,7 @@ pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 impl Forwarder {
-    /// A forwarder to the base URL `http://host:port`.
+    /// A forwarder to the base URL `http://host:port[/prefix]`.
     pub(crate) fn new(upstream: &str) -> Result<Self, ProxyError> {
         check_upstream(Mode::Http, upstream).map_err(ProxyError::Upstream)?;
         let uri: Uri = upstream
@@ -146,6 +148,7 @@ impl Forwarder {
         Ok(Self {
             authority,
             host,
+            prefix: uri.path().trim_end_matches('/').to_owned(),
             base: upstream.trim_end_matches('/').to_owned(),
         })
     }
@@ -158,7 +161,14 @@ impl Forwarder {
             .path_and_query()
             .cloned()
             .unwrap_or_else(|| PathAndQuery::from_static("/"));
-        parts.uri = Uri::from(pq);
+        parts.uri = if self.prefix.is_empty() {
+            Uri::from(pq)
+        } else {
+            // Both parts are valid URI components, so their concatenation is one too.
+            PathAndQuery::try_from(format!("{}{}", self.prefix, pq.as_str()))
+                .map(Uri::from)
+                .unwrap_or_else(|_| Uri::from(pq))
+        };
         parts.version = http::Version::HTTP_11;
         strip_hop_by_hop(&mut parts.headers);
         let control: Vec<HeaderName> = parts

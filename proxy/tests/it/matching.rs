@@ -93,3 +93,32 @@ async fn control_headers_are_matched_recorded_and_stripped() {
     assert_eq!(e.idempotency_key.as_deref(), Some("K9"));
     proxy.shutdown().await;
 }
+
+#[tokio::test]
+async fn upstream_path_prefix_is_put_before_every_path() {
+    let upstream = Upstream::start().await;
+    let proxy = idemspec_proxy::start(idemspec_proxy::ProxyConfig {
+        upstream: format!("{}/base/", upstream.url()),
+        rules: rules("- name: exact\n  match: {path: /v1/x}\n  fault: {respond: {status: 418}}\n"),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let client = http();
+    let resp = client
+        .get(format!("http://{}/v1/y?q=1", proxy.addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let resp = client
+        .get(format!("http://{}/v1/x", proxy.addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 418, "rules see the path the client sent");
+    let seen: Vec<String> = upstream.seen().into_iter().map(|s| s.path).collect();
+    assert_eq!(seen, ["/base/v1/y"]);
+    assert_eq!(proxy.events()[0].path, "/v1/y?q=1");
+    proxy.shutdown().await;
+}

@@ -34,8 +34,9 @@ pub struct ProxyFile {
     pub version: u32,
     /// The address to listen on (`127.0.0.1:8081`), if the file gives one.
     pub listen: Option<String>,
-    /// HTTP mode: a base URL `http://host:port` (no path; HTTPS is not proxied in HTTP mode, use
-    /// TCP mode). TCP mode: `host:port`.
+    /// HTTP mode: a base URL `http://host:port`, optionally with a path prefix that is put in
+    /// front of every forwarded path (HTTPS is not proxied in HTTP mode; use TCP mode). TCP mode:
+    /// `host:port`.
     pub upstream: String,
     /// HTTP or TCP mode.
     pub mode: Mode,
@@ -115,21 +116,22 @@ impl ProxyFile {
     }
 }
 
-/// Checks that `upstream` suits `mode`: `http://host:port` (an optional trailing `/`, no other
-/// path) for HTTP, `host:port` for TCP. The message says what was expected.
+/// Checks that `upstream` suits `mode`: for HTTP a base URL `http://host:port`, optionally with a
+/// path prefix (`http://host:port/api`: the proxy forwards `/v1/x` to `/api/v1/x`) but no query;
+/// for TCP `host:port`. The message says what was expected.
 pub fn check_upstream(mode: Mode, upstream: &str) -> Result<(), String> {
     let authority = match mode {
         Mode::Http => {
             let rest = upstream.strip_prefix("http://").ok_or_else(|| {
                 format!("upstream `{upstream}` must be an http:// base URL such as http://127.0.0.1:8080 (for TLS use mode: tcp)")
             })?;
-            let rest = rest.strip_suffix('/').unwrap_or(rest);
-            if rest.contains('/') || rest.contains('?') {
+            if rest.contains(['?', '#']) {
                 return Err(format!(
-                    "upstream `{upstream}` has a path; give only http://host:port (a path prefix is not supported)"
+                    "upstream `{upstream}` has a query or fragment; give http://host:port[/path-prefix]"
                 ));
             }
-            rest
+            rest.split_once('/')
+                .map_or(rest, |(authority, _path)| authority)
         }
         Mode::Tcp => upstream,
     };

@@ -157,9 +157,14 @@ fn proxy_file_loads() {
 fn proxy_file_errors_are_located() {
     let e = ProxyFile::load("p.yaml", "version: 2\nupstream: http://a:1\n").unwrap_err();
     assert_eq!((e.line, e.column), (1, 10), "{e}");
-    let e = ProxyFile::load("p.yaml", "version: 1\nupstream: http://a:1/api\n").unwrap_err();
+    let e = ProxyFile::load("p.yaml", "version: 1\nupstream: http://a:1/api?x=1\n").unwrap_err();
     assert_eq!(e.line, 2, "{e}");
-    assert!(e.message.contains("path"), "{e}");
+    assert!(e.message.contains("query"), "{e}");
+    let e = ProxyFile::load("p.yaml", "version: 1\nupstream: http://a/api\n").unwrap_err();
+    assert!(e.message.contains("port"), "{e}");
+    let ok = ProxyFile::load("p.yaml", "version: 1\nupstream: http://a:1/api/\n")
+        .expect("a path prefix is fine");
+    assert_eq!(ok.upstream, "http://a:1/api/");
     let e = ProxyFile::load(
         "p.yaml",
         "version: 1\nmode: tcp\nupstream: a:1\nrules:\n  - name: a\n    fault: refuse\n",
