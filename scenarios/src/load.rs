@@ -60,7 +60,9 @@ pub fn from_yaml<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, LoadE
             .and_then(|(_, rest)| rest.split_once(": ").map(|(_, m)| m))
             .unwrap_or(first)
             .to_owned();
-        let snippet: Vec<&str> = lines.skip_while(|l| l.trim_start().starts_with("-->")).collect();
+        let snippet: Vec<&str> = lines
+            .skip_while(|l| l.trim_start().starts_with("-->"))
+            .collect();
         LoadError {
             file: file.to_owned(),
             line,
@@ -88,8 +90,15 @@ mod tests {
     fn unknown_field_is_located() {
         let err = from_yaml::<Doc>("a.yaml", "version: 1\nname: x\nnmae: y\n").unwrap_err();
         assert_eq!((err.file.as_str(), err.line, err.column), ("a.yaml", 3, 1));
-        assert!(err.message.contains("unknown field `nmae`"), "{}", err.message);
-        assert!(err.to_string().starts_with("a.yaml:3:1: unknown field"), "{err}");
+        assert!(
+            err.message.contains("unknown field `nmae`"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.to_string().starts_with("a.yaml:3:1: unknown field"),
+            "{err}"
+        );
     }
 
     #[test]
