@@ -105,7 +105,8 @@ impl Drop for FaultIo {
     }
 }
 
-/// Drives the upstream connections a downstream connection opened, inside its task.
+/// Drives the upstream connections a downstream connection opened, inside its task. Ends once
+/// the link is gone (the downstream connection closed) and every upstream connection finished.
 async fn drive_upstream(mut new_conns: mpsc::UnboundedReceiver<UpstreamConn>) {
     let mut conns = FuturesUnordered::new();
     loop {
@@ -116,10 +117,13 @@ async fn drive_upstream(mut new_conns: mpsc::UnboundedReceiver<UpstreamConn>) {
                     tracing::debug!(error = %err, side = "upstream", "upstream connection ended with an error");
                 }
             }
-            else => std::future::pending::<()>().await,
+            else => break,
         }
     }
 }
+
+/// How long upstream exchanges may run on after their downstream connection closed.
+const UPSTREAM_AFTERLIFE: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Serves one downstream connection until the client closes it, a fault ends it, or the proxy
 /// shuts down (idle keep-alive connections close at once, busy ones after their exchange).
@@ -137,25 +141,40 @@ pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
             super::service::handle(shared.clone(), ctl.clone(), link.clone(), req)
         })
     };
-    let conn = http1::Builder::new()
-        .keep_alive(true)
-        .serve_connection(io, service);
-    let upstream = drive_upstream(conn_rx);
-    tokio::pin!(conn, upstream);
+    let mut conn = Box::pin(
+        http1::Builder::new()
+            .keep_alive(true)
+            .serve_connection(io, service),
+    );
+    let mut upstream = Box::pin(drive_upstream(conn_rx));
+    let mut shutting_down = false;
     tokio::select! {
         result = conn.as_mut() => {
             if let Err(err) = result {
                 tracing::debug!(error = %err, side = "downstream", "connection ended with an error");
             }
-            return;
         }
-        () = ctl.abort.notified() => return,
-        () = shared.shutting_down() => conn.as_mut().graceful_shutdown(),
-        () = upstream.as_mut() => unreachable!("the upstream driver never finishes"),
-    }
-    tokio::select! {
-        _ = conn.as_mut() => {}
         () = ctl.abort.notified() => {}
+        () = shared.shutting_down() => {
+            shutting_down = true;
+            conn.as_mut().graceful_shutdown();
+        }
         () = upstream.as_mut() => {}
     }
+    if shutting_down {
+        tokio::select! {
+            _ = conn.as_mut() => {}
+            () = ctl.abort.notified() => {}
+            () = upstream.as_mut() => {}
+        }
+    }
+    // Dropping the downstream side drops the link; exchanges still at the upstream finish in the
+    // background (see `detach`), bounded in time and by the proxy's shutdown.
+    drop(conn);
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = tokio::time::timeout(UPSTREAM_AFTERLIFE, upstream) => {}
+            () = shared.shutting_down() => {}
+        }
+    });
 }

@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use super::body::{RequestBody, ResponseBody, Source};
 use super::ctx::RequestCtx;
+use super::detach::Detached;
 use crate::error::ProxyError;
 use crate::event::Side;
 
@@ -229,7 +230,7 @@ impl Forwarder {
                 }
                 return Err(self.failed(false, &err));
             }
-            match sender.try_send_request(req).await {
+            match Detached::new(sender.try_send_request(req)).await {
                 Ok(resp) => {
                     link.put(sender);
                     return Ok(resp);

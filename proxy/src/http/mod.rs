@@ -13,6 +13,7 @@
 mod body;
 mod conn;
 mod ctx;
+mod detach;
 mod forward;
 mod request_phase;
 mod response_phase;

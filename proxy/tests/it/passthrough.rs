@@ -166,3 +166,27 @@ async fn two_hundred_concurrent_connections() {
     eventually("200 events", || proxy.events().len() == 200).await;
     proxy.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_upstream_finishes_after_the_client_gives_up() {
+    let (proxy, upstream) = proxied(vec![]).await;
+    let impatient = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let err = impatient
+        .post(format!("http://{}/slow/800", proxy.addr()))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout());
+    assert_eq!(upstream.count(), 1);
+    // The server keeps working, as behind haproxy: its handler is not cancelled half-way.
+    eventually("the upstream handler completes", || {
+        upstream.completed() == 1
+    })
+    .await;
+    eventually("the event", || !proxy.events().is_empty()).await;
+    assert!(proxy.events()[0].client_disconnected);
+    proxy.shutdown().await;
+}

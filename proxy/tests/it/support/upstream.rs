@@ -28,7 +28,14 @@ pub struct Seen {
 #[derive(Clone)]
 pub struct Upstream {
     pub addr: SocketAddr,
-    seen: Arc<Mutex<Vec<Seen>>>,
+    state: Arc<State_>,
+}
+
+/// What the upstream records: requests as they arrive, and how many handlers ran to the end.
+#[derive(Default)]
+struct State_ {
+    seen: Mutex<Vec<Seen>>,
+    completed: std::sync::atomic::AtomicUsize,
 }
 
 /// Deterministic test bytes: position `i` holds `i % 251` (a prime, so chunk boundaries show).
@@ -42,12 +49,12 @@ impl Upstream {
             .await
             .expect("bind upstream");
         let addr = listener.local_addr().expect("local addr");
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let app = Router::new().fallback(handle).with_state(seen.clone());
+        let state = Arc::new(State_::default());
+        let app = Router::new().fallback(handle).with_state(state.clone());
         tokio::spawn(async move {
             axum::serve(listener, app).await.expect("upstream serves");
         });
-        Self { addr, seen }
+        Self { addr, state }
     }
 
     pub fn url(&self) -> String {
@@ -56,15 +63,30 @@ impl Upstream {
 
     /// How many requests arrived (completely, body included).
     pub fn count(&self) -> usize {
-        self.seen.lock().unwrap().len()
+        self.state.seen.lock().unwrap().len()
     }
 
     pub fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
+        self.state.seen.lock().unwrap().clone()
+    }
+
+    /// How many handlers ran to the end (a handler cancelled half-way does not count).
+    pub fn completed(&self) -> usize {
+        self.state
+            .completed
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
-async fn handle(State(seen): State<Arc<Mutex<Vec<Seen>>>>, req: Request) -> Response {
+async fn handle(State(state): State<Arc<State_>>, req: Request) -> Response {
+    let resp = respond(&state, req).await;
+    state
+        .completed
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    resp
+}
+
+async fn respond(state: &State_, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let body = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(b) => b,
@@ -72,7 +94,7 @@ async fn handle(State(seen): State<Arc<Mutex<Vec<Seen>>>>, req: Request) -> Resp
     };
     let path = parts.uri.path().to_owned();
     let n = {
-        let mut seen = seen.lock().unwrap();
+        let mut seen = state.seen.lock().unwrap();
         seen.push(Seen {
             method: parts.method.to_string(),
             path: path.clone(),

@@ -1,0 +1,58 @@
+//! Upstream exchanges outlive the downstream client, as in haproxy without `abortonclose`.
+//!
+//! When a client gives up (times out, disconnects) while its request is at the upstream, hyper
+//! drops the request's future. Dropping the upstream response future would make hyper close the
+//! upstream connection, and an upstream built on hyper or axum would then cancel its handler
+//! half-way: a crash, not the "server keeps working" a client timeout is about. [`Detached`]
+//! instead hands the rest of the exchange to a task of its own, which reads the response to the
+//! end; the downstream connection's task hands over its upstream connections likewise.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::Response;
+
+type Exchange<E> = Pin<Box<dyn Future<Output = Result<Response<Incoming>, E>> + Send>>;
+
+/// An upstream response future that, if dropped unfinished, finishes in the background.
+pub(crate) struct Detached<E: Send + 'static>(Option<Exchange<E>>);
+
+impl<E: Send + 'static> Detached<E> {
+    pub(crate) fn new(
+        exchange: impl Future<Output = Result<Response<Incoming>, E>> + Send + 'static,
+    ) -> Self {
+        Self(Some(Box::pin(exchange)))
+    }
+}
+
+impl<E: Send + 'static> Future for Detached<E> {
+    type Output = Result<Response<Incoming>, E>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let exchange = self
+            .0
+            .as_mut()
+            .expect("Detached is not polled after completion");
+        let out = exchange.as_mut().poll(cx);
+        if out.is_ready() {
+            self.0 = None;
+        }
+        out
+    }
+}
+
+impl<E: Send + 'static> Drop for Detached<E> {
+    fn drop(&mut self) {
+        if let Some(exchange) = self.0.take() {
+            tracing::debug!("downstream left mid-exchange; letting the upstream finish");
+            tokio::spawn(async move {
+                if let Ok(resp) = exchange.await {
+                    let _ = resp.into_body().collect().await;
+                }
+            });
+        }
+    }
+}
