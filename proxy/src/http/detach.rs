@@ -46,13 +46,16 @@ impl<E: Send + 'static> Future for Detached<E> {
 
 impl<E: Send + 'static> Drop for Detached<E> {
     fn drop(&mut self) {
-        if let Some(exchange) = self.0.take() {
-            tracing::debug!("downstream left mid-exchange; letting the upstream finish");
-            tokio::spawn(async move {
-                if let Ok(resp) = exchange.await {
-                    let _ = resp.into_body().collect().await;
-                }
-            });
-        }
+        // Without a runtime (it is being torn down) there is nothing to finish on.
+        let (Some(exchange), Ok(runtime)) = (self.0.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        tracing::debug!("downstream left mid-exchange; letting the upstream finish");
+        runtime.spawn(async move {
+            if let Ok(resp) = exchange.await {
+                let _ = resp.into_body().collect().await;
+            }
+        });
     }
 }

@@ -1,14 +1,18 @@
-//! HTTP mode: a hyper 1 HTTP/1.1 server per downstream connection, a pooled hyper-util client to
+//! HTTP mode: a hyper 1 HTTP/1.1 server per downstream connection, hyper's HTTP/1.1 client for
 //! the upstream, and the fault phases in between.
 //!
 //! ```text
-//! downstream ──► conn (FaultIo) ──► service: match rule ──► request phase  (refuse, respond,
-//!                                                   │                        delay_request, hang)
-//!                                                   ├──► upstream phase (forward, duplicate)
-//!                                                   └──► response phase (delay_response,
-//!                                                            drop_response, reset_mid_response,
-//!                                                            hang {forward})
+//! downstream ──► conn (FaultIo, ConnCtl) ──► service: RequestCtx, match rule
+//!                                               ├─► request phase   refuse, respond, delay_request, hang
+//!                                               ├─► upstream phase  forward (streamed), duplicate (buffered)
+//!                                               └─► response phase  delay_response, drop_response,
+//!                                                                   reset_mid_response, hang {forward}
+//! upstream link: one upstream connection per downstream connection, opened on its first request and
+//! driven in the same task; an exchange whose client left finishes in the background (`detach`).
 //! ```
+//!
+//! Each request's [`ctx::RequestCtx`] becomes one event: committed by the phase that ends the
+//! exchange, by the response body when it was delivered, or on drop when the client went away.
 
 mod body;
 mod conn;
