@@ -207,12 +207,15 @@ pub enum Fault {
     /// sending a byte of it: the work is done, the client never hears.
     DropResponse {},
     /// Forward, send the status line, the headers and `after_bytes` bytes of the body, then reset.
+    /// The client never gets the whole response: a shorter body is cut before its last byte (or,
+    /// when chunked, before its terminating chunk).
     ResetMidResponse {
         /// Body bytes delivered before the reset (0: headers only).
         #[serde(default)]
         after_bytes: u64,
     },
-    /// Never answer: hold the downstream connection until the client gives up (or the proxy stops).
+    /// Never answer: hold the downstream connection until the client gives up (or the proxy stops,
+    /// which closes it without an answer).
     Hang {
         /// Forward the request first (the upstream does the work), and discard its response.
         #[serde(default)]
