@@ -48,6 +48,34 @@ pub enum CliMode {
 /// Errors: an unreadable or invalid scenario file (with file, line and column), no upstream,
 /// an address that cannot be bound.
 pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
+    let config = config(&args)?;
+    let mode = config.mode;
+    let handle = start(config)
+        .await
+        .context("failed to start idemspec-proxy")?;
+    let scheme = if mode == Mode::Tcp { "tcp" } else { "http" };
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "idemspec-proxy listening on {scheme}://{}",
+        handle.addr()
+    )?;
+    if let Some(control) = handle.control_addr() {
+        writeln!(out, "idemspec-proxy control on http://{control}")?;
+    }
+    out.flush()?;
+    drop(out);
+    tokio::signal::ctrl_c()
+        .await
+        .context("failed to wait for Ctrl-C")?;
+    handle.shutdown().await;
+    Ok(())
+}
+
+/// The proxy configuration the flags and the scenario file describe; flags win over the file.
+///
+/// Errors: an unreadable or invalid scenario file, no upstream, a bad `listen` in the file.
+pub fn config(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
     let file = match &args.scenario {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -74,7 +102,7 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         .or_else(|| file.as_ref().map(|f| f.upstream.clone()))
         .context("no upstream: pass --upstream or give `upstream:` in the --scenario file")?;
     let (rules, tcp_rules) = file.map(|f| (f.rules, f.tcp_rules)).unwrap_or_default();
-    let handle = start(ProxyConfig {
+    Ok(ProxyConfig {
         listen,
         upstream,
         mode,
@@ -83,23 +111,74 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         control: args.control,
         ..ProxyConfig::default()
     })
-    .await
-    .context("failed to start idemspec-proxy")?;
-    let scheme = if mode == Mode::Tcp { "tcp" } else { "http" };
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "idemspec-proxy listening on {scheme}://{}",
-        handle.addr()
-    )?;
-    if let Some(control) = handle.control_addr() {
-        writeln!(out, "idemspec-proxy control on http://{control}")?;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ProxyArgs,
     }
-    out.flush()?;
-    drop(out);
-    tokio::signal::ctrl_c()
-        .await
-        .context("failed to wait for Ctrl-C")?;
-    handle.shutdown().await;
-    Ok(())
+
+    fn parse(argv: &[&str]) -> ProxyArgs {
+        Cli::try_parse_from(std::iter::once("idemspec-proxy").chain(argv.iter().copied()))
+            .expect("valid flags")
+            .args
+    }
+
+    fn scenario_file(name: &str, text: &str) -> PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("idemspec-proxy-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).expect("temp file");
+        path
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let path = scenario_file(
+            "a.yaml",
+            "version: 1\nlisten: 127.0.0.1:9001\nupstream: http://127.0.0.1:9002\nrules:\n  - name: r\n    fault: refuse\n",
+        );
+        let from_file = config(&parse(&["--scenario", path.to_str().unwrap()])).unwrap();
+        assert_eq!(from_file.listen.port(), 9001);
+        assert_eq!(from_file.upstream, "http://127.0.0.1:9002");
+        assert_eq!(from_file.rules.len(), 1);
+        let overridden = config(&parse(&[
+            "--scenario",
+            path.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:9003",
+            "--upstream",
+            "http://127.0.0.1:9004",
+            "--control",
+            "127.0.0.1:9005",
+        ]))
+        .unwrap();
+        assert_eq!(overridden.listen.port(), 9003);
+        assert_eq!(overridden.upstream, "http://127.0.0.1:9004");
+        assert_eq!(overridden.control.map(|c| c.port()), Some(9005));
+        assert_eq!(overridden.rules.len(), 1, "rules still come from the file");
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_file_and_what_is_missing() {
+        let err = config(&parse(&[])).unwrap_err();
+        assert!(err.to_string().contains("--upstream"), "{err:#}");
+        let path = scenario_file("bad.yaml", "version: 1\nupstream: http://a:1\nrules:\n  - name: r\n    match: {nth: 0}\n    fault: refuse\n");
+        let err = config(&parse(&["--scenario", path.to_str().unwrap()])).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("bad.yaml:5:"), "{text}");
+        std::fs::remove_file(path).unwrap();
+        let err = config(&parse(&["--scenario", "/nonexistent/p.yaml"])).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("/nonexistent/p.yaml"),
+            "{err:#}"
+        );
+        assert!(Cli::try_parse_from(["x", "--mode", "udp"]).is_err());
+    }
 }
