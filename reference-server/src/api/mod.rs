@@ -4,6 +4,7 @@ mod admin;
 mod body;
 mod problem;
 mod router;
+mod worker_id;
 mod workers;
 
 pub use admin::admin_app;

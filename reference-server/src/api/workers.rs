@@ -2,12 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use http::{header, StatusCode};
 use serde::{Deserialize, Serialize};
 
+use super::worker_id::WorkerId;
 use super::{ApiError, JsonBody};
 use crate::auth::Principal;
 use crate::fleet::{FleetError, WorkerSpec};
@@ -168,7 +169,7 @@ pub(super) async fn list(
 pub(super) async fn get_one(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    Path(id): Path<String>,
+    WorkerId(id): WorkerId,
 ) -> Result<Json<WorkerView>, ApiError> {
     Ok(Json(state.fleet.get(&principal.0, &id).await?.into()))
 }
@@ -176,7 +177,7 @@ pub(super) async fn get_one(
 pub(super) async fn delete_one(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    Path(id): Path<String>,
+    WorkerId(id): WorkerId,
 ) -> Result<StatusCode, ApiError> {
     state.fleet.delete(&principal.0, &id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -186,7 +187,7 @@ pub(super) async fn reboot(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     seed: Option<Extension<OpSeed>>,
-    Path(id): Path<String>,
+    WorkerId(id): WorkerId,
 ) -> Result<(StatusCode, Json<WorkerView>), ApiError> {
     let worker = state
         .fleet

@@ -7,5 +7,6 @@ mod concurrency;
 mod config;
 mod crash;
 mod flaws;
+mod hostile;
 mod replicas;
 mod support;
