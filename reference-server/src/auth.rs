@@ -121,10 +121,16 @@ impl Auth {
 }
 
 /// Middleware: resolves the bearer token to a [`Principal`] in request extensions, or answers 401.
+/// Two `Authorization` headers are refused: a proxy in front may check one while this server would
+/// use the other.
 pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let token = req
-        .headers()
-        .get(header::AUTHORIZATION)
+    let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
+    let (first, second) = (values.next(), values.next());
+    if second.is_some() {
+        return ApiError::Unauthorized("the Authorization header was sent more than once")
+            .into_response();
+    }
+    let token = first
         .and_then(|v| v.to_str().ok())
         .and_then(|v| {
             let (scheme, token) = v.split_once(' ')?;

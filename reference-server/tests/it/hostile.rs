@@ -1,7 +1,9 @@
-//! Hostile request lines and headers: odd path ids get a 4xx problem body,
+//! Hostile request lines and headers: odd path ids and ambiguous headers get a 4xx problem body,
 //! never a 5xx or a plain-text rejection, and leave no record in flight or failed.
 
-use crate::support::{Db, Options, TestServer};
+use reqwest::Method;
+
+use crate::support::{worker_body, Db, Options, TestServer};
 
 /// Path ids no worker can have: a NUL (PostgreSQL refuses it in a text parameter), other control
 /// characters, spaces, invalid UTF-8 after percent-decoding, non-ASCII, an over-long id. Each is a
@@ -45,4 +47,27 @@ async fn odd_path_ids_are_404_problems(db: &Db) {
     server.stop().await;
 }
 
-crate::both_stores!(odd_path_ids_are_404_problems);
+/// Two `Authorization` headers are ambiguous (a proxy may check one, the server use the other):
+/// `401 unauthorized`, nothing created.
+async fn repeated_authorization_is_401(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    let r = crate::support::Client::read(
+        c.raw(Method::POST, "/v1/workers")
+            .header("authorization", "Bearer alice")
+            .header("authorization", "Bearer mallory")
+            .header("idempotency-key", "two-tokens")
+            .json(&worker_body("u"))
+            .send()
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!((r.status, r.problem().as_str()), (401, "unauthorized"));
+    assert!(c.list("alice").await.is_empty());
+    assert!(c.list("mallory").await.is_empty());
+    assert_eq!(c.stats().await["workers"], 0);
+    server.stop().await;
+}
+
+crate::both_stores!(odd_path_ids_are_404_problems, repeated_authorization_is_401);
