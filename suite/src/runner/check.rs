@@ -23,6 +23,7 @@ pub(crate) async fn run_check(env: Arc<Env>, scenario: &Scenario) -> CheckOutcom
             level: scenario.level,
             reference: scenario.reference.clone(),
             steps: vec![],
+            precondition: false,
         };
         return outcome(scenario, &[skip], &|_| Vec::new(), Vec::new(), elapsed());
     }
@@ -89,6 +90,7 @@ fn undecided(scenario: &Scenario, why: String) -> Judgement {
         level: scenario.level,
         reference: scenario.reference.clone(),
         steps: vec![],
+        precondition: false,
     }
 }
 

@@ -26,23 +26,31 @@ pub(crate) struct Judgement {
     pub level: Level,
     pub reference: String,
     pub steps: Vec<String>,
+    /// The assertion is a precondition (`precondition: true`): when it is undecided, the check's
+    /// setup did not happen as planned, so nothing else it found can be judged.
+    pub precondition: bool,
 }
 
 /// Most exchanges shown as evidence for one check.
 const MAX_EVIDENCE: usize = 24;
 
-/// Grades the findings: SKIP if any assertion does not apply; FAIL if a MUST is broken; UNKNOWN
-/// if anything is undecided; WARN if a SHOULD is broken; INFO when every assertion only recorded;
+/// Grades the findings: SKIP if any assertion does not apply; UNKNOWN if a precondition did not
+/// hold (the setup failed, so a broken rule after it is no evidence against the target: a server
+/// answering 500 to the first create must not be accused of leaking a response across
+/// principals); FAIL if a MUST is broken; UNKNOWN if anything else is undecided; WARN if a SHOULD is broken; INFO when every assertion only recorded;
 /// PASS only when every judged assertion held (recorded ones become notes).
 pub(crate) fn grade(judgements: &[Judgement]) -> (Verdict, String, Vec<&Judgement>) {
     let pick =
         |f: &dyn Fn(&Judgement) -> bool| judgements.iter().filter(|j| f(j)).collect::<Vec<_>>();
     let skipped = pick(&|j| matches!(j.finding, Finding::Skipped(_)));
+    let unmet = pick(&|j| j.precondition && matches!(j.finding, Finding::Undecided(_)));
     let must = pick(&|j| matches!(j.finding, Finding::Broken(_)) && j.level == Level::Must);
     let undecided = pick(&|j| matches!(j.finding, Finding::Undecided(_)));
     let should = pick(&|j| matches!(j.finding, Finding::Broken(_)) && j.level == Level::Should);
     let (verdict, chosen) = if !skipped.is_empty() {
         (Verdict::Skip, skipped)
+    } else if !unmet.is_empty() {
+        (Verdict::Unknown, unmet)
     } else if !must.is_empty() {
         (Verdict::Fail, must)
     } else if !undecided.is_empty() {
@@ -149,6 +157,7 @@ mod tests {
             level,
             reference: "article".into(),
             steps: vec![],
+            precondition: false,
         }
     }
 
@@ -172,5 +181,32 @@ mod tests {
         let rec = j(Recorded("mismatch answered 417".into()), Level::Must);
         assert_eq!(grade(std::slice::from_ref(&rec)).0, Verdict::Info);
         assert_eq!(grade(&[rec, held.clone()]).0, Verdict::Pass);
+    }
+
+    #[test]
+    fn an_unmet_precondition_is_unknown_even_beside_a_broken_rule() {
+        use Finding::*;
+        let unmet = Judgement {
+            precondition: true,
+            ..j(
+                Undecided("precondition not met: `create` answered 500".into()),
+                Level::Must,
+            )
+        };
+        let must = j(Broken("0 resources exist; expected 1".into()), Level::Must);
+        let (verdict, summary, _) = grade(&[unmet.clone(), must.clone()]);
+        assert_eq!(verdict, Verdict::Unknown, "the setup failed: no FAIL");
+        assert!(summary.contains("precondition not met"), "{summary}");
+        // An undecided assertion that is not a precondition does not hide a broken rule.
+        let other = j(Undecided("no response".into()), Level::Must);
+        assert_eq!(grade(&[other, must.clone()]).0, Verdict::Fail);
+        // A precondition that held does not change anything.
+        let held = Judgement {
+            precondition: true,
+            ..j(Held("201".into()), Level::Must)
+        };
+        assert_eq!(grade(&[held, must]).0, Verdict::Fail);
+        let skip = j(Skipped("no delete".into()), Level::Must);
+        assert_eq!(grade(&[unmet, skip]).0, Verdict::Skip);
     }
 }

@@ -179,3 +179,56 @@ async fn wrong_credentials_stop_the_run_before_any_verdict() {
     }
     assert!(events.is_empty(), "no check started");
 }
+
+/// A target whose list works but whose every write answers an HTML 500: the checks' setup never
+/// happens, so they cannot judge idempotency. Their verdict is UNKNOWN — never a FAIL built on a
+/// failed setup (cross-tenant once accused such a server of leaking a response across principals,
+/// because both principals got the same 500 page).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_setup_is_unknown_not_fail() {
+    /// Checks whose setup (a first create, or a fault that must land after the work) is a
+    /// precondition.
+    const SETUP_CHECKS: [&str; 4] = [
+        "lost-response",
+        "fingerprint-mismatch",
+        "cross-tenant",
+        "replay-fidelity",
+    ];
+    use axum::http::{header, StatusCode};
+    use axum::routing::get;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let app = axum::Router::new().route(
+        "/api/machines",
+        get(|| async { axum::Json(serde_json::json!({"data": []})) }).post(|| async {
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                [(header::CONTENT_TYPE, "text/html")],
+                "<html><body>Internal Server Error</body></html>",
+            )
+        }),
+    );
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let profile = TargetProfile::load("alt-api.yaml", crate::support::alt_api::PROFILE, &|_| {
+        Some(url.clone())
+    })
+    .expect("profile loads");
+    let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
+    opts.only = SETUP_CHECKS.map(String::from).to_vec();
+    let (result, _) = run_collecting(opts).await;
+    server.abort();
+    let report = result.expect("the run starts: the list answers");
+    for id in SETUP_CHECKS {
+        let o = outcome(&report, id);
+        assert_eq!(o.verdict, Verdict::Unknown, "{id}: {}", table(&report));
+        assert!(
+            o.summary.contains("not met") || o.summary.contains("did not happen"),
+            "{id} says why: {}",
+            o.summary
+        );
+    }
+}

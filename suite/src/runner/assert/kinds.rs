@@ -35,7 +35,10 @@ pub(crate) async fn evaluate(
             Some(p) => Undecided(p),
             None => judge(env, a, state, events).await,
         };
-        if a.precondition {
+        // `fault_applied` is a precondition by nature: if the fault did not land as planned, the
+        // situation the check is about never happened.
+        let precondition = a.precondition || a.fault_applied.is_some();
+        if precondition {
             if let Broken(m) = finding {
                 finding = Undecided(format!("precondition not met: {m}"));
             }
@@ -53,6 +56,7 @@ pub(crate) async fn evaluate(
                 .clone()
                 .unwrap_or_else(|| scenario.reference.clone()),
             steps,
+            precondition,
         });
     }
     // A step that could not be carried out (a hook that failed, nothing to act on) leaves the check
@@ -66,6 +70,7 @@ pub(crate) async fn evaluate(
                     level: scenario.level,
                     reference: scenario.reference.clone(),
                     steps: vec![step],
+                    precondition: false,
                 });
             }
         }

@@ -33,5 +33,6 @@ pub(crate) fn judgement(scenario: &Scenario, finding: super::verdict::Finding) -
         level: scenario.level,
         reference: scenario.reference.clone(),
         steps: vec![],
+        precondition: false,
     }
 }
