@@ -31,6 +31,10 @@ pub fn run(args: RunArgs, printer: &Printer) -> Result<ExitCode, Failure> {
         json: args.report_json,
         markdown: args.report_markdown,
     };
+    // Before anything runs: two reports in one file would lose the first after a long run.
+    files
+        .check()
+        .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
     let runtime = tokio::runtime::Runtime::new()
         .context("failed to start the async runtime")
         .map_err(Failure::usage)?;

@@ -18,6 +18,16 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
+    /// Two report flags name the same file: the later report would silently replace the earlier.
+    #[error("`{first}` and `{second}` both write `{}`; give each report its own file", path.display())]
+    SamePath {
+        /// The path as given to the second flag.
+        path: PathBuf,
+        /// The first flag, e.g. `--report-junit`.
+        first: &'static str,
+        /// The second flag.
+        second: &'static str,
+    },
     /// The JUnit XML could not be serialised.
     #[error("render the JUnit report")]
     Junit(#[source] quick_junit::SerializeError),
@@ -38,6 +48,39 @@ pub struct ReportFiles {
 }
 
 impl ReportFiles {
+    /// The requested files with their flags, in the order they are written.
+    fn requested(&self) -> Vec<(&'static str, &Path)> {
+        [
+            ("--report-junit", &self.junit),
+            ("--report-json", &self.json),
+            ("--report-markdown", &self.markdown),
+        ]
+        .into_iter()
+        .filter_map(|(flag, path)| path.as_deref().map(|p| (flag, p)))
+        .collect()
+    }
+
+    /// Checks, before anything runs, that no two reports go to the same file (`a.json` and
+    /// `./a.json` are the same file).
+    ///
+    /// # Errors
+    /// [`ReportError::SamePath`] naming both flags.
+    pub fn check(&self) -> Result<(), ReportError> {
+        let requested = self.requested();
+        for (i, (first, a)) in requested.iter().enumerate() {
+            for (second, b) in &requested[i + 1..] {
+                if same_file(a, b) {
+                    return Err(ReportError::SamePath {
+                        path: b.to_path_buf(),
+                        first,
+                        second,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Renders and writes every requested report; `allow_unknown` is `--allow-unknown` (the
     /// Markdown heading states the result). Returns the paths written, in order.
     ///
@@ -65,13 +108,57 @@ impl ReportFiles {
     }
 }
 
+/// `path` made absolute with its directory resolved: through the filesystem where the directory
+/// exists, lexically (`.` and `..` folded) where it does not yet.
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .unwrap_or_else(|_| path.to_owned());
+    let mut lexical = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                lexical.pop();
+            }
+            other => lexical.push(other),
+        }
+    }
+    match (lexical.parent(), lexical.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|dir| dir.join(name))
+            .unwrap_or(lexical.clone()),
+        _ => lexical,
+    }
+}
+
+/// Whether two paths name the same file: equal once resolved, or the same existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    if resolved(a) == resolved(b) {
+        return true;
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// Writes `text` to `path`, creating missing parent directories, through a temporary file in the
-/// same directory renamed into place, so a reader never sees half a report.
+/// same directory renamed into place, so a reader never sees half a report. A new file gets mode
+/// 0644 (a CI artefact others must read; the temporary file's own mode is 0600); a file that
+/// exists keeps its mode. A path that exists but is not a regular file — `/dev/stdout`, a FIFO, a
+/// symlink — is written through, never replaced.
 fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
     let error = |source| ReportError::Write {
         path: path.to_owned(),
         source,
     };
+    let existing = std::fs::symlink_metadata(path).ok();
+    if let Some(meta) = &existing {
+        if !meta.file_type().is_file() && !meta.is_dir() {
+            return std::fs::write(path, text).map_err(error);
+        }
+    }
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -79,6 +166,25 @@ fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
     std::fs::create_dir_all(dir).map_err(error)?;
     let mut file = tempfile::NamedTempFile::new_in(dir).map_err(error)?;
     std::io::Write::write_all(&mut file, text.as_bytes()).map_err(error)?;
+    let permissions = match &existing {
+        Some(meta) => meta.permissions(),
+        None => new_file_permissions(file.as_file()).map_err(error)?,
+    };
+    file.as_file().set_permissions(permissions).map_err(error)?;
     file.persist(path).map_err(|e| error(e.error))?;
     Ok(())
+}
+
+/// Permissions for a new report file: 0644 on Unix, the temporary file's own elsewhere.
+fn new_file_permissions(file: &std::fs::File) -> std::io::Result<std::fs::Permissions> {
+    #[cfg(unix)]
+    {
+        let _ = file;
+        use std::os::unix::fs::PermissionsExt as _;
+        Ok(std::fs::Permissions::from_mode(0o644))
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(file.metadata()?.permissions())
+    }
 }

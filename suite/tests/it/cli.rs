@@ -537,6 +537,32 @@ fn an_unwritable_report_is_a_configuration_error_after_the_report_is_shown() {
     insta::assert_snapshot!(stderr(&out));
 }
 
+/// The same file for two reports is a usage error before anything runs (no request, no report).
+#[test]
+fn two_reports_in_one_file_stop_before_the_run() {
+    let dir = workspace();
+    let text = config_error(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            "profile.yaml",
+            "--report-junit",
+            "out/report",
+            "--report-json",
+            "./out/../out/report",
+        ],
+    );
+    assert!(
+        text.contains("`--report-junit` and `--report-json` both write"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("reach the target"),
+        "nothing was sent: {text}"
+    );
+}
+
 /// Every assertion kind and modifier the loader knows is in the guide's vocabulary: the loader's own
 /// "expected one of …" list is the source of truth.
 #[test]

@@ -190,6 +190,70 @@ fn unwritable_report_names_its_path() {
     );
 }
 
+/// Two flags naming one file (even spelled differently) are refused before the run: the later
+/// report would silently replace the earlier one.
+#[test]
+fn two_reports_in_one_file_are_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let files = ReportFiles {
+        junit: Some(dir.path().join("out.xml")),
+        markdown: Some(dir.path().join(".").join("out.xml")),
+        ..ReportFiles::default()
+    };
+    let err = files.check().expect_err("one file, two reports");
+    let text = err.to_string();
+    assert!(
+        text.contains("--report-junit") && text.contains("--report-markdown"),
+        "{text}"
+    );
+    let distinct = ReportFiles {
+        junit: Some(dir.path().join("out.xml")),
+        json: Some(dir.path().join("out.json")),
+        markdown: Some(dir.path().join("out.md")),
+    };
+    distinct.check().expect("three files");
+}
+
+/// A new report is readable by others (a CI artefact; the temporary file it is written through is
+/// 0600), an existing file keeps its mode, and a symlink (`/dev/stdout` is one) is written through,
+/// not replaced by a regular file.
+#[cfg(unix)]
+#[test]
+fn report_files_are_readable_and_symlinks_are_written_through() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("written").permissions().mode() & 0o777;
+    let fresh = dir.path().join("fresh.json");
+    let kept = dir.path().join("kept.json");
+    std::fs::write(&kept, "old").expect("write");
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    let real = dir.path().join("real.md");
+    std::fs::write(&real, "").expect("write");
+    let link = dir.path().join("link.md");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    let files = ReportFiles {
+        junit: Some(kept.clone()),
+        json: Some(fresh.clone()),
+        markdown: Some(link.clone()),
+    };
+    let report = sample::report();
+    files.write(&report, false).expect("writable temp dir");
+    assert_eq!(mode(&fresh), 0o644);
+    assert_eq!(mode(&kept), 0o640);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("still there")
+            .file_type()
+            .is_symlink(),
+        "the symlink was replaced"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&real).expect("written through"),
+        markdown::render(&report, false)
+    );
+}
+
 #[test]
 fn long_titles_are_cut_in_the_table_and_sources_never_repeated() {
     let mut report = sample::report();
