@@ -86,7 +86,8 @@ impl Hypervisor {
         }
     }
 
-    /// Boots an instance on `node_id` carrying `tag`; returns its instance id.
+    /// Boots an instance on `node_id` carrying `tag`; returns its instance id. Idempotent by `tag`:
+    /// while an instance with the tag runs, booting again returns it.
     pub async fn boot(&self, tag: &str, node_id: i64) -> Result<String, HypervisorError> {
         if Faults::take(&self.faults.fail_next_boots) {
             return Err(HypervisorError::Injected);
@@ -98,9 +99,15 @@ impl Hypervisor {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         tokio::time::sleep(self.boot_latency).await;
-        let instance_id = format!("inst-{}", uuid::Uuid::new_v4().simple());
-        self.store
-            .hypervisor_record_instance(&instance_id, tag, node_id, now_ms())
+        // The tag is a client token: a second call with it returns the running instance.
+        let instance_id = self
+            .store
+            .hypervisor_record_instance(
+                &format!("inst-{}", uuid::Uuid::new_v4().simple()),
+                tag,
+                node_id,
+                now_ms(),
+            )
             .await?;
         if self
             .faults

@@ -335,11 +335,13 @@ macro_rules! store_methods {
             tag: &'a str,
             node_id: i64,
             now: i64,
-        ) -> futures::future::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
+        ) -> futures::future::BoxFuture<'a, Result<String, $crate::store::StoreError>> {
             Box::pin(async move {
+                // At most one running instance per tag (a partial unique index, migration 0002).
                 sqlx::query(
                     "INSERT INTO hypervisor_instances (instance_id, tag, node_id, state, created_at) \
-                     VALUES ($1, $2, $3, 'running', $4)",
+                     VALUES ($1, $2, $3, 'running', $4) \
+                     ON CONFLICT (tag) WHERE state = 'running' DO NOTHING",
                 )
                 .bind(instance_id)
                 .bind(tag)
@@ -347,7 +349,12 @@ macro_rules! store_methods {
                 .bind(now)
                 .execute(&self.pool)
                 .await?;
-                Ok(())
+                Ok(sqlx::query_scalar::<_, String>(
+                    "SELECT instance_id FROM hypervisor_instances WHERE tag = $1 AND state = 'running'",
+                )
+                .bind(tag)
+                .fetch_one(&self.pool)
+                .await?)
             })
         }
 

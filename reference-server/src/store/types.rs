@@ -303,14 +303,17 @@ pub trait Store: Send + Sync + 'static {
         instance_id: &'a str,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// The hypervisor's side: records a booted instance carrying `tag`.
+    /// The hypervisor's side: records a booted instance carrying `tag`, or, when a running instance
+    /// already carries it, keeps that one. Returns the running instance's id. The tag is a client token
+    /// ("do or return the existing one"): two attempts of one operation that both reach the boot call
+    /// (a retry reclaimed a record whose first attempt was still booting) get one instance, not two.
     fn hypervisor_record_instance<'a>(
         &'a self,
         instance_id: &'a str,
         tag: &'a str,
         node_id: i64,
         now: i64,
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    ) -> BoxFuture<'a, Result<String, StoreError>>;
 
     /// The hypervisor's side: instances carrying `tag`, oldest first.
     fn hypervisor_list_by_tag<'a>(

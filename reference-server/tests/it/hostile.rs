@@ -1,7 +1,10 @@
 //! Hostile request lines and headers: odd path ids and ambiguous headers get a 4xx problem body,
 //! never a 5xx or a plain-text rejection, and leave no record in flight or failed.
 
+use std::time::Duration;
+
 use reqwest::Method;
+use serde_json::json;
 
 use crate::support::{worker_body, Db, Options, TestServer};
 
@@ -70,4 +73,52 @@ async fn repeated_authorization_is_401(db: &Db) {
     server.stop().await;
 }
 
-crate::both_stores!(odd_path_ids_are_404_problems, repeated_authorization_is_401);
+/// A boot that hangs past the in-flight TTL: the retry reclaims the record and resumes while the first
+/// attempt is still inside the hypervisor call. Reconciling by tag finds nothing yet, so both call the
+/// hypervisor with the same `boot_id` tag; the call must be "do or return the existing one", or the
+/// worker gets a phantom second instance. Both attempts answer with the one worker.
+async fn reclaim_during_a_hung_boot_boots_once(db: &Db) {
+    let ttl = Duration::from_millis(500);
+    let opts = Options {
+        in_flight_ttl: ttl,
+        ..Options::default()
+    };
+    let server = TestServer::start(db, opts).await;
+    let c = &server.client;
+    c.faults(json!({"hang_boots": true})).await;
+    let body = worker_body("ubuntu");
+    let pending = |s: &serde_json::Value| s["pending_boots"] == 1;
+    let first = c.create("alice", Some("hung"), &body);
+    let retry = async {
+        c.wait_stats("the first boot to be pending", pending).await;
+        tokio::time::sleep(ttl * 2).await;
+        c.create("alice", Some("hung"), &body).await
+    };
+    let release = async {
+        c.wait_stats("the first boot to be pending", pending).await;
+        // Long enough for the retry to reclaim and reach the (hanging) hypervisor call.
+        tokio::time::sleep(ttl * 2 + Duration::from_millis(1500)).await;
+        c.faults(json!({"hang_boots": false})).await;
+    };
+    let (first, retry, ()) = tokio::join!(first, retry, release);
+    assert_eq!((first.status, retry.status), (201, 201));
+    assert_eq!(first.id(), retry.id());
+    let stats = c.stats().await;
+    crate::support::assert_totals(
+        &stats,
+        &[
+            ("workers", 1),
+            ("nodes_allocated", 1),
+            ("leases", 1),
+            ("boots", 1),
+            ("pending_boots", 0),
+        ],
+    );
+    server.stop().await;
+}
+
+crate::both_stores!(
+    odd_path_ids_are_404_problems,
+    repeated_authorization_is_401,
+    reclaim_during_a_hung_boot_boots_once,
+);
