@@ -76,6 +76,17 @@ fn check(path: &Path) -> anyhow::Result<Checked> {
     let text = inputs::read(path)?;
     let name = path.display().to_string();
     let kind = inputs::classify(&text).ok_or_else(|| {
+        // Classification reads top-level keys line by line; a file it cannot place may simply not
+        // parse (a tab in the indentation hides its keys): then the parser's located error is the
+        // useful one.
+        if let Err(error) = idemspec_scenarios::from_yaml::<serde_json::Value>(&name, &text) {
+            return anyhow::Error::new(error).context(format!("`{name}` is not valid YAML"));
+        }
+        if text.trim().is_empty() {
+            return anyhow!(
+                "`{name}` is empty: expected a target profile, a scenario or a proxy file"
+            );
+        }
         anyhow!(
             "cannot tell what `{name}` is: expected a target profile (with `base_urls` and \
              `operations`), a scenario (with `id` and `steps`) or a proxy file (with `upstream` \

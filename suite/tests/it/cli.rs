@@ -95,6 +95,26 @@ fn bad_yaml_is_located() {
     insta::assert_snapshot!(config_error(dir.path(), &["validate", "broken.yaml"]));
 }
 
+/// A syntax error that hides the file's top-level keys (a tab in the indentation) is still
+/// reported with file, line and column by `validate`, not as "cannot tell what this file is"; an
+/// empty file says it is empty.
+#[test]
+fn validate_locates_yaml_that_cannot_be_classified() {
+    let dir = workspace();
+    write(
+        dir.path(),
+        "tabbed.yaml",
+        "version: 1\nname: x\n\tbase_urls: []\n",
+    );
+    let text = config_error(dir.path(), &["validate", "tabbed.yaml"]);
+    assert!(text.contains("tabbed.yaml:2:"), "located: {text}");
+    assert!(text.contains("found a tab"), "says what is wrong: {text}");
+    assert!(!text.contains("cannot tell"), "{text}");
+    write(dir.path(), "empty.yaml", "\n");
+    let text = config_error(dir.path(), &["validate", "empty.yaml"]);
+    assert!(text.contains("`empty.yaml` is empty"), "{text}");
+}
+
 #[test]
 fn unknown_profile_field_is_located() {
     let dir = workspace();
