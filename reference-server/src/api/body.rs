@@ -31,12 +31,15 @@ pub(crate) async fn read_body(body: Body, headers: &HeaderMap) -> Result<Bytes, 
     }
 }
 
-/// Whether `headers` declare a JSON body (`application/json` or `application/*+json`, any parameters).
+/// Whether `headers` declare a JSON body (`application/json` or `application/*+json`, any parameters,
+/// case-insensitive). Two `Content-Type` headers declare nothing: which one a proxy in front honoured
+/// is unknown.
 fn is_json(headers: &HeaderMap) -> bool {
-    let Some(value) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    else {
+    let mut values = headers.get_all(header::CONTENT_TYPE).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return false;
+    };
+    let Ok(value) = value.to_str() else {
         return false;
     };
     let essence = value

@@ -117,8 +117,45 @@ async fn reclaim_during_a_hung_boot_boots_once(db: &Db) {
     server.stop().await;
 }
 
+/// Two `Content-Type` headers, one of them JSON: which one a proxy honoured is unknown, so the body is
+/// not JSON to us either: `415 unsupported-media-type`, nothing created.
+async fn repeated_content_type_is_415(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    let body = serde_json::to_vec(&worker_body("u")).expect("serialise");
+    for (n, (first, second)) in [
+        ("application/json", "text/plain"),
+        ("text/plain", "application/json"),
+        ("application/json", "application/json"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let r = crate::support::Client::read(
+            c.raw(Method::POST, "/v1/workers")
+                .bearer_auth("alice")
+                .header("idempotency-key", format!("two-types-{n}"))
+                .header("content-type", first)
+                .header("content-type", second)
+                .body(body.clone())
+                .send()
+                .await
+                .expect("send"),
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.problem().as_str()),
+            (415, "unsupported-media-type"),
+            "{first} + {second}"
+        );
+    }
+    assert_eq!(c.stats().await["workers"], 0);
+    server.stop().await;
+}
+
 crate::both_stores!(
     odd_path_ids_are_404_problems,
     repeated_authorization_is_401,
     reclaim_during_a_hung_boot_boots_once,
+    repeated_content_type_is_415,
 );
