@@ -234,8 +234,10 @@ async fn claim(
             Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs))
         })
     };
-    // Past the retention window but not yet swept: as if absent.
-    if record.expires_at <= now {
+    // A terminal record past the retention window but not yet swept: as if absent. An in-flight record
+    // is never "expired" by retention (its request may still be running, or crashed with side effects
+    // to resume): only the in-flight TTL below reclaims it, keeping its nonce.
+    if record.expires_at <= now && record.state != RecordState::InFlight {
         return take_over(uuid::Uuid::new_v4().to_string()).await;
     }
     if record.fingerprint != fingerprint && !flaws.has(Flaw::NoFingerprint) {

@@ -69,6 +69,6 @@ impl Store for PostgresStore {
                                      LIMIT 1 FOR UPDATE SKIP LOCKED) \
                     RETURNING node_id",
         sweep = "DELETE FROM idempotency_records WHERE ctid IN \
-                 (SELECT ctid FROM idempotency_records WHERE expires_at < $1 LIMIT $2)",
+                 (SELECT ctid FROM idempotency_records WHERE expires_at < $1 AND state <> 'in_flight' LIMIT $2)",
     );
 }

@@ -69,7 +69,8 @@ pub(super) use worker_from_row;
 /// Implements the [`Store`](super::Store) methods whose SQL is the same on both databases.
 ///
 /// `$allocate` claims a free node for `$1` (allocation id) at `$2` (now) and returns `node_id`;
-/// `$sweep` deletes up to `$2` records with `expires_at < $1`.
+/// `$sweep` deletes up to `$2` terminal records with `expires_at < $1` (never an in-flight one: the
+/// in-flight TTL, not retention, decides when a retry may take it over and resume it).
 macro_rules! store_methods {
     (allocate = $allocate:expr, sweep = $sweep:expr $(,)?) => {
         fn find_record<'a>(

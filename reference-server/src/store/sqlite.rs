@@ -89,6 +89,6 @@ impl Store for SqliteStore {
                     WHERE node_id = (SELECT node_id FROM nodes WHERE allocation_id IS NULL ORDER BY node_id LIMIT 1) \
                     RETURNING node_id",
         sweep = "DELETE FROM idempotency_records WHERE rowid IN \
-                 (SELECT rowid FROM idempotency_records WHERE expires_at < $1 LIMIT $2)",
+                 (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state <> 'in_flight' LIMIT $2)",
     );
 }

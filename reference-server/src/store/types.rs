@@ -258,7 +258,8 @@ pub trait Store: Send + Sync + 'static {
         started_at: i64,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
-    /// Deletes up to `batch` records whose retention window ended before `now`; returns how many.
+    /// Deletes up to `batch` completed or failed records whose retention window ended before `now`
+    /// (in-flight records are left to the in-flight TTL); returns how many.
     fn sweep(&self, now: i64, batch: i64) -> BoxFuture<'_, Result<u64, StoreError>>;
 
     /// Makes sure nodes `1..=pool_size` exist (never removes nodes).

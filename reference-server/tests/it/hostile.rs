@@ -153,9 +153,58 @@ async fn repeated_content_type_is_415(db: &Db) {
     server.stop().await;
 }
 
+/// An in-flight record is governed by the in-flight TTL, not the retention window: a request still
+/// running when its record's retention ends (a short `--retention`, a hung boot) must keep its key.
+/// Otherwise a retry, or the sweeper, treats the record as gone and the retry starts a new operation
+/// with new side-effect sub-keys: a second node, lease and worker, or a leaked lease after a crash.
+async fn in_flight_record_outlives_its_retention(db: &Db) {
+    let retention = Duration::from_secs(1);
+    let opts = Options {
+        retention,
+        sweep_interval: Duration::from_millis(100),
+        ..Options::default()
+    };
+    let server = TestServer::start(db, opts).await;
+    let c = &server.client;
+    c.faults(json!({"hang_boots": true})).await;
+    let body = worker_body("ubuntu");
+    let pending = |s: &serde_json::Value| s["pending_boots"] == 1;
+    let first = c.create("alice", Some("slow"), &body);
+    let retry = async {
+        c.wait_stats("the first boot to be pending", pending).await;
+        // Past the retention window, several sweeps later; the in-flight TTL (30 s) still runs.
+        tokio::time::sleep(retention * 2).await;
+        c.create("alice", Some("slow"), &body).await
+    };
+    let release = async {
+        c.wait_stats("the first boot to be pending", pending).await;
+        tokio::time::sleep(retention * 2 + Duration::from_millis(1500)).await;
+        c.faults(json!({"hang_boots": false})).await;
+    };
+    let (first, retry, ()) = tokio::join!(first, retry, release);
+    assert_eq!(first.status, 201);
+    assert_eq!(
+        (retry.status, retry.problem().as_str()),
+        (409, "request-in-progress")
+    );
+    let stats = c.stats().await;
+    crate::support::assert_totals(
+        &stats,
+        &[
+            ("workers", 1),
+            ("nodes_allocated", 1),
+            ("leases", 1),
+            ("boots", 1),
+            ("pending_boots", 0),
+        ],
+    );
+    server.stop().await;
+}
+
 crate::both_stores!(
     odd_path_ids_are_404_problems,
     repeated_authorization_is_401,
     reclaim_during_a_hung_boot_boots_once,
     repeated_content_type_is_415,
+    in_flight_record_outlives_its_retention,
 );
