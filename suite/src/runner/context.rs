@@ -145,6 +145,11 @@ impl CheckState {
     }
 
     /// The step's result (an empty one if it never ran).
+    /// Every exchange of every step so far.
+    pub(crate) fn exchanges(&self) -> impl Iterator<Item = &Exchange> + Clone {
+        self.results.values().flat_map(|r| r.exchanges.iter())
+    }
+
     pub(crate) fn result(&self, step: &str) -> &StepResult {
         const EMPTY: &StepResult = &StepResult {
             exchanges: Vec::new(),

@@ -12,14 +12,22 @@ use crate::client::{Exchange, RequestSpec};
 /// Client timeout for observation requests.
 const OBSERVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Counts `principal`'s resources carrying `marker`, with the profile's `list` operation (direct).
+/// Counts `principal`'s resources carrying `marker`, with the profile's `list` operation (direct);
+/// `seen` are the exchanges the check made so far.
+///
+/// A count of zero when this check already saw the API answer 2xx with a created id for
+/// `principal` (and deleted nothing) is not a count: the profile's `list` cannot see what the API
+/// creates (an `items` or `marker` JSONPath that matches nothing, a list that ignores the marker),
+/// and judging "0 resources, expected 1" would FAIL a correct server.
 ///
 /// # Errors
-/// A message when the list request fails or its body is not what the profile describes.
-pub(crate) async fn count_created(
+/// A message when the list request fails, its body is not what the profile describes, or it
+/// cannot see the resources this check created.
+pub(crate) async fn count_created<'a>(
     env: &Env,
     principal: &Principal,
     marker: &str,
+    seen: impl Iterator<Item = &'a Exchange> + Clone,
 ) -> Result<u64, String> {
     let list = &env.profile.operations.list;
     let vars = TemplateVars { marker, variant: 1 };
@@ -34,7 +42,47 @@ pub(crate) async fn count_created(
             .filter(|item| path.first(item).and_then(|v| v.as_str()) == Some(marker))
             .count(),
     };
+    if count == 0 {
+        if let Some(id) = unseen_created_id(env, principal, seen) {
+            return Err(format!(
+                "the profile's `list` (GET {path}, items `{}`{}) found {} item(s) and none of \
+                 this check's, although the API answered 2xx with id `{id}` for {}: check \
+                 `operations.list` in the target profile",
+                list.items.source(),
+                list.marker
+                    .as_ref()
+                    .map(|m| format!(", marker `{}`", m.source()))
+                    .unwrap_or_default(),
+                items.len(),
+                principal.name
+            ));
+        }
+    }
     Ok(count as u64)
+}
+
+/// A created id this check received for `principal`, when no DELETE of the check succeeded (after
+/// one, an empty list proves nothing about the profile).
+fn unseen_created_id<'a>(
+    env: &Env,
+    principal: &Principal,
+    seen: impl Iterator<Item = &'a Exchange> + Clone,
+) -> Option<String> {
+    let exchanges = || seen.clone();
+    let delete_method = env
+        .profile
+        .operations
+        .delete
+        .as_ref()
+        .map(|d| d.method.as_str());
+    if exchanges()
+        .any(|ex| ex.is_success() && Some(ex.evidence.request.method.as_str()) == delete_method)
+    {
+        return None;
+    }
+    exchanges()
+        .filter(|ex| ex.is_success() && ex.evidence.request.principal == principal.name)
+        .find_map(|ex| env.created_id(ex))
 }
 
 /// Reads the side-effect counters (`side_effects` probe).

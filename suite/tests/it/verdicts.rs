@@ -232,3 +232,42 @@ async fn a_failed_setup_is_unknown_not_fail() {
         );
     }
 }
+
+/// A profile whose `list` cannot see what the API creates (here an `items` JSONPath that matches
+/// nothing) makes every count zero. Against a correct API that is no evidence of anything: the
+/// checks that count are UNKNOWN and name `operations.list`, never FAIL ("0 resources, expected 1").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_list_that_sees_nothing_is_unknown_not_fail() {
+    let api = crate::support::alt_api::start().await;
+    let text =
+        crate::support::alt_api::PROFILE.replace("items: \"$.data[*]\"", "items: \"$.nothing[*]\"");
+    assert_ne!(
+        text,
+        crate::support::alt_api::PROFILE,
+        "the fixture still lists `$.data[*]`"
+    );
+    let env = api.env();
+    let profile = TargetProfile::load("alt-api.yaml", &text, &|var| {
+        env.iter().find(|(k, _)| *k == var).map(|(_, v)| v.clone())
+    })
+    .expect("profile loads");
+    let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
+    let counting = [
+        "lost-response",
+        "concurrent-same-key",
+        "key-validation",
+        "retry-storm",
+    ];
+    opts.only = counting.map(String::from).to_vec();
+    let (result, _) = run_collecting(opts).await;
+    let report = result.expect("the run starts");
+    for id in counting {
+        let o = outcome(&report, id);
+        assert_eq!(o.verdict, Verdict::Unknown, "{id}: {}", table(&report));
+        assert!(
+            o.summary.contains("operations.list"),
+            "{id} says why: {}",
+            o.summary
+        );
+    }
+}

@@ -29,7 +29,7 @@ pub(super) async fn failure_handled(
         Ok(p) => p,
         Err(e) => return Undecided(e),
     };
-    match observe::count_created(env, principal, &state.marker).await {
+    match observe::count_created(env, principal, &state.marker, state.exchanges()).await {
         Err(e) => Undecided(format!("could not count resources: {e}")),
         Ok(n) if n == expected => finding,
         Ok(n) => Broken(format!(

@@ -219,7 +219,7 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
                 Ok(p) => p,
                 Err(e) => return Undecided(e),
             };
-            match observe::count_created(env, principal, &state.marker).await {
+            match observe::count_created(env, principal, &state.marker, state.exchanges()).await {
                 Err(e) => Undecided(format!("could not count resources: {e}")),
                 Ok(n) if n == c.equals => {
                     Held(format!("{n} resource(s) created for {}", principal.name))

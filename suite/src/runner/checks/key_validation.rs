@@ -30,6 +30,8 @@ pub(crate) async fn run(
     let contract = &env.contract;
     let mut judgements = Vec::new();
     let mut evidence = Vec::new();
+    // Every response, so the count can tell an empty list from a list that cannot see anything.
+    let mut sent: Vec<Exchange> = Vec::new();
     let mut expected_created = 0u64;
     let judge = |finding: Finding, level: Level| {
         let mut j = judgement(scenario, finding);
@@ -40,6 +42,7 @@ pub(crate) async fn run(
         let key = KeySpec::parse(spec).expect("built-in key specs parse");
         let ex = create(env, state, "invalid-key", key).await;
         evidence.push(ex.evidence.clone());
+        sent.push(ex.clone());
         judgements.push(judge(invalid_finding(&ex, what), Level::Must));
         if ex.status.is_some_and(|s| (400..500).contains(&s)) && !is_problem(&ex) {
             judgements.push(judge(
@@ -53,6 +56,7 @@ pub(crate) async fn run(
     }
     let missing = create(env, state, "missing-key", KeySpec::None).await;
     evidence.push(missing.evidence.clone());
+    sent.push(missing.clone());
     let finding = match missing.status {
         None => Finding::Undecided(format!(
             "a request without a key got no response: {}",
@@ -84,6 +88,7 @@ pub(crate) async fn run(
     judgements.push(judge(finding, Level::Must));
     let valid = create(env, state, "valid-key", KeySpec::Named("order-17".into())).await;
     evidence.push(valid.evidence.clone());
+    sent.push(valid.clone());
     judgements.push(judge(
         match valid.status {
             None => {
@@ -104,7 +109,9 @@ pub(crate) async fn run(
         let quoted = create(env, state, "sf-key", KeySpec::SfNamed("K9".into())).await;
         let bare = create(env, state, "bare-key", KeySpec::Named("K9".into())).await;
         evidence.push(quoted.evidence.clone());
+        sent.push(quoted.clone());
         evidence.push(bare.evidence.clone());
+        sent.push(bare.clone());
         let finding = match (quoted.is_success(), bare.is_success()) {
             (true, true) if env.created_id(&quoted) == env.created_id(&bare) => {
                 expected_created += 1;
@@ -129,7 +136,7 @@ pub(crate) async fn run(
     let principal = env
         .principal(None)
         .expect("validated profiles have principal A");
-    let count = observe::count_created(env, principal, &state.marker).await;
+    let count = observe::count_created(env, principal, &state.marker, sent.iter()).await;
     judgements.push(judge(
         match count {
             Err(e) => Finding::Undecided(format!("could not count resources: {e}")),

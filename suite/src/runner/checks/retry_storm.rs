@@ -208,7 +208,13 @@ async fn judge(
     let principal = env
         .principal(None)
         .expect("validated profiles have principal A");
-    let count = observe::count_created(env, principal, &state.marker).await;
+    let count = observe::count_created(
+        env,
+        principal,
+        &state.marker,
+        runs.iter().flat_map(|r| r.exchanges.iter()),
+    )
+    .await;
     judgements.push(judgement(
         scenario,
         match count {
