@@ -14,6 +14,11 @@ use http::header;
 use crate::api::ApiError;
 use crate::state::AppState;
 
+/// The longest bearer token and principal accepted, in bytes. The principal is part of the idempotency
+/// record's primary key (and under `--dev` it is the token): PostgreSQL refuses index rows over
+/// 2704 bytes, so an unbounded token would be a 500 instead of a 401.
+pub const MAX_TOKEN_LEN: usize = 1024;
+
 /// The authenticated caller; idempotency records and workers are scoped to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal(pub String);
@@ -64,6 +69,12 @@ pub enum TokensError {
         /// The path.
         file: String,
     },
+    /// A token or principal is longer than [`MAX_TOKEN_LEN`].
+    #[error("{file}: tokens and principals must be at most {MAX_TOKEN_LEN} bytes")]
+    TooLong {
+        /// The path.
+        file: String,
+    },
 }
 
 impl Auth {
@@ -108,6 +119,15 @@ impl Auth {
                 file: file.to_owned(),
             });
         }
+        if parsed
+            .tokens
+            .iter()
+            .any(|(t, p)| t.len() > MAX_TOKEN_LEN || p.len() > MAX_TOKEN_LEN)
+        {
+            return Err(TokensError::TooLong {
+                file: file.to_owned(),
+            });
+        }
         Ok(Self::Tokens(parsed.tokens))
     }
 
@@ -120,7 +140,8 @@ impl Auth {
     }
 }
 
-/// Middleware: resolves the bearer token to a [`Principal`] in request extensions, or answers 401.
+/// Middleware: resolves the bearer token (at most [`MAX_TOKEN_LEN`] bytes) to a [`Principal`] in request
+/// extensions, or answers 401.
 /// Two `Authorization` headers are refused: a proxy in front may check one while this server would
 /// use the other.
 pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
@@ -140,6 +161,10 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     let Some(token) = token else {
         return ApiError::Unauthorized("missing bearer token").into_response();
     };
+    if token.len() > MAX_TOKEN_LEN {
+        return ApiError::Unauthorized("the bearer token is longer than 1024 bytes")
+            .into_response();
+    }
     let Some(principal) = state.auth.principal(token) else {
         return ApiError::Unauthorized("unknown bearer token").into_response();
     };

@@ -201,10 +201,42 @@ async fn in_flight_record_outlives_its_retention(db: &Db) {
     server.stop().await;
 }
 
+/// A bearer token becomes the principal under `--dev`, and the principal is part of the record's
+/// primary key: a long random token overflowed PostgreSQL's index row limit (500). Tokens are at most
+/// 1024 bytes: longer is `401 unauthorized` on both stores, nothing written; 1024 is accepted.
+async fn over_long_bearer_token_is_401(db: &Db) {
+    let server = TestServer::start(db, Options::default()).await;
+    let c = &server.client;
+    let random = |len: usize| {
+        let mut token = String::new();
+        while token.len() < len {
+            token.push_str(&uuid::Uuid::new_v4().simple().to_string());
+        }
+        token.truncate(len);
+        token
+    };
+    let long = c
+        .create(&random(3000), Some("long"), &worker_body("u"))
+        .await;
+    assert_eq!(
+        (long.status, long.problem().as_str()),
+        (401, "unauthorized")
+    );
+    let stats = c.stats().await;
+    assert_eq!(stats["workers"], 0, "{stats}");
+    assert_eq!(stats["idempotency_records"]["failed"], 0, "{stats}");
+    let limit = c
+        .create(&random(1024), Some("limit"), &worker_body("u"))
+        .await;
+    assert_eq!(limit.status, 201);
+    server.stop().await;
+}
+
 crate::both_stores!(
     odd_path_ids_are_404_problems,
     repeated_authorization_is_401,
     reclaim_during_a_hung_boot_boots_once,
     repeated_content_type_is_415,
     in_flight_record_outlives_its_retention,
+    over_long_bearer_token_is_401,
 );
