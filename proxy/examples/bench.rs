@@ -8,8 +8,8 @@
 //!
 //! The upstream runs in a child process (this binary re-executed with `--serve-upstream`),
 //! idemspec-proxy in this process (a tokio runtime with `--proxy-threads` workers, 0 for a
-//! current-thread runtime), haproxy as a child process with its
-//! default threads, and wrk with one thread (`-t1`). Targets are interleaved in rounds so drift on
+//! current-thread runtime), haproxy as a child process with as many threads (`nbthread`,
+//! keep-alive to the client and to the upstream, as the proxy does), and wrk with one thread (`-t1`). Targets are interleaved in rounds so drift on
 //! a shared machine hits them alike; the report gives the median and the min–max spread.
 
 use std::io::{BufRead, BufReader, Write};
@@ -86,7 +86,8 @@ fn main() -> anyhow::Result<()> {
     let proxy = handle_rx
         .recv()
         .context("the proxy thread failed to start")?;
-    let (mut haproxy_child, haproxy) = spawn_haproxy(upstream)?;
+    // haproxy gets as many threads as the proxy's runtime has workers (a current-thread runtime: 1).
+    let (mut haproxy_child, haproxy) = spawn_haproxy(upstream, threads.max(1))?;
 
     let targets = [
         ("direct", upstream, None),
@@ -226,13 +227,14 @@ fn spawn_upstream() -> anyhow::Result<(Child, SocketAddr)> {
     Ok((child, line.trim().parse().context("upstream address")?))
 }
 
-fn spawn_haproxy(upstream: SocketAddr) -> anyhow::Result<(Child, SocketAddr)> {
+/// haproxy in `mode http` with keep-alive on both sides and `nbthread` threads.
+fn spawn_haproxy(upstream: SocketAddr, nbthread: usize) -> anyhow::Result<(Child, SocketAddr)> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
     let config = format!(
-        "global\n  maxconn 4096\ndefaults\n  mode http\n  option http-keep-alive\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\nfrontend f\n  bind {addr}\n  default_backend b\nbackend b\n  server s1 {upstream}\n"
+        "global\n  maxconn 4096\n  nbthread {nbthread}\ndefaults\n  mode http\n  option http-keep-alive\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\nfrontend f\n  bind {addr}\n  default_backend b\nbackend b\n  server s1 {upstream}\n"
     );
     let path = std::env::temp_dir().join(format!("idemspec-bench-haproxy-{port}.cfg"));
     std::fs::File::create(&path)?.write_all(config.as_bytes())?;
