@@ -271,3 +271,47 @@ async fn a_list_that_sees_nothing_is_unknown_not_fail() {
         );
     }
 }
+
+/// A create the client gave up on may still be running: "0 resources, expected 1" right after it
+/// is no broken rule, so the count is UNKNOWN (too many would still be a FAIL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn too_few_resources_after_an_unanswered_request_is_unknown() {
+    use axum::routing::get;
+    const SLOW: &str = r#"version: 1
+id: slow-create
+title: A create the client gave up on
+level: MUST
+reference: "test"
+steps:
+  - {name: slow, op: create, key: K1, timeout: 300ms, via: direct}
+assert:
+  - created: {equals: 1}
+"#;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let app = axum::Router::new().route(
+        "/api/machines",
+        get(|| async { axum::Json(serde_json::json!({"data": []})) }).post(|| async {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            axum::http::StatusCode::CREATED
+        }),
+    );
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let profile = TargetProfile::load("alt-api.yaml", crate::support::alt_api::PROFILE, &|_| {
+        Some(url.clone())
+    })
+    .expect("profile loads");
+    let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
+    opts.scenarios = vec![Scenario::load("slow.yaml", SLOW).expect("scenario loads")];
+    opts.only = vec!["slow-create".into()];
+    let (result, _) = run_collecting(opts).await;
+    server.abort();
+    let report = result.expect("the run starts");
+    let o = outcome(&report, "slow-create");
+    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(o.summary.contains("got no response"), "{}", o.summary);
+}

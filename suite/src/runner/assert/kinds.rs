@@ -78,6 +78,15 @@ pub(crate) async fn evaluate(
     out
 }
 
+/// The first step with a request that got no response at all.
+fn unanswered(state: &CheckState) -> Option<String> {
+    state
+        .results
+        .iter()
+        .find(|(_, r)| r.exchanges.iter().any(|e| e.status.is_none()))
+        .map(|(name, _)| name.clone())
+}
+
 /// The responses of a step, or why there are none to judge.
 pub(super) fn responses<'a>(state: &'a CheckState, step: &str) -> Result<&'a [Exchange], String> {
     let judged = state.result(step).judged();
@@ -224,6 +233,16 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
                 Ok(n) if n == c.equals => {
                     Held(format!("{n} resource(s) created for {}", principal.name))
                 }
+                // Too few while a request is still unanswered (a timeout, a closed connection) is
+                // not a broken rule: that request's work may still be running. Too many always is.
+                Ok(n) if n < c.equals && unanswered(state).is_some() => Undecided(format!(
+                    "{n} resources with marker {} exist for {}, fewer than {}, but step `{}` got \
+                     no response, so its work may still be running",
+                    state.marker,
+                    principal.name,
+                    c.equals,
+                    unanswered(state).unwrap_or_default()
+                )),
                 Ok(n) => Broken(format!(
                     "{n} resources with marker {} exist for {}; expected exactly {}",
                     state.marker, principal.name, c.equals
