@@ -204,6 +204,8 @@ fn run_failure(error: RunError) -> Failure {
             }
             .hint("`idemspec list` shows every check id")
         }
+        RunError::NothingSelected => Failure::usage(error)
+            .hint("`--skip` removes checks that `--only` selects; `idemspec list` shows every id"),
         RunError::DuplicateCheck(_) => Failure::usage(error)
             .hint("give your scenario an `id` of its own (`idemspec list` shows the ids taken)"),
         RunError::Config(_) => Failure::usage(error)

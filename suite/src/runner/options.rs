@@ -91,6 +91,10 @@ pub enum RunError {
     /// `--only`/`--skip` named a check that does not exist (exit code 2).
     #[error("select checks: no check has id `{0}`")]
     UnknownCheck(String),
+    /// `--only`/`--skip` left no check to run (exit code 2): a run that judged nothing must not
+    /// report `ok`.
+    #[error("select checks: the selection leaves no check to run")]
+    NothingSelected,
     /// Two scenarios share an id (exit code 2).
     #[error("select checks: two scenarios have id `{0}`")]
     DuplicateCheck(String),

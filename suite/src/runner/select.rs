@@ -11,7 +11,7 @@ use idemspec_scenarios::scenario::HookName;
 ///
 /// # Errors
 /// [`RunError::DuplicateCheck`] when two scenarios share an id, [`RunError::UnknownCheck`] when
-/// `only`/`skip` names an id no scenario has.
+/// `only`/`skip` names an id no scenario has, [`RunError::NothingSelected`] when they leave none.
 pub(crate) fn select(
     builtin: Vec<Scenario>,
     user: Vec<Scenario>,
@@ -30,11 +30,15 @@ pub(crate) fn select(
             return Err(RunError::UnknownCheck(id.clone()));
         }
     }
-    Ok(all
+    let selected: Vec<Scenario> = all
         .into_iter()
         .filter(|s| only.is_empty() || only.contains(&s.id.value))
         .filter(|s| !skip.contains(&s.id.value))
-        .collect())
+        .collect();
+    if selected.is_empty() {
+        return Err(RunError::NothingSelected);
+    }
+    Ok(selected)
 }
 
 /// Why the profile cannot run `scenario`, if it cannot.

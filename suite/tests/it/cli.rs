@@ -532,6 +532,17 @@ fn selection_errors_name_the_id_and_stop_before_any_request() {
         "run_duplicate_id",
         run(&["run", "--target", "profile.yaml", "--scenario", "dup.yaml"])
     );
+    // A selection that leaves nothing would otherwise print `result: ok` and exit 0, judging nothing.
+    let text = run(&[
+        "run",
+        "--target",
+        "profile.yaml",
+        "--only",
+        "lost-response",
+        "--skip",
+        "lost-response",
+    ]);
+    assert!(text.contains("leaves no check to run"), "{text}");
 }
 
 #[test]
