@@ -16,6 +16,8 @@ const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct ProfileHooks {
     hooks: Hooks,
     client: reqwest::Client,
+    /// How long a command hook may run ([`HOOK_TIMEOUT`]).
+    timeout: Duration,
 }
 
 impl ProfileHooks {
@@ -28,6 +30,7 @@ impl ProfileHooks {
                 .timeout(HOOK_TIMEOUT)
                 .build()
                 .expect("a plain HTTP client without TLS always builds"),
+            timeout: HOOK_TIMEOUT,
         }
     }
 
@@ -42,23 +45,7 @@ impl ProfileHooks {
     async fn run_spec(&self, name: &'static str, spec: &HookSpec) -> Result<(), HookError> {
         let failed = |reason: String| HookError::Failed { hook: name, reason };
         if let Some(command) = &spec.command {
-            let run = tokio::process::Command::new("sh")
-                .arg("-c")
-                .arg(command)
-                .kill_on_drop(true)
-                .output();
-            let out = tokio::time::timeout(HOOK_TIMEOUT, run)
-                .await
-                .map_err(|_| failed(format!("`{command}` took longer than {HOOK_TIMEOUT:?}")))?
-                .map_err(|e| failed(format!("could not run `{command}`: {e}")))?;
-            if !out.status.success() {
-                return Err(failed(format!(
-                    "`{command}` exited with {}: {}",
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr).trim()
-                )));
-            }
-            return Ok(());
+            return run_command(command, self.timeout).await.map_err(failed);
         }
         let Some(req) = &spec.request else {
             return Err(failed("neither `command` nor `request` is set".into()));
@@ -90,6 +77,68 @@ impl ProfileHooks {
     }
 }
 
+/// Runs `sh -c command` and waits for the shell's exit, at most `timeout`.
+///
+/// The hook's output goes to a temporary file, not a pipe: a hook that starts something in the
+/// background (`restart: {command: "./my-api &"}`) returns as soon as the shell exits, instead of
+/// waiting for every process holding a pipe open to close it. The shell runs in a process group of
+/// its own, and a hook that overruns is killed with everything it started (on Unix), so a timed-out
+/// hook leaves no process behind.
+///
+/// # Errors
+/// Why the hook failed: it could not start, exited non-zero (with its output), or overran.
+async fn run_command(command: &str, timeout: Duration) -> Result<(), String> {
+    let output = tempfile::tempfile().map_err(|e| format!("could not run `{command}`: {e}"))?;
+    let stdio = || {
+        output
+            .try_clone()
+            .map(std::process::Stdio::from)
+            .map_err(|e| format!("could not run `{command}`: {e}"))
+    };
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .stdin(std::process::Stdio::null())
+        .stdout(stdio()?)
+        .stderr(stdio()?)
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("could not run `{command}`: {e}"))?;
+    let group = child.id();
+    let status = match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(status) => status.map_err(|e| format!("could not run `{command}`: {e}"))?,
+        Err(_) => {
+            kill_group(group);
+            return Err(format!("`{command}` took longer than {timeout:?}"));
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let mut text = String::new();
+    let mut file = output;
+    let _ = std::io::Seek::rewind(&mut file);
+    let _ = std::io::Read::read_to_string(&mut std::io::Read::take(&mut file, 4096), &mut text);
+    Err(format!("`{command}` exited with {status}: {}", text.trim()))
+}
+
+/// Kills the process group a timed-out hook leads (its shell was started as the group's leader).
+fn kill_group(group: Option<u32>) {
+    #[cfg(unix)]
+    if let Some(pgid) = group {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pgid}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+    #[cfg(not(unix))]
+    let _ = group;
+}
+
 impl HookRunner for ProfileHooks {
     fn run(&self, hook: HookName) -> BoxFuture<'_, Result<(), HookError>> {
         Box::pin(async move {
@@ -105,5 +154,55 @@ impl HookRunner for ProfileHooks {
 
     fn crash_arms(&self) -> bool {
         self.hooks.crash.as_ref().is_some_and(|c| c.arms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[tokio::test]
+    async fn a_hook_that_starts_a_background_process_returns_when_its_shell_exits() {
+        let started = Instant::now();
+        run_command("sleep 5 &", Duration::from_secs(3))
+            .await
+            .expect("the shell exits at once");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failing_hook_says_what_it_printed() {
+        let err = run_command("echo boom >&2; exit 3", Duration::from_secs(10))
+            .await
+            .expect_err("exit 3");
+        assert!(err.contains("boom") && err.contains('3'), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_hook_that_overruns_is_killed_with_what_it_started() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let pid_file = dir.path().join("pid");
+        let command = format!("sleep 60 & echo $! > {}; wait", pid_file.display());
+        let err = run_command(&command, Duration::from_millis(500))
+            .await
+            .expect_err("overruns");
+        assert!(err.contains("took longer"), "{err}");
+        let pid = std::fs::read_to_string(&pid_file).expect("the hook wrote its child's pid");
+        let stat = std::path::PathBuf::from(format!("/proc/{}/stat", pid.trim()));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // Gone, or a zombie waiting for a reaper: either way no longer running.
+        while std::fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z ")) {
+            assert!(
+                Instant::now() < deadline,
+                "the hook's `sleep 60` survived its timeout"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }
