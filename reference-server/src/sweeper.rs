@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::idempotency::now_ms;
+use crate::fleet::CreateIds;
+use crate::idempotency::{now_ms, OpSeed};
 use crate::store::Store;
 
 /// Records deleted per statement.
@@ -28,9 +29,34 @@ pub async fn run(store: Arc<dyn Store>, interval: Duration, mut shutdown: watch:
 }
 
 /// One full sweep: batches until a batch comes back short. Returns how many records were deleted.
+/// Expired failed records go first, one batch at a time: each is deleted, then what its attempt
+/// left behind (node, lease, pending boot; sub-keys re-derived from the record as the layer derives
+/// them) is released, since no retry can resume it any more.
 pub async fn sweep_once(store: &dyn Store) -> Result<u64, crate::store::StoreError> {
     let now = now_ms();
     let mut total = 0;
+    loop {
+        let failed = store.sweep_failed(now, SWEEP_BATCH).await?;
+        total += failed.len() as u64;
+        for record in &failed {
+            let seed = OpSeed::derive(
+                &record.scope.principal,
+                &record.scope.endpoint,
+                &record.scope.key,
+            )
+            .salted(&record.nonce);
+            let ids = CreateIds::of(&seed);
+            let released = store
+                .release_leftovers(&ids.allocation_id, &ids.lease_id, &ids.boot_id)
+                .await?;
+            if released {
+                tracing::info!(key = %record.scope.key, "sweeper released a failed attempt's node and lease");
+            }
+        }
+        if failed.len() < SWEEP_BATCH as usize {
+            break;
+        }
+    }
     loop {
         let n = store.sweep(now, SWEEP_BATCH).await?;
         total += n;

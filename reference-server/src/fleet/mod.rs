@@ -4,4 +4,4 @@ mod hypervisor;
 mod service;
 
 pub use hypervisor::{FaultSettings, Faults, Hypervisor, HypervisorError};
-pub use service::{Fleet, FleetError, WorkerSpec};
+pub use service::{CreateIds, Fleet, FleetError, WorkerSpec};

@@ -38,6 +38,29 @@ pub enum FleetError {
     Store(#[from] StoreError),
 }
 
+/// The side-effect ids of one create attempt, derived from its seed: retries of the attempt find
+/// them again (and resume), the sweeper re-derives them to release a failed attempt's leftovers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateIds {
+    /// The node allocation id (sub-key `alloc`).
+    pub allocation_id: String,
+    /// The lease id, `lse-…` (sub-key `lease`).
+    pub lease_id: String,
+    /// The two-phase boot id and hypervisor tag, `boot-…` (sub-key `boot`).
+    pub boot_id: String,
+}
+
+impl CreateIds {
+    /// The ids for `seed`.
+    pub fn of(seed: &OpSeed) -> Self {
+        Self {
+            allocation_id: seed.sub_key("alloc"),
+            lease_id: format!("lse-{}", seed.sub_key("lease")),
+            boot_id: format!("boot-{}", seed.sub_key("boot")),
+        }
+    }
+}
+
 /// The fleet: node pool, leases, workers, and the hypervisor client.
 pub struct Fleet {
     store: Arc<dyn Store>,
@@ -62,17 +85,19 @@ impl Fleet {
         if let Some(worker) = self.store.get_worker(principal, &worker_id).await? {
             return Ok(worker);
         }
+        let ids = CreateIds::of(seed);
         let now = now_ms();
         let node_id = self
             .store
-            .allocate_node(&seed.sub_key("alloc"), now)
+            .allocate_node(&ids.allocation_id, now)
             .await?
             .ok_or(FleetError::PoolExhausted)?;
-        let lease_id = format!("lse-{}", seed.sub_key("lease"));
+        let CreateIds {
+            lease_id, boot_id, ..
+        } = ids;
         self.store
             .ensure_lease(&lease_id, node_id, principal, now)
             .await?;
-        let boot_id = format!("boot-{}", seed.sub_key("boot"));
         let instance_id = self.boot(&boot_id, &worker_id, node_id).await?;
         let worker = NewWorker {
             id: worker_id,

@@ -237,8 +237,15 @@ async fn claim(
     // A terminal record past the retention window but not yet swept: as if absent. An in-flight record
     // is never "expired" by retention (its request may still be running, or crashed with side effects
     // to resume): only the in-flight TTL below reclaims it, keeping its nonce.
+    // A failed one keeps its nonce: its attempt's node and lease are resumed, not leaked (once swept,
+    // the sweeper releases them instead).
     if record.expires_at <= now && record.state != RecordState::InFlight {
-        return take_over(uuid::Uuid::new_v4().to_string()).await;
+        let nonce = if record.state == RecordState::Failed {
+            record.nonce.clone()
+        } else {
+            uuid::Uuid::new_v4().to_string()
+        };
+        return take_over(nonce).await;
     }
     if record.fingerprint != fingerprint && !flaws.has(Flaw::NoFingerprint) {
         let other_endpoint = flaws.has(Flaw::EndpointUnscoped)

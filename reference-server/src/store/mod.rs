@@ -14,6 +14,6 @@ pub use connect::{connect, DatabaseUrl};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use types::{
-    BootRow, Claim, IdempotencyRecord, NewWorker, RecordCounts, RecordState, Scope, Stats, Store,
-    StoreError, StoredResponse, Worker,
+    BootRow, Claim, FailedRecord, IdempotencyRecord, NewWorker, RecordCounts, RecordState, Scope,
+    Stats, Store, StoreError, StoredResponse, Worker,
 };

@@ -70,5 +70,8 @@ impl Store for PostgresStore {
                     RETURNING node_id",
         sweep = "DELETE FROM idempotency_records WHERE ctid IN \
                  (SELECT ctid FROM idempotency_records WHERE expires_at < $1 AND state <> 'in_flight' LIMIT $2)",
+        sweep_failed = "DELETE FROM idempotency_records WHERE ctid IN \
+                 (SELECT ctid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' LIMIT $2) \
+                 RETURNING principal, endpoint, idem_key, claim_nonce",
     );
 }

@@ -69,10 +69,11 @@ pub(super) use worker_from_row;
 /// Implements the [`Store`](super::Store) methods whose SQL is the same on both databases.
 ///
 /// `$allocate` claims a free node for `$1` (allocation id) at `$2` (now) and returns `node_id`;
-/// `$sweep` deletes up to `$2` terminal records with `expires_at < $1` (never an in-flight one: the
+/// `$sweep_failed` deletes up to `$2` failed records with `expires_at < $1`, returning `principal, endpoint,
+/// idem_key, claim_nonce`; `$sweep` deletes up to `$2` terminal records with `expires_at < $1` (never an in-flight one: the
 /// in-flight TTL, not retention, decides when a retry may take it over and resume it).
 macro_rules! store_methods {
-    (allocate = $allocate:expr, sweep = $sweep:expr $(,)?) => {
+    (allocate = $allocate:expr, sweep = $sweep:expr, sweep_failed = $sweep_failed:expr $(,)?) => {
         fn find_record<'a>(
             &'a self,
             scope: &'a $crate::store::Scope,
@@ -209,6 +210,56 @@ macro_rules! store_methods {
             Box::pin(async move {
                 let done = sqlx::query($sweep).bind(now).bind(batch).execute(&self.pool).await?;
                 Ok(done.rows_affected())
+            })
+        }
+
+        fn sweep_failed(
+            &self,
+            now: i64,
+            batch: i64,
+        ) -> futures::future::BoxFuture<'_, Result<Vec<$crate::store::FailedRecord>, $crate::store::StoreError>> {
+            Box::pin(async move {
+                let rows = sqlx::query_as::<_, (String, String, String, String)>($sweep_failed)
+                    .bind(now)
+                    .bind(batch)
+                    .fetch_all(&self.pool)
+                    .await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|(principal, endpoint, key, nonce)| $crate::store::FailedRecord {
+                        scope: $crate::store::Scope { principal, endpoint, key },
+                        nonce,
+                    })
+                    .collect())
+            })
+        }
+
+        fn release_leftovers<'a>(
+            &'a self,
+            allocation_id: &'a str,
+            lease_id: &'a str,
+            boot_id: &'a str,
+        ) -> futures::future::BoxFuture<'a, Result<bool, $crate::store::StoreError>> {
+            Box::pin(async move {
+                let mut tx = self.pool.begin().await?;
+                let held = sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM workers WHERE lease_id = $1")
+                    .bind(lease_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                if held > 0 {
+                    return Ok(false);
+                }
+                let mut released = 0;
+                for (sql, id) in [
+                    ("DELETE FROM leases WHERE lease_id = $1", lease_id),
+                    ("UPDATE nodes SET allocation_id = NULL, allocated_at = NULL WHERE allocation_id = $1", allocation_id),
+                    ("DELETE FROM boots WHERE boot_id = $1", boot_id),
+                    ("UPDATE hypervisor_instances SET state = 'terminated' WHERE tag = $1 AND state = 'running'", boot_id),
+                ] {
+                    released += sqlx::query(sql).bind(id).execute(&mut *tx).await?.rows_affected();
+                }
+                tx.commit().await?;
+                Ok(released > 0)
             })
         }
 

@@ -90,5 +90,8 @@ impl Store for SqliteStore {
                     RETURNING node_id",
         sweep = "DELETE FROM idempotency_records WHERE rowid IN \
                  (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state <> 'in_flight' LIMIT $2)",
+        sweep_failed = "DELETE FROM idempotency_records WHERE rowid IN \
+                 (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' LIMIT $2) \
+                 RETURNING principal, endpoint, idem_key, claim_nonce",
     );
 }

@@ -32,6 +32,15 @@ pub struct Scope {
     pub key: String,
 }
 
+/// A failed record removed by the sweeper: its scope and the claim nonce its sub-keys were salted with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedRecord {
+    /// The record's scope.
+    pub scope: Scope,
+    /// The record's claim nonce.
+    pub nonce: String,
+}
+
 /// The state of an idempotency record: none → in flight → completed | failed; failed → in flight on retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordState {
@@ -261,6 +270,24 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes up to `batch` completed or failed records whose retention window ended before `now`
     /// (in-flight records are left to the in-flight TTL); returns how many.
     fn sweep(&self, now: i64, batch: i64) -> BoxFuture<'_, Result<u64, StoreError>>;
+
+    /// Deletes up to `batch` failed records whose retention window ended before `now` and returns
+    /// them, so the sweeper can release what their attempts left behind (nothing can resume them now).
+    fn sweep_failed(
+        &self,
+        now: i64,
+        batch: i64,
+    ) -> BoxFuture<'_, Result<Vec<FailedRecord>, StoreError>>;
+
+    /// Releases what an attempt that will never be resumed left behind: the lease `lease_id`, the node
+    /// allocated as `allocation_id`, the boot row `boot_id` and a running instance tagged with it.
+    /// Nothing is released while a worker holds the lease. Returns whether anything was released.
+    fn release_leftovers<'a>(
+        &'a self,
+        allocation_id: &'a str,
+        lease_id: &'a str,
+        boot_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// Makes sure nodes `1..=pool_size` exist (never removes nodes).
     fn seed_nodes(&self, pool_size: i64) -> BoxFuture<'_, Result<(), StoreError>>;

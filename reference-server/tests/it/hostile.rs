@@ -232,6 +232,76 @@ async fn over_long_bearer_token_is_401(db: &Db) {
     server.stop().await;
 }
 
+/// A create that failed after its node and lease were written (a 502 from the hypervisor) and was
+/// never retried: once the failed record's retention ends, nothing can resume it any more, so the
+/// sweeper releases what it left (node, lease, pending boot) instead of leaking them forever; a later
+/// create with the same key is a new operation and ends with one of each.
+async fn swept_failed_record_releases_its_leftovers(db: &Db) {
+    let opts = Options {
+        retention: Duration::from_secs(1),
+        sweep_interval: Duration::from_millis(100),
+        ..Options::default()
+    };
+    let server = TestServer::start(db, opts).await;
+    let c = &server.client;
+    c.faults(json!({"fail_next_boots": 1})).await;
+    let failed = c.create("alice", Some("given-up"), &worker_body("u")).await;
+    assert_eq!(
+        (failed.status, failed.problem().as_str()),
+        (502, "hypervisor-error")
+    );
+    c.wait_stats("the sweeper to release the failed attempt", |s| {
+        s["idempotency_records"]["failed"] == 0
+            && s["leases"] == 0
+            && s["nodes_allocated"] == 0
+            && s["pending_boots"] == 0
+    })
+    .await;
+    let again = c.create("alice", Some("given-up"), &worker_body("u")).await;
+    assert_eq!(again.status, 201);
+    let stats = c.stats().await;
+    crate::support::assert_totals(
+        &stats,
+        &[
+            ("workers", 1),
+            ("nodes_allocated", 1),
+            ("leases", 1),
+            ("pending_boots", 0),
+        ],
+    );
+    server.stop().await;
+}
+
+/// The same failed create retried after its retention ended but before a sweep: the retry takes the
+/// record over keeping its nonce and resumes the attempt (one node, one lease), rather than starting
+/// over beside the leftovers.
+async fn expired_failed_record_is_resumed(db: &Db) {
+    let retention = Duration::from_secs(1);
+    let opts = Options {
+        retention,
+        sweep_interval: Duration::from_secs(3600),
+        ..Options::default()
+    };
+    let server = TestServer::start(db, opts).await;
+    let c = &server.client;
+    c.faults(json!({"fail_next_boots": 1})).await;
+    let failed = c.create("alice", Some("late"), &worker_body("u")).await;
+    assert_eq!(failed.status, 502);
+    tokio::time::sleep(retention + Duration::from_millis(500)).await;
+    let late = c.create("alice", Some("late"), &worker_body("u")).await;
+    assert_eq!(late.status, 201);
+    crate::support::assert_totals(
+        &c.stats().await,
+        &[
+            ("workers", 1),
+            ("nodes_allocated", 1),
+            ("leases", 1),
+            ("pending_boots", 0),
+        ],
+    );
+    server.stop().await;
+}
+
 crate::both_stores!(
     odd_path_ids_are_404_problems,
     repeated_authorization_is_401,
@@ -239,4 +309,6 @@ crate::both_stores!(
     repeated_content_type_is_415,
     in_flight_record_outlives_its_retention,
     over_long_bearer_token_is_401,
+    swept_failed_record_releases_its_leftovers,
+    expired_failed_record_is_resumed,
 );
