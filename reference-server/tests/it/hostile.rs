@@ -6,7 +6,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::support::{worker_body, Db, Options, TestServer};
+use crate::support::{worker_body, Client, Db, Options, Resp, TestServer};
 
 /// Path ids no worker can have: a NUL (PostgreSQL refuses it in a text parameter), other control
 /// characters, spaces, invalid UTF-8 after percent-decoding, non-ASCII, an over-long id. Each is a
@@ -55,7 +55,7 @@ async fn odd_path_ids_are_404_problems(db: &Db) {
 async fn repeated_authorization_is_401(db: &Db) {
     let server = TestServer::start(db, Options::default()).await;
     let c = &server.client;
-    let r = crate::support::Client::read(
+    let r = Client::read(
         c.raw(Method::POST, "/v1/workers")
             .header("authorization", "Bearer alice")
             .header("authorization", "Bearer mallory")
@@ -73,6 +73,32 @@ async fn repeated_authorization_is_401(db: &Db) {
     server.stop().await;
 }
 
+/// Creates with `key` while boots hang; once the first boot is pending, waits `retry_after` and retries
+/// with the same key; 1.5 s after that (time for the retry to reach the hanging call) releases the
+/// boots. Returns (first, retry).
+async fn create_retry_during_a_hung_boot(
+    c: &Client,
+    key: &str,
+    retry_after: Duration,
+) -> (Resp, Resp) {
+    c.faults(json!({"hang_boots": true})).await;
+    let body = worker_body("ubuntu");
+    let pending = |s: &serde_json::Value| s["pending_boots"] == 1;
+    let first = c.create("alice", Some(key), &body);
+    let retry = async {
+        c.wait_stats("the first boot to be pending", pending).await;
+        tokio::time::sleep(retry_after).await;
+        c.create("alice", Some(key), &body).await
+    };
+    let release = async {
+        c.wait_stats("the first boot to be pending", pending).await;
+        tokio::time::sleep(retry_after + Duration::from_millis(1500)).await;
+        c.faults(json!({"hang_boots": false})).await;
+    };
+    let (first, retry, ()) = tokio::join!(first, retry, release);
+    (first, retry)
+}
+
 /// A boot that hangs past the in-flight TTL: the retry reclaims the record and resumes while the first
 /// attempt is still inside the hypervisor call. Reconciling by tag finds nothing yet, so both call the
 /// hypervisor with the same `boot_id` tag; the call must be "do or return the existing one", or the
@@ -85,22 +111,8 @@ async fn reclaim_during_a_hung_boot_boots_once(db: &Db) {
     };
     let server = TestServer::start(db, opts).await;
     let c = &server.client;
-    c.faults(json!({"hang_boots": true})).await;
-    let body = worker_body("ubuntu");
-    let pending = |s: &serde_json::Value| s["pending_boots"] == 1;
-    let first = c.create("alice", Some("hung"), &body);
-    let retry = async {
-        c.wait_stats("the first boot to be pending", pending).await;
-        tokio::time::sleep(ttl * 2).await;
-        c.create("alice", Some("hung"), &body).await
-    };
-    let release = async {
-        c.wait_stats("the first boot to be pending", pending).await;
-        // Long enough for the retry to reclaim and reach the (hanging) hypervisor call.
-        tokio::time::sleep(ttl * 2 + Duration::from_millis(1500)).await;
-        c.faults(json!({"hang_boots": false})).await;
-    };
-    let (first, retry, ()) = tokio::join!(first, retry, release);
+    // Past the TTL: the retry reclaims the record while the first attempt is inside the call.
+    let (first, retry) = create_retry_during_a_hung_boot(c, "hung", ttl * 2).await;
     assert_eq!((first.status, retry.status), (201, 201));
     assert_eq!(first.id(), retry.id());
     let stats = c.stats().await;
@@ -131,7 +143,7 @@ async fn repeated_content_type_is_415(db: &Db) {
     .into_iter()
     .enumerate()
     {
-        let r = crate::support::Client::read(
+        let r = Client::read(
             c.raw(Method::POST, "/v1/workers")
                 .bearer_auth("alice")
                 .header("idempotency-key", format!("two-types-{n}"))
@@ -166,22 +178,8 @@ async fn in_flight_record_outlives_its_retention(db: &Db) {
     };
     let server = TestServer::start(db, opts).await;
     let c = &server.client;
-    c.faults(json!({"hang_boots": true})).await;
-    let body = worker_body("ubuntu");
-    let pending = |s: &serde_json::Value| s["pending_boots"] == 1;
-    let first = c.create("alice", Some("slow"), &body);
-    let retry = async {
-        c.wait_stats("the first boot to be pending", pending).await;
-        // Past the retention window, several sweeps later; the in-flight TTL (30 s) still runs.
-        tokio::time::sleep(retention * 2).await;
-        c.create("alice", Some("slow"), &body).await
-    };
-    let release = async {
-        c.wait_stats("the first boot to be pending", pending).await;
-        tokio::time::sleep(retention * 2 + Duration::from_millis(1500)).await;
-        c.faults(json!({"hang_boots": false})).await;
-    };
-    let (first, retry, ()) = tokio::join!(first, retry, release);
+    // Past the retention window, several sweeps later; the in-flight TTL (30 s) still runs.
+    let (first, retry) = create_retry_during_a_hung_boot(c, "slow", retention * 2).await;
     assert_eq!(first.status, 201);
     assert_eq!(
         (retry.status, retry.problem().as_str()),
