@@ -8,9 +8,10 @@
 //!
 //! The upstream runs in a child process (this binary re-executed with `--serve-upstream`),
 //! idemspec-proxy in this process (a tokio runtime with `--proxy-threads` workers, 0 for a
-//! current-thread runtime), haproxy as a child process with as many threads (`nbthread`,
-//! keep-alive to the client and to the upstream, as the proxy does), and wrk with one thread (`-t1`). Targets are interleaved in rounds so drift on
-//! a shared machine hits them alike; the report gives the median and the min–max spread.
+//! current-thread runtime), haproxy as a child process with as many threads (`nbthread`;
+//! keep-alive to the client and to the upstream, as the proxy does), and wrk with one thread
+//! (`-t1`). Targets are interleaved in rounds so drift on a shared machine hits them alike; the
+//! report gives the median and the min–max spread.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;

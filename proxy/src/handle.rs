@@ -1,7 +1,7 @@
 //! Starting a proxy and controlling it: [`start`] and [`ProxyHandle`].
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 use idemspec_scenarios::rules::{check_upstream, Mode, Rule, TcpRule};
 use tokio::net::TcpListener;
@@ -67,15 +67,15 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         None => None,
     };
     let (stop, stopped) = watch::channel(false);
-    let shared = Arc::new(Shared {
-        mode: config.mode,
-        http_rules: RwLock::new(Arc::new(http_rules)),
-        tcp_rules: RwLock::new(Arc::new(tcp_rules)),
-        events: Arc::new(EventLog::new(config.event_capacity)),
+    let shared = Arc::new(Shared::new(
+        config.mode,
+        http_rules,
+        tcp_rules,
+        Arc::new(EventLog::new(config.event_capacity)),
         upstream,
-        shutdown: stopped,
-        grace: config.shutdown_grace,
-    });
+        stopped,
+        config.shutdown_grace,
+    ));
     let mut tasks = vec![tokio::spawn(crate::server::run(listener, shared.clone()))];
     let control_addr = control.as_ref().and_then(|l| l.local_addr().ok());
     let handle = ProxyHandle {
@@ -152,12 +152,7 @@ impl ProxyHandle {
     }
 
     fn replace_http(&self, set: RuleSet) {
-        *self
-            .inner
-            .shared
-            .http_rules
-            .write()
-            .expect("rule lock is never poisoned") = Arc::new(set);
+        self.inner.shared.replace_http_rules(|_| set);
     }
 
     /// Replaces the HTTP rules atomically, with fresh counters. Requests already in flight keep
@@ -172,14 +167,11 @@ impl ProxyHandle {
     pub fn add_rule(&self, rule: Rule) -> Result<(), ProxyError> {
         self.require(Mode::Http, "http")?;
         let compiled = Arc::new(CompiledRule::new(rule)?);
-        let shared = &self.inner.shared;
-        let mut guard = shared
-            .http_rules
-            .write()
-            .expect("rule lock is never poisoned");
-        let mut rules = guard.rules.clone();
-        rules.push(compiled);
-        *guard = Arc::new(RuleSet { rules });
+        self.inner.shared.replace_http_rules(|current| {
+            let mut rules = current.rules.clone();
+            rules.push(compiled);
+            RuleSet { rules }
+        });
         Ok(())
     }
 

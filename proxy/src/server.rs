@@ -1,6 +1,7 @@
 //! The accept loop shared by both modes: `run(listener, shared)` as in mini-redis, with graceful
 //! shutdown (stop accepting, let in-flight exchanges finish for a grace period, then cut them).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -17,8 +18,12 @@ use crate::matcher::{RuleSet, TcpRuleSet};
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) mode: Mode,
-    /// Replaced as a whole; a reader clones the `Arc` and releases the lock before any await.
-    pub(crate) http_rules: RwLock<Arc<RuleSet>>,
+    /// Replaced as a whole (through [`Shared::replace_http_rules`]); a reader clones the `Arc`
+    /// and releases the lock before any await.
+    http_rules: RwLock<Arc<RuleSet>>,
+    /// Whether `http_rules` is non-empty, so a pass-through request touches no shared lock or
+    /// reference count. Written under the write lock, after the set.
+    any_http_rules: AtomicBool,
     pub(crate) tcp_rules: RwLock<Arc<TcpRuleSet>>,
     pub(crate) events: Arc<EventLog>,
     pub(crate) upstream: Upstream,
@@ -35,6 +40,50 @@ pub(crate) enum Upstream {
 }
 
 impl Shared {
+    /// Shared state for a proxy with these rule sets, event log, upstream and shutdown signal.
+    pub(crate) fn new(
+        mode: Mode,
+        http_rules: RuleSet,
+        tcp_rules: TcpRuleSet,
+        events: Arc<EventLog>,
+        upstream: Upstream,
+        shutdown: watch::Receiver<bool>,
+        grace: Duration,
+    ) -> Self {
+        Self {
+            mode,
+            any_http_rules: AtomicBool::new(!http_rules.rules.is_empty()),
+            http_rules: RwLock::new(Arc::new(http_rules)),
+            tcp_rules: RwLock::new(Arc::new(tcp_rules)),
+            events,
+            upstream,
+            shutdown,
+            grace,
+        }
+    }
+
+    /// Replaces the HTTP rule set with `make(current)`, atomically.
+    pub(crate) fn replace_http_rules(&self, make: impl FnOnce(&RuleSet) -> RuleSet) {
+        let mut guard = self
+            .http_rules
+            .write()
+            .expect("rule lock is never poisoned");
+        let set = make(&guard);
+        let any = !set.rules.is_empty();
+        *guard = Arc::new(set);
+        self.any_http_rules.store(any, Ordering::Release);
+    }
+
+    /// The rules a new request is matched against; `None` when there are none (pass-through).
+    /// A request that races a rule change sees the set from before or after it, never a mix.
+    pub(crate) fn http_rules_for_request(&self) -> Option<Arc<RuleSet>> {
+        if self.any_http_rules.load(Ordering::Acquire) {
+            Some(self.http_rules())
+        } else {
+            None
+        }
+    }
+
     pub(crate) fn http_rules(&self) -> Arc<RuleSet> {
         self.http_rules
             .read()

@@ -4,13 +4,16 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use http::header::HeaderName;
 use http::request::Parts;
 use idemspec_scenarios::rules::Rule;
 
 use crate::event::{EventLog, ProxyEvent, Side};
 
 /// The request header whose value tags an event (`X-Idemspec-Step: lost-1`).
-pub(crate) const STEP_HEADER: &str = "x-idemspec-step";
+const STEP_HEADER: HeaderName = HeaderName::from_static("x-idemspec-step");
+/// The `Idempotency-Key` request header (IETF draft-ietf-httpapi-idempotency-key-header §2).
+pub(crate) const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 
 /// One request's context. Recorded in the event log exactly once: explicitly by [`commit`]
 /// when the exchange ends as planned, or on drop, which means the downstream client went away
@@ -25,7 +28,8 @@ pub(crate) struct RequestCtx {
     committed: bool,
 }
 
-fn header(parts: &Parts, name: &str) -> Option<String> {
+/// A header's value as text; the name is pre-parsed, so the lookup does not re-validate it.
+fn header(parts: &Parts, name: &HeaderName) -> Option<String> {
     parts
         .headers
         .get(name)
@@ -41,8 +45,8 @@ impl RequestCtx {
         let mut event = ProxyEvent::starting_now();
         event.method = parts.method.as_str().to_owned();
         event.path = path;
-        event.idempotency_key = header(parts, "idempotency-key");
-        event.step = header(parts, STEP_HEADER);
+        event.idempotency_key = header(parts, &IDEMPOTENCY_KEY);
+        event.step = header(parts, &STEP_HEADER);
         Self {
             event,
             started: Instant::now(),

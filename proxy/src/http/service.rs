@@ -30,14 +30,10 @@ pub(crate) async fn handle(
     };
     let (mut parts, body) = req.into_parts();
     let mut ctx = RequestCtx::new(shared.events.clone(), &parts);
-    let rule = {
-        let rules = shared.http_rules();
-        if rules.rules.is_empty() {
-            None
-        } else {
-            rules.select(&parts)
-        }
-    };
+    // Pass-through (no rules in force) takes no lock and no reference count.
+    let rule = shared
+        .http_rules_for_request()
+        .and_then(|rules| rules.select(&parts));
     // Rules see the control headers; the upstream must not.
     forwarder.prepare(&mut parts);
     let req = Request::from_parts(parts, RequestBody(Source::Stream(body)));
