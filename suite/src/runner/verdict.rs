@@ -125,11 +125,12 @@ pub(crate) fn outcome(
         }
         evidence.truncate(MAX_EVIDENCE);
     }
-    let notes = judgements
-        .iter()
-        .filter(|j| !chosen.iter().any(|c| std::ptr::eq(*c, *j)))
-        .map(|j| text(&j.finding).to_owned())
-        .collect();
+    let notes = counted(
+        judgements
+            .iter()
+            .filter(|j| !chosen.iter().any(|c| std::ptr::eq(*c, *j)))
+            .map(|j| text(&j.finding)),
+    );
     CheckOutcome {
         id: scenario.id.value.clone(),
         title: scenario.title.clone(),
@@ -145,6 +146,24 @@ pub(crate) fn outcome(
         evidence,
         duration_ms,
     }
+}
+
+/// Each distinct note once, in first-seen order, with `(×N)` when N findings said the same (three
+/// bursts that each held print one line, not three identical ones).
+fn counted<'a>(notes: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for note in notes {
+        match seen.iter_mut().find(|(n, _)| *n == note) {
+            Some((_, count)) => *count += 1,
+            None => seen.push((note, 1)),
+        }
+    }
+    seen.into_iter()
+        .map(|(n, count)| match count {
+            1 => n.to_owned(),
+            _ => format!("{n} (×{count})"),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -181,6 +200,12 @@ mod tests {
         let rec = j(Recorded("mismatch answered 417".into()), Level::Must);
         assert_eq!(grade(std::slice::from_ref(&rec)).0, Verdict::Info);
         assert_eq!(grade(&[rec, held.clone()]).0, Verdict::Pass);
+    }
+
+    #[test]
+    fn repeated_notes_are_printed_once_with_a_count() {
+        let notes = counted(["a", "b", "a", "a"].into_iter());
+        assert_eq!(notes, vec!["a (×3)".to_owned(), "b".to_owned()]);
     }
 
     #[test]
