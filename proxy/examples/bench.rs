@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! apt-get install -y haproxy wrk
-//! cargo run --release -p idemspec-proxy --example bench -- [--rounds 3] [--seconds 5] [--proxy-threads 2]
+//! cargo run --profile perf -p idemspec-proxy --example bench -- [--rounds 3] [--seconds 5] [--proxy-threads 2]
 //! ```
 //!
 //! The upstream runs in a child process (this binary re-executed with `--serve-upstream`),
