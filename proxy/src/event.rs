@@ -85,68 +85,11 @@ impl ProxyEvent {
 
     /// An event for an exchange starting now, with nothing recorded yet.
     pub(crate) fn starting_now() -> Self {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
+        let at = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
-        let at = rfc3339_utc(now.as_secs(), now.subsec_nanos());
         Self { at, ..Self::EMPTY }
     }
-}
-
-/// Formats a Unix time (`secs` since the epoch, `nanos` into the second) as RFC 3339 in UTC,
-/// exactly as `time`'s `Rfc3339` does (`2026-11-29T20:52:56.1234Z`: fraction without trailing
-/// zeros, none when whole). Every event needs one, so the date-and-time part is formatted once
-/// per second and thread, and only the fraction per call.
-fn rfc3339_utc(secs: u64, nanos: u32) -> String {
-    /// `YYYY-MM-DDTHH:MM:SS`: the length of every date-and-time before year 10000.
-    const WHOLE: usize = 19;
-    thread_local! {
-        /// The second last formatted on this thread, and its date-and-time.
-        static SECOND: std::cell::Cell<(u64, [u8; WHOLE])> =
-            const { std::cell::Cell::new((u64::MAX, [0; WHOLE])) };
-    }
-    let slow = || {
-        i64::try_from(secs)
-            .ok()
-            .and_then(|s| {
-                time::OffsetDateTime::from_unix_timestamp_nanos(
-                    i128::from(s) * 1_000_000_000 + i128::from(nanos),
-                )
-                .ok()
-            })
-            .and_then(|t| {
-                t.format(&time::format_description::well_known::Rfc3339)
-                    .ok()
-            })
-            .unwrap_or_default()
-    };
-    let (cached, mut whole) = SECOND.get();
-    if cached != secs {
-        let text = slow();
-        let Some(date_time) = text.as_bytes().get(..WHOLE).filter(|_| text.len() > WHOLE) else {
-            return text;
-        };
-        whole.copy_from_slice(date_time);
-        SECOND.set((secs, whole));
-    }
-    let mut buf = [0u8; WHOLE + 11];
-    buf[..WHOLE].copy_from_slice(&whole);
-    let mut len = WHOLE;
-    if nanos != 0 {
-        let mut digits = [b'0'; 9];
-        let mut rest = nanos;
-        for d in digits.iter_mut().rev() {
-            *d = b'0' + (rest % 10) as u8;
-            rest /= 10;
-        }
-        let used = digits.iter().rposition(|&d| d != b'0').map_or(0, |i| i + 1);
-        buf[len] = b'.';
-        buf[len + 1..len + 1 + used].copy_from_slice(&digits[..used]);
-        len += 1 + used;
-    }
-    buf[len] = b'Z';
-    // ASCII digits and separators only.
-    std::str::from_utf8(&buf[..=len]).map_or_else(|_| slow(), str::to_owned)
 }
 
 /// A bounded, ordered, in-memory log of [`ProxyEvent`]s.
@@ -180,20 +123,13 @@ impl EventLog {
     /// Appends `event`, assigning its `seq` (the first event gets 1); returns the seq.
     pub fn push(&self, mut event: ProxyEvent) -> u64 {
         let mut inner = self.inner.lock().expect("event log lock is never poisoned");
-        let seq = inner.next_seq;
-        event.seq = seq;
+        event.seq = inner.next_seq;
         inner.next_seq += 1;
-        let evicted = if inner.events.len() == self.capacity {
-            inner.events.pop_front()
-        } else {
-            None
-        };
+        if inner.events.len() == self.capacity {
+            inner.events.pop_front();
+        }
         inner.events.push_back(event);
-        drop(inner);
-        // The evicted event's strings are freed after the lock is released: every request's
-        // commit takes this lock, so it is held for as little as possible.
-        drop(evicted);
-        seq
+        inner.next_seq - 1
     }
 
     /// Every retained event, oldest first.
@@ -235,46 +171,6 @@ mod tests {
 
     fn event() -> ProxyEvent {
         ProxyEvent::starting_now()
-    }
-
-    #[test]
-    fn rfc3339_matches_the_time_crate() {
-        let rfc = &time::format_description::well_known::Rfc3339;
-        let cases = [
-            (0, 0),
-            (1_795_000_000, 0),
-            (1_795_000_000, 1),
-            (1_795_000_000, 120_000_000),
-            (1_795_000_001, 999_999_999),
-            (1_795_000_001, 500),
-            (4_102_444_799, 123_456_780),
-        ];
-        for (secs, nanos) in cases {
-            let want = time::OffsetDateTime::from_unix_timestamp_nanos(
-                i128::from(secs) * 1_000_000_000 + i128::from(nanos),
-            )
-            .expect("in range")
-            .format(rfc)
-            .expect("formats");
-            assert_eq!(rfc3339_utc(secs, nanos), want, "{secs}.{nanos:09}");
-        }
-    }
-
-    proptest::proptest! {
-        /// Any instant up to the end of year 9999, in any order (the per-second cache changes).
-        #[test]
-        fn rfc3339_matches_the_time_crate_anywhere(
-            secs in 0u64..253_402_300_800,
-            nanos in 0u32..1_000_000_000,
-        ) {
-            let want = time::OffsetDateTime::from_unix_timestamp_nanos(
-                i128::from(secs) * 1_000_000_000 + i128::from(nanos),
-            )
-            .expect("in range")
-            .format(&time::format_description::well_known::Rfc3339)
-            .expect("formats");
-            proptest::prop_assert_eq!(rfc3339_utc(secs, nanos), want);
-        }
     }
 
     #[test]
