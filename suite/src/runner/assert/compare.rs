@@ -22,13 +22,36 @@ pub(crate) fn differences(replay: &Exchange, original: &Exchange) -> Vec<String>
         }
     }
     if replay.body != original.body {
-        out.push(format!(
-            "body differs ({} bytes instead of {})",
-            replay.body.len(),
-            original.body.len()
-        ));
+        out.push(body_difference(&replay.body, &original.body));
     }
     out
+}
+
+/// Where two bodies first differ, with a short excerpt of each side from just before that byte, so a
+/// reader sees the change itself and not only two lengths (which may be equal).
+fn body_difference(replay: &[u8], original: &[u8]) -> String {
+    const BEFORE: usize = 12;
+    const EXCERPT: usize = 40;
+    let at = replay
+        .iter()
+        .zip(original)
+        .position(|(a, b)| a != b)
+        .unwrap_or(replay.len().min(original.len()));
+    let excerpt = |body: &[u8]| {
+        let start = at.saturating_sub(BEFORE);
+        let end = (start + EXCERPT).min(body.len());
+        let text = String::from_utf8_lossy(&body[start.min(end)..end]);
+        let lead = if start > 0 { "…" } else { "" };
+        let tail = if end < body.len() { "…" } else { "" };
+        format!("`{lead}{text}{tail}`")
+    };
+    format!(
+        "body differs at byte {at} ({} bytes instead of {}): {} instead of {}",
+        replay.len(),
+        original.len(),
+        excerpt(replay),
+        excerpt(original)
+    )
 }
 
 /// Whether `a` is the same status and body as `b` (what a replay of `b` looks like).
@@ -49,6 +72,32 @@ mod tests {
         }
         ex.body = bytes::Bytes::from(body.to_owned());
         ex
+    }
+
+    #[test]
+    fn a_body_of_equal_length_names_the_first_differing_byte() {
+        let replay = response(201, None, r#"{"id":"w1","cpu":1}"#);
+        let original = response(201, None, r#"{"id":"w1","cpu":2}"#);
+        assert_eq!(
+            differences(&replay, &original),
+            vec![
+                r#"body differs at byte 17 (19 bytes instead of 19): `…:"w1","cpu":1}` instead of `…:"w1","cpu":2}`"#
+                    .to_owned()
+            ]
+        );
+    }
+
+    #[test]
+    fn a_truncated_body_differs_where_it_ends() {
+        let replay = response(200, None, "abc");
+        let original = response(200, None, "abcdef");
+        assert_eq!(
+            differences(&replay, &original),
+            vec![
+                "body differs at byte 3 (3 bytes instead of 6): `abc` instead of `abcdef`"
+                    .to_owned()
+            ]
+        );
     }
 
     #[test]
