@@ -220,16 +220,7 @@ async fn failure_then_retry_resumes(db: &Db) {
     assert_eq!(retried.status, 201);
     assert!(!retried.replayed(), "a 5xx is re-run, not replayed");
     let stats = c.stats().await;
-    crate::support::assert_totals(
-        &stats,
-        &[
-            ("workers", 1),
-            ("nodes_allocated", 1),
-            ("leases", 1),
-            ("boots", 1),
-            ("pending_boots", 0),
-        ],
-    );
+    crate::support::assert_one_of_everything(&stats);
     assert_eq!(stats["idempotency_records"]["completed"], 1, "{stats}");
     server.stop().await;
 }

@@ -129,16 +129,7 @@ async fn recovers(db: &Db, fault: &str) {
         .await;
     assert_eq!(replay.body, done.body);
     let stats = c.stats().await;
-    crate::support::assert_totals(
-        &stats,
-        &[
-            ("workers", 1),
-            ("nodes_allocated", 1),
-            ("leases", 1),
-            ("boots", 1),
-            ("pending_boots", 0),
-        ],
-    );
+    crate::support::assert_one_of_everything(&stats);
     second.child.kill().expect("stop the server");
     let _ = tokio::task::spawn_blocking(move || second.child.wait()).await;
 }

@@ -116,16 +116,7 @@ async fn reclaim_during_a_hung_boot_boots_once(db: &Db) {
     assert_eq!((first.status, retry.status), (201, 201));
     assert_eq!(first.id(), retry.id());
     let stats = c.stats().await;
-    crate::support::assert_totals(
-        &stats,
-        &[
-            ("workers", 1),
-            ("nodes_allocated", 1),
-            ("leases", 1),
-            ("boots", 1),
-            ("pending_boots", 0),
-        ],
-    );
+    crate::support::assert_one_of_everything(&stats);
     server.stop().await;
 }
 
@@ -186,16 +177,7 @@ async fn in_flight_record_outlives_its_retention(db: &Db) {
         (409, "request-in-progress")
     );
     let stats = c.stats().await;
-    crate::support::assert_totals(
-        &stats,
-        &[
-            ("workers", 1),
-            ("nodes_allocated", 1),
-            ("leases", 1),
-            ("boots", 1),
-            ("pending_boots", 0),
-        ],
-    );
+    crate::support::assert_one_of_everything(&stats);
     server.stop().await;
 }
 

@@ -21,6 +21,21 @@ pub fn assert_totals(stats: &serde_json::Value, want: &[(&str, i64)]) {
     }
 }
 
+/// Asserts one create's footprint after all its retries: one worker, one node, one lease, one
+/// hypervisor boot and no boot left pending (CASES.md #13: no leaked lease, no second allocation).
+pub fn assert_one_of_everything(stats: &serde_json::Value) {
+    assert_totals(
+        stats,
+        &[
+            ("workers", 1),
+            ("nodes_allocated", 1),
+            ("leases", 1),
+            ("boots", 1),
+            ("pending_boots", 0),
+        ],
+    );
+}
+
 /// Runs one async behaviour test against both stores: `mod sqlite { fn NAME }` and `mod postgres { fn NAME }`.
 #[macro_export]
 macro_rules! both_stores {
