@@ -19,6 +19,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+
+/// The allocator the `idemspec` binary uses (so `idemspec proxy` is what is measured).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::server::conn::http1;
@@ -60,22 +64,16 @@ fn main() -> anyhow::Result<()> {
     let config = idemspec_proxy::ProxyConfig {
         upstream: format!("http://{upstream}"),
         event_capacity: 1024,
+        io_threads: threads,
         ..Default::default()
     };
     // The proxy runs on its own thread(s), as it would inside the runner or `idemspec proxy`.
     let (handle_tx, handle_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let proxy_thread = std::thread::spawn(move || -> anyhow::Result<()> {
-        let rt = if threads == 0 {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?
-        } else {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(threads)
-                .enable_all()
-                .build()?
-        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         rt.block_on(async move {
             let proxy = idemspec_proxy::start(config).await?;
             handle_tx.send(proxy.clone())?;

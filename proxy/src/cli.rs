@@ -31,6 +31,10 @@ pub struct ProxyArgs {
     /// `http` (rules per request) or `tcp` (byte relay, rules per connection).
     #[arg(long, value_enum)]
     pub mode: Option<CliMode>,
+    /// Threads serving connections, each with its own event loop; a connection stays on one
+    /// (as haproxy's `nbthread`). Default: one per CPU. 0 serves them on the main runtime.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
 }
 
 /// The proxy mode as a command-line value.
@@ -109,6 +113,9 @@ pub fn config(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
         rules,
         tcp_rules,
         control: args.control,
+        io_threads: args.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        }),
         ..ProxyConfig::default()
     })
 }
@@ -162,6 +169,12 @@ mod tests {
         assert_eq!(overridden.upstream, "http://127.0.0.1:9004");
         assert_eq!(overridden.control.map(|c| c.port()), Some(9005));
         assert_eq!(overridden.rules.len(), 1, "rules still come from the file");
+        assert!(
+            from_file.io_threads >= 1,
+            "one I/O thread per CPU by default"
+        );
+        let flags = ["--upstream", "http://a:1", "--threads", "0"];
+        assert_eq!(config(&parse(&flags)).unwrap().io_threads, 0);
         std::fs::remove_file(path).unwrap();
     }
 

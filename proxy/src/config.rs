@@ -39,6 +39,12 @@ pub struct ProxyConfig {
     pub event_capacity: usize,
     /// How long a shutdown waits for in-flight exchanges before cutting them. Default 5 s.
     pub shutdown_grace: std::time::Duration,
+    /// Thread-per-core serving: 0 (default) serves every connection on the runtime that called
+    /// [`crate::start`]; N ≥ 1 starts N threads, each with a single-threaded runtime, and pins
+    /// each accepted connection (with its upstream connection) to one of them, round-robin, as
+    /// haproxy pins a connection to one of its `nbthread` threads. The standalone proxy uses one
+    /// per CPU; see docs/BENCHMARKS.md for why.
+    pub io_threads: usize,
 }
 
 impl Default for ProxyConfig {
@@ -52,6 +58,7 @@ impl Default for ProxyConfig {
             control: None,
             event_capacity: 100_000,
             shutdown_grace: std::time::Duration::from_secs(5),
+            io_threads: 0,
         }
     }
 }

@@ -66,15 +66,24 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         Some(c) => Some(bind(c).await?),
         None => None,
     };
+    let workers = match config.io_threads {
+        0 => None,
+        n => Some(
+            crate::workers::Workers::start(n).map_err(|source| ProxyError::Bind {
+                addr: config.listen,
+                source,
+            })?,
+        ),
+    };
     let (stop, stopped) = watch::channel(false);
     let shared = Arc::new(Shared::new(
         config.mode,
-        http_rules,
-        tcp_rules,
+        (http_rules, tcp_rules),
         Arc::new(EventLog::new(config.event_capacity)),
         upstream,
         stopped,
         config.shutdown_grace,
+        workers,
     ));
     let mut tasks = vec![tokio::spawn(crate::server::run(listener, shared.clone()))];
     let control_addr = control.as_ref().and_then(|l| l.local_addr().ok());

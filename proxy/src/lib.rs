@@ -32,6 +32,7 @@ mod http;
 mod matcher;
 mod server;
 mod tcp;
+mod workers;
 
 pub use config::ProxyConfig;
 pub use error::ProxyError;

@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use idemspec_scenarios::rules::Mode;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -30,6 +30,10 @@ pub(crate) struct Shared {
     /// Turns `true` once when the proxy shuts down.
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) grace: Duration,
+    /// The single-threaded runtimes connections are pinned to; `None`: the caller's runtime.
+    pub(crate) workers: Option<crate::workers::Workers>,
+    /// The live HTTP downstream connections, told when the proxy shuts down.
+    pub(crate) http_conns: crate::http::ConnRegistry,
 }
 
 /// Where requests or bytes go.
@@ -43,12 +47,12 @@ impl Shared {
     /// Shared state for a proxy with these rule sets, event log, upstream and shutdown signal.
     pub(crate) fn new(
         mode: Mode,
-        http_rules: RuleSet,
-        tcp_rules: TcpRuleSet,
+        (http_rules, tcp_rules): (RuleSet, TcpRuleSet),
         events: Arc<EventLog>,
         upstream: Upstream,
         shutdown: watch::Receiver<bool>,
         grace: Duration,
+        workers: Option<crate::workers::Workers>,
     ) -> Self {
         Self {
             mode,
@@ -59,6 +63,8 @@ impl Shared {
             upstream,
             shutdown,
             grace,
+            workers,
+            http_conns: crate::http::ConnRegistry::default(),
         }
     }
 
@@ -106,6 +112,38 @@ impl Shared {
     }
 }
 
+/// Serves `stream` on the next worker thread, or on the caller's runtime without workers.
+fn spawn_connection(conns: &mut JoinSet<()>, stream: TcpStream, shared: &Arc<Shared>) {
+    let Some(workers) = &shared.workers else {
+        conns.spawn(serve(stream, shared.clone()));
+        return;
+    };
+    // A tokio socket reports readiness to the runtime it was registered with: hand the worker
+    // the plain socket so that it registers it with its own, or every read would wake this
+    // thread first and cross to the worker.
+    let stream = match stream.into_std() {
+        Ok(stream) => stream,
+        Err(err) => {
+            tracing::warn!(error = %err, "could not hand a connection to a worker");
+            return;
+        }
+    };
+    let shared = shared.clone();
+    workers.spawn_into(conns, async move {
+        match TcpStream::from_std(stream) {
+            Ok(stream) => serve(stream, shared).await,
+            Err(err) => tracing::warn!(error = %err, "could not register a connection"),
+        }
+    });
+}
+
+async fn serve(stream: TcpStream, shared: Arc<Shared>) {
+    match shared.mode {
+        Mode::Http => crate::http::serve_connection(stream, shared).await,
+        Mode::Tcp => crate::tcp::serve_connection(stream, shared).await,
+    }
+}
+
 /// Accepts connections until shutdown, then drains them.
 pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
     let mut conns = JoinSet::new();
@@ -115,11 +153,7 @@ pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
                 Ok((stream, _peer)) => {
                     // Latency matters more than packet count for a test proxy.
                     let _ = stream.set_nodelay(true);
-                    let shared = shared.clone();
-                    match shared.mode {
-                        Mode::Http => conns.spawn(crate::http::serve_connection(stream, shared)),
-                        Mode::Tcp => conns.spawn(crate::tcp::serve_connection(stream, shared)),
-                    };
+                    spawn_connection(&mut conns, stream, &shared);
                 }
                 Err(err) => {
                     // Typically EMFILE; back off instead of spinning.
@@ -132,6 +166,7 @@ pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
         }
     }
     drop(listener);
+    shared.http_conns.shutdown_all();
     let drained = tokio::time::timeout(shared.grace, async {
         while conns.join_next().await.is_some() {}
     })
@@ -142,5 +177,8 @@ pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
             "shutdown grace period over, cutting connections"
         );
         conns.shutdown().await;
+    }
+    if let Some(workers) = &shared.workers {
+        workers.stop();
     }
 }

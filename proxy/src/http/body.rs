@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
-use super::conn::ConnCtl;
+use super::ctl::ConnCtl;
 use super::ctx::RequestCtx;
 use crate::event::Side;
 

@@ -2,7 +2,7 @@
 //! proxy does (hop-by-hop headers and the `x-idemspec-*` control headers go; everything else,
 //! `Host` included, reaches the upstream as the client sent it).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -13,9 +13,9 @@ use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use idemspec_scenarios::rules::{check_upstream, Mode};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
 
 use super::body::{RequestBody, ResponseBody, Source};
+use super::ctl::ConnCtl;
 use super::ctx::RequestCtx;
 use super::detach::Detached;
 use crate::error::ProxyError;
@@ -44,15 +44,18 @@ pub(crate) type UpstreamConn = http1::Connection<TokioIo<TcpStream>, RequestBody
 #[derive(Debug)]
 pub(crate) struct UpstreamLink {
     idle: Mutex<Option<SendRequest<RequestBody>>>,
-    new_conns: mpsc::UnboundedSender<UpstreamConn>,
+    /// Connections opened but not yet taken by the task; `None` once the task is gone.
+    pending: Mutex<Option<Vec<UpstreamConn>>>,
+    ctl: Arc<ConnCtl>,
 }
 
 impl UpstreamLink {
-    /// A link whose new connections are handed to `new_conns` for the task to drive.
-    pub(crate) fn new(new_conns: mpsc::UnboundedSender<UpstreamConn>) -> Self {
+    /// A link whose new connections the task behind `ctl` drives.
+    pub(crate) fn new(ctl: Arc<ConnCtl>) -> Self {
         Self {
             idle: Mutex::new(None),
-            new_conns,
+            pending: Mutex::new(Some(Vec::new())),
+            ctl,
         }
     }
 
@@ -66,6 +69,32 @@ impl UpstreamLink {
 
     fn put(&self, sender: SendRequest<RequestBody>) {
         *self.idle.lock().expect("link lock is never poisoned") = Some(sender);
+    }
+
+    /// Hands a new connection to the task (or, if it is gone, to a task of its own).
+    fn adopt(&self, conn: UpstreamConn) {
+        let mut pending = self.pending.lock().expect("link lock is never poisoned");
+        match pending.as_mut() {
+            Some(pending) => pending.push(conn),
+            None => {
+                tokio::spawn(conn);
+                return;
+            }
+        }
+        drop(pending);
+        self.ctl.new_upstream();
+    }
+
+    /// Moves the connections handed over so far into `into`; with `close`, later ones get a
+    /// task of their own.
+    pub(crate) fn drain(&self, into: &mut impl Extend<UpstreamConn>, close: bool) {
+        let mut pending = self.pending.lock().expect("link lock is never poisoned");
+        if let Some(conns) = pending.as_mut() {
+            into.extend(conns.drain(..));
+        }
+        if close {
+            *pending = None;
+        }
     }
 }
 
@@ -207,13 +236,12 @@ impl Forwarder {
             .await
             .map_err(|e| self.failed(false, &e))?;
         let _ = stream.set_nodelay(true);
-        let (sender, conn) = http1::handshake(TokioIo::new(stream))
+        let (sender, conn) = http1::Builder::new()
+            .writev(false)
+            .handshake(TokioIo::new(stream))
             .await
             .map_err(|e| self.failed(false, &e))?;
-        if let Err(mpsc::error::SendError(conn)) = link.new_conns.send(conn) {
-            // The downstream task is gone (cannot happen while it awaits us); drive it alone.
-            tokio::spawn(conn);
-        }
+        link.adopt(conn);
         Ok(sender)
     }
 

@@ -16,6 +16,7 @@
 
 mod body;
 mod conn;
+mod ctl;
 mod ctx;
 mod detach;
 mod forward;
@@ -25,4 +26,5 @@ mod service;
 mod upstream_phase;
 
 pub(crate) use conn::serve_connection;
+pub(crate) use ctl::ConnRegistry;
 pub(crate) use forward::Forwarder;

@@ -7,7 +7,7 @@ use http::{Response, StatusCode};
 use idemspec_scenarios::rules::Status;
 
 use super::body::{RequestBody, ResponseBody, Source};
-use super::conn::ConnCtl;
+use super::ctl::ConnCtl;
 use super::ctx::RequestCtx;
 use super::forward::synthetic;
 use crate::server::Shared;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use http::{Request, Response};
 
 use super::body::{RequestBody, ResponseBody, Source};
-use super::conn::ConnCtl;
+use super::ctl::ConnCtl;
 use super::ctx::RequestCtx;
 use super::forward::{Forwarder, Route};
 use super::upstream_phase::{bad_gateway, collect, send, stream};

@@ -8,7 +8,7 @@ use hyper::body::Incoming;
 use idemspec_scenarios::rules::Fault;
 
 use super::body::{RequestBody, ResponseBody, Source};
-use super::conn::ConnCtl;
+use super::ctl::ConnCtl;
 use super::ctx::RequestCtx;
 use super::forward::{Route, UpstreamLink};
 use super::{request_phase, response_phase, upstream_phase};

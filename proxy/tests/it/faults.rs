@@ -1,13 +1,17 @@
 //! One test per fault verb: what the client saw, what the upstream saw, what the event says.
 
+use rstest::rstest;
 use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
 use crate::support::*;
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn refuse_closes_before_forwarding() {
-    let (proxy, upstream) = proxied(rules("- name: no\n  fault: refuse\n")).await;
+async fn refuse_closes_before_forwarding(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(threads, rules("- name: no\n  fault: refuse\n")).await;
     let got = raw(proxy.addr(), &post("/v1/workers", "")).await;
     assert!(
         got.bytes.is_empty(),
@@ -28,9 +32,16 @@ async fn refuse_closes_before_forwarding() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn refuse_with_reset_sends_rst() {
-    let (proxy, upstream) = proxied(rules("- name: rst\n  fault: {refuse: {reset: true}}\n")).await;
+async fn refuse_with_reset_sends_rst(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(
+        threads,
+        rules("- name: rst\n  fault: {refuse: {reset: true}}\n"),
+    )
+    .await;
     let got = raw(proxy.addr(), &post("/v1/workers", "")).await;
     assert!(got.bytes.is_empty());
     assert_eq!(got.error, Some(ErrorKind::ConnectionReset), "RST, not FIN");
@@ -38,11 +49,15 @@ async fn refuse_with_reset_sends_rst() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn respond_answers_without_forwarding() {
-    let (proxy, upstream) = proxied(rules(
-        "- name: gw\n  fault: {respond: {status: 503, body: \"try later\"}}\n",
-    ))
+async fn respond_answers_without_forwarding(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(
+        threads,
+        rules("- name: gw\n  fault: {respond: {status: 503, body: \"try later\"}}\n"),
+    )
     .await;
     let resp = http()
         .post(format!("http://{}/v1/workers", proxy.addr()))
@@ -61,9 +76,12 @@ async fn respond_answers_without_forwarding() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn drop_response_does_the_work_and_the_client_never_hears() {
-    let (proxy, upstream) = proxied(rules(
+async fn drop_response_does_the_work_and_the_client_never_hears(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(threads, rules(
         "- name: lose\n  match: {method: POST, path: /v1/workers}\n  fault: {drop_response: {}}\n",
     ))
     .await;
@@ -108,11 +126,15 @@ async fn drop_response_does_the_work_and_the_client_never_hears() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn reset_mid_response_sends_head_and_some_body_then_rst() {
-    let (proxy, upstream) = proxied(rules(
-        "- name: cut\n  fault: {reset_mid_response: {after_bytes: 1000}}\n",
-    ))
+async fn reset_mid_response_sends_head_and_some_body_then_rst(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(
+        threads,
+        rules("- name: cut\n  fault: {reset_mid_response: {after_bytes: 1000}}\n"),
+    )
     .await;
     let got = raw(
         proxy.addr(),
@@ -152,11 +174,15 @@ async fn reset_mid_response_sends_head_and_some_body_then_rst() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn delay_request_holds_before_forwarding() {
-    let (proxy, upstream) = proxied(rules(
-        "- name: slow\n  fault: {delay_request: {duration: 400ms}}\n",
-    ))
+async fn delay_request_holds_before_forwarding(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(
+        threads,
+        rules("- name: slow\n  fault: {delay_request: {duration: 400ms}}\n"),
+    )
     .await;
     let started = Instant::now();
     let client = http();
@@ -173,11 +199,15 @@ async fn delay_request_holds_before_forwarding() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn delay_response_forwards_at_once_and_answers_late() {
-    let (proxy, upstream) = proxied(rules(
-        "- name: late\n  fault: {delay_response: {duration: 500ms}}\n",
-    ))
+async fn delay_response_forwards_at_once_and_answers_late(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(
+        threads,
+        rules("- name: late\n  fault: {delay_response: {duration: 500ms}}\n"),
+    )
     .await;
     let started = Instant::now();
     let client = http();
@@ -196,11 +226,15 @@ async fn delay_response_forwards_at_once_and_answers_late() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn client_timeout_during_delay_is_recorded_as_a_disconnect() {
-    let (proxy, upstream) = proxied(rules(
-        "- name: late\n  fault: {delay_response: {duration: 3s}}\n",
-    ))
+async fn client_timeout_during_delay_is_recorded_as_a_disconnect(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(
+        threads,
+        rules("- name: late\n  fault: {delay_response: {duration: 3s}}\n"),
+    )
     .await;
     let client = reqwest::Client::builder()
         .timeout(Duration::from_millis(300))
@@ -224,9 +258,12 @@ async fn client_timeout_during_delay_is_recorded_as_a_disconnect() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn hang_holds_until_the_client_gives_up() {
-    let (proxy, upstream) = proxied(rules(
+async fn hang_holds_until_the_client_gives_up(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(threads, rules(
         "- name: hold\n  match: {path: /held}\n  fault: {hang: {forward: false}}\n- name: work\n  match: {path: /worked}\n  fault: {hang: {forward: true}}\n",
     ))
     .await;
@@ -257,10 +294,16 @@ async fn hang_holds_until_the_client_gives_up() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn hang_is_released_by_shutdown() {
-    let (proxy, upstream) =
-        proxied(rules("- name: hold\n  fault: {hang: {forward: true}}\n")).await;
+async fn hang_is_released_by_shutdown(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(
+        threads,
+        rules("- name: hold\n  fault: {hang: {forward: true}}\n"),
+    )
+    .await;
     let addr = proxy.addr();
     let waiting = tokio::spawn(async move { raw(addr, &post("/x", "")).await });
     eventually("the request reached the upstream", || upstream.count() == 1).await;
@@ -280,12 +323,18 @@ async fn hang_is_released_by_shutdown() {
     assert_eq!(e.upstream_status, Some(200));
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn duplicate_sends_twice_and_answers_with_the_first() {
+async fn duplicate_sends_twice_and_answers_with_the_first(#[case] threads: usize) {
     for mode in ["sequential", "concurrent"] {
-        let (proxy, upstream) = proxied(rules(&format!(
-            "- name: twice\n  fault: {{duplicate: {{mode: {mode}}}}}\n"
-        )))
+        let (proxy, upstream) = proxied(
+            threads,
+            rules(&format!(
+                "- name: twice\n  fault: {{duplicate: {{mode: {mode}}}}}\n"
+            )),
+        )
         .await;
         let resp = http()
             .post(format!("http://{}/v1/workers", proxy.addr()))

@@ -1,10 +1,14 @@
 //! Rule matching over real requests: nth, seeded probability, control headers.
 
 use crate::support::*;
+use rstest::rstest;
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn nth_two_hits_exactly_the_second_matching_request() {
-    let (proxy, upstream) = proxied(rules(
+async fn nth_two_hits_exactly_the_second_matching_request(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(threads, rules(
         "- name: second\n  match: {method: POST, path: /v1/workers, nth: 2}\n  fault: {respond: {status: 502}}\n",
     ))
     .await;
@@ -31,7 +35,7 @@ async fn nth_two_hits_exactly_the_second_matching_request() {
 }
 
 async fn choices(seed: u64) -> Vec<bool> {
-    let (proxy, _upstream) = proxied(rules(&format!(
+    let (proxy, _upstream) = proxied(0, rules(&format!(
         "- name: coin\n  match: {{probability: 0.5, seed: {seed}}}\n  fault: {{respond: {{status: 503}}}}\n"
     )))
     .await;
@@ -61,9 +65,12 @@ async fn seeded_probability_makes_the_same_choices_every_run() {
     assert_ne!(first, choices(43).await, "another seed, other choices");
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn control_headers_are_matched_recorded_and_stripped() {
-    let (proxy, upstream) = proxied(rules(
+async fn control_headers_are_matched_recorded_and_stripped(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(threads, rules(
         "- name: tagged\n  match: {header: {name: x-idemspec-fault, equals: slow}}\n  fault: {delay_request: {duration: 1ms}}\n",
     ))
     .await;

@@ -1,6 +1,7 @@
 //! Without a matching rule the proxy is transparent: keep-alive, pipelining, chunked bodies both
 //! ways, large bodies and many connections, all compared byte for byte.
 
+use rstest::rstest;
 use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -38,9 +39,12 @@ async fn read_response(stream: &mut TcpStream, pending: &mut Vec<u8>) -> (String
     }
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn keep_alive_serves_many_requests_on_one_connection() {
-    let (proxy, upstream) = proxied(vec![]).await;
+async fn keep_alive_serves_many_requests_on_one_connection(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(threads, vec![]).await;
     let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
     let mut pending = Vec::new();
     for i in 1..=5 {
@@ -63,9 +67,12 @@ async fn keep_alive_serves_many_requests_on_one_connection() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn pipelined_requests_are_answered_in_order() {
-    let (proxy, upstream) = proxied(vec![]).await;
+async fn pipelined_requests_are_answered_in_order(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(threads, vec![]).await;
     let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
     let mut all = Vec::new();
     for i in 1..=4 {
@@ -88,9 +95,12 @@ async fn pipelined_requests_are_answered_in_order() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn chunked_upload_and_download_pass_intact() {
-    let (proxy, upstream) = proxied(vec![]).await;
+async fn chunked_upload_and_download_pass_intact(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(threads, vec![]).await;
     // Upload: a chunked request body, re-framed by the proxy, arrives byte for byte.
     let data = pattern(300_000);
     let mut req = b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
@@ -120,9 +130,12 @@ async fn chunked_upload_and_download_pass_intact() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn ten_mib_body_round_trips() {
-    let (proxy, upstream) = proxied(vec![]).await;
+async fn ten_mib_body_round_trips(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(threads, vec![]).await;
     let data = pattern(10 * 1024 * 1024);
     let resp = http()
         .post(format!("http://{}/echo", proxy.addr()))
@@ -137,9 +150,12 @@ async fn ten_mib_body_round_trips() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn two_hundred_concurrent_connections() {
-    let (proxy, upstream) = proxied(vec![]).await;
+async fn two_hundred_concurrent_connections(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(threads, vec![]).await;
     let barrier = Arc::new(tokio::sync::Barrier::new(200));
     let addr = proxy.addr();
     let tasks: Vec<_> = (0..200)
@@ -167,9 +183,12 @@ async fn two_hundred_concurrent_connections() {
     proxy.shutdown().await;
 }
 
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
 #[tokio::test]
-async fn the_upstream_finishes_after_the_client_gives_up() {
-    let (proxy, upstream) = proxied(vec![]).await;
+async fn the_upstream_finishes_after_the_client_gives_up(#[case] threads: usize) {
+    let (proxy, upstream) = proxied(threads, vec![]).await;
     let impatient = reqwest::Client::builder()
         .timeout(std::time::Duration::from_millis(200))
         .build()
@@ -189,4 +208,52 @@ async fn the_upstream_finishes_after_the_client_gives_up() {
     eventually("the event", || !proxy.events().is_empty()).await;
     assert!(proxy.events()[0].client_disconnected);
     proxy.shutdown().await;
+}
+
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
+#[tokio::test]
+async fn shutdown_finishes_the_exchange_in_progress_and_closes_idle_connections(
+    #[case] threads: usize,
+) {
+    let (proxy, upstream) = proxied(threads, vec![]).await;
+    // An idle keep-alive connection: one exchange done, the connection left open.
+    let mut idle = TcpStream::connect(proxy.addr()).await.unwrap();
+    let mut pending = Vec::new();
+    idle.write_all(b"GET /x HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    let (head, _) = read_response(&mut idle, &mut pending).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // A busy connection: its request is at the upstream when the shutdown begins.
+    let mut busy = TcpStream::connect(proxy.addr()).await.unwrap();
+    busy.write_all(b"GET /slow/400 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    eventually("the slow request at the upstream", || upstream.count() == 2).await;
+    let shutdown = tokio::spawn({
+        let proxy = proxy.clone();
+        async move { proxy.shutdown().await }
+    });
+    // The idle connection is closed at once (EOF), well before the slow exchange ends.
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(std::time::Duration::from_millis(300), idle.read(&mut byte))
+        .await
+        .expect("the idle connection is closed before the busy one finishes");
+    assert_eq!(read.unwrap(), 0, "EOF on the idle connection");
+    // The busy one gets its whole response, then the close.
+    let mut pending = Vec::new();
+    let (head, body) = read_response(&mut busy, &mut pending).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(upstream.completed(), 2);
+    assert!(!body.is_empty());
+    assert_eq!(busy.read(&mut byte).await.unwrap(), 0, "then EOF");
+    tokio::time::timeout(PATIENCE, shutdown)
+        .await
+        .expect("shutdown returns")
+        .unwrap();
+    let events = proxy.events();
+    assert_eq!(events.len(), 2);
+    assert!(events.iter().all(|e| e.client_complete), "{events:?}");
 }

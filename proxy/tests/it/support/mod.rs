@@ -14,12 +14,14 @@ pub use upstream::*;
 /// Generous bound for anything that should take milliseconds (the test machine is loaded).
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
-/// Starts a counting upstream and an HTTP proxy in front of it with `rules`.
-pub async fn proxied(rules: Vec<Rule>) -> (ProxyHandle, Upstream) {
+/// Starts a counting upstream and an HTTP proxy in front of it with `rules`, serving its
+/// connections on the test's runtime (`io_threads` 0) or on that many threads of its own.
+pub async fn proxied(io_threads: usize, rules: Vec<Rule>) -> (ProxyHandle, Upstream) {
     let upstream = Upstream::start().await;
     let proxy = start(ProxyConfig {
         upstream: upstream.url(),
         rules,
+        io_threads,
         ..ProxyConfig::default()
     })
     .await
