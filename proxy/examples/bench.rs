@@ -7,10 +7,10 @@
 //! ```
 //!
 //! The upstream runs in a child process (this binary re-executed with `--serve-upstream`),
-//! idemspec-proxy in this process (a tokio runtime with `--proxy-threads` workers, 0 for a
-//! current-thread runtime), haproxy as a child process with as many threads (`nbthread`;
-//! keep-alive to the client and to the upstream, as the proxy does), and wrk with one thread
-//! (`-t1`). Targets are interleaved in rounds so drift on a shared machine hits them alike; the
+//! idemspec-proxy in this process as `idemspec proxy` runs it (`io_threads` = `--proxy-threads`
+//! single-threaded runtimes serving connections, 0: all on the accept thread's runtime),
+//! haproxy as a child process with as many threads (`nbthread`; keep-alive to the client and
+//! to the upstream, as the proxy does), and wrk with one thread (`-t1`). Targets are interleaved in rounds so drift on a shared machine hits them alike; the
 //! report gives the median and the min–max spread.
 
 use std::io::{BufRead, BufReader, Write};
@@ -67,7 +67,7 @@ fn main() -> anyhow::Result<()> {
         io_threads: threads,
         ..Default::default()
     };
-    // The proxy runs on its own thread(s), as it would inside the runner or `idemspec proxy`.
+    // The accept loop runs on a thread of its own, connections on the proxy's I/O threads.
     let (handle_tx, handle_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let proxy_thread = std::thread::spawn(move || -> anyhow::Result<()> {

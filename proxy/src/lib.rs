@@ -14,10 +14,12 @@
 //! - [`ProxyEvent`] / [`EventLog`]: one record per request (HTTP) or connection (TCP).
 //! - [`cli`]: `idemspec proxy` (`ProxyArgs` + `run`).
 //!
-//! Layout: `server` (accept loop, shutdown), `http/` (connection, per-request context, one module
-//! per phase: request, upstream, response), `tcp/` (byte relay), `matcher` (rule matching and
-//! counters), `event`, `control`, `cli`. Request headers named `x-idemspec-*` can be matched by
-//! rules and are stripped before forwarding; `X-Idemspec-Step` tags the event (`step`).
+//! Layout: `server` (accept loop, shutdown), `workers` (thread-per-core: connections pinned to
+//! single-threaded runtimes, [`ProxyConfig::io_threads`]), `http/` (connection and its signals,
+//! per-request context, one module per phase: request, upstream, response), `tcp/` (byte
+//! relay), `matcher` (rule matching and counters), `event`, `control`, `cli`. Request headers
+//! named `x-idemspec-*` can be matched by rules and are stripped before forwarding;
+//! `X-Idemspec-Step` tags the event (`step`).
 //! The upstream is a base URL `http://host:port`, optionally with a path prefix that is put in
 //! front of every forwarded path.
 #![warn(missing_docs)]

@@ -2,7 +2,7 @@
 //! the upstream, and the fault phases in between.
 //!
 //! ```text
-//! downstream ──► conn (FaultIo, ConnCtl) ──► service: RequestCtx, match rule
+//! downstream ──► conn (FaultIo; ctl: ConnCtl) ──► service: RequestCtx, match rule
 //!                                               ├─► request phase   refuse, respond, delay_request, hang
 //!                                               ├─► upstream phase  forward (streamed), duplicate (buffered)
 //!                                               └─► response phase  delay_response, drop_response,
