@@ -108,6 +108,10 @@ pub(crate) struct CheckState {
     pub results: BTreeMap<String, StepResult>,
     /// Side-effect counters before the first step, when a `side_effects` assertion needs them.
     pub counters_before: Option<Result<BTreeMap<String, i64>, String>>,
+    /// Whether the profile's `list` saw this check's resources just before its first DELETE
+    /// (probed only when a `created` assertion counts after one: after a delete, an empty list
+    /// proves nothing about the profile). `Err` says why it did not.
+    pub list_before_delete: Option<Result<(), String>>,
 }
 
 impl CheckState {
@@ -118,6 +122,7 @@ impl CheckState {
             marker,
             results: BTreeMap::new(),
             counters_before: None,
+            list_before_delete: None,
         }
     }
 
@@ -172,6 +177,7 @@ mod tests {
             marker: "m1".into(),
             results: BTreeMap::new(),
             counters_before: None,
+            list_before_delete: None,
         };
         let article = ContractSpec::default().resolve();
         let stripe = ContractSpec {

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idemspec_scenarios::profile::KeyUse;
-use idemspec_scenarios::scenario::{BodyVariant, HookName, Operation, Scenario, Step, Via};
+use idemspec_scenarios::scenario::{
+    AssertKind, BodyVariant, HookName, Operation, Scenario, Step, Via,
+};
 use idemspec_scenarios::template::TemplateVars;
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
@@ -48,6 +50,11 @@ pub(crate) async fn run_steps(
             state.results.insert(name, result);
             continue;
         }
+        if step.op == Some(Operation::Delete) && state.list_before_delete.is_none() {
+            if let Some(principal) = created_principal(scenario) {
+                state.list_before_delete = Some(probe_list(env, state, principal).await);
+            }
+        }
         let specs = match build_requests(env, state, step, proxy_urls) {
             Ok(specs) => specs,
             Err(problem) => {
@@ -85,6 +92,26 @@ pub(crate) async fn run_steps(
     for (name, task) in background {
         state.results.insert(name, join(task).await);
     }
+}
+
+/// The principal a `created` assertion of the scenario counts for (`None`: the scenario has no
+/// `created` assertion; `Some(None)`: the default principal).
+fn created_principal(scenario: &Scenario) -> Option<Option<&str>> {
+    scenario.assertions.iter().find_map(|a| {
+        a.value.kinds().into_iter().find_map(|k| match k {
+            AssertKind::Created(c) => Some(c.principal.as_deref()),
+            _ => None,
+        })
+    })
+}
+
+/// Counts the check's resources before its first delete, to learn whether `list` can see them.
+async fn probe_list(env: &Env, state: &CheckState, principal: Option<&str>) -> Result<(), String> {
+    let principal = env.principal(principal)?;
+    super::observe::count_created(env, principal, &state.marker, state.exchanges())
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("before the first delete, {e}"))
 }
 
 async fn join(task: JoinHandle<StepResult>) -> StepResult {

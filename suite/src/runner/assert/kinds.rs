@@ -228,6 +228,9 @@ async fn judge(env: &Env, a: &Assertion, state: &CheckState, events: &[ProxyEven
                 Ok(p) => p,
                 Err(e) => return Undecided(e),
             };
+            if let Some(Err(e)) = &state.list_before_delete {
+                return Undecided(format!("could not count resources: {e}"));
+            }
             match observe::count_created(env, principal, &state.marker, state.exchanges()).await {
                 Err(e) => Undecided(format!("could not count resources: {e}")),
                 Ok(n) if n == c.equals => {

@@ -48,6 +48,7 @@ pub(crate) async fn run(
         marker: state.marker.clone(),
         results: Default::default(),
         counters_before: None,
+        list_before_delete: None,
     });
     let proxy_urls: Option<Arc<Vec<String>>> = proxy_urls.map(|u| Arc::new(u.to_vec()));
     let tasks: Vec<_> = (0..clients)
