@@ -41,9 +41,11 @@ pub struct ProxyEvent {
     /// The fault verb applied (`drop_response`), if any.
     pub fault: Option<String>,
     /// How many times the request was sent upstream: 0 (refused, synthetic answer, upstream down
-    /// before sending), 1, or 2 (`duplicate`).
+    /// before sending), 1, or 2 (`duplicate`). A copy counts once handed to an upstream
+    /// connection, so a client that gave up before the answer still shows its send.
     pub upstream_sends: u8,
-    /// The status of the (first) upstream response, when one arrived.
+    /// The status of the (first) upstream response, when one arrived. When the client gave up
+    /// first, the event is recorded at once and this is filled in when the upstream answers.
     pub upstream_status: Option<u16>,
     /// Why the exchange failed, when it did (upstream unreachable, reset mid-body, …).
     pub upstream_error: Option<String>,
@@ -130,6 +132,20 @@ impl EventLog {
         }
         inner.events.push_back(event);
         inner.next_seq - 1
+    }
+
+    /// Applies `f` to the retained event `seq`; nothing when it was evicted or cleared.
+    pub(crate) fn update(&self, seq: u64, f: impl FnOnce(&mut ProxyEvent)) {
+        let mut inner = self.inner.lock().expect("event log lock is never poisoned");
+        let first = inner.events.front().map_or(0, |e| e.seq);
+        let Some(index) = seq.checked_sub(first) else {
+            return;
+        };
+        if let Some(event) = inner.events.get_mut(index as usize) {
+            if event.seq == seq {
+                f(event);
+            }
+        }
     }
 
     /// Every retained event, oldest first.

@@ -8,6 +8,7 @@ use http::header::HeaderName;
 use http::request::Parts;
 use idemspec_scenarios::rules::Rule;
 
+use super::receipt::Receipt;
 use crate::event::{EventLog, ProxyEvent, Side};
 
 /// The request header whose value tags an event (`X-Idemspec-Step: lost-1`).
@@ -24,7 +25,7 @@ pub(crate) const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempote
 pub(crate) struct RequestCtx {
     pub(crate) event: ProxyEvent,
     started: Instant,
-    log: Arc<EventLog>,
+    receipt: Arc<Receipt>,
     committed: bool,
 }
 
@@ -50,9 +51,14 @@ impl RequestCtx {
         Self {
             event,
             started: Instant::now(),
-            log,
+            receipt: Receipt::new(log),
             committed: false,
         }
+    }
+
+    /// What the request's upstream exchanges report to, even after the client left.
+    pub(crate) fn receipt(&self) -> &Arc<Receipt> {
+        &self.receipt
     }
 
     /// Notes that `rule` applies, and logs the fault.
@@ -78,13 +84,19 @@ impl RequestCtx {
 
     /// Records the event now (idempotent).
     pub(crate) fn commit(&mut self) {
-        if !self.committed {
-            self.committed = true;
-            self.event.duration_ms = self.started.elapsed().as_millis() as u64;
-            // Nothing reads the event after its commit, so it moves into the log.
-            let event = std::mem::replace(&mut self.event, ProxyEvent::EMPTY);
-            self.log.push(event);
+        if let Some(event) = self.take() {
+            self.receipt.log().push(event);
         }
+    }
+
+    /// The finished event, once: nothing reads it after its commit, so it moves out.
+    fn take(&mut self) -> Option<ProxyEvent> {
+        if self.committed {
+            return None;
+        }
+        self.committed = true;
+        self.event.duration_ms = self.started.elapsed().as_millis() as u64;
+        Some(std::mem::replace(&mut self.event, ProxyEvent::EMPTY))
     }
 
     /// The response reached the client completely.
@@ -102,7 +114,11 @@ impl Drop for RequestCtx {
                 self.event.error_side = Some(Side::Downstream);
             }
             tracing::debug!(path = %self.event.path, "downstream client went away");
-            self.commit();
+            // An exchange may still be at the upstream: the receipt counts it, and records
+            // the upstream's status when it comes.
+            if let Some(event) = self.take() {
+                self.receipt.record_orphan(event);
+            }
         }
     }
 }

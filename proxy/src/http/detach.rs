@@ -9,22 +9,33 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::Response;
 
+use super::receipt::Receipt;
+
 type Exchange<E> = Pin<Box<dyn Future<Output = Result<Response<Incoming>, E>> + Send>>;
 
-/// An upstream response future that, if dropped unfinished, finishes in the background.
-pub(crate) struct Detached<E: Send + 'static>(Option<Exchange<E>>);
+/// An upstream response future that, if dropped unfinished, finishes in the background and
+/// reports the upstream's status to the request's [`Receipt`].
+pub(crate) struct Detached<E: Send + 'static> {
+    exchange: Option<Exchange<E>>,
+    receipt: Arc<Receipt>,
+}
 
 impl<E: Send + 'static> Detached<E> {
     pub(crate) fn new(
         exchange: impl Future<Output = Result<Response<Incoming>, E>> + Send + 'static,
+        receipt: Arc<Receipt>,
     ) -> Self {
-        Self(Some(Box::pin(exchange)))
+        Self {
+            exchange: Some(Box::pin(exchange)),
+            receipt,
+        }
     }
 }
 
@@ -33,12 +44,12 @@ impl<E: Send + 'static> Future for Detached<E> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let exchange = self
-            .0
+            .exchange
             .as_mut()
             .expect("Detached is not polled after completion");
         let out = exchange.as_mut().poll(cx);
         if out.is_ready() {
-            self.0 = None;
+            self.exchange = None;
         }
         out
     }
@@ -47,13 +58,16 @@ impl<E: Send + 'static> Future for Detached<E> {
 impl<E: Send + 'static> Drop for Detached<E> {
     fn drop(&mut self) {
         // Without a runtime (it is being torn down) there is nothing to finish on.
-        let (Some(exchange), Ok(runtime)) = (self.0.take(), tokio::runtime::Handle::try_current())
+        let (Some(exchange), Ok(runtime)) =
+            (self.exchange.take(), tokio::runtime::Handle::try_current())
         else {
             return;
         };
         tracing::debug!("downstream left mid-exchange; letting the upstream finish");
+        let receipt = self.receipt.clone();
         runtime.spawn(async move {
             if let Ok(resp) = exchange.await {
+                receipt.answered(resp.status().as_u16());
                 let _ = resp.into_body().collect().await;
             }
         });

@@ -18,6 +18,7 @@ use super::body::{RequestBody, ResponseBody, Source};
 use super::ctl::ConnCtl;
 use super::ctx::RequestCtx;
 use super::detach::Detached;
+use super::receipt::Receipt;
 use crate::error::ProxyError;
 use crate::event::Side;
 
@@ -103,6 +104,8 @@ impl UpstreamLink {
 pub(crate) struct Route<'a> {
     pub(crate) fwd: &'a Forwarder,
     pub(crate) link: &'a UpstreamLink,
+    /// The request's receipt: sends and the upstream's answer, even after the client left.
+    pub(crate) receipt: &'a Arc<Receipt>,
 }
 
 impl Route<'_> {
@@ -111,7 +114,7 @@ impl Route<'_> {
         &self,
         req: Request<RequestBody>,
     ) -> Result<Response<Incoming>, UpstreamError> {
-        self.fwd.send(self.link, req).await
+        self.fwd.send(self.link, self.receipt, req).await
     }
 }
 
@@ -250,6 +253,7 @@ impl Forwarder {
     pub(crate) async fn send(
         &self,
         link: &UpstreamLink,
+        receipt: &Arc<Receipt>,
         mut req: Request<RequestBody>,
     ) -> Result<Response<Incoming>, UpstreamError> {
         for attempt in 0..2 {
@@ -263,15 +267,22 @@ impl Forwarder {
                 }
                 return Err(self.failed(false, &err));
             }
-            match Detached::new(sender.try_send_request(req)).await {
+            receipt.handed();
+            match Detached::new(sender.try_send_request(req), receipt.clone()).await {
                 Ok(resp) => {
                     link.put(sender);
                     return Ok(resp);
                 }
-                Err(mut err) => match err.take_message() {
-                    Some(unsent) if attempt == 0 => req = unsent,
-                    unsent => return Err(self.failed(unsent.is_none(), err.error())),
-                },
+                Err(mut err) => {
+                    let unsent = err.take_message();
+                    if unsent.is_some() {
+                        receipt.unsent();
+                    }
+                    match unsent {
+                        Some(unsent) if attempt == 0 => req = unsent,
+                        unsent => return Err(self.failed(unsent.is_none(), err.error())),
+                    }
+                }
             }
         }
         unreachable!("the second attempt returns")

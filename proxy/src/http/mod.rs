@@ -20,6 +20,7 @@ mod ctl;
 mod ctx;
 mod detach;
 mod forward;
+mod receipt;
 mod request_phase;
 mod response_phase;
 mod service;

@@ -24,12 +24,14 @@ pub(crate) async fn handle(
     let Upstream::Http(forwarder) = &shared.upstream else {
         unreachable!("HTTP connections are only served in HTTP mode")
     };
+    let (mut parts, body) = req.into_parts();
+    let mut ctx = RequestCtx::new(shared.events.clone(), &parts);
+    let receipt = ctx.receipt().clone();
     let fwd = Route {
         fwd: forwarder,
         link: &link,
+        receipt: &receipt,
     };
-    let (mut parts, body) = req.into_parts();
-    let mut ctx = RequestCtx::new(shared.events.clone(), &parts);
     // Pass-through (no rules in force) takes no lock and no reference count.
     let rule = shared
         .http_rules_for_request()

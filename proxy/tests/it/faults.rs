@@ -394,3 +394,54 @@ async fn upstream_down_gets_502_problem_and_an_event() {
     assert!(e.upstream_error.is_some());
     proxy.shutdown().await;
 }
+
+/// A client that gives up while its request is still at the upstream (a slow server) leaves an
+/// event that says the request was sent, and gets the upstream's status once it answers: the
+/// runner's "did the server do the work" must not read "never reached" here.
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
+#[tokio::test]
+async fn a_client_that_gives_up_before_the_upstream_answers_is_still_recorded_as_sent(
+    #[case] threads: usize,
+) {
+    let cases = [
+        ("pass-through", "[]", 1),
+        ("hang", "[{name: h, fault: {hang: {forward: true}}}]", 1),
+        (
+            "late",
+            "[{name: l, fault: {delay_response: {duration: 2s}}}]",
+            1,
+        ),
+        (
+            "dup",
+            "[{name: d, fault: {duplicate: {mode: concurrent}}}]",
+            2,
+        ),
+    ];
+    for (name, yaml, sends) in cases {
+        let (proxy, upstream) = proxied(threads, rules(yaml)).await;
+        let impatient = reqwest::Client::builder()
+            .timeout(Duration::from_millis(150))
+            .build()
+            .unwrap();
+        let err = impatient
+            .post(format!("http://{}/slow/600", proxy.addr()))
+            .body("x")
+            .send()
+            .await
+            .unwrap_err();
+        assert!(err.is_timeout(), "{name}: {err}");
+        eventually("the event", || !proxy.events().is_empty()).await;
+        let e = &proxy.events()[0];
+        assert!(e.client_disconnected, "{name}: {e:?}");
+        assert_eq!(e.upstream_sends, sends, "{name}: {e:?}");
+        eventually("the upstream's status, recorded after the fact", || {
+            proxy.events()[0].upstream_status == Some(200)
+        })
+        .await;
+        assert_eq!(upstream.count(), usize::from(sends), "{name}");
+        assert_eq!(proxy.events().len(), 1, "{name}: one event per request");
+        proxy.shutdown().await;
+    }
+}
