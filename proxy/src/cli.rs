@@ -72,7 +72,11 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     tokio::signal::ctrl_c()
         .await
         .context("failed to wait for Ctrl-C")?;
-    handle.shutdown().await;
+    eprintln!("idemspec-proxy: shutting down, letting exchanges in progress finish; Ctrl-C again to stop now");
+    tokio::select! {
+        () = handle.shutdown() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
     Ok(())
 }
 

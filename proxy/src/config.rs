@@ -43,8 +43,14 @@ pub struct ProxyConfig {
     /// [`crate::start`]; N ≥ 1 starts N threads, each with a single-threaded runtime, and pins
     /// each accepted connection (with its upstream connection) to one of them, round-robin, as
     /// haproxy pins a connection to one of its `nbthread` threads. The standalone proxy uses one
-    /// per CPU; see docs/BENCHMARKS.md for why.
+    /// per CPU; see docs/BENCHMARKS.md for why. At most [`ProxyConfig::MAX_IO_THREADS`].
     pub io_threads: usize,
+}
+
+impl ProxyConfig {
+    /// The most [`ProxyConfig::io_threads`] a proxy accepts: more threads than cores only adds
+    /// switching, and each costs a few file descriptors.
+    pub const MAX_IO_THREADS: usize = 1024;
 }
 
 impl Default for ProxyConfig {

@@ -15,6 +15,16 @@ pub enum ProxyError {
         #[source]
         source: std::io::Error,
     },
+    /// The I/O threads ([`crate::ProxyConfig::io_threads`]) could not be started: too many asked
+    /// for (more than [`crate::ProxyConfig::MAX_IO_THREADS`]), or the system refused a thread or
+    /// its event loop (each takes a few file descriptors).
+    #[error("start {threads} I/O threads: {reason}")]
+    IoThreads {
+        /// How many were asked for.
+        threads: usize,
+        /// Why they could not be started.
+        reason: String,
+    },
     /// The upstream is not usable for the mode (`http://host:port` for HTTP, `host:port` for TCP).
     #[error("use upstream: {0}")]
     Upstream(String),

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use idemspec_scenarios::rules::{check_upstream, Mode, Rule, TcpRule};
 use tokio::net::TcpListener;
@@ -55,6 +56,15 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         Mode::Tcp if !config.rules.is_empty() => return Err(wrong_mode("http", Mode::Tcp)),
         _ => {}
     }
+    if config.io_threads > ProxyConfig::MAX_IO_THREADS {
+        return Err(ProxyError::IoThreads {
+            threads: config.io_threads,
+            reason: format!(
+                "at most {} (one per CPU is the default)",
+                ProxyConfig::MAX_IO_THREADS
+            ),
+        });
+    }
     let http_rules = RuleSet::compile(config.rules)?;
     let tcp_rules = TcpRuleSet::compile(config.tcp_rules)?;
     let listener = bind(config.listen).await?;
@@ -69,9 +79,9 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     let workers = match config.io_threads {
         0 => None,
         n => Some(
-            crate::workers::Workers::start(n).map_err(|source| ProxyError::Bind {
-                addr: config.listen,
-                source,
+            crate::workers::Workers::start(n).map_err(|e| ProxyError::IoThreads {
+                threads: n,
+                reason: e.to_string(),
             })?,
         ),
     };
@@ -238,6 +248,9 @@ impl ProxyHandle {
 
     /// Stops accepting, lets in-flight exchanges finish (up to the configured grace period; hung
     /// requests are released at once), and returns when everything has stopped. Idempotent.
+    ///
+    /// Bounded: what is still running when the grace period (plus a second) is over — a control
+    /// API client that never finishes its request, say — is cut.
     pub async fn shutdown(&self) {
         self.inner.stop.send_replace(true);
         let tasks = std::mem::take(
@@ -247,8 +260,13 @@ impl ProxyHandle {
                 .lock()
                 .expect("task lock is never poisoned"),
         );
-        for task in tasks {
-            let _ = task.await;
+        let deadline =
+            tokio::time::Instant::now() + self.inner.shared.grace + Duration::from_secs(1);
+        for mut task in tasks {
+            if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
+                tracing::warn!("shutdown grace period over, cutting the control API");
+                task.abort();
+            }
         }
     }
 }

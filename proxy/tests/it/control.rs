@@ -166,3 +166,32 @@ async fn invalid_rules_get_400_problem_and_change_nothing() {
     assert_eq!(proxy.rules()[0].name, "keep");
     proxy.shutdown().await;
 }
+
+/// A control-API client that never finishes its request cannot hold the shutdown past the grace
+/// period (axum's graceful shutdown would wait for it forever).
+#[tokio::test]
+async fn a_half_sent_control_request_does_not_hold_the_shutdown() {
+    let upstream = Upstream::start().await;
+    let proxy = start(ProxyConfig {
+        upstream: upstream.url(),
+        control: Some("127.0.0.1:0".parse().unwrap()),
+        shutdown_grace: std::time::Duration::from_millis(200),
+        ..ProxyConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut stalled = tokio::net::TcpStream::connect(proxy.control_addr().unwrap())
+        .await
+        .unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stalled, b"GET /events HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    // Let the control server read the partial head.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let started = std::time::Instant::now();
+    tokio::time::timeout(std::time::Duration::from_secs(5), proxy.shutdown())
+        .await
+        .expect("shutdown returns within the grace period and its second");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(200));
+    drop(stalled);
+}

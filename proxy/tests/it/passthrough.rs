@@ -257,3 +257,25 @@ async fn shutdown_finishes_the_exchange_in_progress_and_closes_idle_connections(
     assert_eq!(events.len(), 2);
     assert!(events.iter().all(|e| e.client_complete), "{events:?}");
 }
+
+#[tokio::test]
+async fn too_many_io_threads_is_a_clear_error_not_a_panic() {
+    let upstream = Upstream::start().await;
+    for threads in [idemspec_proxy::ProxyConfig::MAX_IO_THREADS + 1, usize::MAX] {
+        let started = idemspec_proxy::start(idemspec_proxy::ProxyConfig {
+            upstream: upstream.url(),
+            io_threads: threads,
+            ..idemspec_proxy::ProxyConfig::default()
+        })
+        .await;
+        let Err(err) = started else {
+            panic!("{threads} I/O threads were accepted");
+        };
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("start {threads} I/O threads")),
+            "{text}"
+        );
+        assert!(text.contains("at most 1024"), "{text}");
+    }
+}
