@@ -184,13 +184,20 @@ pub(crate) async fn serve_connection(mut down: TcpStream, shared: Arc<Shared>) {
         let (ur, uw) = up.split();
         let to_up = pump(dr, uw, Direction::Upstream, &policy);
         let to_down = pump(ur, dw, Direction::Downstream, &policy);
-        tokio::pin!(to_up, to_down);
+        // A shutdown lets the bytes flow for its grace period (there is no "exchange" to wait
+        // for in a byte stream), ending just before the accept loop cuts the task, so that the
+        // event is still recorded.
+        let last_call = async {
+            shared.shutting_down().await;
+            tokio::time::sleep(shared.grace.saturating_sub(SHUTDOWN_MARGIN)).await;
+        };
+        tokio::pin!(to_up, to_down, last_call);
         let (mut up_end, mut down_end) = (None, None);
         loop {
             tokio::select! {
                 r = &mut to_up, if up_end.is_none() => up_end = Some(r),
                 r = &mut to_down, if down_end.is_none() => down_end = Some(r),
-                () = shared.shutting_down() => break,
+                () = &mut last_call => break,
             }
             let ended = [up_end, down_end];
             if ended.iter().flatten().any(|(e, _)| *e != End::Eof)
@@ -215,6 +222,9 @@ pub(crate) async fn serve_connection(mut down: TcpStream, shared: Arc<Shared>) {
     }
     finish(&shared, event, started);
 }
+
+/// How long before the end of a shutdown's grace period a relay stops on its own.
+const SHUTDOWN_MARGIN: std::time::Duration = std::time::Duration::from_millis(100);
 
 fn finish(shared: &Shared, mut event: ProxyEvent, started: Instant) {
     event.duration_ms = started.elapsed().as_millis() as u64;

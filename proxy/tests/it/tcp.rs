@@ -120,3 +120,49 @@ async fn blackhole_swallows_and_never_answers() {
     assert!(proxy.events()[0].client_disconnected);
     proxy.shutdown().await;
 }
+
+/// A shutdown lets a relay in progress go on for the grace period (as HTTP lets the exchange in
+/// progress finish): a reply the upstream sends after the shutdown began still reaches the client.
+#[tokio::test]
+async fn shutdown_lets_bytes_flow_for_the_grace_period() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 5];
+        s.read_exact(&mut buf).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        s.write_all(b"late reply").await.unwrap();
+    });
+    let proxy = start(ProxyConfig {
+        upstream: upstream.to_string(),
+        mode: Mode::Tcp,
+        shutdown_grace: Duration::from_secs(3),
+        ..ProxyConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
+    client.write_all(b"hello").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let shutdown = tokio::spawn({
+        let proxy = proxy.clone();
+        async move { proxy.shutdown().await }
+    });
+    let mut got = [0u8; 10];
+    client
+        .read_exact(&mut got)
+        .await
+        .expect("the reply arrives");
+    assert_eq!(&got, b"late reply");
+    drop(client);
+    tokio::time::timeout(PATIENCE, shutdown)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        proxy.events().len(),
+        1,
+        "the connection's event is recorded"
+    );
+}
