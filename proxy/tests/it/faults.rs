@@ -236,10 +236,7 @@ async fn client_timeout_during_delay_is_recorded_as_a_disconnect(#[case] threads
         rules("- name: late\n  fault: {delay_response: {duration: 3s}}\n"),
     )
     .await;
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_millis(300))
-        .build()
-        .unwrap();
+    let client = impatient(300);
     let err = client
         .post(format!("http://{}/v1/workers", proxy.addr()))
         .send()
@@ -267,10 +264,7 @@ async fn hang_holds_until_the_client_gives_up(#[case] threads: usize) {
         "- name: hold\n  match: {path: /held}\n  fault: {hang: {forward: false}}\n- name: work\n  match: {path: /worked}\n  fault: {hang: {forward: true}}\n",
     ))
     .await;
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_millis(500))
-        .build()
-        .unwrap();
+    let client = impatient(500);
     for path in ["/held", "/worked"] {
         let err = client
             .post(format!("http://{}{path}", proxy.addr()))
@@ -421,11 +415,8 @@ async fn a_client_that_gives_up_before_the_upstream_answers_is_still_recorded_as
     ];
     for (name, yaml, sends) in cases {
         let (proxy, upstream) = proxied(threads, rules(yaml)).await;
-        let impatient = reqwest::Client::builder()
-            .timeout(Duration::from_millis(150))
-            .build()
-            .unwrap();
-        let err = impatient
+        let client = impatient(150);
+        let err = client
             .post(format!("http://{}/slow/600", proxy.addr()))
             .body("x")
             .send()

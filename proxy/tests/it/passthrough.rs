@@ -189,11 +189,8 @@ async fn two_hundred_concurrent_connections(#[case] threads: usize) {
 #[tokio::test]
 async fn the_upstream_finishes_after_the_client_gives_up(#[case] threads: usize) {
     let (proxy, upstream) = proxied(threads, vec![]).await;
-    let impatient = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_millis(200))
-        .build()
-        .unwrap();
-    let err = impatient
+    let client = impatient(200);
+    let err = client
         .post(format!("http://{}/slow/800", proxy.addr()))
         .send()
         .await

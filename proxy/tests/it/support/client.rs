@@ -16,6 +16,15 @@ pub fn http() -> reqwest::Client {
         .expect("client builds")
 }
 
+/// A client that gives up after `ms` milliseconds, as a timing-out caller would.
+pub fn impatient(ms: u64) -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(std::time::Duration::from_millis(ms))
+        .build()
+        .expect("client builds")
+}
+
 /// What a raw client received before the connection ended.
 #[derive(Debug)]
 pub struct Raw {
