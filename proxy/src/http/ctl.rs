@@ -6,10 +6,12 @@
 //! two or three times.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::task::AtomicWaker;
+
+use crate::server::Shared;
 
 /// End the connection now.
 pub(super) const ABORT: u8 = 1;
@@ -85,23 +87,20 @@ impl ConnCtl {
 pub(crate) struct ConnRegistry {
     next: AtomicU64,
     live: Mutex<HashMap<u64, Weak<ConnCtl>>>,
-    closed: std::sync::atomic::AtomicBool,
+    closed: AtomicBool,
 }
 
 /// A connection's place in the registry; leaves it on drop.
 #[derive(Debug)]
 pub(super) struct Registration {
-    registry: Arc<crate::server::Shared>,
+    shared: Arc<Shared>,
     id: u64,
 }
 
 impl ConnRegistry {
     /// Adds `ctl` for as long as the registration lives. A connection registered after the
     /// shutdown began is told at once.
-    pub(super) fn register(
-        shared: &Arc<crate::server::Shared>,
-        ctl: &Arc<ConnCtl>,
-    ) -> Registration {
+    pub(super) fn register(shared: &Arc<Shared>, ctl: &Arc<ConnCtl>) -> Registration {
         let registry = &shared.http_conns;
         let id = registry.next.fetch_add(1, Ordering::Relaxed);
         let closed = {
@@ -116,7 +115,7 @@ impl ConnRegistry {
             ctl.shutdown();
         }
         Registration {
-            registry: shared.clone(),
+            shared: shared.clone(),
             id,
         }
     }
@@ -136,7 +135,7 @@ impl ConnRegistry {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.registry
+        self.shared
             .http_conns
             .live
             .lock()
