@@ -13,8 +13,8 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::task::{AbortHandle, JoinSet};
 
-/// The pool; dropping it (or [`Workers::stop`]) ends every thread once its runtime is idle of
-/// the connections the accept loop handed it (they are drained before, see `server::run`).
+/// The pool. Dropping it (or [`Workers::stop`]) ends every thread; tasks still on its runtime are
+/// dropped with it (the accept loop drains its connections first, see `server::run`).
 #[derive(Debug)]
 pub(crate) struct Workers {
     handles: Vec<Handle>,
