@@ -180,6 +180,26 @@ async fn wrong_credentials_stop_the_run_before_any_verdict() {
     assert!(events.is_empty(), "no check started");
 }
 
+/// Serves `machines` as `/api/machines` of a stub API on 127.0.0.1, and returns run options with
+/// the alt-api profile aimed at it, and the server's task (abort it when done).
+async fn against_stub(
+    machines: axum::routing::MethodRouter,
+) -> (RunOptions, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let app = axum::Router::new().route("/api/machines", machines);
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let profile = TargetProfile::load("alt-api.yaml", crate::support::alt_api::PROFILE, &|_| {
+        Some(url.clone())
+    })
+    .expect("profile loads");
+    (RunOptions::new(Target::Profile(Box::new(profile))), server)
+}
+
 /// A target whose list works but whose every write answers an HTML 500: the checks' setup never
 /// happens, so they cannot judge idempotency. Their verdict is UNKNOWN — never a FAIL built on a
 /// failed setup (cross-tenant once accused such a server of leaking a response across principals,
@@ -196,12 +216,7 @@ async fn a_failed_setup_is_unknown_not_fail() {
     ];
     use axum::http::{header, StatusCode};
     use axum::routing::get;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = axum::Router::new().route(
-        "/api/machines",
+    let (mut opts, server) = against_stub(
         get(|| async { axum::Json(serde_json::json!({"data": []})) }).post(|| async {
             (
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -209,15 +224,8 @@ async fn a_failed_setup_is_unknown_not_fail() {
                 "<html><body>Internal Server Error</body></html>",
             )
         }),
-    );
-    let server = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    let profile = TargetProfile::load("alt-api.yaml", crate::support::alt_api::PROFILE, &|_| {
-        Some(url.clone())
-    })
-    .expect("profile loads");
-    let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
+    )
+    .await;
     opts.only = SETUP_CHECKS.map(String::from).to_vec();
     let (result, _) = run_collecting(opts).await;
     server.abort();
@@ -289,25 +297,13 @@ steps:
 assert:
   - created: {equals: 1}
 "#;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = axum::Router::new().route(
-        "/api/machines",
+    let (mut opts, server) = against_stub(
         get(|| async { axum::Json(serde_json::json!({"data": []})) }).post(|| async {
             tokio::time::sleep(std::time::Duration::from_secs(5)).await;
             axum::http::StatusCode::CREATED
         }),
-    );
-    let server = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    let profile = TargetProfile::load("alt-api.yaml", crate::support::alt_api::PROFILE, &|_| {
-        Some(url.clone())
-    })
-    .expect("profile loads");
-    let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
+    )
+    .await;
     opts.scenarios = vec![Scenario::load("slow.yaml", SLOW).expect("scenario loads")];
     opts.only = vec!["slow-create".into()];
     let (result, _) = run_collecting(opts).await;
