@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 pub use assertion::{
     AssertKind, Assertion, Conflict, ConflictKind, Created, EffectDelta, FailureHandled,
     FaultApplied, HeaderPresent, SideEffects, StatusPattern, StatusSet, StepList, StepPair,
-    StepRef, SucceededWithin, UpstreamOutcome,
+    StepRef, StepRefs, SucceededWithin, UpstreamOutcome,
 };
 pub use step::{BodyVariant, HookName, KeySpec, Operation, RetrySpec, Step, Via, Within};
 

@@ -10,7 +10,8 @@
 
 use std::time::Instant;
 
-use idemspec::runner::{run, ReferenceOptions, RunOptions, Target};
+use idemspec::reference::ReferenceOptions;
+use idemspec::runner::{run, RunOptions, Target};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

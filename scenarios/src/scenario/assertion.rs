@@ -283,48 +283,88 @@ pub struct Assertion {
     pub side_effects: Option<SideEffects>,
 }
 
-/// An [`Assertion`]'s one kind, borrowed.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[allow(missing_docs)]
-pub enum AssertKind<'a> {
-    Status(&'a StatusSet),
-    SameResponse(&'a StepPair),
-    NotReplayOf(&'a StepPair),
-    DistinctIds(&'a StepList),
-    Consistent(&'a StepRef),
-    Created(&'a Created),
-    Conflict(&'a Conflict),
-    Header(&'a HeaderPresent),
-    DistinctProblems(&'a StepList),
-    SucceededWithin(&'a SucceededWithin),
-    EffectDelta(&'a EffectDelta),
-    FailureHandled(&'a FailureHandled),
-    FaultApplied(&'a FaultApplied),
-    NoResponse(&'a StepRef),
-    No5xx(&'a StepRef),
-    SideEffects(&'a SideEffects),
+/// The steps an assertion kind reads (checked at load: each must exist).
+pub trait StepRefs {
+    /// The step names, in the order the kind names them.
+    fn steps(&self) -> Vec<&str>;
 }
 
-impl Assertion {
-    /// All kinds given in this entry (valid entries have exactly one).
-    pub fn kinds(&self) -> Vec<AssertKind<'_>> {
-        let mut out = Vec::new();
-        macro_rules! push {
-            ($($field:ident => $variant:ident),* $(,)?) => {
-                $(if let Some(v) = &self.$field { out.push(AssertKind::$variant(v)); })*
-            };
-        }
-        push!(
-            status => Status, same_response => SameResponse, not_replay_of => NotReplayOf,
-            distinct_ids => DistinctIds, consistent => Consistent, created => Created,
-            conflict => Conflict, header => Header, distinct_problems => DistinctProblems, succeeded_within => SucceededWithin,
-            effect_delta => EffectDelta, failure_handled => FailureHandled,
-            fault_applied => FaultApplied, no_response => NoResponse, no_5xx => No5xx,
-            side_effects => SideEffects,
-        );
-        out
-    }
+macro_rules! step_refs {
+    ($($ty:ty => |$a:ident| $steps:expr),* $(,)?) => {
+        $(impl StepRefs for $ty {
+            fn steps(&self) -> Vec<&str> {
+                let $a = self;
+                $steps
+            }
+        })*
+    };
+}
 
+step_refs!(
+    StatusSet => |a| vec![&a.step],
+    StepRef => |a| vec![&a.step],
+    StepPair => |a| vec![&a.step, &a.other],
+    StepList => |a| a.steps.iter().map(String::as_str).collect(),
+    Created => |_a| vec![],
+    Conflict => |a| vec![&a.step],
+    HeaderPresent => |a| vec![&a.step],
+    SucceededWithin => |a| vec![&a.step],
+    EffectDelta => |a| vec![&a.before, &a.after],
+    FailureHandled => |a| vec![&a.failed, &a.retry],
+    FaultApplied => |a| vec![&a.step],
+    SideEffects => |_a| vec![],
+);
+
+/// Lists each kind once: its field in [`Assertion`] and its variant in [`AssertKind`].
+macro_rules! assertion_kinds {
+    ($($field:ident: $ty:ty => $variant:ident),* $(,)?) => {
+        /// An [`Assertion`]'s one kind, borrowed.
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        #[allow(missing_docs)]
+        pub enum AssertKind<'a> {
+            $($variant(&'a $ty),)*
+        }
+
+        impl<'a> AssertKind<'a> {
+            /// The kind's payload as the steps it reads.
+            pub fn step_refs(self) -> &'a dyn StepRefs {
+                match self {
+                    $(AssertKind::$variant(a) => a,)*
+                }
+            }
+        }
+
+        impl Assertion {
+            /// All kinds given in this entry (valid entries have exactly one).
+            pub fn kinds(&self) -> Vec<AssertKind<'_>> {
+                let mut out = Vec::new();
+                $(if let Some(v) = &self.$field { out.push(AssertKind::$variant(v)); })*
+                out
+            }
+        }
+    };
+}
+
+assertion_kinds!(
+    status: StatusSet => Status,
+    same_response: StepPair => SameResponse,
+    not_replay_of: StepPair => NotReplayOf,
+    distinct_ids: StepList => DistinctIds,
+    consistent: StepRef => Consistent,
+    created: Created => Created,
+    conflict: Conflict => Conflict,
+    header: HeaderPresent => Header,
+    distinct_problems: StepList => DistinctProblems,
+    succeeded_within: SucceededWithin => SucceededWithin,
+    effect_delta: EffectDelta => EffectDelta,
+    failure_handled: FailureHandled => FailureHandled,
+    fault_applied: FaultApplied => FaultApplied,
+    no_response: StepRef => NoResponse,
+    no_5xx: StepRef => No5xx,
+    side_effects: SideEffects => SideEffects,
+);
+
+impl Assertion {
     /// The entry's one kind.
     pub fn kind(&self) -> AssertKind<'_> {
         self.kinds()
@@ -335,27 +375,9 @@ impl Assertion {
 
     /// The step names the assertion refers to.
     pub fn steps(&self) -> Vec<&str> {
-        let kinds = self.kinds();
-        let Some(kind) = kinds.first() else {
-            return Vec::new();
-        };
-        match *kind {
-            AssertKind::Status(a) => vec![&a.step],
-            AssertKind::SameResponse(a) | AssertKind::NotReplayOf(a) => vec![&a.step, &a.other],
-            AssertKind::DistinctIds(a) | AssertKind::DistinctProblems(a) => {
-                a.steps.iter().map(String::as_str).collect()
-            }
-            AssertKind::Consistent(a) | AssertKind::NoResponse(a) | AssertKind::No5xx(a) => {
-                vec![&a.step]
-            }
-            AssertKind::Conflict(a) => vec![&a.step],
-            AssertKind::Header(a) => vec![&a.step],
-            AssertKind::SucceededWithin(a) => vec![&a.step],
-            AssertKind::EffectDelta(a) => vec![&a.before, &a.after],
-            AssertKind::FailureHandled(a) => vec![&a.failed, &a.retry],
-            AssertKind::FaultApplied(a) => vec![&a.step],
-            AssertKind::Created(_) | AssertKind::SideEffects(_) => vec![],
-        }
+        self.kinds()
+            .first()
+            .map_or_else(Vec::new, |k| k.step_refs().steps())
     }
 
     /// Exactly one kind, and every step it names exists.

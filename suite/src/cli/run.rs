@@ -3,8 +3,9 @@
 
 use anyhow::Context as _;
 use idemspec::model::{ExitCode, RunReport};
+use idemspec::reference::ReferenceOptions;
 use idemspec::report::{terminal, Progress, ReportFiles, TerminalOptions};
-use idemspec::runner::{self, ReferenceOptions, RunError, RunOptions, Target};
+use idemspec::runner::{self, RunError, RunOptions, Target, Unreachable};
 use idemspec_scenarios::profile::TargetProfile;
 
 use super::args::RunArgs;
@@ -190,9 +191,10 @@ fn run_failure(error: RunError) -> Failure {
     match &error {
         // When the API answered (wrong credentials, a wrong list path) the message says what to
         // check; only a silent target needs the hint.
-        RunError::TargetUnreachable { reason, .. } if reason.contains(" answered ") => {
-            Failure::unreachable(error)
-        }
+        RunError::TargetUnreachable {
+            reason: Unreachable::Answered { .. },
+            ..
+        } => Failure::unreachable(error),
         RunError::TargetUnreachable { .. } => Failure::unreachable(error)
             .hint("is the API running, and do the profile's `base_urls` point at it?"),
         RunError::UnknownCheck(id) => {

@@ -1,10 +1,20 @@
-//! What a run produces: verdicts, evidence, per-check outcomes, run events and statistics.
+//! What a run produces: verdicts, evidence, per-check outcomes, run events, statistics, the report
+//! and the exit codes.
 //!
 //! The runner emits [`RunEvent`]s; reporters (terminal, JUnit, JSON, Markdown) consume them and never
 //! compute verdicts. A FAIL is data, not an `Err`.
+//!
+//! Layout: `outcome` (verdicts, evidence, one check's outcome), `event` (run events), `report` (the
+//! whole run), `stats` (counts per verdict), `exit` (exit codes).
 
+mod event;
+mod exit;
 mod outcome;
+mod report;
 mod stats;
 
+pub use event::RunEvent;
+pub use exit::ExitCode;
 pub use outcome::{CheckOutcome, Evidence, ProxyAction, RequestRecord, ResponseRecord, Verdict};
-pub use stats::{ExitCode, RunEvent, RunReport, RunStats};
+pub use report::RunReport;
+pub use stats::RunStats;

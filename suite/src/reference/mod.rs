@@ -6,9 +6,11 @@
 //! `leasebroker listening on http://ADDR` and `leasebroker admin listening on http://ADDR` lines.
 
 mod hooks;
+mod options;
 mod process;
 
 pub use hooks::ReferenceHooks;
+pub use options::ReferenceOptions;
 pub use process::ReferenceServer;
 
 /// Why the reference server could not be started or restarted.

@@ -13,8 +13,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::Mutex;
 
-use super::{ReferenceError, ReferenceHooks};
-use crate::runner::ReferenceOptions;
+use super::{ReferenceError, ReferenceHooks, ReferenceOptions};
 
 /// How long the child may take to print its listening lines.
 const START_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,10 +1,7 @@
 //! The JSON report: the [`RunReport`] itself, pretty-printed. Its schema (with the `version`
-//! field) is documented in `docs/reading-reports.md`; fields are only ever added within a version.
+//! field, [`RunReport::VERSION`]) is documented in `docs/reading-reports.md`; fields are only ever added within a version.
 
 use crate::model::RunReport;
-
-/// The schema version this build writes in [`RunReport::version`] (the runner sets it).
-pub const SCHEMA_VERSION: u32 = crate::runner::REPORT_VERSION;
 
 /// Renders `report` as pretty-printed JSON (ends with a newline).
 ///

@@ -1,23 +1,24 @@
 //! The runner: drives each check's steps against the target (through an embedded proxy where faults
 //! apply), evaluates assertions into graded verdicts and emits [`RunEvent`]s.
 //!
-//! Layout: [`options`] (what to run), `select` (which checks, capabilities), `context` (shared
-//! environment and per-check state), `steps` (requests, barrier, retries, hooks), `proxy` (one
-//! embedded proxy per faulted check), `assert` (the assertion vocabulary), `observe` (list counts,
-//! counters), `checks` (Rust procedures), `verdict` (grading).
+//! Layout: [`options`] (what to run), `select` (which checks, capabilities), `env` (what every
+//! check shares), `check` (one check end to end around its context, `CheckRun`, the only way a
+//! check sends a request), `steps` (a scenario's requests, barrier, retries, hooks), `procedures`
+//! (checks written in Rust), `assert` (the assertion vocabulary, one file per kind), `observe`
+//! (list counts, counters), `proxy` (one embedded proxy per faulted check), `verdict` (grading).
 
 mod assert;
 mod check;
-mod checks;
-mod context;
+mod env;
 mod observe;
 mod options;
+mod procedures;
 mod proxy;
 mod select;
 mod steps;
 mod verdict;
 
-pub use options::{EventSink, ReferenceOptions, RunError, RunOptions, Target};
+pub use options::{EventSink, RunError, RunOptions, Target, Unreachable};
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,10 +30,7 @@ use crate::client::RequestSpec;
 use crate::hooks::{HookRunner, ProfileHooks};
 use crate::model::{RunEvent, RunReport, RunStats};
 use crate::reference::ReferenceServer;
-use context::Env;
-
-/// Version of the [`RunReport`] schema this runner writes.
-pub const REPORT_VERSION: u32 = 1;
+use env::Env;
 
 /// Runs the selected checks and returns the report; progress goes to `events`
 /// (`RunStarted`, then `CheckStarted`/`CheckFinished` per check, then `RunFinished`).
@@ -96,7 +94,7 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         stats.record(c.verdict);
     }
     let report = RunReport {
-        version: REPORT_VERSION,
+        version: RunReport::VERSION,
         target,
         contract,
         started_at,
@@ -121,7 +119,7 @@ async fn run_one(
     let _ = events.send(RunEvent::CheckStarted {
         id: scenario.id.value.clone(),
     });
-    let outcome = check::run_check(env, &scenario).await;
+    let outcome = check::run_check(env, scenario).await;
     let _ = events.send(RunEvent::CheckFinished(Box::new(outcome.clone())));
     (index, outcome)
 }
@@ -153,14 +151,13 @@ async fn preflight(env: &Env) -> Result<(), RunError> {
                 })
                 .await;
             let reason = match ex.status {
-                None => ex.describe(),
+                None => Unreachable::Silent(ex.describe()),
                 Some(200..=299) => continue,
-                Some(_) => format!(
-                    "GET {} as principal `{}` answered {}; check the profile's `operations.list` and the principal's headers",
-                    ex.evidence.request.path,
-                    principal.name,
-                    ex.describe()
-                ),
+                Some(_) => Unreachable::Answered {
+                    path: ex.evidence.request.path.clone(),
+                    principal: principal.name.clone(),
+                    answer: ex.describe(),
+                },
             };
             return Err(RunError::TargetUnreachable {
                 url: url.clone(),

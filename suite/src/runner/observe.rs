@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use idemspec_scenarios::profile::Principal;
 use idemspec_scenarios::template::TemplateVars;
 
-use super::context::Env;
+use super::env::Env;
 use crate::client::{Exchange, RequestSpec};
 
 /// Client timeout for observation requests.
@@ -85,11 +85,14 @@ fn unseen_created_id<'a>(
         .find_map(|ex| env.created_id(ex))
 }
 
+/// Side-effect counters by name, as the profile's `side_effects` probe names them.
+pub(crate) type Counters = BTreeMap<String, i64>;
+
 /// Reads the side-effect counters (`side_effects` probe).
 ///
 /// # Errors
 /// A message when the probe fails or a counter is not an integer.
-pub(crate) async fn read_counters(env: &Env) -> Result<BTreeMap<String, i64>, String> {
+pub(crate) async fn read_counters(env: &Env) -> Result<Counters, String> {
     let probe = env
         .profile
         .side_effects

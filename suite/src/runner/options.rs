@@ -1,8 +1,5 @@
 //! What a run is asked to do, and what can stop it before any check runs.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use idemspec_scenarios::profile::TargetProfile;
 use idemspec_scenarios::scenario::Scenario;
 use idemspec_scenarios::LoadError;
@@ -18,36 +15,7 @@ pub enum Target {
     /// A user's API, described by a loaded profile.
     Profile(Box<TargetProfile>),
     /// The bundled leasebroker, started as a child process (`idemspec run --reference`).
-    Reference(ReferenceOptions),
-}
-
-/// How to start the bundled reference server.
-#[derive(Debug, Clone)]
-pub struct ReferenceOptions {
-    /// The program to execute; `None` means `std::env::current_exe()` (the `idemspec` binary).
-    /// Tests pass `env!("CARGO_BIN_EXE_idemspec")`.
-    pub program: Option<PathBuf>,
-    /// Arguments before leasebroker's own flags (default `["__leasebroker"]`, the hidden subcommand
-    /// that calls `leasebroker::cli::run`).
-    pub subcommand: Vec<String>,
-    /// `--flaw NAME` flags, to show what a broken server looks like.
-    pub flaws: Vec<String>,
-    /// A PostgreSQL URL; `None` uses an SQLite file in a temporary directory.
-    pub database_url: Option<String>,
-    /// The in-flight TTL given to leasebroker (and declared in its profile); default 3 s.
-    pub in_flight_ttl: Duration,
-}
-
-impl Default for ReferenceOptions {
-    fn default() -> Self {
-        Self {
-            program: None,
-            subcommand: vec!["__leasebroker".into()],
-            flaws: Vec::new(),
-            database_url: None,
-            in_flight_ttl: Duration::from_secs(3),
-        }
-    }
+    Reference(crate::reference::ReferenceOptions),
 }
 
 /// Everything [`run`](super::run) needs.
@@ -111,6 +79,28 @@ pub enum RunError {
         /// The base URL tried.
         url: String,
         /// What went wrong.
-        reason: String,
+        reason: Unreachable,
+    },
+}
+
+/// Why the target could not be used before any check ran.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unreachable {
+    /// Nothing answered: refused, reset, timed out.
+    #[error("{0}")]
+    Silent(String),
+    /// The API answered a principal's list with something other than a 2xx: the profile's path
+    /// or credentials do not work with it.
+    #[error(
+        "GET {path} as principal `{principal}` answered {answer}; check the profile's \
+         `operations.list` and the principal's headers"
+    )]
+    Answered {
+        /// Path and query of the list request.
+        path: String,
+        /// The principal it was sent as.
+        principal: String,
+        /// The status (and problem type) it answered.
+        answer: String,
     },
 }

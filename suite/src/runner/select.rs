@@ -3,7 +3,7 @@
 
 use idemspec_scenarios::scenario::{Capability, Scenario};
 
-use super::context::Env;
+use super::env::Env;
 use super::RunError;
 use idemspec_scenarios::scenario::HookName;
 

@@ -1,8 +1,9 @@
-//! From assertion findings to one graded verdict, summary and evidence.
+//! From assertion findings to one graded verdict and its summary.
 
+use idemspec_scenarios::scenario::Scenario;
 use idemspec_scenarios::Level;
 
-use crate::model::{CheckOutcome, Evidence, Verdict};
+use crate::model::Verdict;
 
 /// What one assertion found.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +20,19 @@ pub(crate) enum Finding {
     Recorded(String),
 }
 
+impl Finding {
+    /// The finding's sentence.
+    pub(crate) fn text(&self) -> &str {
+        match self {
+            Finding::Held(m)
+            | Finding::Broken(m)
+            | Finding::Undecided(m)
+            | Finding::Skipped(m)
+            | Finding::Recorded(m) => m,
+        }
+    }
+}
+
 /// One assertion's finding with its level, source and the steps whose exchanges support it.
 #[derive(Debug, Clone)]
 pub(crate) struct Judgement {
@@ -31,8 +45,30 @@ pub(crate) struct Judgement {
     pub precondition: bool,
 }
 
-/// Most exchanges shown as evidence for one check.
-const MAX_EVIDENCE: usize = 24;
+impl Judgement {
+    /// A finding at the scenario's level and reference, supported by no step in particular.
+    pub(crate) fn new(scenario: &Scenario, finding: Finding) -> Self {
+        Self {
+            finding,
+            level: scenario.level,
+            reference: scenario.reference.clone(),
+            steps: Vec::new(),
+            precondition: false,
+        }
+    }
+
+    /// At this level instead of the scenario's.
+    pub(crate) fn at(mut self, level: Level) -> Self {
+        self.level = level;
+        self
+    }
+
+    /// Supported by the exchanges of these steps.
+    pub(crate) fn on_steps<S: Into<String>>(mut self, steps: impl IntoIterator<Item = S>) -> Self {
+        self.steps = steps.into_iter().map(Into::into).collect();
+        self
+    }
+}
 
 /// Grades the findings: SKIP if any assertion does not apply; UNKNOWN if a precondition did not
 /// hold (the setup failed, so a broken rule after it is no evidence against the target: a server
@@ -71,11 +107,11 @@ pub(crate) fn grade(judgements: &[Judgement]) -> (Verdict, String, Vec<&Judgemen
     } else {
         let held: Vec<String> = judgements
             .iter()
-            .map(|j| text(&j.finding).to_owned())
+            .map(|j| j.finding.text().to_owned())
             .collect();
         return (Verdict::Pass, held.join("; "), Vec::new());
     };
-    let messages: Vec<&str> = chosen.iter().map(|j| text(&j.finding)).collect();
+    let messages: Vec<&str> = chosen.iter().map(|j| j.finding.text()).collect();
     let mut summary = messages.join("; ");
     if matches!(verdict, Verdict::Fail | Verdict::Warn) {
         // Each rule's source once, after the sentences that broke it.
@@ -88,82 +124,6 @@ pub(crate) fn grade(judgements: &[Judgement]) -> (Verdict, String, Vec<&Judgemen
         summary = format!("{summary} ({})", sources.join(" | "));
     }
     (verdict, summary, chosen)
-}
-
-/// The message of a finding.
-pub(crate) fn text(f: &Finding) -> &str {
-    match f {
-        Finding::Held(m)
-        | Finding::Broken(m)
-        | Finding::Undecided(m)
-        | Finding::Skipped(m)
-        | Finding::Recorded(m) => m,
-    }
-}
-
-/// Builds the outcome; `evidence_for` gives the exchanges of a step.
-pub(crate) fn outcome(
-    scenario: &idemspec_scenarios::scenario::Scenario,
-    judgements: &[Judgement],
-    evidence_for: &dyn Fn(&str) -> Vec<Evidence>,
-    all_evidence: Vec<Evidence>,
-    duration_ms: u64,
-) -> CheckOutcome {
-    let (verdict, summary, chosen) = grade(judgements);
-    let mut evidence: Vec<Evidence> = Vec::new();
-    if matches!(verdict, Verdict::Fail | Verdict::Warn | Verdict::Unknown) {
-        let mut steps: Vec<&str> = chosen
-            .iter()
-            .flat_map(|j| j.steps.iter().map(String::as_str))
-            .collect();
-        steps.dedup();
-        for s in steps {
-            evidence.extend(evidence_for(s));
-        }
-        if evidence.is_empty() {
-            evidence = all_evidence;
-        }
-        evidence.truncate(MAX_EVIDENCE);
-    }
-    let notes = counted(
-        judgements
-            .iter()
-            .filter(|j| !chosen.iter().any(|c| std::ptr::eq(*c, *j)))
-            .map(|j| text(&j.finding)),
-    );
-    CheckOutcome {
-        id: scenario.id.value.clone(),
-        title: scenario.title.clone(),
-        level: scenario.level,
-        reference: scenario.reference.clone(),
-        verdict,
-        summary,
-        notes: if verdict == Verdict::Pass {
-            Vec::new()
-        } else {
-            notes
-        },
-        evidence,
-        duration_ms,
-    }
-}
-
-/// Each distinct note once, in first-seen order, with `(×N)` when N findings said the same (three
-/// bursts that each held print one line, not three identical ones).
-fn counted<'a>(notes: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let mut seen: Vec<(&str, usize)> = Vec::new();
-    for note in notes {
-        match seen.iter_mut().find(|(n, _)| *n == note) {
-            Some((_, count)) => *count += 1,
-            None => seen.push((note, 1)),
-        }
-    }
-    seen.into_iter()
-        .map(|(n, count)| match count {
-            1 => n.to_owned(),
-            _ => format!("{n} (×{count})"),
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -200,12 +160,6 @@ mod tests {
         let rec = j(Recorded("mismatch answered 417".into()), Level::Must);
         assert_eq!(grade(std::slice::from_ref(&rec)).0, Verdict::Info);
         assert_eq!(grade(&[rec, held.clone()]).0, Verdict::Pass);
-    }
-
-    #[test]
-    fn repeated_notes_are_printed_once_with_a_count() {
-        let notes = counted(["a", "b", "a", "a"].into_iter());
-        assert_eq!(notes, vec!["a (×3)".to_owned(), "b".to_owned()]);
     }
 
     #[test]

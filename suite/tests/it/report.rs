@@ -130,7 +130,7 @@ fn json_report_snapshot_and_round_trip() {
     let back: RunReport = json::parse(&text).expect("the report reads back");
     assert_eq!(back.checks, report.checks);
     assert_eq!(back.stats, report.stats);
-    assert_eq!(back.version, json::SCHEMA_VERSION);
+    assert_eq!(back.version, idemspec::model::RunReport::VERSION);
 }
 
 #[test]

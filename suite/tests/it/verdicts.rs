@@ -4,7 +4,7 @@
 
 use idemspec::model::{RunEvent, Verdict};
 use idemspec::reference::ReferenceServer;
-use idemspec::runner::{run, RunError, RunOptions, Target};
+use idemspec::runner::{run, RunError, RunOptions, Target, Unreachable};
 use idemspec_scenarios::profile::TargetProfile;
 use idemspec_scenarios::scenario::Scenario;
 
@@ -172,8 +172,14 @@ async fn wrong_credentials_stop_the_run_before_any_verdict() {
         run_collecting(RunOptions::new(Target::Profile(Box::new(profile)))).await;
     server.shutdown().await;
     match result {
-        Err(RunError::TargetUnreachable { reason, .. }) => {
-            assert!(reason.contains("principal `bob` answered 401"), "{reason}");
+        Err(RunError::TargetUnreachable {
+            reason: Unreachable::Answered {
+                principal, answer, ..
+            },
+            ..
+        }) => {
+            assert_eq!(principal, "bob");
+            assert!(answer.starts_with("401"), "{answer}");
         }
         other => panic!("expected the preflight to stop the run, got {other:?}"),
     }

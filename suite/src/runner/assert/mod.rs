@@ -1,18 +1,191 @@
-//! Evaluates a scenario's assertions against what its steps observed, judged by the profile's
-//! declared contract (never by one server's shape).
+//! The assertion vocabulary: one file per kind, each implementing [`Rule`] for its schema type
+//! from `idemspec_scenarios::scenario`. A rule says what it needs observed besides the steps'
+//! exchanges ([`Needs`]) and judges what the check saw, by the profile's declared contract (never
+//! by one server's shape).
+//!
+//! Adding a kind: its schema type and entry in `scenarios/src/scenario/assertion.rs`, its file
+//! here with `impl Rule`, its arm in [`rule`] (the match is exhaustive, so the compiler points
+//! there), its documentation in `docs/writing-scenarios.md`.
 
 mod compare;
-mod conflicts;
-mod effects;
-mod kinds;
+mod conflict;
+mod consistent;
+mod created;
+mod distinct_ids;
+mod distinct_problems;
+mod effect_delta;
+mod failure_handled;
+mod fault_applied;
+mod header;
+mod no_5xx;
+mod no_response;
+mod not_replay_of;
+mod same_response;
+mod side_effects;
+mod status;
+mod succeeded_within;
 
 pub(crate) use compare::{differences, same_response};
-pub(crate) use kinds::evaluate;
 
 use std::time::Duration;
 
 use idemspec_scenarios::profile::Contract;
-use idemspec_scenarios::scenario::{StatusPattern, Within};
+use idemspec_scenarios::scenario::{AssertKind, Scenario, StatusPattern, Within};
+
+use super::check::CheckRun;
+use super::verdict::{Finding, Judgement};
+use crate::client::Exchange;
+
+use Finding::{Broken, Held, Undecided};
+
+/// One assertion kind's judge.
+pub(crate) trait Rule {
+    /// What the check must observe for this rule besides the steps' exchanges.
+    fn needs(&self) -> Needs {
+        Needs::default()
+    }
+
+    /// Judges what the check observed: held, broken, undecided (the run could not observe what the
+    /// rule is about) or skipped.
+    fn judge(&self, run: &CheckRun) -> Finding;
+}
+
+/// What a check must observe behind the API for its assertions, merged over all of them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Needs {
+    /// Side-effect counters, read before the first step and after the last.
+    pub counters: bool,
+    /// Principals whose resources are counted after the steps (by the name the assertion used;
+    /// `None`: A).
+    pub counts: Vec<Option<String>>,
+    /// Probe the list just before the first DELETE, for this principal's count after it (after a
+    /// delete an empty list proves nothing about the profile's `list`).
+    pub list_before_delete: Option<Option<String>>,
+}
+
+impl Needs {
+    fn merge(&mut self, other: Needs) {
+        self.counters |= other.counters;
+        for p in other.counts {
+            if !self.counts.contains(&p) {
+                self.counts.push(p);
+            }
+        }
+        if self.list_before_delete.is_none() {
+            self.list_before_delete = other.list_before_delete;
+        }
+    }
+}
+
+impl<R: Rule + ?Sized> Rule for &R {
+    fn needs(&self) -> Needs {
+        (**self).needs()
+    }
+
+    fn judge(&self, run: &CheckRun) -> Finding {
+        (**self).judge(run)
+    }
+}
+
+/// The judge of an assertion kind. Kinds that share a schema shape (a step, a pair of steps, a
+/// list of steps) are told apart by a wrapper named for the kind.
+fn rule(kind: AssertKind<'_>) -> Box<dyn Rule + '_> {
+    match kind {
+        AssertKind::Status(a) => Box::new(a),
+        AssertKind::SameResponse(a) => Box::new(same_response::SameResponse(a)),
+        AssertKind::NotReplayOf(a) => Box::new(not_replay_of::NotReplayOf(a)),
+        AssertKind::DistinctIds(a) => Box::new(distinct_ids::DistinctIds(a)),
+        AssertKind::Consistent(a) => Box::new(consistent::Consistent(a)),
+        AssertKind::Created(a) => Box::new(a),
+        AssertKind::Conflict(a) => Box::new(a),
+        AssertKind::Header(a) => Box::new(a),
+        AssertKind::DistinctProblems(a) => Box::new(distinct_problems::DistinctProblems(a)),
+        AssertKind::SucceededWithin(a) => Box::new(a),
+        AssertKind::EffectDelta(a) => Box::new(a),
+        AssertKind::FailureHandled(a) => Box::new(a),
+        AssertKind::FaultApplied(a) => Box::new(a),
+        AssertKind::NoResponse(a) => Box::new(no_response::NoResponse(a)),
+        AssertKind::No5xx(a) => Box::new(no_5xx::No5xx(a)),
+        AssertKind::SideEffects(a) => Box::new(a),
+    }
+}
+
+/// What `scenario`'s assertions need observed.
+pub(crate) fn needs(scenario: &Scenario) -> Needs {
+    let mut needs = Needs::default();
+    for a in &scenario.assertions {
+        needs.merge(rule(a.value.kind()).needs());
+    }
+    needs
+}
+
+/// Evaluates every assertion of the check, after its steps and observations.
+pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
+    let scenario = &run.scenario;
+    let mut out = Vec::new();
+    for a in scenario.assertions.iter().map(|a| &a.value) {
+        let steps: Vec<&str> = a.steps();
+        let problem = steps.iter().find_map(|s| {
+            run.step(s)
+                .meta
+                .problem
+                .as_ref()
+                .map(|p| format!("step `{s}`: {p}"))
+        });
+        let mut finding = match problem {
+            Some(p) => Undecided(p),
+            None => rule(a.kind()).judge(run),
+        };
+        // `fault_applied` is a precondition by nature: if the fault did not land as planned, the
+        // situation the check is about never happened.
+        let precondition = a.precondition || a.fault_applied.is_some();
+        if precondition {
+            if let Broken(m) = finding {
+                finding = Undecided(format!("precondition not met: {m}"));
+            }
+        }
+        if a.record {
+            if let Held(m) | Broken(m) = finding {
+                finding = Finding::Recorded(m);
+            }
+        }
+        let mut judgement = Judgement::new(scenario, finding).on_steps(steps);
+        judgement.precondition = precondition;
+        if let Some(level) = a.level {
+            judgement = judgement.at(level);
+        }
+        if let Some(reference) = &a.reference {
+            judgement.reference = reference.clone();
+        }
+        out.push(judgement);
+    }
+    // A step that could not be carried out (a hook that failed, nothing to act on) leaves the check
+    // unable to claim what it set out to observe, even if no assertion names that step.
+    for step in scenario.steps.iter().map(|s| s.value.name()) {
+        if let Some(p) = &run.step(&step).meta.problem {
+            let finding = Undecided(format!("step `{step}`: {p}"));
+            if !out.iter().any(|j| j.finding == finding) {
+                out.push(Judgement::new(scenario, finding).on_steps([step]));
+            }
+        }
+    }
+    out
+}
+
+/// The responses of a step that assertions judge, or why there are none to judge.
+pub(super) fn responses<'a>(run: &'a CheckRun, step: &str) -> Result<Vec<&'a Exchange>, String> {
+    let judged = run.step(step).judged().to_vec();
+    if judged.is_empty() {
+        return Err(format!("step `{step}` sent no request"));
+    }
+    if let Some(lost) = judged.iter().find(|e| e.status.is_none()) {
+        return Err(format!(
+            "step `{step}` got no response: {}",
+            lost.describe()
+        ));
+    }
+    Ok(judged)
+}
 
 /// Whether `status` matches `pattern` under `contract`.
 pub(crate) fn status_matches(pattern: StatusPattern, status: u16, contract: &Contract) -> bool {

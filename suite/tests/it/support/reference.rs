@@ -1,7 +1,8 @@
 //! Running the catalogue against the bundled leasebroker, as `idemspec run --reference` does.
 
 use idemspec::model::{CheckOutcome, RunReport, Verdict};
-use idemspec::runner::{run, ReferenceOptions, RunOptions, Target};
+use idemspec::reference::ReferenceOptions;
+use idemspec::runner::{run, RunOptions, Target};
 
 /// Options that start the reference through the `idemspec` binary's hidden `__leasebroker`
 /// subcommand (or, when `IDEMSPEC_TEST_LEASEBROKER_BIN` names a leasebroker binary, that binary).

@@ -168,7 +168,7 @@ pub fn report() -> RunReport {
         stats.record(check.verdict);
     }
     RunReport {
-        version: idemspec::report::json::SCHEMA_VERSION,
+        version: idemspec::model::RunReport::VERSION,
         target: "leasebroker".to_owned(),
         contract: "article".to_owned(),
         started_at: "2026-11-29T19:30:00Z".to_owned(),

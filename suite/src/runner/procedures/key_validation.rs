@@ -3,47 +3,31 @@
 //! valid key sent as an RFC 8941 string names the same record as the bare key where the contract
 //! accepts sf-strings (ietf-draft-07 §2.1).
 
-use std::sync::Arc;
+use idemspec_scenarios::scenario::{KeySpec, Level, Operation};
 
-use idemspec_scenarios::scenario::{KeySpec, Level, Operation, Scenario, Step};
-
-use super::judgement;
 use crate::client::Exchange;
-use crate::model::Evidence;
-use crate::runner::context::{CheckState, Env};
-use crate::runner::observe;
-use crate::runner::steps::send_one;
+use crate::runner::check::CheckRun;
 use crate::runner::verdict::{Finding, Judgement};
 
-/// Keys the contract forbids, with why.
-const INVALID: &[(&str, &str)] = &[
-    ("", "an empty key"),
-    ("long:300", "a 300-character key"),
-    ("raw:clé-ключ", "a non-ASCII key"),
+/// Keys the contract forbids: the step that sends each, its key spec, and what it is.
+const INVALID: &[(&str, &str, &str)] = &[
+    ("empty-key", "", "an empty key"),
+    ("long-key", "long:300", "a 300-character key"),
+    ("non-ascii-key", "raw:clé-ключ", "a non-ASCII key"),
 ];
 
-pub(crate) async fn run(
-    env: &Arc<Env>,
-    scenario: &Scenario,
-    state: &CheckState,
-) -> (Vec<Judgement>, Vec<Evidence>) {
-    let contract = &env.contract;
+pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
+    let scenario = &run.scenario;
+    let contract = run.contract();
     let mut judgements = Vec::new();
-    let mut evidence = Vec::new();
-    // Every response, so the count can tell an empty list from a list that cannot see anything.
-    let mut sent: Vec<Exchange> = Vec::new();
     let mut expected_created = 0u64;
-    let judge = |finding: Finding, level: Level| {
-        let mut j = judgement(scenario, finding);
-        j.level = level;
-        j
+    let judge = |finding: Finding, level: Level, step: &str| {
+        Judgement::new(scenario, finding).at(level).on_steps([step])
     };
-    for (spec, what) in INVALID {
+    for (step, spec, what) in INVALID {
         let key = KeySpec::parse(spec).expect("built-in key specs parse");
-        let ex = create(env, state, "invalid-key", key).await;
-        evidence.push(ex.evidence.clone());
-        sent.push(ex.clone());
-        judgements.push(judge(invalid_finding(&ex, what), Level::Must));
+        let ex = create(run, step, key).await;
+        judgements.push(judge(invalid_finding(&ex, what), Level::Must, step));
         if ex.status.is_some_and(|s| (400..500).contains(&s)) && !is_problem(&ex) {
             judgements.push(judge(
                 Finding::Broken(format!(
@@ -51,12 +35,11 @@ pub(crate) async fn run(
                     ex.describe()
                 )),
                 Level::Should,
+                step,
             ));
         }
     }
-    let missing = create(env, state, "missing-key", KeySpec::None).await;
-    evidence.push(missing.evidence.clone());
-    sent.push(missing.clone());
+    let missing = create(run, "missing-key", KeySpec::None).await;
     let finding = match missing.status {
         None => Finding::Undecided(format!(
             "a request without a key got no response: {}",
@@ -85,10 +68,8 @@ pub(crate) async fn run(
             ))
         }
     };
-    judgements.push(judge(finding, Level::Must));
-    let valid = create(env, state, "valid-key", KeySpec::Named("order-17".into())).await;
-    evidence.push(valid.evidence.clone());
-    sent.push(valid.clone());
+    judgements.push(judge(finding, Level::Must, "missing-key"));
+    let valid = create(run, "valid-key", KeySpec::Named("order-17".into())).await;
     judgements.push(judge(
         match valid.status {
             None => {
@@ -104,16 +85,14 @@ pub(crate) async fn run(
             )),
         },
         Level::Must,
+        "valid-key",
     ));
     if contract.sf_string_keys {
-        let quoted = create(env, state, "sf-key", KeySpec::SfNamed("K9".into())).await;
-        let bare = create(env, state, "bare-key", KeySpec::Named("K9".into())).await;
-        evidence.push(quoted.evidence.clone());
-        sent.push(quoted.clone());
-        evidence.push(bare.evidence.clone());
-        sent.push(bare.clone());
+        let quoted = create(run, "sf-key", KeySpec::SfNamed("K9".into())).await;
+        let bare = create(run, "bare-key", KeySpec::Named("K9".into())).await;
+        let id = |ex: &Exchange| run.env().created_id(ex);
         let finding = match (quoted.is_success(), bare.is_success()) {
-            (true, true) if env.created_id(&quoted) == env.created_id(&bare) => {
+            (true, true) if id(&quoted) == id(&bare) => {
                 expected_created += 1;
                 Finding::Held("an sf-string key and its bare form named the same record".into())
             }
@@ -121,8 +100,8 @@ pub(crate) async fn run(
                 expected_created += 2;
                 Finding::Broken(format!(
                     "the sf-string key `\"…-K9\"` and the bare `…-K9` created two resources ({} and {}): the quotes were not removed",
-                    env.created_id(&quoted).unwrap_or_default(),
-                    env.created_id(&bare).unwrap_or_default()
+                    id(&quoted).unwrap_or_default(),
+                    id(&bare).unwrap_or_default()
                 ))
             }
             _ => Finding::Broken(format!(
@@ -131,23 +110,21 @@ pub(crate) async fn run(
                 bare.describe()
             )),
         };
-        judgements.push(judge(finding, Level::Must));
+        judgements.push(Judgement::new(scenario, finding).on_steps(["sf-key", "bare-key"]));
     }
-    let principal = env
+    let principal = run
+        .env()
         .principal(None)
         .expect("validated profiles have principal A");
-    let count = observe::count_created(env, principal, &state.marker, sent.iter()).await;
-    judgements.push(judge(
-        match count {
-            Err(e) => Finding::Undecided(format!("could not count resources: {e}")),
-            Ok(n) if n == expected_created => {
-                Finding::Held(format!("{n} resource(s), only from valid keys"))
-            }
-            Ok(n) => count_mismatch(n, expected_created),
-        },
-        Level::Must,
-    ));
-    (judgements, evidence)
+    let finding = match run.count(principal).await {
+        Err(e) => Finding::Undecided(format!("could not count resources: {e}")),
+        Ok(n) if n == expected_created => {
+            Finding::Held(format!("{n} resource(s), only from valid keys"))
+        }
+        Ok(n) => count_mismatch(n, expected_created),
+    };
+    judgements.push(Judgement::new(scenario, finding));
+    judgements
 }
 
 fn count_mismatch(n: u64, expected: u64) -> Finding {
@@ -179,22 +156,10 @@ fn is_problem(ex: &Exchange) -> bool {
         || ex.problem_type().is_some()
 }
 
-async fn create(env: &Arc<Env>, state: &CheckState, name: &str, key: KeySpec) -> Exchange {
-    let step = Step {
-        index: 0,
-        name: Some(name.into()),
-        op: Some(Operation::Create),
-        wait: None,
-        hook: None,
-        principal: None,
-        key: Some(key),
-        body: Default::default(),
-        on: None,
-        concurrency: 1,
-        timeout: None,
-        via: idemspec_scenarios::scenario::Via::Direct,
-        background: false,
-        retry: None,
-    };
-    send_one(env, state, &step, None).await
+async fn create(run: &CheckRun, step: &str, key: KeySpec) -> Exchange {
+    run.sender
+        .request(step, Operation::Create)
+        .key(Some(&key))
+        .send()
+        .await
 }

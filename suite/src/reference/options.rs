@@ -1,0 +1,33 @@
+//! How to start the bundled reference server.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How to start the bundled reference server.
+#[derive(Debug, Clone)]
+pub struct ReferenceOptions {
+    /// The program to execute; `None` means `std::env::current_exe()` (the `idemspec` binary).
+    /// Tests pass `env!("CARGO_BIN_EXE_idemspec")`.
+    pub program: Option<PathBuf>,
+    /// Arguments before leasebroker's own flags (default `["__leasebroker"]`, the hidden subcommand
+    /// that calls `leasebroker::cli::run`).
+    pub subcommand: Vec<String>,
+    /// `--flaw NAME` flags, to show what a broken server looks like.
+    pub flaws: Vec<String>,
+    /// A PostgreSQL URL; `None` uses an SQLite file in a temporary directory.
+    pub database_url: Option<String>,
+    /// The in-flight TTL given to leasebroker (and declared in its profile); default 3 s.
+    pub in_flight_ttl: Duration,
+}
+
+impl Default for ReferenceOptions {
+    fn default() -> Self {
+        Self {
+            program: None,
+            subcommand: vec!["__leasebroker".into()],
+            flaws: Vec::new(),
+            database_url: None,
+            in_flight_ttl: Duration::from_secs(3),
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! `created: {principal, equals}`: the resources carrying the check's marker, counted with the
+//! profile's `list` after the steps, are exactly `equals`.
+
+use idemspec_scenarios::scenario::Created;
+
+use super::{Needs, Rule};
+use crate::runner::check::CheckRun;
+use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
+
+impl Rule for Created {
+    fn needs(&self) -> Needs {
+        Needs {
+            counts: vec![self.principal.clone()],
+            list_before_delete: Some(self.principal.clone()),
+            ..Needs::default()
+        }
+    }
+
+    fn judge(&self, run: &CheckRun) -> Finding {
+        let principal = match run.env().principal(self.principal.as_deref()) {
+            Ok(p) => p,
+            Err(e) => return Undecided(e),
+        };
+        if let Some(Err(e)) = &run.observed.list_before_delete {
+            return Undecided(format!("could not count resources: {e}"));
+        }
+        let count = match run.observed.counts.get(&self.principal) {
+            Some(Ok(n)) => *n,
+            Some(Err(e)) => return Undecided(format!("could not count resources: {e}")),
+            None => return Undecided("the resources were not counted".into()),
+        };
+        let marker = run.marker();
+        // Too few while a request is still unanswered (a timeout, a closed connection) is not a
+        // broken rule: that request's work may still be running. Too many always is.
+        let unanswered = run
+            .exchanges()
+            .iter()
+            .find(|e| e.status.is_none())
+            .map(|e| e.evidence.request.step.clone());
+        match (count, unanswered) {
+            (n, _) if n == self.equals => {
+                Held(format!("{n} resource(s) created for {}", principal.name))
+            }
+            (n, Some(step)) if n < self.equals => Undecided(format!(
+                "{n} resources with marker {marker} exist for {}, fewer than {}, but step \
+                 `{step}` got no response, so its work may still be running",
+                principal.name, self.equals
+            )),
+            (n, _) => Broken(format!(
+                "{n} resources with marker {marker} exist for {}; expected exactly {}",
+                principal.name, self.equals
+            )),
+        }
+    }
+}

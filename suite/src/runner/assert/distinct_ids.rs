@@ -1,0 +1,32 @@
+//! `distinct_ids: {steps}`: the steps' creates returned different resources.
+
+use idemspec_scenarios::scenario::StepList;
+
+use super::Rule;
+use crate::runner::check::CheckRun;
+use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
+
+/// The `distinct_ids` kind.
+pub(super) struct DistinctIds<'a>(pub &'a StepList);
+
+impl Rule for DistinctIds<'_> {
+    fn judge(&self, run: &CheckRun) -> Finding {
+        let mut ids = Vec::new();
+        for s in &self.0.steps {
+            match run
+                .step(s)
+                .first_success()
+                .and_then(|e| run.env().created_id(e))
+            {
+                Some(id) => ids.push((s, id)),
+                None => return Undecided(format!("step `{s}` returned no id")),
+            }
+        }
+        for (i, (s, id)) in ids.iter().enumerate() {
+            if let Some((t, _)) = ids[..i].iter().find(|(_, other)| other == id) {
+                return Broken(format!("`{t}` and `{s}` got the same resource `{id}`"));
+            }
+        }
+        Held(format!("{} distinct ids", ids.len()))
+    }
+}

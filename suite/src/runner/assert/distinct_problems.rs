@@ -1,0 +1,44 @@
+//! `distinct_problems: {steps}`: two conflicts a client must tell apart — "in flight, retry later"
+//! and "mismatch, never retry" — differ in status or in problem `type` (RFC 9457 §3.1.1).
+
+use idemspec_scenarios::scenario::StepList;
+
+use super::Rule;
+use crate::runner::check::CheckRun;
+use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
+
+/// The `distinct_problems` kind.
+pub(super) struct DistinctProblems<'a>(pub &'a StepList);
+
+impl Rule for DistinctProblems<'_> {
+    fn judge(&self, run: &CheckRun) -> Finding {
+        let mut firsts = Vec::new();
+        for s in &self.0.steps {
+            match run.step(s).first_response() {
+                Some(e) if !e.is_success() => firsts.push((s, e)),
+                Some(e) => {
+                    return Held(format!(
+                        "`{s}` answered {}, so there was no conflict to compare",
+                        e.describe()
+                    ))
+                }
+                None => return Undecided(format!("step `{s}` got no response")),
+            }
+        }
+        for (i, (a, ea)) in firsts.iter().enumerate() {
+            for (b, eb) in &firsts[i + 1..] {
+                if ea.status == eb.status && ea.problem_type() == eb.problem_type() {
+                    return Broken(format!(
+                        "`{a}` and `{b}` both answered {}: a client cannot tell a retryable conflict from a terminal one",
+                        ea.describe()
+                    ));
+                }
+            }
+        }
+        let all: Vec<String> = firsts
+            .iter()
+            .map(|(s, e)| format!("`{s}` {}", e.describe()))
+            .collect();
+        Held(format!("conflicts are distinguishable: {}", all.join(", ")))
+    }
+}

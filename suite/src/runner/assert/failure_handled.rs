@@ -1,0 +1,83 @@
+//! `failure_handled: {failed, retry}`: the first attempt failed with a 5xx; the retry re-ran it
+//! (contract `replays_5xx: false`) or replayed the 5xx (`true`), and nothing was left half-done:
+//! afterwards exactly one resource exists when the retry re-ran, none when the failure was replayed.
+
+use idemspec_scenarios::scenario::FailureHandled;
+
+use super::{responses, same_response, Needs, Rule};
+use crate::runner::check::CheckRun;
+use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
+
+impl Rule for FailureHandled {
+    fn needs(&self) -> Needs {
+        Needs {
+            counts: vec![None],
+            ..Needs::default()
+        }
+    }
+
+    fn judge(&self, run: &CheckRun) -> Finding {
+        let finding = statuses(self, run);
+        if !matches!(finding, Held(_)) {
+            return finding;
+        }
+        let expected = u64::from(!run.contract().replays_5xx);
+        match run.observed.counts.get(&None) {
+            Some(Ok(n)) if *n == expected => finding,
+            Some(Ok(n)) => Broken(format!(
+                "{n} resources exist after a failed create and its retry; expected {expected} (half-done work left behind)"
+            )),
+            Some(Err(e)) => Undecided(format!("could not count resources: {e}")),
+            None => Undecided("the resources were not counted".into()),
+        }
+    }
+}
+
+/// The failed attempt's status and the retry's, judged by the contract.
+fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
+    let (failed, retry) = (&f.failed, &f.retry);
+    let Some(first) = run.step(failed).first_response() else {
+        return Undecided(format!("step `{failed}` got no response"));
+    };
+    if first.status.is_none_or(|s| s < 500) {
+        return Undecided(format!(
+            "the fail_next hook did not make `{failed}` fail: it answered {}",
+            first.describe()
+        ));
+    }
+    let rs = match responses(run, retry) {
+        Ok(rs) => rs,
+        Err(e) => return Undecided(e),
+    };
+    let again = rs[0];
+    let contract = run.contract();
+    let preset = contract.preset.name();
+    if contract.replays_5xx {
+        if same_response(again, first) {
+            Held(format!(
+                "the {} was replayed, as the {preset} contract says",
+                first.describe()
+            ))
+        } else {
+            Broken(format!(
+                "the {preset} contract says a 5xx is replayed, but the retry got {}",
+                again.describe()
+            ))
+        }
+    } else if again.is_success() {
+        Held(format!(
+            "the retry ran again and succeeded ({})",
+            again.describe()
+        ))
+    } else if same_response(again, first) {
+        Broken(format!(
+            "the {} was stored and replayed; the {preset} contract says a 5xx is re-run",
+            first.describe()
+        ))
+    } else {
+        Broken(format!(
+            "the retry after a 5xx answered {}, not a success",
+            again.describe()
+        ))
+    }
+}

@@ -1,0 +1,55 @@
+//! `header: {step, name, when}`: every judged response of the step whose status is in `when`
+//! (default 2xx) carries the header; `name: replayed` means the contract's replay header.
+
+use idemspec_scenarios::scenario::{HeaderPresent, StatusPattern};
+
+use super::{describe_patterns, status_matches, Rule};
+use crate::client::Exchange;
+use crate::runner::check::CheckRun;
+use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
+
+impl Rule for HeaderPresent {
+    fn judge(&self, run: &CheckRun) -> Finding {
+        let contract = run.contract();
+        let name = if self.name == "replayed" {
+            contract.replayed_header.as_str()
+        } else {
+            self.name.as_str()
+        };
+        let when = self
+            .when
+            .clone()
+            .unwrap_or_else(|| vec![StatusPattern::Class(2)]);
+        let view = run.step(&self.step);
+        let concerned: Vec<&Exchange> = view
+            .judged()
+            .iter()
+            .copied()
+            .filter(|e| {
+                e.status
+                    .is_some_and(|s| when.iter().any(|p| status_matches(*p, s, contract)))
+            })
+            .collect();
+        let want = describe_patterns(&when, contract);
+        if concerned.is_empty() {
+            if self.when.is_none() {
+                return Undecided(format!(
+                    "step `{}` got no 2xx to look for `{name}` on",
+                    self.step
+                ));
+            }
+            return Held(format!(
+                "`{}` got no {want} response to look for `{name}` on",
+                self.step
+            ));
+        }
+        match concerned.iter().find(|e| e.header(name).is_none()) {
+            Some(e) => Broken(format!(
+                "`{}` answered {} without `{name}`",
+                self.step,
+                e.describe()
+            )),
+            None => Held(format!("`{}` carried `{name}` on {want}", self.step)),
+        }
+    }
+}

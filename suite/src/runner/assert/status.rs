@@ -1,0 +1,39 @@
+//! `status: {step, in: [...]}`: every judged response of the step has a status in the set.
+
+use idemspec_scenarios::scenario::StatusSet;
+
+use super::{describe_patterns, responses, status_matches, Rule};
+use crate::client::Exchange;
+use crate::runner::check::CheckRun;
+use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
+
+impl Rule for StatusSet {
+    fn judge(&self, run: &CheckRun) -> Finding {
+        let contract = run.contract();
+        let rs = match responses(run, &self.step) {
+            Ok(rs) => rs,
+            Err(e) => return Undecided(e),
+        };
+        let bad: Vec<String> = rs
+            .iter()
+            .filter(|e| {
+                !e.status.is_some_and(|st| {
+                    self.allowed
+                        .iter()
+                        .any(|p| status_matches(*p, st, contract))
+                })
+            })
+            .map(|e| Exchange::describe(e))
+            .collect();
+        let want = describe_patterns(&self.allowed, contract);
+        if bad.is_empty() {
+            Held(format!("`{}` answered {want}", self.step))
+        } else {
+            Broken(format!(
+                "`{}` answered {}; expected {want}",
+                self.step,
+                bad.join(", ")
+            ))
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! A check's evidence: each proxied exchange paired with the proxy's record of it, and the
+//! exchanges that support a verdict, in the order they were sent.
+
+use idemspec_proxy::ProxyEvent;
+
+use crate::client::Exchange;
+use crate::model::{Evidence, ProxyAction};
+
+/// Most exchanges shown as evidence for one check.
+const MAX_EVIDENCE: usize = 24;
+
+/// Pairs each proxied exchange with the proxy's event for it: the same step tag, in send order
+/// (`exchanges` are in send order; the proxy logs events in arrival order).
+pub(super) fn pair_proxy_actions(exchanges: &mut [Exchange], events: &[ProxyEvent]) {
+    let mut used = vec![false; events.len()];
+    for ex in exchanges
+        .iter_mut()
+        .filter(|e| e.evidence.request.via_proxy)
+    {
+        let step = ex.evidence.request.step.as_str();
+        let next = events
+            .iter()
+            .enumerate()
+            .find(|(i, e)| !used[*i] && e.step.as_deref() == Some(step));
+        if let Some((i, event)) = next {
+            used[i] = true;
+            ex.evidence.proxy = Some(action_of(event));
+        }
+    }
+}
+
+/// A proxy event in the evidence's words.
+fn action_of(ev: &ProxyEvent) -> ProxyAction {
+    ProxyAction {
+        rule: ev.rule.clone(),
+        fault: ev.fault.clone(),
+        upstream_status: ev.upstream_status,
+        client_complete: ev.client_complete,
+    }
+}
+
+/// The evidence for a verdict: the exchanges of `steps` (every exchange when `steps` names none
+/// that sent anything), each once, in send order, at most [`MAX_EVIDENCE`].
+pub(crate) fn select(exchanges: &[Exchange], steps: &[&str]) -> Vec<Evidence> {
+    let of_steps: Vec<Evidence> = exchanges
+        .iter()
+        .filter(|e| steps.contains(&e.evidence.request.step.as_str()))
+        .map(|e| e.evidence.clone())
+        .collect();
+    let mut chosen = if of_steps.is_empty() {
+        exchanges.iter().map(|e| e.evidence.clone()).collect()
+    } else {
+        of_steps
+    };
+    chosen.truncate(MAX_EVIDENCE);
+    chosen
+}

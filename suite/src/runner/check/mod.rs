@@ -1,0 +1,308 @@
+//! One check end to end, around one per-check context, [`CheckRun`]: capabilities, the embedded
+//! fault proxy, what the assertions need prepared, the steps (or a procedure), what is observed
+//! behind the API afterwards, the judgements, and the graded outcome with its evidence.
+//!
+//! `send` is the only way a check sends a request; `evidence` pairs what was sent with what the
+//! proxy did and picks the exchanges a verdict shows.
+
+mod evidence;
+mod send;
+
+pub(crate) use send::Sender;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idemspec_proxy::ProxyEvent;
+use idemspec_scenarios::profile::{Contract, Principal};
+use idemspec_scenarios::scenario::Scenario;
+
+use super::assert::{self, Needs};
+use super::env::Env;
+use super::observe::{self, Counters};
+use super::proxy::FaultProxy;
+use super::verdict::{grade, Finding, Judgement};
+use super::{procedures, select, steps};
+use crate::client::Exchange;
+use crate::model::{CheckOutcome, Verdict};
+
+/// One check's context: the environment, the scenario, the sender (with the check's marker and
+/// fault proxy), what each step did, every exchange, the proxy's events and the observations made
+/// behind the API.
+pub(crate) struct CheckRun {
+    /// The scenario being run.
+    pub scenario: Arc<Scenario>,
+    /// Sends and records the check's requests.
+    pub sender: Sender,
+    /// What each step did besides its exchanges, by step name.
+    steps: BTreeMap<String, StepMeta>,
+    /// Every exchange, in send order, paired with the proxy's actions (after the steps).
+    exchanges: Vec<Exchange>,
+    /// The proxy's events (empty without faults).
+    events: Vec<ProxyEvent>,
+    /// What was seen behind the API, as the assertions asked.
+    pub observed: Observed,
+}
+
+/// What a step did besides sending requests.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StepMeta {
+    /// Why the step could not be carried out (unknown principal, no id to act on, hook failed).
+    pub problem: Option<String>,
+    /// Whether the step had a `retry` (assertions then judge its last attempt).
+    pub retried: bool,
+    /// Time from the first attempt's start to the end of the first 2xx response.
+    pub succeeded_after: Option<Duration>,
+}
+
+/// What was observed behind the API, for the assertions that need it ([`Needs`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Observed {
+    /// Side-effect counters before the first step.
+    pub counters_before: Option<Result<Counters, String>>,
+    /// Side-effect counters after the last step.
+    pub counters_after: Option<Result<Counters, String>>,
+    /// The check's resources per principal (by the name the assertion used; `None`: A), counted
+    /// with the profile's `list` after the steps.
+    pub counts: BTreeMap<Option<String>, Result<u64, String>>,
+    /// Whether the profile's `list` saw this check's resources just before its first DELETE (after
+    /// a delete, an empty list proves nothing about the profile). `Err` says why it did not.
+    pub list_before_delete: Option<Result<(), String>>,
+}
+
+/// One step as assertions read it: its exchanges in send order and what it did besides.
+#[derive(Debug)]
+pub(crate) struct StepView<'a> {
+    /// Every request of the step, in send order (retries included).
+    pub exchanges: Vec<&'a Exchange>,
+    /// What the step did besides.
+    pub meta: &'a StepMeta,
+}
+
+impl<'a> StepView<'a> {
+    /// The responses assertions judge: the last attempt of a retried step, all of a concurrent one.
+    pub(crate) fn judged(&self) -> &[&'a Exchange] {
+        if self.meta.retried {
+            self.exchanges
+                .split_last()
+                .map_or(&[], |(last, _)| std::slice::from_ref(last))
+        } else {
+            &self.exchanges
+        }
+    }
+
+    /// The first exchange with a status.
+    pub(crate) fn first_response(&self) -> Option<&'a Exchange> {
+        self.exchanges.iter().copied().find(|e| e.status.is_some())
+    }
+
+    /// The first 2xx.
+    pub(crate) fn first_success(&self) -> Option<&'a Exchange> {
+        self.exchanges.iter().copied().find(|e| e.is_success())
+    }
+}
+
+impl CheckRun {
+    fn new(env: Arc<Env>, scenario: Arc<Scenario>, proxy_urls: Option<Vec<String>>) -> Self {
+        Self {
+            scenario,
+            sender: Sender::new(env, proxy_urls),
+            steps: BTreeMap::new(),
+            exchanges: Vec::new(),
+            events: Vec::new(),
+            observed: Observed::default(),
+        }
+    }
+
+    /// The run's shared environment.
+    pub(crate) fn env(&self) -> &Env {
+        self.sender.env()
+    }
+
+    /// The contract the target declares.
+    pub(crate) fn contract(&self) -> &Contract {
+        &self.env().contract
+    }
+
+    /// The check's marker.
+    pub(crate) fn marker(&self) -> &str {
+        self.sender.marker()
+    }
+
+    /// Records what step `name` did besides its exchanges.
+    pub(crate) fn record_step(&mut self, name: String, meta: StepMeta) {
+        self.steps.insert(name, meta);
+    }
+
+    /// Step `name` as assertions read it (empty if it never ran).
+    pub(crate) fn step(&self, name: &str) -> StepView<'_> {
+        const NOTHING: &StepMeta = &StepMeta {
+            problem: None,
+            retried: false,
+            succeeded_after: None,
+        };
+        StepView {
+            exchanges: self
+                .exchanges
+                .iter()
+                .filter(|e| e.evidence.request.step == name)
+                .collect(),
+            meta: self.steps.get(name).unwrap_or(NOTHING),
+        }
+    }
+
+    /// Every exchange of the check, in send order (after the steps).
+    pub(crate) fn exchanges(&self) -> &[Exchange] {
+        &self.exchanges
+    }
+
+    /// The proxy's events.
+    pub(crate) fn events(&self) -> &[ProxyEvent] {
+        &self.events
+    }
+
+    /// Counts `principal`'s resources with this check's marker (see [`observe::count_created`]).
+    pub(crate) async fn count(&self, principal: &Principal) -> Result<u64, String> {
+        let seen = self.sender.exchanges();
+        observe::count_created(self.env(), principal, self.marker(), seen.iter()).await
+    }
+
+    /// Takes every exchange sent so far and pairs each proxied one with the proxy's event.
+    fn finish_steps(&mut self, proxy: Option<&FaultProxy>) {
+        self.events = proxy.map(FaultProxy::events).unwrap_or_default();
+        self.exchanges = self.sender.exchanges();
+        evidence::pair_proxy_actions(&mut self.exchanges, &self.events);
+    }
+
+    /// Makes the observations `needs` asks for after the steps.
+    async fn observe_after(&mut self, needs: &Needs) {
+        for name in &needs.counts {
+            let count = match self.env().principal(name.as_deref()) {
+                Ok(principal) => self.count(principal).await,
+                Err(e) => Err(e),
+            };
+            self.observed.counts.insert(name.clone(), count);
+        }
+        if needs.counters {
+            self.observed.counters_after = Some(observe::read_counters(self.env()).await);
+        }
+    }
+}
+
+/// Runs `scenario` against the target in `env`.
+pub(crate) async fn run_check(env: Arc<Env>, scenario: Arc<Scenario>) -> CheckOutcome {
+    let started = Instant::now();
+    if let Some(reason) = select::missing_capability(&env, &scenario) {
+        let skip = Judgement::new(&scenario, Finding::Skipped(reason));
+        return outcome(&scenario, &[skip], &[], started);
+    }
+    let proxy = if scenario.faults.is_empty() {
+        None
+    } else {
+        match FaultProxy::start(&env.profile.base_urls.value, &scenario.faults).await {
+            Ok(p) => Some(p),
+            Err(e) => {
+                let why = format!("could not start the fault-injecting proxy: {e}");
+                let j = Judgement::new(&scenario, Finding::Undecided(why));
+                return outcome(&scenario, &[j], &[], started);
+            }
+        }
+    };
+    let mut run = CheckRun::new(
+        env.clone(),
+        scenario.clone(),
+        proxy.as_ref().map(FaultProxy::base_urls),
+    );
+    let needs = assert::needs(&scenario);
+    if needs.counters {
+        run.observed.counters_before = Some(observe::read_counters(&env).await);
+    }
+    let judgements = match scenario.procedure {
+        Some(procedure) => {
+            let judgements = procedures::run(&run, procedure).await;
+            run.finish_steps(proxy.as_ref());
+            judgements
+        }
+        None => {
+            steps::run(&mut run, &needs).await;
+            run.finish_steps(proxy.as_ref());
+            run.observe_after(&needs).await;
+            assert::evaluate(&run)
+        }
+    };
+    if let Some(p) = proxy {
+        p.shutdown().await;
+    }
+    outcome(&scenario, &judgements, run.exchanges(), started)
+}
+
+/// Grades the judgements into the check's outcome, with the evidence of the judgements that
+/// decided it (FAIL, WARN, UNKNOWN) and the others as notes.
+fn outcome(
+    scenario: &Scenario,
+    judgements: &[Judgement],
+    exchanges: &[Exchange],
+    started: Instant,
+) -> CheckOutcome {
+    let (verdict, summary, chosen) = grade(judgements);
+    let evidence = if matches!(verdict, Verdict::Fail | Verdict::Warn | Verdict::Unknown) {
+        let steps: Vec<&str> = chosen
+            .iter()
+            .flat_map(|j| j.steps.iter().map(String::as_str))
+            .collect();
+        evidence::select(exchanges, &steps)
+    } else {
+        Vec::new()
+    };
+    let notes = if verdict == Verdict::Pass {
+        Vec::new()
+    } else {
+        counted(
+            judgements
+                .iter()
+                .filter(|j| !chosen.iter().any(|c| std::ptr::eq(*c, *j)))
+                .map(|j| j.finding.text()),
+        )
+    };
+    CheckOutcome {
+        id: scenario.id.value.clone(),
+        title: scenario.title.clone(),
+        level: scenario.level,
+        reference: scenario.reference.clone(),
+        verdict,
+        summary,
+        notes,
+        evidence,
+        duration_ms: started.elapsed().as_millis() as u64,
+    }
+}
+
+/// Each distinct note once, in first-seen order, with `(×N)` when N findings said the same (three
+/// bursts that each held print one line, not three identical ones).
+fn counted<'a>(notes: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for note in notes {
+        match seen.iter_mut().find(|(n, _)| *n == note) {
+            Some((_, count)) => *count += 1,
+            None => seen.push((note, 1)),
+        }
+    }
+    seen.into_iter()
+        .map(|(n, count)| match count {
+            1 => n.to_owned(),
+            _ => format!("{n} (×{count})"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_notes_are_printed_once_with_a_count() {
+        let notes = counted(["a", "b", "a", "a"].into_iter());
+        assert_eq!(notes, vec!["a (×3)".to_owned(), "b".to_owned()]);
+    }
+}

@@ -1,0 +1,332 @@
+//! The one way a check sends a request: a [`Sender`] (cheap to clone into the tasks that send
+//! concurrently) builds a [`Request`] from an operation of the target profile, renders it, sends it
+//! and records the exchange, so every request a check makes is evidence in the order it was sent.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use idemspec_scenarios::profile::KeyUse;
+use idemspec_scenarios::scenario::{BodyVariant, KeySpec, Operation, Via};
+use idemspec_scenarios::template::TemplateVars;
+
+use crate::client::{Exchange, RequestSpec};
+use crate::runner::env::Env;
+
+/// Client timeout of a request whose step gives none.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The header that tags a request with its step. The proxy records it in its event (so evidence
+/// can be paired with what the proxy did), fault rules may match it, and it is stripped before the
+/// target sees the request.
+pub(crate) const STEP_HEADER: &str = "X-Idemspec-Step";
+
+/// Every exchange a check sent, appended as each completes. Shared by the tasks that send at once;
+/// [`Recorder::take`] hands them over in the order the requests started.
+#[derive(Debug, Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<Exchange>>>);
+
+impl Recorder {
+    fn record(&self, exchange: Exchange) {
+        self.lock().push(exchange);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Exchange>> {
+        // A panic in a sending task cannot leave the vector half-written: push is the only write.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Sends a check's requests: knows the environment, the check's marker (which makes its keys and
+/// labels unique) and the fault proxy's addresses, and records every exchange.
+#[derive(Clone)]
+pub(crate) struct Sender {
+    env: Arc<Env>,
+    marker: Arc<str>,
+    proxy_urls: Option<Arc<[String]>>,
+    recorder: Recorder,
+}
+
+impl Sender {
+    /// A sender for one check; `proxy_urls` are the fault proxy's base URLs, if the check has one.
+    pub(crate) fn new(env: Arc<Env>, proxy_urls: Option<Vec<String>>) -> Self {
+        let marker = format!("m{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+        Self {
+            env,
+            marker: marker.into(),
+            proxy_urls: proxy_urls.map(Into::into),
+            recorder: Recorder::default(),
+        }
+    }
+
+    /// The run's shared environment.
+    pub(crate) fn env(&self) -> &Env {
+        &self.env
+    }
+
+    /// Unique per check run (`m` + 10 hex digits): labels resources and prefixes keys.
+    pub(crate) fn marker(&self) -> &str {
+        &self.marker
+    }
+
+    /// A request of `op` tagged as step `step`, sent as principal A, without a key, with the
+    /// default body, straight to the target, with the default timeout until said otherwise.
+    pub(crate) fn request(&self, step: &str, op: Operation) -> Request<'_> {
+        Request {
+            sender: self,
+            step: step.to_owned(),
+            op,
+            principal: None,
+            key: None,
+            variant: BodyVariant::Default,
+            on: None,
+            via: Via::Direct,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// Sends a prepared request and records the exchange.
+    pub(crate) async fn send(&self, spec: RequestSpec) -> Exchange {
+        let exchange = self.env.client.send(spec).await;
+        self.recorder.record(exchange.clone());
+        exchange
+    }
+
+    /// Every exchange so far, in the order the requests started.
+    pub(crate) fn exchanges(&self) -> Vec<Exchange> {
+        let mut all = self.recorder.lock().clone();
+        all.sort_by_key(|e| e.started);
+        all
+    }
+
+    /// The id of the resource step `step` created (its first 2xx), if any.
+    pub(crate) fn created_by(&self, step: &str) -> Option<String> {
+        let log = self.recorder.lock();
+        let mut mine: Vec<&Exchange> = log
+            .iter()
+            .filter(|e| e.evidence.request.step == step && e.is_success())
+            .collect();
+        mine.sort_by_key(|e| e.started);
+        mine.first().and_then(|e| self.env.created_id(e))
+    }
+
+    /// The key header value for a key spec under the contract; `None` when no key is sent.
+    pub(crate) fn key_value(&self, key: &KeySpec) -> Option<String> {
+        key_value(&self.marker, key, self.env.contract.replays_5xx)
+    }
+}
+
+/// The key header value for `key` in the check marked `marker`; `None` when no key is sent.
+/// `replays_5xx` is the contract's: where a 5xx is replayed, a client retries it with a fresh key.
+fn key_value(marker: &str, key: &KeySpec, replays_5xx: bool) -> Option<String> {
+    match key {
+        KeySpec::None => None,
+        KeySpec::Empty => Some(String::new()),
+        KeySpec::Long(n) => {
+            let mut k = format!("{marker}-");
+            while k.len() < *n {
+                k.push('x');
+            }
+            k.truncate(*n);
+            Some(k)
+        }
+        KeySpec::Raw(raw) => Some(raw.clone()),
+        KeySpec::Named(name) => Some(format!("{marker}-{name}")),
+        KeySpec::SfNamed(name) => Some(format!("\"{marker}-{name}\"")),
+        KeySpec::AfterFailure(name) if replays_5xx => Some(format!("{marker}-{name}-after-5xx")),
+        KeySpec::AfterFailure(name) => Some(format!("{marker}-{name}")),
+    }
+}
+
+/// One request to build: which operation, as whom, with which key and body, where to.
+pub(crate) struct Request<'a> {
+    sender: &'a Sender,
+    step: String,
+    op: Operation,
+    principal: Option<String>,
+    key: Option<KeySpec>,
+    variant: BodyVariant,
+    on: Option<String>,
+    via: Via,
+    timeout: Duration,
+}
+
+impl Request<'_> {
+    /// Sent as this principal (a profile name, or `A`/`B`; `None`: A).
+    pub(crate) fn principal(mut self, name: Option<&str>) -> Self {
+        self.principal = name.map(str::to_owned);
+        self
+    }
+
+    /// With this key, on operations that take one (create, action, and delete where the profile
+    /// says so).
+    pub(crate) fn key(mut self, key: Option<&KeySpec>) -> Self {
+        self.key = key.cloned();
+        self
+    }
+
+    /// With this body variant (`{{variant}}` 1 or 2).
+    pub(crate) fn variant(mut self, variant: BodyVariant) -> Self {
+        self.variant = variant;
+        self
+    }
+
+    /// Acting on the resource that step `step` created (get, delete, action).
+    pub(crate) fn on(mut self, step: Option<&str>) -> Self {
+        self.on = step.map(str::to_owned);
+        self
+    }
+
+    /// Through the fault proxy or straight to the target. Through the proxy only when the check
+    /// has one: a check without faults sends every request direct.
+    pub(crate) fn via(mut self, via: Via) -> Self {
+        self.via = via;
+        self
+    }
+
+    /// With this client timeout (`None`: the default, 10 s).
+    pub(crate) fn timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout.unwrap_or(DEFAULT_TIMEOUT);
+        self
+    }
+
+    /// Renders the request, picking the next base URL (round robin over replicas or proxies).
+    ///
+    /// # Errors
+    /// Why it cannot be built: an unknown principal, an operation the profile lacks, no resource
+    /// to act on.
+    pub(crate) fn prepare(&self) -> Result<RequestSpec, String> {
+        let env = self.sender.env();
+        let principal = env.principal(self.principal.as_deref())?;
+        let ops = &env.profile.operations;
+        let vars = TemplateVars {
+            marker: self.sender.marker(),
+            variant: match self.variant {
+                BodyVariant::Default => 1,
+                BodyVariant::Alt => 2,
+            },
+        };
+        let uuid = || uuid::Uuid::new_v4().to_string();
+        let target_id = || -> Result<String, String> {
+            let on = self.on.as_deref().unwrap_or_default();
+            self.sender
+                .created_by(on)
+                .ok_or_else(|| format!("step `{on}` created no resource with an id to act on"))
+        };
+        let missing = |what: &str| format!("the target profile has no `operations.{what}`");
+        let (method, path, body, content_type, takes_key) = match self.op {
+            Operation::Create => (
+                ops.create.method.clone(),
+                ops.create.path.render(&vars, uuid),
+                Some(ops.create.body.render(&vars, uuid)),
+                Some(ops.create.content_type.clone()),
+                true,
+            ),
+            Operation::List => (
+                "GET".into(),
+                ops.list.path.render(&vars, uuid),
+                None,
+                None,
+                false,
+            ),
+            Operation::Get => {
+                let get = ops.get.as_ref().ok_or_else(|| missing("get"))?;
+                let path = get.path.value.replace("{id}", &target_id()?);
+                ("GET".into(), path, None, None, false)
+            }
+            Operation::Delete => {
+                let del = ops.delete.as_ref().ok_or_else(|| missing("delete"))?;
+                let path = del.path.value.replace("{id}", &target_id()?);
+                (
+                    del.method.clone(),
+                    path,
+                    None,
+                    None,
+                    del.key == KeyUse::Send,
+                )
+            }
+            Operation::Action => {
+                let act = ops.action.as_ref().ok_or_else(|| missing("action"))?;
+                let path = act.path.value.replace("{id}", &target_id()?);
+                let body = act.body.as_ref().map(|b| b.render(&vars, uuid));
+                let ct = body.as_ref().map(|_| "application/json".to_owned());
+                (act.method.clone(), path, body, ct, true)
+            }
+        };
+        let key = match (&self.key, takes_key) {
+            (Some(k), true) => self.sender.key_value(k),
+            _ => None,
+        };
+        let proxy_urls = self.sender.proxy_urls.as_deref();
+        let via_proxy = self.via == Via::Proxy && proxy_urls.is_some();
+        let base = match proxy_urls {
+            Some(urls) if via_proxy => env.pick(urls),
+            _ => env.pick(&env.profile.base_urls.value),
+        };
+        let mut headers: Vec<(String, String)> = principal
+            .headers
+            .iter()
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
+        if let Some(ct) = content_type {
+            headers.push(("Content-Type".into(), ct));
+        }
+        if let Some(k) = &key {
+            headers.push((env.contract.header.clone(), k.clone()));
+        }
+        if via_proxy {
+            headers.push((STEP_HEADER.into(), self.step.clone()));
+        }
+        Ok(RequestSpec {
+            step: self.step.clone(),
+            base_url: base.to_owned(),
+            method,
+            path,
+            principal: principal.name.clone(),
+            headers,
+            key,
+            body,
+            timeout: self.timeout,
+            via_proxy,
+        })
+    }
+
+    /// Renders and sends the request; one that cannot be built is recorded as an exchange that
+    /// carries the reason.
+    pub(crate) async fn send(self) -> Exchange {
+        match self.prepare() {
+            Ok(spec) => self.sender.send(spec).await,
+            Err(problem) => {
+                let exchange = Exchange::failed(&self.step, problem);
+                self.sender.recorder.record(exchange.clone());
+                exchange
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_unique_per_check_and_follow_the_contract() {
+        let key = |spec: &str, replays_5xx: bool| {
+            key_value(
+                "m1",
+                &KeySpec::parse(spec).expect("valid spec"),
+                replays_5xx,
+            )
+        };
+        assert_eq!(key("K1", false).as_deref(), Some("m1-K1"));
+        assert_eq!(key("sf:K1", false).as_deref(), Some("\"m1-K1\""));
+        assert_eq!(key("none", false), None);
+        assert_eq!(key("long:300", false).map(|k| k.len()), Some(300));
+        assert_eq!(key("after_5xx:K1", false).as_deref(), Some("m1-K1"));
+        assert_eq!(
+            key("after_5xx:K1", true).as_deref(),
+            Some("m1-K1-after-5xx")
+        );
+    }
+}

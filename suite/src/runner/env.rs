@@ -1,0 +1,62 @@
+//! The environment every check of a run shares: the profile, its resolved contract, the HTTP
+//! client and the hooks.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use idemspec_scenarios::profile::{Contract, Principal, TargetProfile};
+
+use crate::client::{Client, Exchange};
+use crate::hooks::HookRunner;
+
+/// Shared by every check of a run.
+pub(crate) struct Env {
+    /// The target profile.
+    pub profile: TargetProfile,
+    /// The contract it declares, resolved.
+    pub contract: Contract,
+    /// The HTTP client.
+    pub client: Client,
+    /// Crash, restart, fail_next.
+    pub hooks: Arc<dyn HookRunner>,
+    /// Spreads direct requests over the base URLs.
+    next_base: AtomicUsize,
+}
+
+impl Env {
+    pub(crate) fn new(profile: TargetProfile, hooks: Arc<dyn HookRunner>) -> Self {
+        let contract = profile.contract();
+        Self {
+            profile,
+            contract,
+            client: Client::new(),
+            hooks,
+            next_base: AtomicUsize::new(0),
+        }
+    }
+
+    /// The next base URL of `urls`, round robin (several replicas share the load).
+    pub(crate) fn pick<'a>(&self, urls: &'a [String]) -> &'a str {
+        let i = self.next_base.fetch_add(1, Ordering::Relaxed);
+        urls[i % urls.len()].trim_end_matches('/')
+    }
+
+    /// The principal named `name` (`A`/`B` for first/second).
+    pub(crate) fn principal(&self, name: Option<&str>) -> Result<&Principal, String> {
+        let name = name.unwrap_or("A");
+        self.profile
+            .principal(name)
+            .ok_or_else(|| format!("the target profile has no principal `{name}`"))
+    }
+
+    /// The id of a created resource in a response body, via the profile's `create.id` JSONPath.
+    pub(crate) fn created_id(&self, exchange: &Exchange) -> Option<String> {
+        let json = exchange.json.as_ref()?;
+        let node = self.profile.operations.create.id.first(json)?;
+        match node {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    }
+}
