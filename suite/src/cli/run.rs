@@ -4,7 +4,7 @@
 use anyhow::Context as _;
 use idemspec::model::{ExitCode, RunReport};
 use idemspec::reference::ReferenceOptions;
-use idemspec::report::{terminal, Progress, ReportFiles, TerminalOptions};
+use idemspec::report::{Progress, ReportFiles, Reporter, ReporterOptions, TerminalOptions};
 use idemspec::runner::{self, RunError, RunOptions, Target, Unreachable};
 use idemspec_scenarios::profile::TargetProfile;
 
@@ -36,29 +36,18 @@ pub fn run(args: RunArgs, printer: &Printer) -> Result<ExitCode, Failure> {
     files
         .check()
         .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+    let reporter_options = ReporterOptions {
+        terminal: TerminalOptions {
+            palette: printer.stdout,
+            allow_unknown: args.allow_unknown,
+        },
+        summary_only: printer.quiet,
+        files,
+    };
     let runtime = tokio::runtime::Runtime::new()
         .context("failed to start the async runtime")
         .map_err(Failure::usage)?;
-    let report = runtime.block_on(drive(options, printer))?;
-
-    let terminal_options = TerminalOptions {
-        palette: printer.stdout,
-        allow_unknown: args.allow_unknown,
-    };
-    if printer.quiet {
-        printer.result(format!(
-            "{}\n",
-            terminal::summary(&report, terminal_options)
-        ));
-    } else {
-        printer.result(terminal::render(&report, terminal_options));
-    }
-    let written = files
-        .write(&report, args.allow_unknown)
-        .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
-    for path in written {
-        printer.status(format!("wrote {}", path.display()));
-    }
+    let report = runtime.block_on(drive(options, reporter_options, printer))?;
     Ok(report.stats.exit_code(args.allow_unknown))
 }
 
@@ -114,14 +103,22 @@ fn options(args: &RunArgs) -> Result<RunOptions, Failure> {
     Ok(options)
 }
 
-/// Runs the checks while the progress display follows their events.
-async fn drive(options: RunOptions, printer: &Printer) -> Result<RunReport, Failure> {
+/// Runs the checks while the reporter follows their events.
+async fn drive(
+    options: RunOptions,
+    reporter_options: ReporterOptions,
+    printer: &Printer,
+) -> Result<RunReport, Failure> {
     let (sink, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let mut progress = Progress::new(printer.progress_mode(), printer.stderr);
+    let progress = Progress::new(printer.progress_mode(), printer.stderr);
+    let mut reporter = Reporter::new(progress, reporter_options, printer);
     let mut runner = tokio::spawn(runner::run(options, sink));
+    let mut written = Ok(());
     let follow = async {
         while let Some(event) = events.recv().await {
-            progress.handle(&event);
+            if let Err(e) = reporter.write_event(&event) {
+                written = Err(e);
+            }
         }
     };
     tokio::select! {
@@ -130,16 +127,17 @@ async fn drive(options: RunOptions, printer: &Printer) -> Result<RunReport, Fail
             // Dropping the run drops the reference server's child process (killed on drop).
             runner.abort();
             let _ = (&mut runner).await;
-            progress.finish();
+            reporter.abandon();
             return Err(Failure::interrupted(anyhow::anyhow!("interrupted by {signal}; no report was written")));
         }
     }
-    progress.finish();
-    let result = runner
+    let report = runner
         .await
         .context("the runner stopped unexpectedly")
-        .map_err(Failure::usage)?;
-    result.map_err(run_failure)
+        .map_err(Failure::usage)?
+        .map_err(run_failure)?;
+    written.map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+    Ok(report)
 }
 
 /// Waits for Ctrl-C or (on Unix) SIGTERM, and names the signal.

@@ -133,6 +133,16 @@ fn indent_continuation(text: &str) -> String {
     text.replace('\n', "\n    ")
 }
 
+impl idemspec::report::Output for Printer {
+    fn result(&self, text: &str) {
+        Printer::result(self, text);
+    }
+
+    fn status(&self, text: &str) {
+        Printer::status(self, text);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
