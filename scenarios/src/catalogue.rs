@@ -1,4 +1,4 @@
-//! The built-in checks (DESIGN.md "The built-in catalogue"), one YAML file per check under
+//! The built-in checks (`idemspec list` shows them; README "What it is"), one YAML file per check under
 //! `scenarios/catalogue/`, embedded with `include_str!` so the binary works anywhere; and the bundled
 //! leasebroker target profile.
 

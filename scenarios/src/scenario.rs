@@ -112,7 +112,7 @@ pub struct Parameters {
     pub within: Option<HumanDuration>,
 }
 
-/// One check: a scenario file (DESIGN.md "Scenarios").
+/// One check: a scenario file (`docs/writing-scenarios.md`).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {

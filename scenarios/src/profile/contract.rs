@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::value::HumanDuration;
 
-/// A named starting point for a contract (DESIGN.md "Target profile").
+/// A named starting point for a contract (README "Point it at your own API"; each preset's values in `ContractSpec::resolve`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Preset {

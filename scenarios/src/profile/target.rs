@@ -9,7 +9,7 @@ use crate::load::{from_yaml, LoadError, Spanned};
 use crate::template::Template;
 use crate::value::JsonPathExpr;
 
-/// How an API under test is described (DESIGN.md "Target profile"). Load it with
+/// How an API under test is described (README "Point it at your own API"). Load it with
 /// [`TargetProfile::load`], which expands `${VAR}`, parses and validates.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

@@ -166,7 +166,7 @@ impl TryFrom<RawMatch> for Match {
     }
 }
 
-/// What the proxy does to a request a rule applies to: one variant per verb of DESIGN.md.
+/// What the proxy does to a request a rule applies to: one variant per verb (`docs/writing-scenarios.md`, "Faults").
 ///
 /// YAML names the verb, with its options as a mapping: `fault: refuse`, `fault: {drop_response: {}}`,
 /// `fault: {respond: {status: 502, body: "…"}}`, `fault: {delay_request: {duration: 250ms}}`.

@@ -6,7 +6,7 @@
 //! - [`Rule`]: `{ name, match, fault, times }`, evaluated in order, first match wins.
 //! - [`Match`]: method, path (exact, prefix or glob), a header, the Idempotency-Key, the nth
 //!   matching request, a probability with an explicit seed.
-//! - [`Fault`]: one variant per verb of DESIGN.md, "The proxy" (`refuse`, `respond`,
+//! - [`Fault`]: one variant per verb of `docs/writing-scenarios.md`, "Faults" (`refuse`, `respond`,
 //!   `delay_request`, `delay_response`, `drop_response`, `reset_mid_response`, `hang`, `duplicate`).
 //! - [`TcpRule`] / [`TcpFault`]: the byte-level subset for TCP mode.
 //! - [`ProxyFile`]: `version: 1`, `listen`, `upstream`, `mode`, `rules` / `tcp_rules`.

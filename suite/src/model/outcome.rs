@@ -1,7 +1,7 @@
 use idemspec_scenarios::Level;
 use serde::{Deserialize, Serialize};
 
-/// The graded verdict of one check (DESIGN.md "The suite").
+/// The graded verdict of one check (`docs/reading-reports.md`, "Verdicts").
 ///
 /// A check never reports [`Verdict::Pass`] without having observed what it claims: when it could
 /// not decide (target unreachable, every response dropped, a hook failed) it is [`Verdict::Unknown`].

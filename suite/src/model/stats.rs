@@ -35,7 +35,7 @@ impl RunStats {
     }
 
     /// The exit code these counts call for: FAIL always fails the run; UNKNOWN fails it unless
-    /// `allow_unknown` (DESIGN.md: "UNKNOWN fails a CI run unless `--allow-unknown`").
+    /// `allow_unknown` (README "Exit codes").
     pub fn exit_code(&self, allow_unknown: bool) -> ExitCode {
         if self.fail > 0 || (self.unknown > 0 && !allow_unknown) {
             ExitCode::ChecksFailed
