@@ -92,7 +92,6 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
 
 /// Counts the check's resources before its first delete, to learn whether `list` can see them.
 async fn probe_list(run: &CheckRun, principal: Option<&str>) -> Result<(), String> {
-    let principal = run.env().principal(principal)?;
     run.count(principal)
         .await
         .map(|_| ())

@@ -3,8 +3,7 @@
 
 use idemspec_scenarios::scenario::{Conflict, ConflictKind, StatusPattern};
 
-use super::{describe_patterns, responses, status_matches, Rule};
-use crate::client::Exchange;
+use super::{describe_patterns, responses, unmatched, Rule};
 use crate::runner::check::CheckRun;
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
@@ -19,14 +18,7 @@ impl Rule for Conflict {
             Ok(rs) => rs,
             Err(e) => return Undecided(e),
         };
-        let bad: Vec<String> = rs
-            .iter()
-            .filter(|e| {
-                !e.status
-                    .is_some_and(|st| status_matches(pattern, st, contract))
-            })
-            .map(|e| Exchange::describe(e))
-            .collect();
+        let bad = unmatched(&rs, &[pattern], contract);
         let want = describe_patterns(&[pattern], contract);
         if bad.is_empty() {
             let types: Vec<String> = rs.iter().map(|e| e.describe()).collect();

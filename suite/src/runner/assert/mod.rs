@@ -187,6 +187,21 @@ pub(super) fn responses<'a>(run: &'a CheckRun, step: &str) -> Result<Vec<&'a Exc
     Ok(judged)
 }
 
+/// The responses among `rs` whose status is in none of `patterns`, described for a message.
+pub(super) fn unmatched(
+    rs: &[&Exchange],
+    patterns: &[StatusPattern],
+    contract: &Contract,
+) -> Vec<String> {
+    rs.iter()
+        .filter(|e| {
+            !e.status
+                .is_some_and(|st| patterns.iter().any(|p| status_matches(*p, st, contract)))
+        })
+        .map(|e| e.describe())
+        .collect()
+}
+
 /// Whether `status` matches `pattern` under `contract`.
 pub(crate) fn status_matches(pattern: StatusPattern, status: u16, contract: &Contract) -> bool {
     match pattern {

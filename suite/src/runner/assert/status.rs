@@ -2,8 +2,7 @@
 
 use idemspec_scenarios::scenario::StatusSet;
 
-use super::{describe_patterns, responses, status_matches, Rule};
-use crate::client::Exchange;
+use super::{describe_patterns, responses, unmatched, Rule};
 use crate::runner::check::CheckRun;
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
@@ -14,17 +13,7 @@ impl Rule for StatusSet {
             Ok(rs) => rs,
             Err(e) => return Undecided(e),
         };
-        let bad: Vec<String> = rs
-            .iter()
-            .filter(|e| {
-                !e.status.is_some_and(|st| {
-                    self.allowed
-                        .iter()
-                        .any(|p| status_matches(*p, st, contract))
-                })
-            })
-            .map(|e| Exchange::describe(e))
-            .collect();
+        let bad = unmatched(&rs, &self.allowed, contract);
         let want = describe_patterns(&self.allowed, contract);
         if bad.is_empty() {
             Held(format!("`{}` answered {want}", self.step))

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idemspec_proxy::ProxyEvent;
-use idemspec_scenarios::profile::{Contract, Principal};
+use idemspec_scenarios::profile::Contract;
 use idemspec_scenarios::scenario::Scenario;
 
 use super::assert::{self, Needs};
@@ -162,8 +162,10 @@ impl CheckRun {
         &self.events
     }
 
-    /// Counts `principal`'s resources with this check's marker (see [`observe::count_created`]).
-    pub(crate) async fn count(&self, principal: &Principal) -> Result<u64, String> {
+    /// Counts the resources with this check's marker of the principal named `principal` (`None`:
+    /// A), see [`observe::count_created`].
+    pub(crate) async fn count(&self, principal: Option<&str>) -> Result<u64, String> {
+        let principal = self.env().principal(principal)?;
         let seen = self.sender.exchanges();
         observe::count_created(self.env(), principal, self.marker(), seen.iter()).await
     }
@@ -178,10 +180,7 @@ impl CheckRun {
     /// Makes the observations `needs` asks for after the steps.
     async fn observe_after(&mut self, needs: &Needs) {
         for name in &needs.counts {
-            let count = match self.env().principal(name.as_deref()) {
-                Ok(principal) => self.count(principal).await,
-                Err(e) => Err(e),
-            };
+            let count = self.count(name.as_deref()).await;
             self.observed.counts.insert(name.clone(), count);
         }
         if needs.counters {
