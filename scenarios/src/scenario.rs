@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 
 pub use assertion::{
     AssertKind, Assertion, Conflict, ConflictKind, Created, EffectDelta, FailureHandled,
-    FaultApplied, HeaderPresent, SideEffects, StatusPattern, StatusSet, StepList, StepPair,
-    StepRef, StepRefs, SucceededWithin, UpstreamOutcome,
+    FaultApplied, HeaderPresent, SameResponse, SideEffects, StatusPattern, StatusSet, StepList,
+    StepPair, StepRef, StepRefs, SucceededWithin, UpstreamOutcome,
 };
 pub use step::{BodyVariant, HookName, KeySpec, Operation, RetrySpec, Step, Via, Within};
 

@@ -99,6 +99,23 @@ pub struct StepPair {
     pub other: String,
 }
 
+/// `same_response: {step, as, headers_judged_by}`: each judged response of the step is a faithful
+/// replay of the other step's first response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SameResponse {
+    /// The step judged.
+    pub step: String,
+    /// The step it is compared with.
+    #[serde(rename = "as")]
+    pub other: String,
+    /// The check that owns header fidelity (`Location`, `Content-Type`), when it is not this one:
+    /// a header difference is then a note naming that check, not a broken rule here, so one defect
+    /// fails one check. Status and body are always judged.
+    #[serde(default)]
+    pub headers_judged_by: Option<String>,
+}
+
 /// `distinct_ids: {steps: [a, b]}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -229,6 +246,12 @@ pub struct Assertion {
     /// UNKNOWN rather than FAIL (e.g. the setup create did not succeed).
     #[serde(default)]
     pub precondition: bool,
+    /// The check that owns this rule, when it is not this one: a broken finding is then no FAIL
+    /// here but an unmet precondition (UNKNOWN) whose message names that check, so one defect fails
+    /// one check (e.g. a retry that got a stored 5xx replayed is `failed-not-cached`'s rule, and
+    /// `resumable-side-effects` could not observe a resumption).
+    #[serde(default)]
+    pub judged_by: Option<String>,
     /// Only record what was observed, never judge it: a check whose assertions all record is INFO
     /// ("mismatch answered 417"); otherwise recorded findings become notes.
     #[serde(default)]
@@ -238,7 +261,7 @@ pub struct Assertion {
     pub status: Option<StatusSet>,
     /// Same response (status, body, Location, Content-Type) as another step.
     #[serde(default)]
-    pub same_response: Option<StepPair>,
+    pub same_response: Option<SameResponse>,
     /// Not a replay of another step's response.
     #[serde(default)]
     pub not_replay_of: Option<StepPair>,
@@ -303,6 +326,7 @@ macro_rules! step_refs {
 step_refs!(
     StatusSet => |a| vec![&a.step],
     StepRef => |a| vec![&a.step],
+    SameResponse => |a| vec![&a.step, &a.other],
     StepPair => |a| vec![&a.step, &a.other],
     StepList => |a| a.steps.iter().map(String::as_str).collect(),
     Created => |_a| vec![],
@@ -347,7 +371,7 @@ macro_rules! assertion_kinds {
 
 assertion_kinds!(
     status: StatusSet => Status,
-    same_response: StepPair => SameResponse,
+    same_response: SameResponse => SameResponse,
     not_replay_of: StepPair => NotReplayOf,
     distinct_ids: StepList => DistinctIds,
     consistent: StepRef => Consistent,

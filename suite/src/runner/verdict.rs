@@ -43,6 +43,8 @@ pub(crate) struct Judgement {
     /// The assertion is a precondition (`precondition: true`): when it is undecided, the check's
     /// setup did not happen as planned, so nothing else it found can be judged.
     pub precondition: bool,
+    /// What the assertion saw that another check owns (shown whatever the verdict).
+    pub notes: Vec<String>,
 }
 
 impl Judgement {
@@ -54,6 +56,7 @@ impl Judgement {
             reference: scenario.reference.clone(),
             steps: Vec::new(),
             precondition: false,
+            notes: Vec::new(),
         }
     }
 
@@ -137,6 +140,7 @@ mod tests {
             reference: "article".into(),
             steps: vec![],
             precondition: false,
+            notes: vec![],
         }
     }
 

@@ -1,17 +1,21 @@
-//! The flaw matrix: for every leasebroker `--flaw`, the check made to catch it FAILs (WARN for the
-//! SHOULD-level endpoint scope), and its summary names the broken rule. The clean server passing
+//! The flaw matrix: for every leasebroker `--flaw`, the whole catalogue runs; the check that owns
+//! the flaw's rule FAILs (WARN for the SHOULD-level endpoint scope) naming the broken rule, and no
+//! check FAILs whose own rule the flaw leaves intact. The clean server passing
 //! every check is `reference_run`; together they show the verdicts are right both ways.
 
 use idemspec::model::Verdict;
 
 use crate::support::reference::{outcome, run_reference, table};
 
-/// One row: the flaw, the checks that must catch it, the verdict, and words the summary must hold.
+/// One row: the flaw, the check that owns its rule with the verdict and words its summary must
+/// hold, and the other checks whose own rule the flaw breaks too (a flaw that ignores the key breaks
+/// nearly every rule). No other check may FAIL or WARN: one defect, one failing check per rule.
 struct Case {
     flaw: &'static str,
-    catches: &'static [&'static str],
+    owner: &'static str,
     verdict: Verdict,
     says: &'static str,
+    also: &'static [&'static str],
 }
 
 async fn check(case: Case, postgres: bool) {
@@ -24,45 +28,64 @@ async fn check(case: Case, postgres: bool) {
         None
     };
     let url = db.as_ref().map(|d| d.url.clone());
-    let report = run_reference(&[case.flaw], url, case.catches).await;
+    let report = run_reference(&[case.flaw], url, &[]).await;
     if let Some(db) = db {
         db.drop().await;
     }
-    for id in case.catches {
+    let o = outcome(&report, case.owner);
+    assert_eq!(
+        o.verdict,
+        case.verdict,
+        "--flaw {}: {} should be {} but is {}:\n{}",
+        case.flaw,
+        case.owner,
+        case.verdict,
+        o.verdict,
+        table(&report)
+    );
+    assert!(
+        o.summary.contains(case.says),
+        "--flaw {}: {}'s summary should name the rule (`{}`): {}",
+        case.flaw,
+        case.owner,
+        case.says,
+        o.summary
+    );
+    for id in std::iter::once(&case.owner).chain(case.also) {
         let o = outcome(&report, id);
-        assert_eq!(
-            o.verdict,
-            case.verdict,
-            "--flaw {}: {id} should be {} but is {}:\n{}",
+        assert!(
+            matches!(o.verdict, Verdict::Fail | Verdict::Warn) && !o.evidence.is_empty(),
+            "--flaw {}: {id} should fail with evidence:\n{}",
             case.flaw,
-            case.verdict,
-            o.verdict,
             table(&report)
         );
-        assert!(
-            o.summary.contains(case.says),
-            "--flaw {}: {id}'s summary should name the rule (`{}`): {}",
-            case.flaw,
-            case.says,
-            o.summary
-        );
-        assert!(
-            !o.evidence.is_empty(),
-            "--flaw {}: {id} shows no evidence",
-            case.flaw
-        );
     }
+    let failing: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Fail | Verdict::Warn))
+        .map(|c| c.id.as_str())
+        .filter(|id| *id != case.owner && !case.also.contains(id))
+        .collect();
+    assert!(
+        failing.is_empty(),
+        "--flaw {} breaks the rules of {} and {:?}, but {failing:?} failed too:\n{}",
+        case.flaw,
+        case.owner,
+        case.also,
+        table(&report)
+    );
 }
 
-/// One test per flaw and store, named after the flaw and the check that catches it.
+/// One test per flaw and store, named after the flaw and the check that owns its rule.
 macro_rules! flaw_cases {
-    ($($name:ident: $flaw:literal => [$($check:literal),+] $verdict:ident, says $says:literal;)+) => {
+    ($($name:ident: $flaw:literal => $owner:literal $verdict:ident, says $says:literal, also [$($also:literal),*];)+) => {
         mod sqlite {
             use super::*;
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    check(flaw_case!($flaw, [$($check),+], $verdict, $says), false).await;
+                    check(flaw_case!($flaw, $owner, $verdict, $says, [$($also),*]), false).await;
                 }
             )+
         }
@@ -71,7 +94,7 @@ macro_rules! flaw_cases {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    check(flaw_case!($flaw, [$($check),+], $verdict, $says), true).await;
+                    check(flaw_case!($flaw, $owner, $verdict, $says, [$($also),*]), true).await;
                 }
             )+
         }
@@ -79,37 +102,44 @@ macro_rules! flaw_cases {
 }
 
 macro_rules! flaw_case {
-    ($flaw:literal, [$($check:literal),+], $verdict:ident, $says:literal) => {
+    ($flaw:literal, $owner:literal, $verdict:ident, $says:literal, [$($also:literal),*]) => {
         Case {
             flaw: $flaw,
-            catches: &[$($check),+],
+            owner: $owner,
             verdict: Verdict::$verdict,
             says: $says,
+            also: &[$($also),*],
         }
     };
 }
 
 flaw_cases! {
-    no_idempotency_is_caught_by_lost_response_and_concurrency:
-        "no-idempotency" => ["lost-response", "concurrent-same-key"] Fail, says "expected exactly";
+    no_idempotency_is_caught_by_lost_response_and_every_rule_it_breaks:
+        "no-idempotency" => "lost-response" Fail, says "expected exactly", also [
+            "client-timeout-in-flight", "concurrent-same-key", "fingerprint-mismatch",
+            "replay-fidelity", "replay-after-delete", "delete-doom-loop", "reboot-once",
+            "key-validation", "retry-storm", "resumable-side-effects", "stuck-in-flight"
+        ];
     no_fingerprint_is_caught_by_fingerprint_mismatch:
-        "no-fingerprint" => ["fingerprint-mismatch"] Fail, says "mismatch";
+        "no-fingerprint" => "fingerprint-mismatch" Fail, says "mismatch", also [];
     check_then_act_is_caught_by_concurrent_same_key:
-        "check-then-act" => ["concurrent-same-key"] Fail, says "with one key got different resources";
+        "check-then-act" => "concurrent-same-key" Fail, says "with one key got different resources",
+        also ["client-timeout-in-flight"];
     no_in_flight_ttl_is_caught_by_stuck_in_flight:
-        "no-in-flight-ttl" => ["stuck-in-flight"] Fail, says "locked out";
+        "no-in-flight-ttl" => "stuck-in-flight" Fail, says "locked out", also [];
     cache_5xx_is_caught_by_failed_not_cached:
-        "cache-5xx" => ["failed-not-cached"] Fail, says "stored and replayed";
+        "cache-5xx" => "failed-not-cached" Fail, says "stored and replayed", also [];
     global_keyspace_is_caught_by_cross_tenant:
-        "global-keyspace" => ["cross-tenant"] Fail, says "replayed";
+        "global-keyspace" => "cross-tenant" Fail, says "per principal", also [];
     no_delete_replay_is_caught_by_delete_doom_loop:
-        "no-delete-replay" => ["delete-doom-loop"] Fail, says "404";
+        "no-delete-replay" => "delete-doom-loop" Fail, says "404", also [];
     non_resumable_is_caught_by_resumable_side_effects:
-        "non-resumable" => ["resumable-side-effects"] Fail, says "leaked";
+        "non-resumable" => "resumable-side-effects" Fail, says "leaked", also [];
     proceed_in_flight_is_caught_by_client_timeout_in_flight:
-        "proceed-in-flight" => ["client-timeout-in-flight"] Fail, says "expected exactly 1";
+        "proceed-in-flight" => "client-timeout-in-flight" Fail, says "expected exactly 1",
+        also ["concurrent-same-key", "stuck-in-flight"];
     replay_drops_headers_is_caught_by_replay_fidelity:
-        "replay-drops-headers" => ["replay-fidelity"] Fail, says "location missing";
+        "replay-drops-headers" => "replay-fidelity" Fail, says "location missing", also [];
     endpoint_unscoped_is_caught_by_endpoint_scope:
-        "endpoint-unscoped" => ["endpoint-scope"] Warn, says "not scoped to the operation";
+        "endpoint-unscoped" => "endpoint-scope" Warn, says "not scoped to the operation", also [];
 }

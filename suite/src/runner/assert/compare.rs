@@ -2,27 +2,58 @@
 
 use crate::client::Exchange;
 
+/// What part of a response a [`Difference`] is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// The status code.
+    Status,
+    /// A header a replay must keep (`Location`, `Content-Type`).
+    Header,
+    /// The body bytes.
+    Body,
+}
+
+/// One way a replay differs from its original.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Difference {
+    /// Where it is.
+    pub part: Part,
+    /// What differs, for a reader (`location missing (was `/w/1`)`).
+    pub text: String,
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
 /// What differs between `replay` and `original` (empty: a faithful replay).
-pub(crate) fn differences(replay: &Exchange, original: &Exchange) -> Vec<String> {
+pub(crate) fn differences(replay: &Exchange, original: &Exchange) -> Vec<Difference> {
     let mut out = Vec::new();
+    let mut push = |part, text| out.push(Difference { part, text });
     if replay.status != original.status {
-        out.push(format!(
-            "status {} instead of {}",
-            replay.describe(),
-            original.describe()
-        ));
+        push(
+            Part::Status,
+            format!(
+                "status {} instead of {}",
+                replay.describe(),
+                original.describe()
+            ),
+        );
     }
     for header in ["location", "content-type"] {
-        match (replay.header(header), original.header(header)) {
-            (a, b) if a == b => {}
-            (None, Some(b)) => out.push(format!("{header} missing (was `{b}`)")),
-            (Some(a), None) => out.push(format!("{header} `{a}` added")),
-            (Some(a), Some(b)) => out.push(format!("{header} `{a}` instead of `{b}`")),
-            (None, None) => {}
-        }
+        let text = match (replay.header(header), original.header(header)) {
+            (a, b) if a == b => continue,
+            (None, Some(b)) => format!("{header} missing (was `{b}`)"),
+            (Some(a), None) => format!("{header} `{a}` added"),
+            (Some(a), Some(b)) => format!("{header} `{a}` instead of `{b}`"),
+            (None, None) => continue,
+        };
+        push(Part::Header, text);
     }
     if replay.body != original.body {
-        out.push(body_difference(&replay.body, &original.body));
+        push(Part::Body, body_difference(&replay.body, &original.body));
     }
     out
 }
@@ -63,6 +94,13 @@ pub(crate) fn same_response(a: &Exchange, b: &Exchange) -> bool {
 mod tests {
     use super::*;
 
+    fn texts(replay: &Exchange, original: &Exchange) -> Vec<String> {
+        differences(replay, original)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
     fn response(status: u16, location: Option<&str>, body: &str) -> Exchange {
         let mut ex = Exchange::failed("s", String::new());
         ex.status = Some(status);
@@ -79,7 +117,7 @@ mod tests {
         let replay = response(201, None, r#"{"id":"w1","cpu":1}"#);
         let original = response(201, None, r#"{"id":"w1","cpu":2}"#);
         assert_eq!(
-            differences(&replay, &original),
+            texts(&replay, &original),
             vec![
                 r#"body differs at byte 17 (19 bytes instead of 19): `…:"w1","cpu":1}` instead of `…:"w1","cpu":2}`"#
                     .to_owned()
@@ -92,7 +130,7 @@ mod tests {
         let replay = response(200, None, "abc");
         let original = response(200, None, "abcdef");
         assert_eq!(
-            differences(&replay, &original),
+            texts(&replay, &original),
             vec![
                 "body differs at byte 3 (3 bytes instead of 6): `abc` instead of `abcdef`"
                     .to_owned()
@@ -111,8 +149,12 @@ mod tests {
     fn each_difference_is_named() {
         let original = response(201, Some("/w/1"), r#"{"id":1}"#);
         let replay = response(200, None, r#"{"id":2}"#);
-        let diffs = differences(&replay, &original);
-        assert_eq!(diffs.len(), 3, "{diffs:?}");
+        let parts: Vec<Part> = differences(&replay, &original)
+            .iter()
+            .map(|d| d.part)
+            .collect();
+        assert_eq!(parts, [Part::Status, Part::Header, Part::Body]);
+        let diffs = texts(&replay, &original);
         assert!(diffs[0].starts_with("status 200 instead of 201"));
         assert_eq!(diffs[1], "location missing (was `/w/1`)");
         assert!(diffs[2].starts_with("body differs"));

@@ -48,6 +48,13 @@ pub(crate) trait Rule {
     /// Judges what the check observed: held, broken, undecided (the run could not observe what the
     /// rule is about) or skipped.
     fn judge(&self, run: &CheckRun) -> Finding;
+
+    /// What the rule saw on the way that another check owns, one sentence each naming that
+    /// check: shown with the outcome whatever the verdict, never graded here.
+    fn notes(&self, run: &CheckRun) -> Vec<String> {
+        let _ = run;
+        Vec::new()
+    }
 }
 
 /// What a check must observe behind the API for its assertions, merged over all of them.
@@ -85,6 +92,10 @@ impl<R: Rule + ?Sized> Rule for &R {
     fn judge(&self, run: &CheckRun) -> Finding {
         (**self).judge(run)
     }
+
+    fn notes(&self, run: &CheckRun) -> Vec<String> {
+        (**self).notes(run)
+    }
 }
 
 /// The judge of an assertion kind. Kinds that share a schema shape (a step, a pair of steps, a
@@ -92,7 +103,7 @@ impl<R: Rule + ?Sized> Rule for &R {
 fn rule(kind: AssertKind<'_>) -> Box<dyn Rule + '_> {
     match kind {
         AssertKind::Status(a) => Box::new(a),
-        AssertKind::SameResponse(a) => Box::new(same_response::SameResponse(a)),
+        AssertKind::SameResponse(a) => Box::new(a),
         AssertKind::NotReplayOf(a) => Box::new(not_replay_of::NotReplayOf(a)),
         AssertKind::DistinctIds(a) => Box::new(distinct_ids::DistinctIds(a)),
         AssertKind::Consistent(a) => Box::new(consistent::Consistent(a)),
@@ -132,16 +143,20 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
                 .as_ref()
                 .map(|p| format!("step `{s}`: {p}"))
         });
-        let mut finding = match problem {
-            Some(p) => Undecided(p),
-            None => rule(a.kind()).judge(run),
+        let rule = rule(a.kind());
+        let (mut finding, notes) = match problem {
+            Some(p) => (Undecided(p), Vec::new()),
+            None => (rule.judge(run), rule.notes(run)),
         };
         // `fault_applied` is a precondition by nature: if the fault did not land as planned, the
         // situation the check is about never happened.
-        let precondition = a.precondition || a.fault_applied.is_some();
+        let precondition = a.precondition || a.fault_applied.is_some() || a.judged_by.is_some();
         if precondition {
             if let Broken(m) = finding {
-                finding = Undecided(format!("precondition not met: {m}"));
+                finding = Undecided(match &a.judged_by {
+                    Some(owner) => format!("precondition not met: {m} ({owner} judges that rule)"),
+                    None => format!("precondition not met: {m}"),
+                });
             }
         }
         if a.record {
@@ -151,6 +166,7 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
         }
         let mut judgement = Judgement::new(scenario, finding).on_steps(steps);
         judgement.precondition = precondition;
+        judgement.notes = notes;
         if let Some(level) = a.level {
             judgement = judgement.at(level);
         }

@@ -4,6 +4,7 @@
 use idemspec_scenarios::scenario::StepPair;
 
 use super::{responses, same_response, Rule};
+use crate::model::RequestRecord;
 use crate::runner::check::CheckRun;
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
@@ -18,11 +19,32 @@ impl Rule for NotReplayOf<'_> {
         };
         match responses(run, step) {
             Err(e) => Undecided(e),
-            Ok(rs) if rs.iter().any(|r| same_response(r, original)) => Broken(format!(
-                "`{step}` got `{other}`'s response replayed ({}): the key was not scoped to the operation",
-                original.describe()
-            )),
-            Ok(_) => Held(format!("`{step}` was handled as its own operation")),
+            Ok(rs) => match rs.iter().find(|r| same_response(r, original)) {
+                Some(replayed) => Broken(format!(
+                    "`{step}` got `{other}`'s response replayed ({}): {}",
+                    original.describe(),
+                    scope_at_issue(&replayed.evidence.request, &original.evidence.request)
+                )),
+                None => Held(format!("`{step}` was handled as its own operation")),
+            },
         }
+    }
+}
+
+/// What scope the key lacked, read from how the two requests differ: the principal (cross-tenant),
+/// the operation (method and path), or neither.
+fn scope_at_issue(replayed: &RequestRecord, original: &RequestRecord) -> String {
+    if replayed.principal != original.principal {
+        format!(
+            "the key was not scoped per principal (`{}` got `{}`'s response)",
+            replayed.principal, original.principal
+        )
+    } else if replayed.method != original.method || replayed.path != original.path {
+        format!(
+            "the key was not scoped to the operation ({} {} got the response of {} {})",
+            replayed.method, replayed.path, original.method, original.path
+        )
+    } else {
+        "the same request was answered with another step's response".into()
     }
 }

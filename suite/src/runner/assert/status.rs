@@ -16,7 +16,14 @@ impl Rule for StatusSet {
         let bad = unmatched(&rs, &self.allowed, contract);
         let want = describe_patterns(&self.allowed, contract);
         if bad.is_empty() {
-            Held(format!("`{}` answered {want}", self.step))
+            let mut seen: Vec<String> = Vec::new();
+            for e in &rs {
+                let d = e.describe();
+                if !seen.contains(&d) {
+                    seen.push(d);
+                }
+            }
+            Held(format!("`{}` answered {}", self.step, seen.join(", ")))
         } else {
             Broken(format!(
                 "`{}` answered {}; expected {want}",

@@ -254,16 +254,16 @@ fn outcome(
     } else {
         Vec::new()
     };
-    let notes = if verdict == Verdict::Pass {
-        Vec::new()
-    } else {
-        counted(
-            judgements
-                .iter()
-                .filter(|j| !chosen.iter().any(|c| std::ptr::eq(*c, *j)))
-                .map(|j| j.finding.text()),
-        )
-    };
+    // The findings that did not decide the verdict are notes (a PASS lists what held in its
+    // summary already); what an assertion saw that another check owns is always a note.
+    let undeciding = judgements
+        .iter()
+        .filter(|j| verdict != Verdict::Pass && !chosen.iter().any(|c| std::ptr::eq(*c, *j)))
+        .map(|j| j.finding.text());
+    let owned_elsewhere = judgements
+        .iter()
+        .flat_map(|j| j.notes.iter().map(String::as_str));
+    let notes = counted(undeciding.chain(owned_elsewhere));
     CheckOutcome {
         id: scenario.id.value.clone(),
         title: scenario.title.clone(),
