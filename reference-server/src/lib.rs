@@ -39,7 +39,8 @@
 //! - [`cli`]: flags ([`cli::Args`]) and [`cli::run`]; [`server`]: start/stop.
 //! - [`api`]: the router, handlers, admin router, problem bodies.
 //! - [`idempotency`]: key parsing, fingerprint, the middleware/state machine, stored responses, sub-keys.
-//! - [`store`]: the [`store::Store`] trait, SQLite and PostgreSQL implementations, migrations.
+//! - [`store`]: one trait per domain ([`store::RecordStore`], [`store::FleetStore`],
+//!   [`store::StatsStore`]), one implementation over SQLite and PostgreSQL, migrations.
 //! - [`fleet`]: node pool, leases, the simulated hypervisor and its faults.
 //! - [`sweeper`], [`flaw`], [`auth`].
 

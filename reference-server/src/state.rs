@@ -5,13 +5,13 @@ use std::sync::Arc;
 use crate::auth::Auth;
 use crate::fleet::{Faults, Fleet};
 use crate::idempotency::IdempotencyConfig;
-use crate::store::Store;
+use crate::store::Stores;
 
 /// Shared state (cheap to clone).
 #[derive(Clone)]
 pub struct AppState {
-    /// The store.
-    pub store: Arc<dyn Store>,
+    /// The database, by domain.
+    pub stores: Stores,
     /// The fleet (pool, leases, hypervisor).
     pub fleet: Arc<Fleet>,
     /// The idempotency layer's settings.

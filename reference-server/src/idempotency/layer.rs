@@ -26,7 +26,7 @@ use crate::api::{read_body, ApiError};
 use crate::auth::Principal;
 use crate::flaw::{Flaw, Flaws};
 use crate::state::AppState;
-use crate::store::{IdempotencyRecord, RecordState, Scope, Store};
+use crate::store::{IdempotencyRecord, RecordState, RecordStore, Scope};
 
 /// Requests bodies above this many bytes get 413 (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -127,9 +127,16 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
     let (scope, fingerprint) = scope_of(flaws, &principal, &endpoint, &key, &fingerprint);
 
     let decision = if flaws.has(Flaw::CheckThenAct) {
-        check_then_act(state.store.as_ref(), &scope, &fingerprint, &cfg).await?
+        check_then_act(state.stores.records.as_ref(), &scope, &fingerprint, &cfg).await?
     } else {
-        claim(state.store.as_ref(), &scope, &fingerprint, &endpoint, &cfg).await?
+        claim(
+            state.stores.records.as_ref(),
+            &scope,
+            &fingerprint,
+            &endpoint,
+            &cfg,
+        )
+        .await?
     };
     let seed = if flaws.has(Flaw::NonResumable) {
         OpSeed::random()
@@ -140,7 +147,15 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
         Decision::Run { started_at, nonce } => {
             let seed = seed.salted(&nonce);
             let req = rebuild(parts, body, seed);
-            run_owned(state.store.clone(), scope, started_at, req, next, &cfg).await
+            run_owned(
+                state.stores.records.clone(),
+                scope,
+                started_at,
+                req,
+                next,
+                &cfg,
+            )
+            .await
         }
         Decision::RunUnowned => Ok(next.run(rebuild(parts, body, OpSeed::random())).await),
         Decision::Replay(record) => {
@@ -190,7 +205,7 @@ fn rebuild(parts: http::request::Parts, body: Bytes, seed: OpSeed) -> Request {
 
 /// The atomic claim, then the state machine over the record it returns.
 async fn claim(
-    store: &dyn Store,
+    store: &dyn RecordStore,
     scope: &Scope,
     fingerprint: &str,
     endpoint: &str,
@@ -274,7 +289,7 @@ async fn claim(
 /// The `check-then-act` flaw: read, pause, write. Every request that read "absent" (or a reclaimable
 /// record) runs, each with its own sub-keys, as a server relying on the key table alone would.
 async fn check_then_act(
-    store: &dyn Store,
+    store: &dyn RecordStore,
     scope: &Scope,
     fingerprint: &str,
     cfg: &IdempotencyConfig,
@@ -321,7 +336,7 @@ async fn check_then_act(
 /// Runs the handler for the record's owner in its own task and records the outcome. A drop guard marks
 /// the record failed if the task unwinds (a panic), so the row never stays in flight because of one.
 async fn run_owned(
-    store: Arc<dyn Store>,
+    store: Arc<dyn RecordStore>,
     scope: Scope,
     started_at: i64,
     req: Request,
@@ -372,7 +387,7 @@ async fn run_owned(
 
 /// Marks the record failed when dropped while still armed (the handler task unwound).
 struct FailOnDrop {
-    store: Option<Arc<dyn Store>>,
+    store: Option<Arc<dyn RecordStore>>,
     scope: Scope,
     started_at: i64,
 }
