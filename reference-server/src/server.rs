@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::api::{admin_app, app};
 use crate::auth::Auth;
+use crate::flaw::Behaviour;
 use crate::fleet::{Faults, Fleet, Hypervisor};
 use crate::idempotency::IdempotencyConfig;
 use crate::state::AppState;
@@ -110,6 +111,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         stores: stores.clone(),
         fleet: Arc::new(Fleet::new(stores.fleet.clone(), hypervisor)),
         idempotency: Arc::new(config.idempotency.clone()),
+        behaviour: Behaviour::of(&config.idempotency.flaws),
         auth: Arc::new(config.auth.clone()),
         faults,
     };

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::auth::Auth;
+use crate::flaw::Behaviour;
 use crate::fleet::{Faults, Fleet};
 use crate::idempotency::IdempotencyConfig;
 use crate::store::Stores;
@@ -16,6 +17,8 @@ pub struct AppState {
     pub fleet: Arc<Fleet>,
     /// The idempotency layer's settings.
     pub idempotency: Arc<IdempotencyConfig>,
+    /// What the idempotency layer does, derived from `idempotency.flaws` at start.
+    pub behaviour: Behaviour,
     /// Token checking.
     pub auth: Arc<Auth>,
     /// Injected hypervisor faults.
