@@ -43,6 +43,8 @@
 //!   [`store::StatsStore`]), one implementation over SQLite and PostgreSQL, migrations.
 //! - [`fleet`]: node pool, leases, the simulated hypervisor and its faults.
 //! - [`sweeper`], [`flaw`], [`auth`].
+//! - `testing` (cargo feature `testing`): a throwaway PostgreSQL database per test, for this crate's
+//!   tests and the suite's.
 
 #![warn(missing_docs)]
 
@@ -56,3 +58,5 @@ pub mod server;
 pub mod state;
 pub mod store;
 pub mod sweeper;
+#[cfg(feature = "testing")]
+pub mod testing;
