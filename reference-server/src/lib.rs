@@ -39,9 +39,12 @@
 //! - [`cli`]: flags ([`cli::Args`]) and [`cli::run`]; [`server`]: start/stop.
 //! - [`api`]: the router, handlers, admin router, problem bodies.
 //! - [`idempotency`]: key parsing, fingerprint, the middleware/state machine, stored responses, sub-keys.
-//! - [`store`]: the [`store::Store`] trait, SQLite and PostgreSQL implementations, migrations.
+//! - [`store`]: one trait per domain ([`store::RecordStore`], [`store::FleetStore`],
+//!   [`store::StatsStore`]), one implementation over SQLite and PostgreSQL, migrations.
 //! - [`fleet`]: node pool, leases, the simulated hypervisor and its faults.
 //! - [`sweeper`], [`flaw`], [`auth`].
+//! - `testing` (cargo feature `testing`): a throwaway PostgreSQL database per test, for this crate's
+//!   tests and the suite's.
 
 #![warn(missing_docs)]
 
@@ -55,3 +58,5 @@ pub mod server;
 pub mod state;
 pub mod store;
 pub mod sweeper;
+#[cfg(feature = "testing")]
+pub mod testing;

@@ -10,10 +10,11 @@ use tokio::task::JoinHandle;
 
 use crate::api::{admin_app, app};
 use crate::auth::Auth;
+use crate::flaw::Behaviour;
 use crate::fleet::{Faults, Fleet, Hypervisor};
 use crate::idempotency::IdempotencyConfig;
 use crate::state::AppState;
-use crate::store::{connect, DatabaseUrl, Store, StoreError};
+use crate::store::{connect, DatabaseUrl, StoreError, Stores};
 use crate::sweeper;
 
 /// Everything a server needs (built from [`crate::cli::Args`], or directly by tests).
@@ -60,7 +61,7 @@ pub enum StartError {
 pub struct RunningServer {
     addr: SocketAddr,
     admin_addr: Option<SocketAddr>,
-    store: Arc<dyn Store>,
+    stores: Stores,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -76,9 +77,9 @@ impl RunningServer {
         self.admin_addr
     }
 
-    /// The store (tests read totals through it).
-    pub fn store(&self) -> Arc<dyn Store> {
-        self.store.clone()
+    /// The database, by domain (tests read totals through it).
+    pub fn stores(&self) -> Stores {
+        self.stores.clone()
     }
 
     /// Stops accepting, lets in-flight requests finish for up to `grace`, then aborts what is left.
@@ -102,14 +103,15 @@ impl RunningServer {
 
 /// Opens the store, seeds the pool, binds the listeners and starts serving.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
-    let store = connect(&config.database, config.max_connections).await?;
-    store.seed_nodes(config.pool_size).await?;
+    let stores = connect(&config.database, config.max_connections).await?;
+    stores.fleet.seed_nodes(config.pool_size).await?;
     let faults = Arc::new(Faults::default());
-    let hypervisor = Hypervisor::new(store.clone(), faults.clone(), config.boot_latency);
+    let hypervisor = Hypervisor::new(stores.fleet.clone(), faults.clone(), config.boot_latency);
     let state = AppState {
-        store: store.clone(),
-        fleet: Arc::new(Fleet::new(store.clone(), hypervisor)),
+        stores: stores.clone(),
+        fleet: Arc::new(Fleet::new(stores.fleet.clone(), hypervisor)),
         idempotency: Arc::new(config.idempotency.clone()),
+        behaviour: Behaviour::of(&config.idempotency.flaws),
         auth: Arc::new(config.auth.clone()),
         faults,
     };
@@ -135,14 +137,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         tasks.push(serve(listener, admin_app(state.clone()), rx.clone()));
     }
     tasks.push(tokio::spawn(sweeper::run(
-        store.clone(),
+        stores.clone(),
         config.sweep_interval,
         rx,
     )));
     Ok(RunningServer {
         addr,
         admin_addr,
-        store,
+        stores,
         shutdown,
         tasks,
     })

@@ -3,19 +3,22 @@
 use std::sync::Arc;
 
 use crate::auth::Auth;
+use crate::flaw::Behaviour;
 use crate::fleet::{Faults, Fleet};
 use crate::idempotency::IdempotencyConfig;
-use crate::store::Store;
+use crate::store::Stores;
 
 /// Shared state (cheap to clone).
 #[derive(Clone)]
 pub struct AppState {
-    /// The store.
-    pub store: Arc<dyn Store>,
+    /// The database, by domain.
+    pub stores: Stores,
     /// The fleet (pool, leases, hypervisor).
     pub fleet: Arc<Fleet>,
     /// The idempotency layer's settings.
     pub idempotency: Arc<IdempotencyConfig>,
+    /// What the idempotency layer does, derived from `idempotency.flaws` at start.
+    pub behaviour: Behaviour,
     /// Token checking.
     pub auth: Arc<Auth>,
     /// Injected hypervisor faults.

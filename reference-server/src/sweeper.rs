@@ -1,26 +1,25 @@
 //! The sweeper: deletes idempotency records whose retention window ended, in batches, so one sweep
 //! never holds a long lock.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
 use crate::fleet::CreateIds;
 use crate::idempotency::{now_ms, OpSeed};
-use crate::store::Store;
+use crate::store::{StoreError, Stores};
 
 /// Records deleted per statement.
 pub const SWEEP_BATCH: i64 = 500;
 
 /// Runs until `shutdown` changes: every `interval`, deletes expired records in batches of [`SWEEP_BATCH`].
-pub async fn run(store: Arc<dyn Store>, interval: Duration, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(stores: Stores, interval: Duration, mut shutdown: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
             _ = shutdown.changed() => return,
         }
-        match sweep_once(store.as_ref()).await {
+        match sweep_once(&stores).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(deleted = n, "sweeper deleted expired idempotency records"),
             Err(err) => tracing::warn!(error = %err, "sweeper failed; retrying next interval"),
@@ -32,11 +31,11 @@ pub async fn run(store: Arc<dyn Store>, interval: Duration, mut shutdown: watch:
 /// Expired failed records go first, one batch at a time: each is deleted, then what its attempt
 /// left behind (node, lease, pending boot; sub-keys re-derived from the record as the layer derives
 /// them) is released, since no retry can resume it any more.
-pub async fn sweep_once(store: &dyn Store) -> Result<u64, crate::store::StoreError> {
+pub async fn sweep_once(stores: &Stores) -> Result<u64, StoreError> {
     let now = now_ms();
     let mut total = 0;
     loop {
-        let failed = store.sweep_failed(now, SWEEP_BATCH).await?;
+        let failed = stores.records.sweep_failed(now, SWEEP_BATCH).await?;
         total += failed.len() as u64;
         for record in &failed {
             let seed = OpSeed::derive(
@@ -46,7 +45,8 @@ pub async fn sweep_once(store: &dyn Store) -> Result<u64, crate::store::StoreErr
             )
             .salted(&record.nonce);
             let ids = CreateIds::of(&seed);
-            let released = store
+            let released = stores
+                .fleet
                 .release_leftovers(&ids.allocation_id, &ids.lease_id, &ids.boot_id)
                 .await?;
             if released {
@@ -58,7 +58,7 @@ pub async fn sweep_once(store: &dyn Store) -> Result<u64, crate::store::StoreErr
         }
     }
     loop {
-        let n = store.sweep(now, SWEEP_BATCH).await?;
+        let n = stores.records.sweep(now, SWEEP_BATCH).await?;
         total += n;
         if n < SWEEP_BATCH as u64 {
             return Ok(total);

@@ -22,7 +22,14 @@ pub fn admin_app(state: AppState) -> Router {
 }
 
 async fn stats(State(state): State<AppState>) -> Result<Json<Stats>, ApiError> {
-    Ok(Json(state.store.stats().await.map_err(ApiError::internal)?))
+    Ok(Json(
+        state
+            .stores
+            .stats
+            .stats()
+            .await
+            .map_err(ApiError::internal)?,
+    ))
 }
 
 async fn faults(

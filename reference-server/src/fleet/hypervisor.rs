@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::idempotency::now_ms;
-use crate::store::{Store, StoreError};
+use crate::store::{FleetStore, StoreError};
 
 /// Faults injected through `POST /v1/admin/faults` (per process).
 #[derive(Debug, Default)]
@@ -71,14 +71,14 @@ pub enum HypervisorError {
 
 /// The simulated hypervisor client.
 pub struct Hypervisor {
-    store: Arc<dyn Store>,
+    store: Arc<dyn FleetStore>,
     faults: Arc<Faults>,
     boot_latency: Duration,
 }
 
 impl Hypervisor {
     /// A hypervisor keeping its state in `store`, taking `boot_latency` per boot.
-    pub fn new(store: Arc<dyn Store>, faults: Arc<Faults>, boot_latency: Duration) -> Self {
+    pub fn new(store: Arc<dyn FleetStore>, faults: Arc<Faults>, boot_latency: Duration) -> Self {
         Self {
             store,
             faults,

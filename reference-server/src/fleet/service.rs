@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{Hypervisor, HypervisorError};
 use crate::idempotency::{now_ms, OpSeed};
-use crate::store::{NewWorker, Store, StoreError, Worker};
+use crate::store::{FleetStore, NewWorker, StoreError, Worker};
 
 /// A validated worker request.
 #[derive(Debug, Clone)]
@@ -63,13 +63,13 @@ impl CreateIds {
 
 /// The fleet: node pool, leases, workers, and the hypervisor client.
 pub struct Fleet {
-    store: Arc<dyn Store>,
+    store: Arc<dyn FleetStore>,
     hypervisor: Hypervisor,
 }
 
 impl Fleet {
     /// A fleet over `store` and `hypervisor`.
-    pub fn new(store: Arc<dyn Store>, hypervisor: Hypervisor) -> Self {
+    pub fn new(store: Arc<dyn FleetStore>, hypervisor: Hypervisor) -> Self {
         Self { store, hypervisor }
     }
 

@@ -24,9 +24,9 @@ use super::record::{encode, replay};
 use super::{is_storable, Fingerprint, IdempotencyKey, OpSeed};
 use crate::api::{read_body, ApiError};
 use crate::auth::Principal;
-use crate::flaw::{Flaw, Flaws};
+use crate::flaw::{Behaviour, Flaws};
 use crate::state::AppState;
-use crate::store::{IdempotencyRecord, RecordState, Scope, Store};
+use crate::store::{IdempotencyRecord, RecordState, RecordStore, Scope};
 
 /// Requests bodies above this many bytes get 413 (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -48,7 +48,7 @@ pub struct IdempotencyConfig {
     pub require_key_on_delete: bool,
     /// The seconds sent in `Retry-After` with `request-in-progress`.
     pub retry_after_secs: u64,
-    /// Deliberate flaws.
+    /// Deliberate flaws (the server derives its [`Behaviour`] from them once, at start).
     pub flaws: Flaws,
 }
 
@@ -90,10 +90,8 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
         return Ok(next.run(req).await);
     }
     let cfg = state.idempotency.clone();
-    let flaws = &cfg.flaws;
-    if flaws.has(Flaw::NoIdempotency)
-        || (method == Method::DELETE && flaws.has(Flaw::NoDeleteReplay))
-    {
+    let behaviour = state.behaviour;
+    if !behaviour.idempotency || (method == Method::DELETE && !behaviour.covers_delete) {
         req.extensions_mut().insert(OpSeed::random());
         return Ok(next.run(req).await);
     }
@@ -124,60 +122,62 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
         parts.uri.query().unwrap_or(""),
         &body,
     );
-    let (scope, fingerprint) = scope_of(flaws, &principal, &endpoint, &key, &fingerprint);
+    let (scope, fingerprint) = scope_of(behaviour, &principal, &endpoint, &key, &fingerprint);
 
-    let decision = if flaws.has(Flaw::CheckThenAct) {
-        check_then_act(state.store.as_ref(), &scope, &fingerprint, &cfg).await?
+    let records = state.stores.records.as_ref();
+    let decision = if behaviour.atomic_claim {
+        claim(records, &scope, &fingerprint, &endpoint, &cfg, behaviour).await?
     } else {
-        claim(state.store.as_ref(), &scope, &fingerprint, &endpoint, &cfg).await?
+        check_then_act(records, &scope, &fingerprint, &cfg).await?
     };
-    let seed = if flaws.has(Flaw::NonResumable) {
-        OpSeed::random()
-    } else {
+    let seed = if behaviour.resumable_side_effects {
         OpSeed::derive(&principal.0, &endpoint, key.as_str())
+    } else {
+        OpSeed::random()
     };
     match decision {
         Decision::Run { started_at, nonce } => {
             let seed = seed.salted(&nonce);
             let req = rebuild(parts, body, seed);
-            run_owned(state.store.clone(), scope, started_at, req, next, &cfg).await
+            let records = state.stores.records.clone();
+            run_owned(records, scope, started_at, req, next, &cfg, behaviour).await
         }
         Decision::RunUnowned => Ok(next.run(rebuild(parts, body, OpSeed::random())).await),
         Decision::Replay(record) => {
             let stored = record
                 .response
                 .ok_or_else(|| ApiError::Internal("completed record without a response".into()))?;
-            replay(&stored, flaws.has(Flaw::ReplayDropsHeaders)).map_err(ApiError::Internal)
+            replay(&stored, !behaviour.replay_headers).map_err(ApiError::Internal)
         }
         Decision::Refuse(err) => Err(err),
     }
 }
 
-/// The record's scope and the fingerprint to store. The `global-keyspace` and `endpoint-unscoped` flaws
-/// drop the principal or the endpoint from the scope; under `endpoint-unscoped` the endpoint travels
-/// inside the stored fingerprint so a hit from another route can be recognised (and wrongly replayed).
+/// The record's scope, (principal, endpoint, key), and the fingerprint to store. The
+/// `global-keyspace` and `endpoint-unscoped` flaws put `*` for the principal or the endpoint; without
+/// the endpoint in the scope it travels inside the stored fingerprint, so a hit from another route can
+/// be recognised (and wrongly replayed).
 fn scope_of(
-    flaws: &Flaws,
+    behaviour: Behaviour,
     principal: &Principal,
     endpoint: &str,
     key: &IdempotencyKey,
     fingerprint: &Fingerprint,
 ) -> (Scope, String) {
-    let unscoped = flaws.has(Flaw::EndpointUnscoped);
-    let scope = Scope {
-        principal: if flaws.has(Flaw::GlobalKeyspace) {
-            "*"
-        } else {
-            &principal.0
-        }
-        .to_owned(),
-        endpoint: if unscoped { "*" } else { endpoint }.to_owned(),
-        key: key.as_str().to_owned(),
-    };
-    let stored = if unscoped {
-        format!("{endpoint}|{}", fingerprint.as_str())
+    let principal = if behaviour.scope_by_principal {
+        &principal.0
     } else {
-        fingerprint.as_str().to_owned()
+        "*"
+    };
+    let (scoped_endpoint, stored) = if behaviour.scope_by_endpoint {
+        (endpoint, fingerprint.as_str().to_owned())
+    } else {
+        ("*", format!("{endpoint}|{}", fingerprint.as_str()))
+    };
+    let scope = Scope {
+        principal: principal.to_owned(),
+        endpoint: scoped_endpoint.to_owned(),
+        key: key.as_str().to_owned(),
     };
     (scope, stored)
 }
@@ -190,11 +190,12 @@ fn rebuild(parts: http::request::Parts, body: Bytes, seed: OpSeed) -> Request {
 
 /// The atomic claim, then the state machine over the record it returns.
 async fn claim(
-    store: &dyn Store,
+    store: &dyn RecordStore,
     scope: &Scope,
     fingerprint: &str,
     endpoint: &str,
     cfg: &IdempotencyConfig,
+    behaviour: Behaviour,
 ) -> Result<Decision, ApiError> {
     let now = now_ms();
     let expires_at = now + ms(cfg.retention);
@@ -209,7 +210,6 @@ async fn claim(
         });
     }
     let record = claim.record;
-    let flaws = &cfg.flaws;
     // Reclaiming a failed or stuck record keeps its nonce (the retry resumes its side effects); an
     // expired record is a new operation and gets a new one.
     let take_over = |nonce: String| async move {
@@ -247,8 +247,9 @@ async fn claim(
         };
         return take_over(nonce).await;
     }
-    if record.fingerprint != fingerprint && !flaws.has(Flaw::NoFingerprint) {
-        let other_endpoint = flaws.has(Flaw::EndpointUnscoped)
+    if record.fingerprint != fingerprint && behaviour.compare_fingerprint {
+        // Without the endpoint in the scope, a completed hit recorded on another route is replayed.
+        let other_endpoint = !behaviour.scope_by_endpoint
             && !record.fingerprint.starts_with(&format!("{endpoint}|"));
         if other_endpoint && record.state == RecordState::Completed {
             return Ok(Decision::Replay(record));
@@ -260,12 +261,12 @@ async fn claim(
         RecordState::Failed => take_over(record.nonce.clone()).await,
         RecordState::InFlight => {
             let expired = now - record.started_at >= ms(cfg.in_flight_ttl);
-            if expired && !flaws.has(Flaw::NoInFlightTtl) {
+            if expired && behaviour.in_flight_ttl {
                 take_over(record.nonce.clone()).await
-            } else if flaws.has(Flaw::ProceedInFlight) {
-                Ok(Decision::RunUnowned)
-            } else {
+            } else if behaviour.refuse_in_flight {
                 Ok(Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs)))
+            } else {
+                Ok(Decision::RunUnowned)
             }
         }
     }
@@ -274,7 +275,7 @@ async fn claim(
 /// The `check-then-act` flaw: read, pause, write. Every request that read "absent" (or a reclaimable
 /// record) runs, each with its own sub-keys, as a server relying on the key table alone would.
 async fn check_then_act(
-    store: &dyn Store,
+    store: &dyn RecordStore,
     scope: &Scope,
     fingerprint: &str,
     cfg: &IdempotencyConfig,
@@ -321,15 +322,16 @@ async fn check_then_act(
 /// Runs the handler for the record's owner in its own task and records the outcome. A drop guard marks
 /// the record failed if the task unwinds (a panic), so the row never stays in flight because of one.
 async fn run_owned(
-    store: Arc<dyn Store>,
+    store: Arc<dyn RecordStore>,
     scope: Scope,
     started_at: i64,
     req: Request,
     next: Next,
     cfg: &IdempotencyConfig,
+    behaviour: Behaviour,
 ) -> Result<Response, ApiError> {
     let retention = ms(cfg.retention);
-    let cache_5xx = cfg.flaws.has(Flaw::Cache5xx);
+    let store_5xx = !behaviour.fail_on_5xx;
     let task = tokio::spawn(async move {
         let mut guard = FailOnDrop {
             store: Some(store.clone()),
@@ -346,7 +348,7 @@ async fn run_owned(
                     .into_response();
             }
         };
-        let recorded = if is_storable(parts.status) || (cache_5xx && parts.status.is_server_error())
+        let recorded = if is_storable(parts.status) || (store_5xx && parts.status.is_server_error())
         {
             let stored = encode(parts.status, &parts.headers, &body);
             store
@@ -372,7 +374,7 @@ async fn run_owned(
 
 /// Marks the record failed when dropped while still armed (the handler task unwound).
 struct FailOnDrop {
-    store: Option<Arc<dyn Store>>,
+    store: Option<Arc<dyn RecordStore>>,
     scope: Scope,
     started_at: i64,
 }

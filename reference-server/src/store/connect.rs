@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use super::{PostgresStore, SqliteStore, Store, StoreError};
+use sqlx::{Postgres, Sqlite};
+
+use super::sql::{Dialect, SqlStore};
+use super::{FleetStore, RecordStore, StatsStore, StoreError};
 
 /// A parsed `--database-url`: a `postgres://` URL, a `sqlite:` URL, or a plain file path (SQLite).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,14 +31,35 @@ impl DatabaseUrl {
     }
 }
 
+/// One open database, seen through each domain's trait (all three share one connection pool).
+#[derive(Clone)]
+pub struct Stores {
+    /// The idempotency records.
+    pub records: Arc<dyn RecordStore>,
+    /// The fleet and the hypervisor's state.
+    pub fleet: Arc<dyn FleetStore>,
+    /// The admin counts.
+    pub stats: Arc<dyn StatsStore>,
+}
+
+impl Stores {
+    fn over<D: Dialect>(store: SqlStore<D>) -> Self {
+        let store = Arc::new(store);
+        Self {
+            records: store.clone(),
+            fleet: store.clone(),
+            stats: store,
+        }
+    }
+}
+
 /// Opens the store and runs its migrations. `max_connections` applies to PostgreSQL (SQLite uses one).
-pub async fn connect(
-    url: &DatabaseUrl,
-    max_connections: u32,
-) -> Result<Arc<dyn Store>, StoreError> {
+pub async fn connect(url: &DatabaseUrl, max_connections: u32) -> Result<Stores, StoreError> {
     Ok(match url {
-        DatabaseUrl::Postgres(u) => Arc::new(PostgresStore::open(u, max_connections).await?),
-        DatabaseUrl::SqliteUrl(u) => Arc::new(SqliteStore::open(u, true).await?),
-        DatabaseUrl::SqlitePath(p) => Arc::new(SqliteStore::open(p, false).await?),
+        DatabaseUrl::Postgres(u) => {
+            Stores::over(SqlStore::<Postgres>::open(u, max_connections).await?)
+        }
+        DatabaseUrl::SqliteUrl(u) => Stores::over(SqlStore::<Sqlite>::open(u, true).await?),
+        DatabaseUrl::SqlitePath(p) => Stores::over(SqlStore::<Sqlite>::open(p, false).await?),
     })
 }

@@ -1,19 +1,31 @@
-//! Storage: one [`Store`] trait, one implementation per database.
+//! Storage: one trait per domain, one implementation over both databases.
 //!
-//! Both implementations run the same schema (`reference-server/migrations/{sqlite,postgres}`, embedded
-//! with `sqlx::migrate!`) and, where the SQL is the same, the same statements ([`shared`]); they differ
-//! only where the databases do: the atomic claim, the node allocation and the batched sweep.
+//! - [`RecordStore`] (`records.rs`): the idempotency records — the atomic claim, the optimistic
+//!   reclaim, terminal outcomes, the sweeps.
+//! - [`FleetStore`] (`fleet.rs`): nodes, leases, boots, workers, reboots and the simulated
+//!   hypervisor's instances.
+//! - [`StatsStore`] (`stats.rs`): the admin counts.
+//!
+//! Each file holds its trait, its rows, its SQL as named constants and the implementation on
+//! `SqlStore<D>` (`sql.rs`), generic over the database. Both databases run the same schema
+//! (`reference-server/migrations/{sqlite,postgres}`, embedded with `sqlx::migrate!`, differing only in
+//! `BYTEA`/`BLOB`) and the same statements, except where the databases differ: the atomic claim, the
+//! node allocation and the batched sweep, which each database's `Dialect` (`postgres.rs`,
+//! `sqlite.rs`) supplies. [`connect`] opens one and hands out its [`Stores`].
 
 mod connect;
+mod error;
+mod fleet;
 mod postgres;
-mod shared;
+mod records;
+mod sql;
 mod sqlite;
-mod types;
+mod stats;
 
-pub use connect::{connect, DatabaseUrl};
-pub use postgres::PostgresStore;
-pub use sqlite::SqliteStore;
-pub use types::{
-    BootRow, Claim, FailedRecord, IdempotencyRecord, NewWorker, RecordCounts, RecordState, Scope,
-    Stats, Store, StoreError, StoredResponse, Worker,
+pub use connect::{connect, DatabaseUrl, Stores};
+pub use error::StoreError;
+pub use fleet::{BootRow, FleetStore, NewWorker, Worker};
+pub use records::{
+    Claim, FailedRecord, IdempotencyRecord, RecordState, RecordStore, Scope, StoredResponse,
 };
+pub use stats::{RecordCounts, Stats, StatsStore};

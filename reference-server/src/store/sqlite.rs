@@ -7,23 +7,18 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteQueryResult, SqliteRow,
+    SqliteSynchronous,
 };
+use sqlx::Sqlite;
 
-use super::shared::{record_from_row, store_methods, RECORD_COLUMNS};
-use super::{Claim, Scope, Store, StoreError};
+use super::sql::{Dialect, SqlStore};
+use super::{IdempotencyRecord, StoreError};
 
-/// SQLite-backed [`Store`].
-#[derive(Debug, Clone)]
-pub struct SqliteStore {
-    pool: SqlitePool,
-}
-
-impl SqliteStore {
+impl SqlStore<Sqlite> {
     /// Opens (creating if missing) the database at `url` (`sqlite:` URL) or file `path`, and migrates it.
-    pub async fn open(url_or_path: &str, is_url: bool) -> Result<Self, StoreError> {
+    pub(super) async fn open(url_or_path: &str, is_url: bool) -> Result<Self, StoreError> {
         let options = if is_url {
             SqliteConnectOptions::from_str(url_or_path)?
         } else {
@@ -43,55 +38,43 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self::new(pool))
     }
 }
 
-impl Store for SqliteStore {
-    /// SQLite has no `xmax`: the claim writes a fresh nonce on insert and leaves the existing row's nonce
-    /// on conflict, so the returned nonce says who inserted. One statement, atomic.
-    fn claim<'a>(
-        &'a self,
-        scope: &'a Scope,
-        fingerprint: &'a str,
-        now: i64,
-        expires_at: i64,
-    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        Box::pin(async move {
-            let nonce = uuid::Uuid::new_v4().to_string();
-            let sql = format!(
-                "INSERT INTO idempotency_records \
-                   (principal, endpoint, idem_key, fingerprint, state, claim_nonce, started_at, expires_at) \
-                 VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7) \
-                 ON CONFLICT (principal, endpoint, idem_key) DO UPDATE SET idem_key = excluded.idem_key \
-                 RETURNING {RECORD_COLUMNS}"
-            );
-            let row = sqlx::query(&sql)
-                .bind(&scope.principal)
-                .bind(&scope.endpoint)
-                .bind(&scope.key)
-                .bind(fingerprint)
-                .bind(&nonce)
-                .bind(now)
-                .bind(expires_at)
-                .fetch_one(&self.pool)
-                .await?;
-            let record = record_from_row!(&row);
-            Ok(Claim {
-                inserted: record.nonce == nonce,
-                record,
-            })
-        })
+impl Dialect for Sqlite {
+    /// SQLite has no `xmax`: the claim writes a fresh nonce on insert and leaves the existing row's
+    /// nonce on conflict, so the returned nonce says who inserted. One statement, atomic.
+    const CLAIM: &'static str = "INSERT INTO idempotency_records \
+           (principal, endpoint, idem_key, fingerprint, state, claim_nonce, started_at, expires_at) \
+         VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7) \
+         ON CONFLICT (principal, endpoint, idem_key) DO UPDATE SET idem_key = excluded.idem_key \
+         RETURNING state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, \
+           compressed";
+
+    /// No `SKIP LOCKED` (nor a need: one connection, and SQLite serialises writers).
+    const ALLOCATE_NODE: &'static str = "UPDATE nodes SET allocation_id = $1, allocated_at = $2 \
+         WHERE node_id = (SELECT node_id FROM nodes WHERE allocation_id IS NULL ORDER BY node_id LIMIT 1) \
+         RETURNING node_id";
+
+    /// SQLite's `DELETE … LIMIT` needs a compile-time option: the batch is chosen by `rowid`.
+    const SWEEP: &'static str = "DELETE FROM idempotency_records WHERE rowid IN \
+         (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state <> 'in_flight' LIMIT $2)";
+
+    const SWEEP_FAILED: &'static str = "DELETE FROM idempotency_records WHERE rowid IN \
+         (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' LIMIT $2) \
+         RETURNING principal, endpoint, idem_key, claim_nonce";
+
+    /// Ours when the stored nonce is the one this claim bound.
+    fn claim_inserted(
+        _row: &SqliteRow,
+        record: &IdempotencyRecord,
+        nonce: &str,
+    ) -> Result<bool, StoreError> {
+        Ok(record.nonce == nonce)
     }
 
-    store_methods!(
-        allocate = "UPDATE nodes SET allocation_id = $1, allocated_at = $2 \
-                    WHERE node_id = (SELECT node_id FROM nodes WHERE allocation_id IS NULL ORDER BY node_id LIMIT 1) \
-                    RETURNING node_id",
-        sweep = "DELETE FROM idempotency_records WHERE rowid IN \
-                 (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state <> 'in_flight' LIMIT $2)",
-        sweep_failed = "DELETE FROM idempotency_records WHERE rowid IN \
-                 (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' LIMIT $2) \
-                 RETURNING principal, endpoint, idem_key, claim_nonce",
-    );
+    fn rows_affected(result: &SqliteQueryResult) -> u64 {
+        result.rows_affected()
+    }
 }

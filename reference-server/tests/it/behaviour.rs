@@ -5,7 +5,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::support::{worker_body, Db, Options, TestServer};
+use crate::support::{worker_body, Db, HungCreate, Options, TestServer};
 
 /// CASES #2, #12: a completed create is replayed byte for byte — status, Location, Content-Type,
 /// body — with `Idempotent-Replayed: true`; the sf-string form of the key is the same key.
@@ -282,19 +282,9 @@ async fn replay_after_delete(db: &Db) {
 /// While the first request is in flight, a retry gets 409 `request-in-progress` + `Retry-After` at once
 /// (no blocking); after the in-flight TTL a retry reclaims and completes, converging on one worker.
 async fn in_flight_conflict_then_ttl(db: &Db) {
-    let opts = Options {
-        in_flight_ttl: Duration::from_secs(1),
-        ..Options::default()
-    };
-    let server = TestServer::start(db, opts).await;
+    let server = TestServer::start(db, Options::in_flight_ttl(Duration::from_secs(1))).await;
     let c = &server.client;
-    c.faults(json!({"hang_boots": true})).await;
-    let bg = {
-        let c = c.clone();
-        tokio::spawn(async move { c.create("alice", Some("k"), &worker_body("ubuntu")).await })
-    };
-    c.wait_stats("in flight", |s| s["idempotency_records"]["in_flight"] == 1)
-        .await;
+    let first = HungCreate::start(c, "k").await;
     let started = std::time::Instant::now();
     let busy = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
     assert!(
@@ -307,7 +297,7 @@ async fn in_flight_conflict_then_ttl(db: &Db) {
     );
     assert_eq!(busy.header("retry-after").as_deref(), Some("1"));
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    c.faults(json!({"hang_boots": false})).await;
+    first.unhang().await;
     let reclaimed = c.create("alice", Some("k"), &worker_body("ubuntu")).await;
     assert_eq!(
         reclaimed.status,
@@ -315,7 +305,7 @@ async fn in_flight_conflict_then_ttl(db: &Db) {
         "{}",
         String::from_utf8_lossy(&reclaimed.body)
     );
-    assert_eq!(bg.await.expect("first").status, 201);
+    assert_eq!(first.response().await.status, 201);
     let stats = c.stats().await;
     crate::support::assert_totals(&stats, &[("workers", 1), ("leases", 1)]);
     server.stop().await;
@@ -326,23 +316,10 @@ async fn in_flight_conflict_then_ttl(db: &Db) {
 async fn client_disconnect_does_not_cancel(db: &Db) {
     let server = TestServer::start(db, Options::default()).await;
     let c = &server.client;
-    c.faults(json!({"hang_boots": true})).await;
-    let impatient = reqwest::Client::builder()
-        .timeout(Duration::from_millis(300))
-        .build()
-        .expect("client");
-    let gave_up = impatient
-        .post(format!("{}/v1/workers", c.base))
-        .bearer_auth("alice")
-        .header("idempotency-key", "k")
-        .json(&worker_body("ubuntu"))
-        .send()
-        .await;
-    assert!(
-        gave_up.is_err(),
-        "the boot hangs, so the client must time out"
-    );
-    c.faults(json!({"hang_boots": false})).await;
+    // The client hangs up while the create is inside the boot call.
+    let mut abandoned = HungCreate::start(c, "k").await;
+    abandoned.abandon().await;
+    abandoned.unhang().await;
     c.wait_stats("the abandoned create to finish", |s| {
         s["idempotency_records"]["completed"] == 1
     })

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::sync::Barrier;
 
-use crate::support::{worker_body, Db, Options, Resp, TestServer};
+use crate::support::{worker_body, Db, HungCreate, Options, Resp, TestServer};
 
 /// Spawns `n` creates with one key, released together at one barrier.
 pub fn spawn_burst(
@@ -89,24 +89,9 @@ async fn fifty_simultaneous_same_key_creates(db: &Db) {
 /// After the in-flight TTL, 20 simultaneous retries race to reclaim the stuck record: exactly one wins
 /// (one new run), the rest get 409 or the identical replay, and the totals stay at one worker.
 async fn ttl_reclaim_has_one_winner(db: &Db) {
-    let opts = Options {
-        in_flight_ttl: Duration::from_secs(2),
-        ..Options::default()
-    };
-    let server = TestServer::start(db, opts).await;
+    let server = TestServer::start(db, Options::in_flight_ttl(Duration::from_secs(2))).await;
     let c = &server.client;
-    c.faults(serde_json::json!({"hang_boots": true})).await;
-    let bg = {
-        let c = c.clone();
-        tokio::spawn(async move {
-            c.create("alice", Some("stuck"), &worker_body("ubuntu"))
-                .await
-        })
-    };
-    c.wait_stats("the first request in flight", |s| {
-        s["idempotency_records"]["in_flight"] == 1
-    })
-    .await;
+    let first = HungCreate::start(c, "stuck").await;
     let early = c
         .create("alice", Some("stuck"), &worker_body("ubuntu"))
         .await;
@@ -126,7 +111,7 @@ async fn ttl_reclaim_has_one_winner(db: &Db) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    c.faults(serde_json::json!({"hang_boots": false})).await;
+    first.unhang().await;
     let mut responses = Vec::new();
     for t in tasks {
         responses.push(t.await.expect("request task"));
@@ -144,7 +129,7 @@ async fn ttl_reclaim_has_one_winner(db: &Db) {
     for r in &responses {
         assert!(r.status == 201 || (r.status == 409 && r.problem() == "request-in-progress"));
     }
-    let first = bg.await.expect("first request");
+    let first = first.response().await;
     assert_eq!(first.status, 201, "the original finishes too");
     let stats = c.stats().await;
     crate::support::assert_totals(&stats, &[("workers", 1), ("leases", 1)]);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::{worker_body, Client, Db};
+use crate::support::{worker_body, Client, Db, HungCreate};
 
 const TTL_SECS: u64 = 6;
 
@@ -60,21 +60,9 @@ async fn recovers(db: &Db, fault: &str) {
     let started = Instant::now();
     match fault {
         "sigkill" => {
-            c.faults(json!({"hang_boots": true})).await;
-            let bg = {
-                let c = c.clone();
-                tokio::spawn(async move {
-                    let _ = tokio::time::timeout(
-                        Duration::from_secs(30),
-                        c.create("alice", Some("crash"), &worker_body("ubuntu")),
-                    )
-                    .await;
-                })
-            };
-            c.wait_stats("the create in flight", |s| s["pending_boots"] == 1)
-                .await;
+            let mut hung = HungCreate::start(&c, "crash").await;
             first.child.kill().expect("SIGKILL the server");
-            bg.abort();
+            hung.abandon().await;
         }
         _ => {
             c.faults(json!({"crash_after_boot_call": true})).await;

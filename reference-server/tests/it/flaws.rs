@@ -7,7 +7,7 @@ use leasebroker::flaw::Flaw;
 use serde_json::{json, Value};
 
 use crate::concurrency::burst;
-use crate::support::{worker_body, Db, Options, Resp, TestServer};
+use crate::support::{worker_body, Db, HungCreate, Options, Resp, TestServer};
 
 async fn server(flaw: Option<Flaw>, opts: Options) -> (Db, TestServer) {
     let db = Db::sqlite();
@@ -67,19 +67,10 @@ async fn race_creates_many(flaw: Option<Flaw>) -> bool {
 
 /// After the in-flight TTL a retry still gets 409 (the key is locked out).
 async fn locked_out_after_ttl(flaw: Option<Flaw>) -> bool {
-    let opts = Options {
-        in_flight_ttl: Duration::from_millis(500),
-        ..Options::default()
-    };
+    let opts = Options::in_flight_ttl(Duration::from_millis(500));
     let (_db, s) = server(flaw, opts).await;
     let c = &s.client;
-    c.faults(json!({"hang_boots": true})).await;
-    let bg = {
-        let c = c.clone();
-        tokio::spawn(async move { c.create("alice", Some("k"), &worker_body("ubuntu")).await })
-    };
-    c.wait_stats("in flight", |s| s["idempotency_records"]["in_flight"] == 1)
-        .await;
+    let first = HungCreate::start(c, "k").await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     // On the correct server this retry reclaims the record and hangs in the boot; give it a short deadline.
     let retry = {
@@ -88,8 +79,8 @@ async fn locked_out_after_ttl(flaw: Option<Flaw>) -> bool {
     };
     let outcome = tokio::time::timeout(Duration::from_secs(3), retry).await;
     let locked_out = matches!(&outcome, Ok(Ok(r)) if r.status == 409);
-    c.faults(json!({"hang_boots": false})).await;
-    let _ = bg.await;
+    first.unhang().await;
+    let _ = first.response().await;
     s.stop().await;
     locked_out
 }
@@ -152,13 +143,7 @@ async fn retry_leaks_lease(flaw: Option<Flaw>) -> bool {
 async fn in_flight_duplicate_runs(flaw: Option<Flaw>) -> bool {
     let (_db, s) = server(flaw, Options::default()).await;
     let c = &s.client;
-    c.faults(json!({"hang_boots": true})).await;
-    let first = {
-        let c = c.clone();
-        tokio::spawn(async move { c.create("alice", Some("k"), &worker_body("ubuntu")).await })
-    };
-    c.wait_stats("in flight", |s| s["idempotency_records"]["in_flight"] == 1)
-        .await;
+    let first = HungCreate::start(c, "k").await;
     let second = {
         let c = c.clone();
         tokio::spawn(async move { c.create("alice", Some("k"), &worker_body("ubuntu")).await })
@@ -173,8 +158,8 @@ async fn in_flight_duplicate_runs(flaw: Option<Flaw>) -> bool {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    c.faults(json!({"hang_boots": false})).await;
-    let (first, second) = (first.await.expect("first"), second.await.expect("second"));
+    first.unhang().await;
+    let (first, second) = (first.response().await, second.await.expect("second"));
     let workers = c.stats().await["workers"].as_i64();
     s.stop().await;
     first.status == 201 && second.status == 201 && workers == Some(2)

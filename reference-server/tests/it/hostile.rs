@@ -6,7 +6,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::support::{worker_body, Client, Db, Options, Resp, TestServer};
+use crate::support::{worker_body, Client, Db, HungCreate, Options, Resp, TestServer};
 
 /// Path ids no worker can have: a NUL (PostgreSQL refuses it in a text parameter), other control
 /// characters, spaces, invalid UTF-8 after percent-decoding, non-ASCII, an over-long id. Each is a
@@ -81,21 +81,17 @@ async fn create_retry_during_a_hung_boot(
     key: &str,
     retry_after: Duration,
 ) -> (Resp, Resp) {
-    c.faults(json!({"hang_boots": true})).await;
-    let body = worker_body("ubuntu");
-    let pending = |s: &serde_json::Value| s["pending_boots"] == 1;
-    let first = c.create("alice", Some(key), &body);
+    let first = HungCreate::start(c, key).await;
     let retry = async {
-        c.wait_stats("the first boot to be pending", pending).await;
         tokio::time::sleep(retry_after).await;
-        c.create("alice", Some(key), &body).await
+        c.create("alice", Some(key), &worker_body("ubuntu")).await
     };
     let release = async {
-        c.wait_stats("the first boot to be pending", pending).await;
         tokio::time::sleep(retry_after + Duration::from_millis(1500)).await;
-        c.faults(json!({"hang_boots": false})).await;
+        first.unhang().await;
+        first.response().await
     };
-    let (first, retry, ()) = tokio::join!(first, retry, release);
+    let (retry, first) = tokio::join!(retry, release);
     (first, retry)
 }
 
@@ -105,11 +101,7 @@ async fn create_retry_during_a_hung_boot(
 /// worker gets a phantom second instance. Both attempts answer with the one worker.
 async fn reclaim_during_a_hung_boot_boots_once(db: &Db) {
     let ttl = Duration::from_millis(500);
-    let opts = Options {
-        in_flight_ttl: ttl,
-        ..Options::default()
-    };
-    let server = TestServer::start(db, opts).await;
+    let server = TestServer::start(db, Options::in_flight_ttl(ttl)).await;
     let c = &server.client;
     // Past the TTL: the retry reclaims the record while the first attempt is inside the call.
     let (first, retry) = create_retry_during_a_hung_boot(c, "hung", ttl * 2).await;

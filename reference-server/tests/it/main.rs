@@ -8,5 +8,6 @@ mod config;
 mod crash;
 mod flaws;
 mod hostile;
+mod migrations;
 mod replicas;
 mod support;

@@ -1,6 +1,6 @@
 //! Test databases: a file-backed SQLite in a temp dir, or a fresh PostgreSQL database per test.
 
-use sqlx::Connection;
+use leasebroker::testing::TestDatabase;
 
 /// A database for one test.
 pub enum Db {
@@ -11,21 +11,8 @@ pub enum Db {
         /// The file path.
         path: String,
     },
-    /// `CREATE DATABASE lb_<uuid>` on the test server; dropped by [`Db::drop_database`].
-    Postgres {
-        /// The database's URL.
-        url: String,
-        /// The maintenance URL (the base URL's database).
-        base: String,
-        /// The database name.
-        name: String,
-    },
-}
-
-/// The PostgreSQL base URL (`IDEMSPEC_TEST_PG_URL`).
-pub fn pg_base_url() -> String {
-    std::env::var("IDEMSPEC_TEST_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+    /// `lb_<uuid>` on the test server; dropped by [`Db::drop_database`].
+    Postgres(TestDatabase),
 }
 
 impl Db {
@@ -39,50 +26,21 @@ impl Db {
     /// A fresh PostgreSQL database, or `None` (with a note) when PostgreSQL is unreachable outside CI.
     /// With `CI=true` an unreachable PostgreSQL fails the test.
     pub async fn postgres() -> Option<Self> {
-        let base = pg_base_url();
-        let mut conn = match sqlx::PgConnection::connect(&base).await {
-            Ok(conn) => conn,
-            Err(err) => {
-                if std::env::var("CI").is_ok_and(|v| v == "true") {
-                    panic!("PostgreSQL at {base} is unreachable and CI=true: {err}");
-                }
-                eprintln!("note: skipping a PostgreSQL test; {base} is unreachable: {err}");
-                return None;
-            }
-        };
-        let name = format!("lb_{}", uuid::Uuid::new_v4().simple());
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .await
-            .expect("create a test database");
-        let _ = conn.close().await;
-        let (prefix, _) = base
-            .rsplit_once('/')
-            .expect("the PostgreSQL URL has a database path");
-        Some(Self::Postgres {
-            url: format!("{prefix}/{name}"),
-            base,
-            name,
-        })
+        TestDatabase::create("lb").await.map(Self::Postgres)
     }
 
     /// The `--database-url` value.
     pub fn url(&self) -> String {
         match self {
             Self::Sqlite { path, .. } => path.clone(),
-            Self::Postgres { url, .. } => url.clone(),
+            Self::Postgres(db) => db.url().to_owned(),
         }
     }
 
     /// Drops a PostgreSQL test database (no-op for SQLite, whose temp dir goes on drop).
     pub async fn drop_database(&self) {
-        if let Self::Postgres { base, name, .. } = self {
-            if let Ok(mut conn) = sqlx::PgConnection::connect(base).await {
-                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&mut conn)
-                    .await;
-                let _ = conn.close().await;
-            }
+        if let Self::Postgres(db) = self {
+            db.drop_database().await;
         }
     }
 }

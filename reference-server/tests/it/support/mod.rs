@@ -1,12 +1,14 @@
 //! Test helpers: databases (file SQLite, a fresh PostgreSQL database per test), in-process servers on
-//! 127.0.0.1:0, and a small HTTP client.
+//! 127.0.0.1:0, a small HTTP client, and a create held in flight.
 
 pub mod client;
 pub mod db;
+pub mod hung;
 pub mod server;
 
 pub use client::{Client, Resp};
 pub use db::Db;
+pub use hung::HungCreate;
 pub use server::{Options, TestServer};
 
 /// A JSON create body with a distinguishing image name.

@@ -40,6 +40,16 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The defaults with in-flight TTL `ttl` (tests of what happens before and after it runs out).
+    pub fn in_flight_ttl(ttl: Duration) -> Self {
+        Self {
+            in_flight_ttl: ttl,
+            ..Self::default()
+        }
+    }
+}
+
 /// A running server and a client for it.
 pub struct TestServer {
     server: Option<RunningServer>,

@@ -1,0 +1,15 @@
+//! The one error type of every store trait.
+
+/// A storage failure. Its details go to the log, never to a client (see `api::problem`).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database rejected or could not run a statement.
+    #[error("run a database statement")]
+    Database(#[from] sqlx::Error),
+    /// The schema migrations could not be applied.
+    #[error("apply the schema migrations")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A stored value could not be decoded (e.g. an unknown record state).
+    #[error("decode a stored value: {0}")]
+    Corrupt(String),
+}

@@ -1,0 +1,262 @@
+//! The one implementation of the store traits, [`SqlStore`], and the seam it runs over.
+//!
+//! - [`Dialect`]: what differs between PostgreSQL and SQLite — the atomic claim and how it tells who
+//!   inserted, the node allocation, the batched sweeps. Implemented in `postgres.rs` and `sqlite.rs`.
+//! - [`Driver`]: what the shared statements ask of a sqlx driver (bind `&str`, `i64` and bytes; read
+//!   them back; run a statement on the pool or inside a transaction). Its one blanket implementation
+//!   holds the trait bounds that say both drivers can; Rust carries a trait's supertraits along with
+//!   it but not bounds on other types (`i64: Encode<D>`), so without it every generic `impl` would
+//!   restate them. The code over a `D: Dialect` needs no bounds of its own.
+//! - [`Statement`]: a statement and its parameters, built with those binds.
+
+use std::future::Future;
+
+use futures::future::BoxFuture;
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Type};
+
+use super::{IdempotencyRecord, StoreError};
+
+/// A sqlx query with the database's own argument buffer.
+type Query<'q, D> = sqlx::query::Query<'q, D, <D as Database>::Arguments<'q>>;
+
+/// The store over one database's connection pool; implements every store trait, the same SQL for
+/// both databases except where its [`Dialect`] says otherwise.
+#[derive(Debug)]
+pub(super) struct SqlStore<D: Database> {
+    pool: Pool<D>,
+}
+
+impl<D: Dialect> SqlStore<D> {
+    /// A store over `pool` (already migrated).
+    pub(super) fn new(pool: Pool<D>) -> Self {
+        Self { pool }
+    }
+
+    /// The pool as an executor: each statement takes a connection for itself, as `&Pool` does.
+    pub(super) fn db(&self) -> impl Executor<'_, Database = D> {
+        D::on_pool(&self.pool)
+    }
+
+    /// Runs one statement on the pool; resolves to how many rows it changed.
+    pub(super) fn changes<'a>(
+        &'a self,
+        statement: Statement<'a, D>,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(async move { Ok(statement.execute(self.db()).await?) })
+    }
+
+    /// Begins a transaction; run statements in it with [`Driver::in_transaction`].
+    pub(super) async fn begin(&self) -> Result<sqlx::Transaction<'static, D>, sqlx::Error> {
+        self.pool.begin().await
+    }
+}
+
+/// What differs between the databases. Every statement here is one statement, atomic on its own.
+pub(super) trait Dialect: Driver {
+    /// The atomic claim: insert an in-flight record, or leave the existing one and return it.
+    /// Binds `$1` principal, `$2` endpoint, `$3` key, `$4` fingerprint, `$5` a fresh claim nonce,
+    /// `$6` now and `$7` expires_at (ms); returns the record's columns (see `records.rs`).
+    const CLAIM: &'static str;
+
+    /// Claims a free node for allocation id `$1` at `$2` (ms) and returns its `node_id`; no row when the
+    /// pool is exhausted. A concurrent caller with the same allocation id fails the UNIQUE constraint.
+    const ALLOCATE_NODE: &'static str;
+
+    /// Deletes up to `$2` completed or failed records with `expires_at < $1` (never an in-flight one:
+    /// the in-flight TTL, not retention, decides when a retry may take it over and resume it).
+    const SWEEP: &'static str;
+
+    /// Deletes up to `$2` failed records with `expires_at < $1`, returning `principal, endpoint,
+    /// idem_key, claim_nonce`.
+    const SWEEP_FAILED: &'static str;
+
+    /// Whether the [`Dialect::CLAIM`] that returned `row` (decoded as `record`) inserted it, given the
+    /// `nonce` it bound.
+    fn claim_inserted(
+        row: &Self::Row,
+        record: &IdempotencyRecord,
+        nonce: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// The rows a statement changed.
+    fn rows_affected(result: &Self::QueryResult) -> u64;
+}
+
+/// What the shared statements ask of a sqlx driver. One blanket implementation, for every driver
+/// that binds and reads the column types the schema uses (TEXT, BIGINT, BYTEA/BLOB).
+pub(super) trait Driver: Database {
+    /// Binds a TEXT parameter.
+    fn bind_text<'q>(query: Query<'q, Self>, value: &'q str) -> Query<'q, Self>;
+    /// Binds a BIGINT parameter.
+    fn bind_int<'q>(query: Query<'q, Self>, value: i64) -> Query<'q, Self>;
+    /// Binds a BYTEA/BLOB parameter.
+    fn bind_bytes<'q>(query: Query<'q, Self>, value: &'q [u8]) -> Query<'q, Self>;
+
+    /// Runs `query` and returns what it changed.
+    fn execute<'e, 'q: 'e>(
+        query: Query<'q, Self>,
+        on: impl Executor<'e, Database = Self> + 'e,
+    ) -> impl Future<Output = Result<Self::QueryResult, sqlx::Error>> + Send + 'e;
+    /// Runs `query` and returns its row, if any.
+    fn fetch_optional<'e, 'q: 'e>(
+        query: Query<'q, Self>,
+        on: impl Executor<'e, Database = Self> + 'e,
+    ) -> impl Future<Output = Result<Option<Self::Row>, sqlx::Error>> + Send + 'e;
+    /// Runs `query` and returns its rows.
+    fn fetch_all<'e, 'q: 'e>(
+        query: Query<'q, Self>,
+        on: impl Executor<'e, Database = Self> + 'e,
+    ) -> impl Future<Output = Result<Vec<Self::Row>, sqlx::Error>> + Send + 'e;
+
+    /// The pool as an executor: each statement gets a connection of its own.
+    fn on_pool(pool: &Pool<Self>) -> impl Executor<'_, Database = Self>;
+    /// A transaction's connection as an executor (pass `&mut tx`).
+    fn in_transaction(connection: &mut Self::Connection) -> impl Executor<'_, Database = Self>;
+
+    /// Reads a non-null BIGINT column.
+    fn int(row: &Self::Row, column: &str) -> Result<i64, sqlx::Error>;
+    /// Reads a nullable BIGINT column.
+    fn opt_int(row: &Self::Row, column: &str) -> Result<Option<i64>, sqlx::Error>;
+    /// Reads a non-null TEXT column.
+    fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error>;
+    /// Reads a nullable TEXT column.
+    fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error>;
+    /// Reads a nullable BYTEA/BLOB column.
+    fn opt_bytes(row: &Self::Row, column: &str) -> Result<Option<Vec<u8>>, sqlx::Error>;
+}
+
+impl<D> Driver for D
+where
+    D: Database,
+    for<'c> &'c mut D::Connection: Executor<'c, Database = D>,
+    for<'q> D::Arguments<'q>: IntoArguments<'q, D>,
+    for<'q> &'q str: Encode<'q, D> + Type<D>,
+    for<'q> &'q [u8]: Encode<'q, D> + Type<D>,
+    for<'q> i64: Encode<'q, D> + Decode<'q, D> + Type<D>,
+    for<'r> String: Decode<'r, D> + Type<D>,
+    for<'r> Vec<u8>: Decode<'r, D> + Type<D>,
+    for<'c> &'c str: ColumnIndex<D::Row>,
+{
+    fn bind_text<'q>(query: Query<'q, Self>, value: &'q str) -> Query<'q, Self> {
+        query.bind(value)
+    }
+    fn bind_int<'q>(query: Query<'q, Self>, value: i64) -> Query<'q, Self> {
+        query.bind(value)
+    }
+    fn bind_bytes<'q>(query: Query<'q, Self>, value: &'q [u8]) -> Query<'q, Self> {
+        query.bind(value)
+    }
+
+    fn execute<'e, 'q: 'e>(
+        query: Query<'q, Self>,
+        on: impl Executor<'e, Database = Self> + 'e,
+    ) -> impl Future<Output = Result<Self::QueryResult, sqlx::Error>> + Send + 'e {
+        query.execute(on)
+    }
+    fn fetch_optional<'e, 'q: 'e>(
+        query: Query<'q, Self>,
+        on: impl Executor<'e, Database = Self> + 'e,
+    ) -> impl Future<Output = Result<Option<Self::Row>, sqlx::Error>> + Send + 'e {
+        query.fetch_optional(on)
+    }
+    fn fetch_all<'e, 'q: 'e>(
+        query: Query<'q, Self>,
+        on: impl Executor<'e, Database = Self> + 'e,
+    ) -> impl Future<Output = Result<Vec<Self::Row>, sqlx::Error>> + Send + 'e {
+        query.fetch_all(on)
+    }
+
+    fn on_pool(pool: &Pool<Self>) -> impl Executor<'_, Database = Self> {
+        pool
+    }
+    fn in_transaction(connection: &mut Self::Connection) -> impl Executor<'_, Database = Self> {
+        connection
+    }
+
+    fn int(row: &Self::Row, column: &str) -> Result<i64, sqlx::Error> {
+        sqlx::Row::try_get(row, column)
+    }
+    fn opt_int(row: &Self::Row, column: &str) -> Result<Option<i64>, sqlx::Error> {
+        sqlx::Row::try_get(row, column)
+    }
+    fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error> {
+        sqlx::Row::try_get(row, column)
+    }
+    fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error> {
+        sqlx::Row::try_get(row, column)
+    }
+    fn opt_bytes(row: &Self::Row, column: &str) -> Result<Option<Vec<u8>>, sqlx::Error> {
+        sqlx::Row::try_get(row, column)
+    }
+}
+
+/// A statement and its parameters, in `$1, $2, …` order (both databases read `$N`).
+pub(super) struct Statement<'q, D: Database>(Query<'q, D>);
+
+impl<'q, D: Dialect> Statement<'q, D> {
+    /// The statement `sql`, no parameters bound yet.
+    pub(super) fn new(sql: &'q str) -> Self {
+        Self(sqlx::query(sql))
+    }
+
+    /// Binds the next parameter as TEXT.
+    pub(super) fn text(self, value: &'q str) -> Self {
+        Self(D::bind_text(self.0, value))
+    }
+
+    /// Binds the next parameter as BIGINT.
+    pub(super) fn int(self, value: i64) -> Self {
+        Self(D::bind_int(self.0, value))
+    }
+
+    /// Binds the next parameter as BYTEA/BLOB.
+    pub(super) fn bytes(self, value: &'q [u8]) -> Self {
+        Self(D::bind_bytes(self.0, value))
+    }
+
+    /// Runs the statement; returns how many rows it changed.
+    pub(super) async fn execute<'e>(
+        self,
+        on: impl Executor<'e, Database = D> + 'e,
+    ) -> Result<u64, sqlx::Error>
+    where
+        'q: 'e,
+    {
+        Ok(D::rows_affected(&D::execute(self.0, on).await?))
+    }
+
+    /// Runs the statement; returns its row, if any.
+    pub(super) async fn fetch_optional<'e>(
+        self,
+        on: impl Executor<'e, Database = D> + 'e,
+    ) -> Result<Option<D::Row>, sqlx::Error>
+    where
+        'q: 'e,
+    {
+        D::fetch_optional(self.0, on).await
+    }
+
+    /// Runs the statement; returns its one row (an error when there is none).
+    pub(super) async fn fetch_one<'e>(
+        self,
+        on: impl Executor<'e, Database = D> + 'e,
+    ) -> Result<D::Row, sqlx::Error>
+    where
+        'q: 'e,
+    {
+        D::fetch_optional(self.0, on)
+            .await?
+            .ok_or(sqlx::Error::RowNotFound)
+    }
+
+    /// Runs the statement; returns its rows.
+    pub(super) async fn fetch_all<'e>(
+        self,
+        on: impl Executor<'e, Database = D> + 'e,
+    ) -> Result<Vec<D::Row>, sqlx::Error>
+    where
+        'q: 'e,
+    {
+        D::fetch_all(self.0, on).await
+    }
+}
