@@ -22,6 +22,7 @@ use idemspec_scenarios::rules::{Mode, Rule, TcpRule};
 use serde::Deserialize;
 
 use crate::handle::ProxyHandle;
+use crate::http::{problem_body, PROBLEM_JSON};
 
 /// The control API's routes for `handle`.
 pub fn router(handle: ProxyHandle) -> Router {
@@ -40,16 +41,10 @@ pub fn router(handle: ProxyHandle) -> Router {
 
 /// An RFC 9457 problem response.
 fn problem(status: StatusCode, title: &str, detail: String) -> Response {
-    let body = serde_json::json!({
-        "type": "about:blank",
-        "title": title,
-        "status": status.as_u16(),
-        "detail": detail,
-    });
     (
         status,
-        [(header::CONTENT_TYPE, "application/problem+json")],
-        body.to_string(),
+        [(header::CONTENT_TYPE, PROBLEM_JSON)],
+        problem_body(status, title, &detail),
     )
         .into_response()
 }
