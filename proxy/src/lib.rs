@@ -33,10 +33,12 @@ mod handle;
 mod http;
 mod matcher;
 mod server;
+mod start;
 mod tcp;
 mod workers;
 
 pub use config::ProxyConfig;
 pub use error::ProxyError;
 pub use event::{EventLog, ProxyEvent, Side};
-pub use handle::{start, ProxyHandle};
+pub use handle::ProxyHandle;
+pub use start::start;
