@@ -4,7 +4,7 @@
 //! A [`Flight`] owns the request (head rewritten for the upstream, body not yet read), its
 //! [`RequestCtx`] and borrows the way upstream. Forwarding consumes the request, so a fault can
 //! forward it once (`duplicate` buffers it and sends copies); everything after that is the
-//! [`Reply`]'s: send the upstream's response (whole, late, or cut), a synthetic one, or none
+//! [`Reply`]'s: send the upstream's response (whole, late, or cut), a problem response, or none
 //! (abort the downstream connection). Every method records what it did in the request's event.
 
 use std::sync::Arc;
@@ -145,7 +145,7 @@ impl<'a> Flight<'a> {
         content_type: &str,
         body: Bytes,
     ) -> Response<ResponseBody> {
-        self.reply.synthetic(status, content_type, body)
+        synthetic::response(self.reply.ctx, status, content_type, body)
     }
 
     /// Ends the downstream connection (FIN, or RST with `reset`) without forwarding and without a
@@ -199,16 +199,6 @@ impl Reply<'_> {
     ) -> Response<ResponseBody> {
         self.ctx.event.client_status = Some(parts.status.as_u16());
         Response::from_parts(parts, ResponseBody::new(Source::Full(Some(body)), self.ctx))
-    }
-
-    /// Sends a response of the proxy's own.
-    pub(super) fn synthetic(
-        self,
-        status: StatusCode,
-        content_type: &str,
-        body: Bytes,
-    ) -> Response<ResponseBody> {
-        synthetic::response(self.ctx, status, content_type, body)
     }
 
     /// Sends a problem response for a failure on `side`, recorded in the event.

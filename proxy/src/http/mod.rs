@@ -4,14 +4,13 @@
 //! ```text
 //! downstream ──► conn (FaultIo; ctl: ConnCtl) ──► service: RequestCtx, match rule, prepare head
 //!                                                   │
-//!                        no rule ──► Flight::pass ──┤── rule ──► faults::apply(fault, Flight)
-//!                                                   │              refuse    respond   delay
-//!                                                   │              drop_response  reset_mid_response
-//!                                                   │              hang      duplicate
-//!                                                   ▼
-//!                Flight: forward ──► Reply: send / send_cut / send_buffered / synthetic / abort
-//!                   │
-//!                   └─► upstream (Forwarder) over the connection's link (UpstreamLink) ──► upstream
+//!                          no rule ─► Flight::pass ─┴─ rule ─► faults::apply(fault, Flight)
+//!                                                               refuse  respond  delay  hang
+//!                                                               drop_response  duplicate
+//!                                                               reset_mid_response
+//! Flight:  forward | pass | drain | buffer | synthetic | abort
+//!   └─ forward ─► upstream (Forwarder) over the connection's UpstreamLink ─► upstream
+//!                 └─► Reply: send | send_cut | send_buffered | discard | problem | abort
 //! ```
 //!
 //! - `conn`, `ctl`: the downstream connection's task, and the signals (close, reset, shutdown,
