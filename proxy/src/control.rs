@@ -12,6 +12,8 @@
 //! A body that is not valid JSON, or not a valid rule, gets `400` with an RFC 9457
 //! `application/problem+json` body whose `detail` says what was wrong and where (line, column).
 
+use std::sync::Arc;
+
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
@@ -21,7 +23,12 @@ use axum::{Json, Router};
 use idemspec_scenarios::rules::{Mode, Rule, TcpRule};
 use serde::Deserialize;
 
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
 use crate::handle::ProxyHandle;
+use crate::http::{problem_body, PROBLEM_JSON};
+use crate::server::Shared;
 
 /// The control API's routes for `handle`.
 pub fn router(handle: ProxyHandle) -> Router {
@@ -38,18 +45,28 @@ pub fn router(handle: ProxyHandle) -> Router {
         .with_state(handle)
 }
 
+/// Serves the control API for `handle` on `listener` until the proxy `shared` shuts down.
+pub(crate) fn spawn(
+    listener: TcpListener,
+    handle: ProxyHandle,
+    shared: Arc<Shared>,
+) -> JoinHandle<()> {
+    let app = router(handle);
+    tokio::spawn(async move {
+        let serve = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { shared.shutting_down().await });
+        if let Err(err) = serve.await {
+            tracing::warn!(error = %err, "control API stopped");
+        }
+    })
+}
+
 /// An RFC 9457 problem response.
 fn problem(status: StatusCode, title: &str, detail: String) -> Response {
-    let body = serde_json::json!({
-        "type": "about:blank",
-        "title": title,
-        "status": status.as_u16(),
-        "detail": detail,
-    });
     (
         status,
-        [(header::CONTENT_TYPE, "application/problem+json")],
-        body.to_string(),
+        [(header::CONTENT_TYPE, PROBLEM_JSON)],
+        problem_body(status, title, &detail),
     )
         .into_response()
 }

@@ -3,6 +3,8 @@
 
 use std::net::SocketAddr;
 
+use idemspec_scenarios::rules::Mode;
+
 /// A problem starting or reconfiguring the proxy. Messages read after "failed to".
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
@@ -45,4 +47,17 @@ pub enum ProxyError {
         /// The proxy's mode.
         mode: &'static str,
     },
+}
+
+impl ProxyError {
+    /// `given` (`http` or `tcp`) rules for a proxy in `mode`.
+    pub(crate) fn wrong_mode(given: &'static str, mode: Mode) -> Self {
+        ProxyError::WrongMode {
+            given,
+            mode: match mode {
+                Mode::Http => "http",
+                Mode::Tcp => "tcp",
+            },
+        }
+    }
 }

@@ -1,20 +1,17 @@
-//! Starting a proxy and controlling it: [`start`] and [`ProxyHandle`].
+//! Controlling a running proxy: [`ProxyHandle`] (made by [`crate::start`]).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use idemspec_scenarios::rules::{check_upstream, Mode, Rule, TcpRule};
-use tokio::net::TcpListener;
+use idemspec_scenarios::rules::{Mode, Rule, TcpRule};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::config::ProxyConfig;
 use crate::error::ProxyError;
-use crate::event::{EventLog, ProxyEvent};
-use crate::http::Forwarder;
+use crate::event::ProxyEvent;
 use crate::matcher::{CompiledRule, RuleSet, TcpRuleSet};
-use crate::server::{Shared, Upstream};
+use crate::server::Shared;
 
 /// A running proxy. Cheap to clone; every clone controls the same proxy.
 ///
@@ -33,110 +30,35 @@ struct Inner {
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
-async fn bind(addr: SocketAddr) -> Result<TcpListener, ProxyError> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| ProxyError::Bind { addr, source })
-}
-
-/// Starts a proxy: binds `config.listen` (and `config.control`), then serves in the background.
-///
-/// Errors: the address cannot be bound, the upstream does not suit the mode, a rule is invalid,
-/// or rules of the other mode were given.
-pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
-    let upstream = match config.mode {
-        Mode::Http => Upstream::Http(Box::new(Forwarder::new(&config.upstream)?)),
-        Mode::Tcp => {
-            check_upstream(Mode::Tcp, &config.upstream).map_err(ProxyError::Upstream)?;
-            Upstream::Tcp(config.upstream.clone())
-        }
-    };
-    match config.mode {
-        Mode::Http if !config.tcp_rules.is_empty() => return Err(wrong_mode("tcp", Mode::Http)),
-        Mode::Tcp if !config.rules.is_empty() => return Err(wrong_mode("http", Mode::Tcp)),
-        _ => {}
-    }
-    if config.io_threads > ProxyConfig::MAX_IO_THREADS {
-        return Err(ProxyError::IoThreads {
-            threads: config.io_threads,
-            reason: format!(
-                "at most {} (one per CPU is the default)",
-                ProxyConfig::MAX_IO_THREADS
-            ),
-        });
-    }
-    let http_rules = RuleSet::compile(config.rules)?;
-    let tcp_rules = TcpRuleSet::compile(config.tcp_rules)?;
-    let listener = bind(config.listen).await?;
-    let addr = listener.local_addr().map_err(|source| ProxyError::Bind {
-        addr: config.listen,
-        source,
-    })?;
-    let control = match config.control {
-        Some(c) => Some(bind(c).await?),
-        None => None,
-    };
-    let workers = match config.io_threads {
-        0 => None,
-        n => Some(
-            crate::workers::Workers::start(n).map_err(|e| ProxyError::IoThreads {
-                threads: n,
-                reason: e.to_string(),
-            })?,
-        ),
-    };
-    let (stop, stopped) = watch::channel(false);
-    let shared = Arc::new(Shared::new(
-        config.mode,
-        (http_rules, tcp_rules),
-        Arc::new(EventLog::new(config.event_capacity)),
-        upstream,
-        stopped,
-        config.shutdown_grace,
-        workers,
-    ));
-    let mut tasks = vec![tokio::spawn(crate::server::run(listener, shared.clone()))];
-    let control_addr = control.as_ref().and_then(|l| l.local_addr().ok());
-    let handle = ProxyHandle {
-        inner: Arc::new(Inner {
-            shared: shared.clone(),
-            addr,
-            control_addr,
-            stop,
-            tasks: Mutex::new(Vec::new()),
-        }),
-    };
-    if let Some(listener) = control {
-        let app = crate::control::router(handle.clone());
-        let shared = shared.clone();
-        tasks.push(tokio::spawn(async move {
-            let serve = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { shared.shutting_down().await });
-            if let Err(err) = serve.await {
-                tracing::warn!(error = %err, "control API stopped");
-            }
-        }));
-    }
-    *handle
-        .inner
-        .tasks
-        .lock()
-        .expect("task lock is never poisoned") = tasks;
-    tracing::info!(%addr, upstream = %config.upstream, mode = ?config.mode, "idemspec-proxy started");
-    Ok(handle)
-}
-
-fn wrong_mode(given: &'static str, mode: Mode) -> ProxyError {
-    ProxyError::WrongMode {
-        given,
-        mode: match mode {
-            Mode::Http => "http",
-            Mode::Tcp => "tcp",
-        },
-    }
-}
-
 impl ProxyHandle {
+    /// A handle on the proxy `shared`, listening on `addr` (and `control_addr`); `stop` tells
+    /// it to shut down. Its tasks are handed over with [`ProxyHandle::hold`].
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        addr: SocketAddr,
+        control_addr: Option<SocketAddr>,
+        stop: watch::Sender<bool>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                shared,
+                addr,
+                control_addr,
+                stop,
+                tasks: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Keeps the proxy's tasks, for [`ProxyHandle::shutdown`] to wait for.
+    pub(crate) fn hold(&self, tasks: Vec<JoinHandle<()>>) {
+        *self
+            .inner
+            .tasks
+            .lock()
+            .expect("task lock is never poisoned") = tasks;
+    }
+
     /// The bound address downstream clients connect to.
     pub fn addr(&self) -> SocketAddr {
         self.inner.addr
@@ -166,7 +88,7 @@ impl ProxyHandle {
         if self.mode() == mode {
             Ok(())
         } else {
-            Err(wrong_mode(given, self.mode()))
+            Err(ProxyError::wrong_mode(given, self.mode()))
         }
     }
 

@@ -15,11 +15,12 @@
 //! - [`cli`]: `idemspec proxy` (`ProxyArgs` + `run`).
 //!
 //! Layout: `server` (accept loop, shutdown), `workers` (thread-per-core: connections pinned to
-//! single-threaded runtimes, [`ProxyConfig::io_threads`]), `http/` (connection and its signals,
-//! per-request context, one module per phase: request, upstream, response), `tcp/` (byte
-//! relay), `matcher` (rule matching and counters), `event`, `control`, `cli`. Request headers
-//! named `x-idemspec-*` can be matched by rules and are stripped before forwarding;
-//! `X-Idemspec-Step` tags the event (`step`).
+//! single-threaded runtimes, [`ProxyConfig::io_threads`]), `http/` (the connection and its
+//! signals, the per-request context, the request's `Flight` through the proxy, one file per
+//! fault verb in `http/faults/`, the upstream and its per-connection link), `tcp/` (byte relay),
+//! `matcher` (rule matching and counters), `event`, `start` (starting a proxy), `handle`
+//! (controlling it), `control`, `cli`. Request headers named `x-idemspec-*` can be matched by
+//! rules and are stripped before forwarding; `X-Idemspec-Step` tags the event (`step`).
 //! The upstream is a base URL `http://host:port`, optionally with a path prefix that is put in
 //! front of every forwarded path.
 #![warn(missing_docs)]
@@ -33,10 +34,12 @@ mod handle;
 mod http;
 mod matcher;
 mod server;
+mod start;
 mod tcp;
 mod workers;
 
 pub use config::ProxyConfig;
 pub use error::ProxyError;
 pub use event::{EventLog, ProxyEvent, Side};
-pub use handle::{start, ProxyHandle};
+pub use handle::ProxyHandle;
+pub use start::start;

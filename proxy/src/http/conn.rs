@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::ctl::{ConnCtl, ConnRegistry, ABORT, NEW_UPSTREAM, SHUTDOWN};
-use super::forward::{UpstreamConn, UpstreamLink};
+use super::link::{UpstreamConn, UpstreamLink};
 
 use crate::server::Shared;
 

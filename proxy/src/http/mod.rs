@@ -1,17 +1,31 @@
 //! HTTP mode: a hyper 1 HTTP/1.1 server per downstream connection, hyper's HTTP/1.1 client for
-//! the upstream, and the fault phases in between.
+//! the upstream, and a request's fault in between. `docs/design/proxy.md` walks through it.
 //!
 //! ```text
-//! downstream ──► conn (FaultIo; ctl: ConnCtl) ──► service: RequestCtx, match rule
-//!                                               ├─► request phase   refuse, respond, delay_request, hang
-//!                                               ├─► upstream phase  forward (streamed), duplicate (buffered)
-//!                                               └─► response phase  delay_response, drop_response,
-//!                                                                   reset_mid_response, hang {forward}
-//! upstream link: one upstream connection per downstream connection, opened on its first request and
-//! driven in the same task; an exchange whose client left finishes in the background (`detach`).
+//! downstream ──► conn (FaultIo; ctl: ConnCtl) ──► service: RequestCtx, match rule, prepare head
+//!                                                   │
+//!                          no rule ─► Flight::pass ─┴─ rule ─► faults::apply(fault, Flight)
+//!                                                               refuse  respond  delay  hang
+//!                                                               drop_response  duplicate
+//!                                                               reset_mid_response
+//! Flight:  forward | pass | drain | buffer | synthetic | abort
+//!   └─ forward ─► upstream (Forwarder) over the connection's UpstreamLink ─► upstream
+//!                 └─► Reply: send | send_cut | send_buffered | discard | problem | abort
 //! ```
 //!
-//! Each request's [`ctx::RequestCtx`] becomes one event: committed by the phase that ends the
+//! - `conn`, `ctl`: the downstream connection's task, and the signals (close, reset, shutdown,
+//!   new upstream connection) that reach it.
+//! - `service`: one request: its [`ctx::RequestCtx`], its rule, and the dispatch.
+//! - `flight`: what a fault works with: [`flight::Flight`] (the request, not yet forwarded) and
+//!   [`flight::Reply`] (the way back to the client).
+//! - `faults/`: one file per verb.
+//! - `upstream` (where requests go, sending one), `link` (the upstream connections of one
+//!   downstream connection, driven in its task), `headers` (what is rewritten on the way),
+//!   `detach` and `receipt` (an exchange whose client left finishes in the background and still
+//!   reports to the event), `body` (the bodies sent each way), `synthetic` (the proxy's own
+//!   responses and problem bodies).
+//!
+//! Each request's [`ctx::RequestCtx`] becomes one event: committed by the fault that ends the
 //! exchange, by the response body when it was delivered, or on drop when the client went away.
 
 mod body;
@@ -19,13 +33,16 @@ mod conn;
 mod ctl;
 mod ctx;
 mod detach;
-mod forward;
+mod faults;
+mod flight;
+mod headers;
+mod link;
 mod receipt;
-mod request_phase;
-mod response_phase;
 mod service;
-mod upstream_phase;
+mod synthetic;
+mod upstream;
 
 pub(crate) use conn::serve_connection;
 pub(crate) use ctl::ConnRegistry;
-pub(crate) use forward::Forwarder;
+pub(crate) use synthetic::{problem_body, PROBLEM_JSON};
+pub(crate) use upstream::Forwarder;

@@ -1,16 +1,14 @@
 //! One test per fault verb: what the client saw, what the upstream saw, what the event says.
 
 use rstest::rstest;
+use rstest_reuse::apply;
 use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
 use crate::support::*;
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn refuse_closes_before_forwarding(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn refuse_closes_before_forwarding(threads: usize) {
     let (proxy, upstream) = proxied(threads, rules("- name: no\n  fault: refuse\n")).await;
     let got = raw(proxy.addr(), &post("/v1/workers", "")).await;
     assert!(
@@ -32,11 +30,8 @@ async fn refuse_closes_before_forwarding(#[case] threads: usize) {
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn refuse_with_reset_sends_rst(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn refuse_with_reset_sends_rst(threads: usize) {
     let (proxy, upstream) = proxied(
         threads,
         rules("- name: rst\n  fault: {refuse: {reset: true}}\n"),
@@ -49,11 +44,8 @@ async fn refuse_with_reset_sends_rst(#[case] threads: usize) {
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn respond_answers_without_forwarding(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn respond_answers_without_forwarding(threads: usize) {
     let (proxy, upstream) = proxied(
         threads,
         rules("- name: gw\n  fault: {respond: {status: 503, body: \"try later\"}}\n"),
@@ -76,11 +68,8 @@ async fn respond_answers_without_forwarding(#[case] threads: usize) {
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn drop_response_does_the_work_and_the_client_never_hears(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn drop_response_does_the_work_and_the_client_never_hears(threads: usize) {
     let (proxy, upstream) = proxied(threads, rules(
         "- name: lose\n  match: {method: POST, path: /v1/workers}\n  fault: {drop_response: {}}\n",
     ))
@@ -126,11 +115,8 @@ async fn drop_response_does_the_work_and_the_client_never_hears(#[case] threads:
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn reset_mid_response_sends_head_and_some_body_then_rst(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn reset_mid_response_sends_head_and_some_body_then_rst(threads: usize) {
     let (proxy, upstream) = proxied(
         threads,
         rules("- name: cut\n  fault: {reset_mid_response: {after_bytes: 1000}}\n"),
@@ -174,11 +160,8 @@ async fn reset_mid_response_sends_head_and_some_body_then_rst(#[case] threads: u
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn delay_request_holds_before_forwarding(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn delay_request_holds_before_forwarding(threads: usize) {
     let (proxy, upstream) = proxied(
         threads,
         rules("- name: slow\n  fault: {delay_request: {duration: 400ms}}\n"),
@@ -199,11 +182,8 @@ async fn delay_request_holds_before_forwarding(#[case] threads: usize) {
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn delay_response_forwards_at_once_and_answers_late(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn delay_response_forwards_at_once_and_answers_late(threads: usize) {
     let (proxy, upstream) = proxied(
         threads,
         rules("- name: late\n  fault: {delay_response: {duration: 500ms}}\n"),
@@ -226,11 +206,8 @@ async fn delay_response_forwards_at_once_and_answers_late(#[case] threads: usize
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn client_timeout_during_delay_is_recorded_as_a_disconnect(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn client_timeout_during_delay_is_recorded_as_a_disconnect(threads: usize) {
     let (proxy, upstream) = proxied(
         threads,
         rules("- name: late\n  fault: {delay_response: {duration: 3s}}\n"),
@@ -255,11 +232,8 @@ async fn client_timeout_during_delay_is_recorded_as_a_disconnect(#[case] threads
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn hang_holds_until_the_client_gives_up(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn hang_holds_until_the_client_gives_up(threads: usize) {
     let (proxy, upstream) = proxied(threads, rules(
         "- name: hold\n  match: {path: /held}\n  fault: {hang: {forward: false}}\n- name: work\n  match: {path: /worked}\n  fault: {hang: {forward: true}}\n",
     ))
@@ -288,11 +262,8 @@ async fn hang_holds_until_the_client_gives_up(#[case] threads: usize) {
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn hang_is_released_by_shutdown(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn hang_is_released_by_shutdown(threads: usize) {
     let (proxy, upstream) = proxied(
         threads,
         rules("- name: hold\n  fault: {hang: {forward: true}}\n"),
@@ -317,11 +288,8 @@ async fn hang_is_released_by_shutdown(#[case] threads: usize) {
     assert_eq!(e.upstream_status, Some(200));
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn duplicate_sends_twice_and_answers_with_the_first(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn duplicate_sends_twice_and_answers_with_the_first(threads: usize) {
     for mode in ["sequential", "concurrent"] {
         let (proxy, upstream) = proxied(
             threads,
@@ -392,12 +360,9 @@ async fn upstream_down_gets_502_problem_and_an_event() {
 /// A client that gives up while its request is still at the upstream (a slow server) leaves an
 /// event that says the request was sent, and gets the upstream's status once it answers: the
 /// runner's "did the server do the work" must not read "never reached" here.
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
+#[apply(both_runtimes)]
 async fn a_client_that_gives_up_before_the_upstream_answers_is_still_recorded_as_sent(
-    #[case] threads: usize,
+    threads: usize,
 ) {
     let cases = [
         ("pass-through", "[]", 1),

@@ -2,12 +2,10 @@
 
 use crate::support::*;
 use rstest::rstest;
+use rstest_reuse::apply;
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn nth_two_hits_exactly_the_second_matching_request(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn nth_two_hits_exactly_the_second_matching_request(threads: usize) {
     let (proxy, upstream) = proxied(threads, rules(
         "- name: second\n  match: {method: POST, path: /v1/workers, nth: 2}\n  fault: {respond: {status: 502}}\n",
     ))
@@ -65,11 +63,8 @@ async fn seeded_probability_makes_the_same_choices_every_run() {
     assert_ne!(first, choices(43).await, "another seed, other choices");
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn control_headers_are_matched_recorded_and_stripped(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn control_headers_are_matched_recorded_and_stripped(threads: usize) {
     let (proxy, upstream) = proxied(threads, rules(
         "- name: tagged\n  match: {header: {name: x-idemspec-fault, equals: slow}}\n  fault: {delay_request: {duration: 1ms}}\n",
     ))

@@ -2,6 +2,7 @@
 //! ways, large bodies and many connections, all compared byte for byte.
 
 use rstest::rstest;
+use rstest_reuse::apply;
 use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -39,11 +40,8 @@ async fn read_response(stream: &mut TcpStream, pending: &mut Vec<u8>) -> (String
     }
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn keep_alive_serves_many_requests_on_one_connection(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn keep_alive_serves_many_requests_on_one_connection(threads: usize) {
     let (proxy, upstream) = proxied(threads, vec![]).await;
     let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
     let mut pending = Vec::new();
@@ -67,11 +65,8 @@ async fn keep_alive_serves_many_requests_on_one_connection(#[case] threads: usiz
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn pipelined_requests_are_answered_in_order(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn pipelined_requests_are_answered_in_order(threads: usize) {
     let (proxy, upstream) = proxied(threads, vec![]).await;
     let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
     let mut all = Vec::new();
@@ -95,11 +90,8 @@ async fn pipelined_requests_are_answered_in_order(#[case] threads: usize) {
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn chunked_upload_and_download_pass_intact(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn chunked_upload_and_download_pass_intact(threads: usize) {
     let (proxy, upstream) = proxied(threads, vec![]).await;
     // Upload: a chunked request body, re-framed by the proxy, arrives byte for byte.
     let data = pattern(300_000);
@@ -130,11 +122,8 @@ async fn chunked_upload_and_download_pass_intact(#[case] threads: usize) {
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn ten_mib_body_round_trips(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn ten_mib_body_round_trips(threads: usize) {
     let (proxy, upstream) = proxied(threads, vec![]).await;
     let data = pattern(10 * 1024 * 1024);
     let resp = http()
@@ -150,11 +139,8 @@ async fn ten_mib_body_round_trips(#[case] threads: usize) {
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn two_hundred_concurrent_connections(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn two_hundred_concurrent_connections(threads: usize) {
     let (proxy, upstream) = proxied(threads, vec![]).await;
     let barrier = Arc::new(tokio::sync::Barrier::new(200));
     let addr = proxy.addr();
@@ -183,11 +169,8 @@ async fn two_hundred_concurrent_connections(#[case] threads: usize) {
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn the_upstream_finishes_after_the_client_gives_up(#[case] threads: usize) {
+#[apply(both_runtimes)]
+async fn the_upstream_finishes_after_the_client_gives_up(threads: usize) {
     let (proxy, upstream) = proxied(threads, vec![]).await;
     let client = impatient(200);
     let err = client
@@ -207,13 +190,8 @@ async fn the_upstream_finishes_after_the_client_gives_up(#[case] threads: usize)
     proxy.shutdown().await;
 }
 
-#[rstest]
-#[case::callers_runtime(0)]
-#[case::io_threads(2)]
-#[tokio::test]
-async fn shutdown_finishes_the_exchange_in_progress_and_closes_idle_connections(
-    #[case] threads: usize,
-) {
+#[apply(both_runtimes)]
+async fn shutdown_finishes_the_exchange_in_progress_and_closes_idle_connections(threads: usize) {
     let (proxy, upstream) = proxied(threads, vec![]).await;
     // An idle keep-alive connection: one exchange done, the connection left open.
     let mut idle = TcpStream::connect(proxy.addr()).await.unwrap();

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use idemspec_proxy::{start, ProxyConfig, ProxyHandle};
 use idemspec_scenarios::rules::Rule;
+use rstest_reuse::template;
 
 pub use client::*;
 pub use upstream::*;
@@ -28,6 +29,16 @@ pub async fn proxied(io_threads: usize, rules: Vec<Rule>) -> (ProxyHandle, Upstr
     .expect("proxy starts");
     (proxy, upstream)
 }
+
+/// Runs a test twice: with the proxy's connections served on the test's runtime (`threads` 0)
+/// and on two I/O threads of the proxy's own, as `idemspec proxy` serves them (thread-per-core).
+/// Use it as `#[apply(both_runtimes)] async fn name(threads: usize)`.
+#[template]
+#[rstest]
+#[case::callers_runtime(0)]
+#[case::io_threads(2)]
+#[tokio::test]
+pub async fn both_runtimes(#[case] threads: usize) {}
 
 /// Parses rules from YAML, as a scenario would carry them.
 pub fn rules(yaml: &str) -> Vec<Rule> {

@@ -1,0 +1,26 @@
+//! `respond`: answer with a synthetic response; the request is not forwarded.
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use idemspec_scenarios::rules::Status;
+
+use crate::http::body::ResponseBody;
+use crate::http::flight::Flight;
+
+/// The `Content-Type` when the rule names none.
+const DEFAULT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
+
+/// Answers with `status` and `body` (of `content_type`, plain text by default).
+pub(super) fn apply(
+    flight: Flight<'_>,
+    status: Status,
+    body: &str,
+    content_type: Option<&str>,
+) -> Response<ResponseBody> {
+    let status = StatusCode::from_u16(status.get()).expect("Status is validated to 100..=599");
+    flight.synthetic(
+        status,
+        content_type.unwrap_or(DEFAULT_CONTENT_TYPE),
+        Bytes::copy_from_slice(body.as_bytes()),
+    )
+}

@@ -1,0 +1,259 @@
+//! What a fault works with: one request on its way through the proxy ([`Flight`]) and, once
+//! it has been forwarded or set aside, the way back to its client ([`Reply`]).
+//!
+//! A [`Flight`] owns the request (head rewritten for the upstream, body not yet read), its
+//! [`RequestCtx`] and borrows the way upstream. Forwarding consumes the request, so a fault can
+//! forward it once (`duplicate` buffers it and sends copies); everything after that is the
+//! [`Reply`]'s: send the upstream's response (whole, late, or cut), a problem response, or none
+//! (abort the downstream connection). Every method records what it did in the request's event.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use super::body::{RequestBody, ResponseBody, Source};
+use super::ctl::ConnCtl;
+use super::ctx::RequestCtx;
+use super::headers::downstream_head;
+use super::link::UpstreamLink;
+use super::synthetic;
+use super::upstream::{Forwarder, UpstreamError};
+use crate::event::{ProxyEvent, Side};
+use crate::server::Shared;
+
+/// One request on its way through the proxy, before it is forwarded.
+#[derive(Debug)]
+pub(super) struct Flight<'a> {
+    req: Request<RequestBody>,
+    reply: Reply<'a>,
+}
+
+/// The way back to a request's client, and the request's way upstream for buffered copies.
+#[derive(Debug)]
+pub(super) struct Reply<'a> {
+    ctx: RequestCtx,
+    fwd: &'a Forwarder,
+    link: &'a UpstreamLink,
+    /// The downstream connection the request came on: a fault closes or resets it through this.
+    conn: &'a Arc<ConnCtl>,
+    shared: &'a Shared,
+}
+
+/// A request head and its whole body, so that it can be sent more than once.
+#[derive(Debug)]
+pub(super) struct Buffered {
+    parts: http::request::Parts,
+    body: Bytes,
+}
+
+impl Buffered {
+    /// A copy of the request to send upstream.
+    pub(super) fn copy(&self) -> Request<RequestBody> {
+        let mut req = Request::new(RequestBody(Source::Full(Some(self.body.clone()))));
+        *req.method_mut() = self.parts.method.clone();
+        *req.uri_mut() = self.parts.uri.clone();
+        *req.version_mut() = self.parts.version;
+        *req.headers_mut() = self.parts.headers.clone();
+        req
+    }
+}
+
+/// Reads a whole body into memory.
+async fn collect(body: Incoming) -> Result<Bytes, hyper::Error> {
+    Ok(body.collect().await?.to_bytes())
+}
+
+impl<'a> Flight<'a> {
+    /// `req` (already prepared for the upstream, see [`Forwarder::prepare`]) with its context,
+    /// arriving on the downstream connection `conn` whose upstream link is `link`.
+    pub(super) fn new(
+        req: Request<RequestBody>,
+        ctx: RequestCtx,
+        fwd: &'a Forwarder,
+        link: &'a UpstreamLink,
+        conn: &'a Arc<ConnCtl>,
+        shared: &'a Shared,
+    ) -> Self {
+        Self {
+            req,
+            reply: Reply {
+                ctx,
+                fwd,
+                link,
+                conn,
+                shared,
+            },
+        }
+    }
+
+    /// Sends the request upstream (its body streamed) and returns the response head, or why
+    /// there is none; the send and the status (or the error) are in the event.
+    pub(super) async fn forward(self) -> (Reply<'a>, Result<Response<Incoming>, String>) {
+        let Flight { req, mut reply } = self;
+        let ctx = &mut reply.ctx;
+        let answer = reply.fwd.send(reply.link, ctx.receipt(), req).await;
+        let answer = match answer {
+            Ok(resp) => {
+                ctx.event.upstream_sends += 1;
+                ctx.event
+                    .upstream_status
+                    .get_or_insert(resp.status().as_u16());
+                Ok(resp)
+            }
+            Err(err) => {
+                ctx.event.upstream_sends += u8::from(err.sent);
+                Err(err.message)
+            }
+        };
+        (reply, answer)
+    }
+
+    /// Pass-through: forwards the request and streams the response back (502 without one).
+    pub(super) async fn pass(self) -> Response<ResponseBody> {
+        match self.forward().await {
+            (reply, Ok(resp)) => reply.send(resp),
+            (reply, Err(message)) => reply.bad_gateway(message),
+        }
+    }
+
+    /// Reads the request body to the end without forwarding it, so that hyper notices a client
+    /// that leaves.
+    pub(super) async fn drain(self) -> Reply<'a> {
+        if let Source::Stream(body) = self.req.into_body().0 {
+            let _ = collect(body).await;
+        }
+        self.reply
+    }
+
+    /// Reads the whole request body (to send copies), or says why it could not be read.
+    pub(super) async fn buffer(self) -> (Reply<'a>, Result<Buffered, hyper::Error>) {
+        let (parts, body) = self.req.into_parts();
+        let body = body.collect().await.map(|collected| Buffered {
+            parts,
+            body: collected.to_bytes(),
+        });
+        (self.reply, body)
+    }
+
+    /// Answers with a response of the proxy's own; the request is not forwarded.
+    pub(super) fn synthetic(
+        self,
+        status: StatusCode,
+        content_type: &str,
+        body: Bytes,
+    ) -> Response<ResponseBody> {
+        synthetic::response(self.reply.ctx, status, content_type, body)
+    }
+
+    /// Ends the downstream connection (FIN, or RST with `reset`) without forwarding and without a
+    /// byte of response. Never resolves: the connection's end drops it.
+    pub(super) async fn abort(self, reset: bool) -> Response<ResponseBody> {
+        // The unread request stays with the connection until it goes.
+        let Flight {
+            req: _unread,
+            reply,
+        } = self;
+        reply.abort(reset).await
+    }
+}
+
+impl Reply<'_> {
+    /// The request's event, for what a fault records beyond what these methods do.
+    pub(super) fn event(&mut self) -> &mut ProxyEvent {
+        &mut self.ctx.event
+    }
+
+    /// Streams the upstream's response to the client.
+    pub(super) fn send(mut self, resp: Response<Incoming>) -> Response<ResponseBody> {
+        let (parts, body) = downstream_head(resp);
+        self.ctx.event.client_status = Some(parts.status.as_u16());
+        Response::from_parts(parts, ResponseBody::new(Source::Stream(body), self.ctx))
+    }
+
+    /// Sends the upstream's response head and at most `after_bytes` of its body (never all of
+    /// it), then resets the downstream connection.
+    pub(super) fn send_cut(
+        mut self,
+        resp: Response<Incoming>,
+        after_bytes: u64,
+    ) -> Response<ResponseBody> {
+        let (parts, body) = downstream_head(resp);
+        self.ctx.event.client_status = Some(parts.status.as_u16());
+        let body = ResponseBody::cut(
+            Source::Stream(body),
+            self.ctx,
+            after_bytes,
+            self.conn.clone(),
+        );
+        Response::from_parts(parts, body)
+    }
+
+    /// Sends a response read whole before.
+    pub(super) fn send_buffered(
+        mut self,
+        parts: http::response::Parts,
+        body: Bytes,
+    ) -> Response<ResponseBody> {
+        self.ctx.event.client_status = Some(parts.status.as_u16());
+        Response::from_parts(parts, ResponseBody::new(Source::Full(Some(body)), self.ctx))
+    }
+
+    /// Sends a problem response for a failure on `side`, recorded in the event.
+    pub(super) fn problem(
+        self,
+        status: StatusCode,
+        side: Side,
+        detail: String,
+    ) -> Response<ResponseBody> {
+        synthetic::problem(self.ctx, status, side, detail)
+    }
+
+    /// Sends 502: the upstream gave no response (`message` says why).
+    pub(super) fn bad_gateway(self, message: String) -> Response<ResponseBody> {
+        synthetic::bad_gateway(self.ctx, message)
+    }
+
+    /// Reads the upstream's whole response and discards it, so that the upstream has finished
+    /// the work; a failure (no response, or a broken body) goes into the event.
+    pub(super) async fn discard(&mut self, answer: Result<Response<Incoming>, String>) {
+        let failure = match answer {
+            Ok(resp) => match collect(resp.into_body()).await {
+                Ok(_) => return,
+                Err(err) => format!("upstream body failed: {err}"),
+            },
+            Err(message) => message,
+        };
+        self.ctx.failed(Side::Upstream, failure);
+    }
+
+    /// Sends one buffered copy of the request upstream and reads its whole response. Not
+    /// recorded in the event: the caller counts the copies.
+    pub(super) async fn exchange(
+        &self,
+        req: Request<RequestBody>,
+    ) -> Result<(http::response::Parts, Bytes), UpstreamError> {
+        let resp = self.fwd.send(self.link, self.ctx.receipt(), req).await?;
+        let (parts, body) = downstream_head(resp);
+        let body = collect(body).await.map_err(|e| UpstreamError {
+            sent: true,
+            message: format!("response body failed: {e}"),
+        })?;
+        Ok((parts, body))
+    }
+
+    /// Resolves when the proxy shuts down.
+    pub(super) async fn shutting_down(&self) {
+        self.shared.shutting_down().await;
+    }
+
+    /// Records the event and ends the downstream connection (FIN, or RST with `reset`) without
+    /// another byte. Never resolves: the connection's end drops it.
+    pub(super) async fn abort(mut self, reset: bool) -> Response<ResponseBody> {
+        self.ctx.commit();
+        self.conn.abort(reset);
+        std::future::pending().await
+    }
+}

@@ -1,0 +1,69 @@
+//! The responses the proxy makes itself instead of forwarding one: a `respond` fault's, and the
+//! RFC 9457 problem responses for its own failures (502 when the upstream failed, 400 when the
+//! request could not be read). The control API's errors use the same problem body.
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Response, StatusCode};
+
+use super::body::{ResponseBody, Source};
+use super::ctx::RequestCtx;
+use crate::event::Side;
+
+/// The media type of an RFC 9457 problem body.
+pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
+
+/// An RFC 9457 problem body: `type` `about:blank`, with `title`, `status` and `detail`.
+pub(crate) fn problem_body(status: StatusCode, title: &str, detail: &str) -> String {
+    serde_json::json!({
+        "type": "about:blank",
+        "title": title,
+        "status": status.as_u16(),
+        "detail": detail,
+    })
+    .to_string()
+}
+
+/// A response with `status`, `content_type` and `body`; recorded as the client's status.
+pub(super) fn response(
+    mut ctx: RequestCtx,
+    status: StatusCode,
+    content_type: &str,
+    body: Bytes,
+) -> Response<ResponseBody> {
+    ctx.event.client_status = Some(status.as_u16());
+    let mut resp = Response::new(ResponseBody::new(Source::Full(Some(body)), ctx));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(content_type)
+            .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+    );
+    resp
+}
+
+/// A problem response for a failure of the proxy's own on `side`, recorded in the event.
+pub(super) fn problem(
+    mut ctx: RequestCtx,
+    status: StatusCode,
+    side: Side,
+    detail: String,
+) -> Response<ResponseBody> {
+    let body = problem_body(
+        status,
+        status.canonical_reason().unwrap_or("Error"),
+        &detail,
+    );
+    ctx.failed(side, detail);
+    response(ctx, status, PROBLEM_JSON, Bytes::from(body))
+}
+
+/// 502 with a problem body: the upstream could not be reached or failed before answering.
+pub(super) fn bad_gateway(ctx: RequestCtx, message: String) -> Response<ResponseBody> {
+    problem(
+        ctx,
+        StatusCode::BAD_GATEWAY,
+        Side::Upstream,
+        format!("idemspec-proxy got no response from the upstream {message}"),
+    )
+}

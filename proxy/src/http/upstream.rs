@@ -1,0 +1,161 @@
+//! The upstream ([`Forwarder`]): where requests go, how a request is made fit for it, and how one
+//! is sent over a downstream connection's [`UpstreamLink`].
+
+use std::sync::Arc;
+
+use http::header::{self, HeaderValue};
+use http::uri::{Authority, PathAndQuery};
+use http::{Request, Response, Uri};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use idemspec_scenarios::rules::{check_upstream, Mode};
+use tokio::net::TcpStream;
+
+use super::body::RequestBody;
+use super::detach::Detached;
+use super::headers;
+use super::link::UpstreamLink;
+use super::receipt::Receipt;
+use crate::error::ProxyError;
+
+/// Where requests go: the upstream's address and the `Host` to send when the client sent none.
+#[derive(Debug)]
+pub(crate) struct Forwarder {
+    authority: Authority,
+    host: HeaderValue,
+    /// The upstream URL's path without its trailing `/` (often empty), put before every path.
+    prefix: String,
+    base: String,
+}
+
+/// Why a request got no upstream response.
+#[derive(Debug)]
+pub(super) struct UpstreamError {
+    /// Whether the request may have reached the upstream (false: the connection failed).
+    pub(super) sent: bool,
+    pub(super) message: String,
+}
+
+/// Renders an error with its sources, `outer: inner: innermost`.
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+impl Forwarder {
+    /// A forwarder to the base URL `http://host:port[/prefix]`.
+    pub(crate) fn new(upstream: &str) -> Result<Self, ProxyError> {
+        check_upstream(Mode::Http, upstream).map_err(ProxyError::Upstream)?;
+        let uri: Uri = upstream
+            .parse()
+            .map_err(|e| ProxyError::Upstream(format!("`{upstream}`: {e}")))?;
+        let authority = uri
+            .authority()
+            .cloned()
+            .ok_or_else(|| ProxyError::Upstream(format!("`{upstream}` has no host")))?;
+        let host = HeaderValue::from_str(authority.as_str())
+            .map_err(|e| ProxyError::Upstream(format!("`{upstream}`: {e}")))?;
+        Ok(Self {
+            authority,
+            host,
+            prefix: uri.path().trim_end_matches('/').to_owned(),
+            base: upstream.trim_end_matches('/').to_owned(),
+        })
+    }
+
+    /// Makes the request an origin-form HTTP/1.1 request for the upstream and removes what must
+    /// not be forwarded. A missing `Host` (HTTP/1.0 clients) becomes the upstream's authority.
+    pub(super) fn prepare(&self, parts: &mut http::request::Parts) {
+        let pq = parts
+            .uri
+            .path_and_query()
+            .cloned()
+            .unwrap_or_else(|| PathAndQuery::from_static("/"));
+        parts.uri = if self.prefix.is_empty() {
+            Uri::from(pq)
+        } else {
+            // Both parts are valid URI components, so their concatenation is one too.
+            PathAndQuery::try_from(format!("{}{}", self.prefix, pq.as_str()))
+                .map(Uri::from)
+                .unwrap_or_else(|_| Uri::from(pq))
+        };
+        parts.version = http::Version::HTTP_11;
+        headers::strip_hop_by_hop(&mut parts.headers);
+        headers::strip_control(&mut parts.headers);
+        if !parts.headers.contains_key(header::HOST) {
+            parts.headers.insert(header::HOST, self.host.clone());
+        }
+    }
+
+    fn failed(&self, sent: bool, err: &(dyn std::error::Error + 'static)) -> UpstreamError {
+        UpstreamError {
+            sent,
+            message: format!("{}: {}", self.base, error_chain(err)),
+        }
+    }
+
+    /// Opens a new upstream connection and hands its I/O half to the link's task.
+    async fn connect(
+        &self,
+        link: &UpstreamLink,
+    ) -> Result<SendRequest<RequestBody>, UpstreamError> {
+        let stream = TcpStream::connect(self.authority.as_str())
+            .await
+            .map_err(|e| self.failed(false, &e))?;
+        let _ = stream.set_nodelay(true);
+        let (sender, conn) = http1::Builder::new()
+            .writev(false)
+            .handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| self.failed(false, &e))?;
+        link.adopt(conn);
+        Ok(sender)
+    }
+
+    /// Sends one request upstream over the link's connection (or a new one). A request the
+    /// upstream provably never received (a stale keep-alive connection) is retried once.
+    pub(super) async fn send(
+        &self,
+        link: &UpstreamLink,
+        receipt: &Arc<Receipt>,
+        mut req: Request<RequestBody>,
+    ) -> Result<Response<Incoming>, UpstreamError> {
+        for attempt in 0..2 {
+            let mut sender = match link.take() {
+                Some(sender) => sender,
+                None => self.connect(link).await?,
+            };
+            if let Err(err) = sender.ready().await {
+                if attempt == 0 {
+                    continue;
+                }
+                return Err(self.failed(false, &err));
+            }
+            receipt.handed();
+            match Detached::new(sender.try_send_request(req), receipt.clone()).await {
+                Ok(resp) => {
+                    link.put(sender);
+                    return Ok(resp);
+                }
+                Err(mut err) => {
+                    let unsent = err.take_message();
+                    if unsent.is_some() {
+                        receipt.unsent();
+                    }
+                    match unsent {
+                        Some(unsent) if attempt == 0 => req = unsent,
+                        unsent => return Err(self.failed(unsent.is_none(), err.error())),
+                    }
+                }
+            }
+        }
+        unreachable!("the second attempt returns")
+    }
+}

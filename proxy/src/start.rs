@@ -1,0 +1,94 @@
+//! Starting a proxy: [`start`] binds, builds the shared state, and spawns the accept loop and the
+//! control API; it returns the [`ProxyHandle`] that controls them.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use idemspec_scenarios::rules::{check_upstream, Mode};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::ProxyConfig;
+use crate::error::ProxyError;
+use crate::event::EventLog;
+use crate::handle::ProxyHandle;
+use crate::http::Forwarder;
+use crate::matcher::{RuleSet, TcpRuleSet};
+use crate::server::{Shared, Upstream};
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, ProxyError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ProxyError::Bind { addr, source })
+}
+
+/// Starts a proxy: binds `config.listen` (and `config.control`), then serves in the background.
+///
+/// Errors: the address cannot be bound, the upstream does not suit the mode, a rule is invalid,
+/// or rules of the other mode were given.
+pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
+    let upstream = match config.mode {
+        Mode::Http => Upstream::Http(Box::new(Forwarder::new(&config.upstream)?)),
+        Mode::Tcp => {
+            check_upstream(Mode::Tcp, &config.upstream).map_err(ProxyError::Upstream)?;
+            Upstream::Tcp(config.upstream.clone())
+        }
+    };
+    match config.mode {
+        Mode::Http if !config.tcp_rules.is_empty() => {
+            return Err(ProxyError::wrong_mode("tcp", Mode::Http))
+        }
+        Mode::Tcp if !config.rules.is_empty() => {
+            return Err(ProxyError::wrong_mode("http", Mode::Tcp))
+        }
+        _ => {}
+    }
+    if config.io_threads > ProxyConfig::MAX_IO_THREADS {
+        return Err(ProxyError::IoThreads {
+            threads: config.io_threads,
+            reason: format!(
+                "at most {} (one per CPU is the default)",
+                ProxyConfig::MAX_IO_THREADS
+            ),
+        });
+    }
+    let http_rules = RuleSet::compile(config.rules)?;
+    let tcp_rules = TcpRuleSet::compile(config.tcp_rules)?;
+    let listener = bind(config.listen).await?;
+    let addr = listener.local_addr().map_err(|source| ProxyError::Bind {
+        addr: config.listen,
+        source,
+    })?;
+    let control = match config.control {
+        Some(c) => Some(bind(c).await?),
+        None => None,
+    };
+    let workers = match config.io_threads {
+        0 => None,
+        n => Some(
+            crate::workers::Workers::start(n).map_err(|e| ProxyError::IoThreads {
+                threads: n,
+                reason: e.to_string(),
+            })?,
+        ),
+    };
+    let (stop, stopped) = watch::channel(false);
+    let shared = Arc::new(Shared::new(
+        config.mode,
+        (http_rules, tcp_rules),
+        Arc::new(EventLog::new(config.event_capacity)),
+        upstream,
+        stopped,
+        config.shutdown_grace,
+        workers,
+    ));
+    let mut tasks = vec![tokio::spawn(crate::server::run(listener, shared.clone()))];
+    let control_addr = control.as_ref().and_then(|l| l.local_addr().ok());
+    let handle = ProxyHandle::new(shared.clone(), addr, control_addr, stop);
+    if let Some(listener) = control {
+        tasks.push(crate::control::spawn(listener, handle.clone(), shared));
+    }
+    handle.hold(tasks);
+    tracing::info!(%addr, upstream = %config.upstream, mode = ?config.mode, "idemspec-proxy started");
+    Ok(handle)
+}
