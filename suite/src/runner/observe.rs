@@ -13,21 +13,24 @@ use crate::client::{Exchange, RequestSpec};
 const OBSERVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Counts `principal`'s resources carrying `marker`, with the profile's `list` operation (direct);
-/// `seen` are the exchanges the check made so far.
+/// `seen` are the exchanges the check made so far, paired with what the proxy did.
 ///
-/// A count of zero when this check already saw the API answer 2xx with a created id for
-/// `principal` (and deleted nothing) is not a count: the profile's `list` cannot see what the API
-/// creates (an `items` or `marker` JSONPath that matches nothing, a list that ignores the marker),
-/// and judging "0 resources, expected 1" would FAIL a correct server.
+/// A count of zero when this check saw the API answer `principal` 2xx with a created id is not a
+/// count: the profile's `list` cannot see what the API creates (an `items` or `marker` JSONPath
+/// that matches nothing, a list that ignores the marker), and judging "0 resources, expected 1"
+/// would FAIL a correct server. Two things make such a zero real: a DELETE the server carried out
+/// (the client heard its 2xx, or the proxy saw the upstream answer one while the client never
+/// heard), and an id that is another principal's resource (the API answered `principal` with
+/// someone else's response: a leak, not a blind list).
 ///
 /// # Errors
 /// A message when the list request fails, its body is not what the profile describes, or it
 /// cannot see the resources this check created.
-pub(crate) async fn count_created<'a>(
+pub(crate) async fn count_created(
     env: &Env,
     principal: &Principal,
     marker: &str,
-    seen: impl Iterator<Item = &'a Exchange> + Clone,
+    seen: &[Exchange],
 ) -> Result<u64, String> {
     let list = &env.profile.operations.list;
     let vars = TemplateVars { marker, variant: 1 };
@@ -61,28 +64,37 @@ pub(crate) async fn count_created<'a>(
     Ok(count as u64)
 }
 
-/// A created id this check received for `principal`, when no DELETE of the check succeeded (after
-/// one, an empty list proves nothing about the profile).
-fn unseen_created_id<'a>(
-    env: &Env,
-    principal: &Principal,
-    seen: impl Iterator<Item = &'a Exchange> + Clone,
-) -> Option<String> {
-    let exchanges = || seen.clone();
+/// A created id this check received for `principal` that the list should show: none when the
+/// server carried out a DELETE of the check, and none that another principal also received.
+fn unseen_created_id(env: &Env, principal: &Principal, seen: &[Exchange]) -> Option<String> {
     let delete_method = env
         .profile
         .operations
         .delete
         .as_ref()
         .map(|d| d.method.as_str());
-    if exchanges()
-        .any(|ex| ex.is_success() && Some(ex.evidence.request.method.as_str()) == delete_method)
-    {
+    let deleted = |ex: &Exchange| {
+        let upstream_did = ex
+            .evidence
+            .proxy
+            .as_ref()
+            .and_then(|p| p.upstream_status)
+            .is_some_and(|s| (200..300).contains(&s));
+        Some(ex.evidence.request.method.as_str()) == delete_method
+            && (ex.is_success() || upstream_did)
+    };
+    if seen.iter().any(deleted) {
         return None;
     }
-    exchanges()
-        .filter(|ex| ex.is_success() && ex.evidence.request.principal == principal.name)
-        .find_map(|ex| env.created_id(ex))
+    let ids_of = |mine: bool| {
+        seen.iter()
+            .filter(move |ex| {
+                ex.is_success() && (ex.evidence.request.principal == principal.name) == mine
+            })
+            .filter_map(|ex| env.created_id(ex))
+    };
+    let others: Vec<String> = ids_of(false).collect();
+    ids_of(true).find(|id| !others.contains(id))
 }
 
 /// Side-effect counters by name, as the profile's `side_effects` probe names them.

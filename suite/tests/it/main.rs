@@ -6,5 +6,6 @@ mod flaw_matrix;
 mod reference_run;
 mod report;
 mod support;
+mod trust;
 mod user_scenarios;
 mod verdicts;

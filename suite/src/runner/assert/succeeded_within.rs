@@ -4,6 +4,7 @@
 use idemspec_scenarios::scenario::SucceededWithin;
 
 use super::{within, Rule};
+use crate::client::Exchange;
 use crate::runner::check::CheckRun;
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
@@ -26,15 +27,43 @@ impl Rule for SucceededWithin {
                 limit.as_millis()
             )),
             None if attempts == 0 => Undecided(format!("step `{}` sent no request", self.step)),
-            None => Broken(format!(
-                "`{}` never succeeded in {} ms ({attempts} attempts, last: {}): locked out",
-                self.step,
-                limit.as_millis(),
-                view.exchanges
-                    .last()
-                    .map(|e| e.describe())
-                    .unwrap_or_default()
-            )),
+            None => {
+                let last = view.exchanges.last().copied();
+                let why = last
+                    .and_then(|e| replayed_with_wrong_status(run, e))
+                    .unwrap_or_else(|| "locked out".into());
+                Broken(format!(
+                    "`{}` never succeeded in {} ms ({attempts} attempts, last: {}): {why}",
+                    self.step,
+                    limit.as_millis(),
+                    last.map(|e| e.describe()).unwrap_or_default()
+                ))
+            }
         }
     }
+}
+
+/// When a non-2xx answer carries a stored response — the body of an earlier 2xx with the same key,
+/// or a created resource — the key is not locked: its response is replayed with the wrong status.
+fn replayed_with_wrong_status(run: &CheckRun, last: &Exchange) -> Option<String> {
+    let status = last.status?;
+    if last.body.is_empty() {
+        return None;
+    }
+    let key = &last.evidence.request.idempotency_key;
+    let earlier = run.exchanges().iter().find(|e| {
+        e.is_success() && e.body == last.body && &e.evidence.request.idempotency_key == key
+    });
+    if let Some(e) = earlier {
+        return Some(format!(
+            "the retries got the body of step `{}`'s {} with status {status}: the stored response is replayed with the wrong status, the key is not locked out",
+            e.evidence.request.step,
+            e.status.unwrap_or_default()
+        ));
+    }
+    run.env().created_id(last).map(|id| {
+        format!(
+            "the retries got {status} with the body of resource `{id}`: a stored response replayed with the wrong status, not a key locked out"
+        )
+    })
 }

@@ -35,6 +35,8 @@ pub(crate) struct CheckRun {
     pub scenario: Arc<Scenario>,
     /// Sends and records the check's requests.
     pub sender: Sender,
+    /// The check's own fault proxy, when it injects faults.
+    proxy: Option<FaultProxy>,
     /// What each step did besides its exchanges, by step name.
     steps: BTreeMap<String, StepMeta>,
     /// Every exchange, in send order, paired with the proxy's actions (after the steps).
@@ -104,10 +106,11 @@ impl<'a> StepView<'a> {
 }
 
 impl CheckRun {
-    fn new(env: Arc<Env>, scenario: Arc<Scenario>, proxy_urls: Option<Vec<String>>) -> Self {
+    fn new(env: Arc<Env>, scenario: Arc<Scenario>, proxy: Option<FaultProxy>) -> Self {
         Self {
             scenario,
-            sender: Sender::new(env, proxy_urls),
+            sender: Sender::new(env, proxy.as_ref().map(FaultProxy::base_urls)),
+            proxy,
             steps: BTreeMap::new(),
             exchanges: Vec::new(),
             events: Vec::new(),
@@ -166,15 +169,26 @@ impl CheckRun {
     /// A), see [`observe::count_created`].
     pub(crate) async fn count(&self, principal: Option<&str>) -> Result<u64, String> {
         let principal = self.env().principal(principal)?;
-        let seen = self.sender.exchanges();
-        observe::count_created(self.env(), principal, self.marker(), seen.iter()).await
+        let (seen, _) = self.paired();
+        observe::count_created(self.env(), principal, self.marker(), &seen).await
     }
 
-    /// Takes every exchange sent so far and pairs each proxied one with the proxy's event.
-    fn finish_steps(&mut self, proxy: Option<&FaultProxy>) {
-        self.events = proxy.map(FaultProxy::events).unwrap_or_default();
-        self.exchanges = self.sender.exchanges();
-        evidence::pair_proxy_actions(&mut self.exchanges, &self.events);
+    /// Every exchange sent so far, in send order, each proxied one paired with the proxy's event;
+    /// and the proxy's events.
+    fn paired(&self) -> (Vec<Exchange>, Vec<ProxyEvent>) {
+        let events = self
+            .proxy
+            .as_ref()
+            .map(FaultProxy::events)
+            .unwrap_or_default();
+        let mut exchanges = self.sender.exchanges();
+        evidence::pair_proxy_actions(&mut exchanges, &events);
+        (exchanges, events)
+    }
+
+    /// Takes every exchange sent so far, paired with what the proxy did, for the judgements.
+    fn finish_steps(&mut self) {
+        (self.exchanges, self.events) = self.paired();
     }
 
     /// Makes the observations `needs` asks for after the steps.
@@ -208,11 +222,7 @@ pub(crate) async fn run_check(env: Arc<Env>, scenario: Arc<Scenario>) -> CheckOu
             }
         }
     };
-    let mut run = CheckRun::new(
-        env.clone(),
-        scenario.clone(),
-        proxy.as_ref().map(FaultProxy::base_urls),
-    );
+    let mut run = CheckRun::new(env.clone(), scenario.clone(), proxy);
     let needs = assert::needs(&scenario);
     if needs.counters {
         run.observed.counters_before = Some(observe::read_counters(&env).await);
@@ -220,17 +230,17 @@ pub(crate) async fn run_check(env: Arc<Env>, scenario: Arc<Scenario>) -> CheckOu
     let judgements = match scenario.procedure {
         Some(procedure) => {
             let judgements = procedures::run(&run, procedure).await;
-            run.finish_steps(proxy.as_ref());
+            run.finish_steps();
             judgements
         }
         None => {
             steps::run(&mut run, &needs).await;
-            run.finish_steps(proxy.as_ref());
+            run.finish_steps();
             run.observe_after(&needs).await;
             assert::evaluate(&run)
         }
     };
-    if let Some(p) = proxy {
+    if let Some(p) = run.proxy.take() {
         p.shutdown().await;
     }
     outcome(&scenario, &judgements, run.exchanges(), started)

@@ -9,12 +9,19 @@ use crate::client::Exchange;
 use crate::runner::check::CheckRun;
 use crate::runner::verdict::{Finding, Judgement};
 
-/// Keys the contract forbids: the step that sends each, its key spec, and what it is.
-const INVALID: &[(&str, &str, &str)] = &[
-    ("empty-key", "", "an empty key"),
-    ("long-key", "long:300", "a 300-character key"),
-    ("non-ascii-key", "raw:clé-ключ", "a non-ASCII key"),
-];
+/// Keys the contract forbids, each with the step that sends it and what it is. Each is unique to
+/// the check run (the marker is in it), so a record an earlier run left cannot answer for it.
+fn invalid_keys(marker: &str) -> [(&'static str, KeySpec, &'static str); 3] {
+    [
+        ("empty-key", KeySpec::Empty, "an empty key"),
+        ("long-key", KeySpec::Long(300), "a 300-character key"),
+        (
+            "non-ascii-key",
+            KeySpec::Raw(format!("{marker}-clé-ключ")),
+            "a non-ASCII key",
+        ),
+    ]
+}
 
 pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
     let scenario = &run.scenario;
@@ -24,8 +31,7 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
     let judge = |finding: Finding, level: Level, step: &str| {
         Judgement::new(scenario, finding).at(level).on_steps([step])
     };
-    for (step, spec, what) in INVALID {
-        let key = KeySpec::parse(spec).expect("built-in key specs parse");
+    for (step, key, what) in invalid_keys(run.marker()) {
         let ex = create(run, step, key).await;
         judgements.push(judge(invalid_finding(&ex, what), Level::Must, step));
         if ex.status.is_some_and(|s| (400..500).contains(&s)) && !is_problem(&ex) {

@@ -30,6 +30,22 @@ struct ClientRun {
     confirm: Option<Exchange>,
 }
 
+impl ClientRun {
+    /// The permanent refusal this client ended with, if it ended with one.
+    fn refusal(&self) -> Option<&Exchange> {
+        match self.exchanges.last() {
+            Some(e) if self.id.is_none() && e.status.is_some_and(is_permanent_refusal) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A 4xx a client must not retry: every 4xx but 408, 409, 425 and 429, which say "try again"
+/// (RFC 9110 §15.5; the article's list of what is never stored).
+fn is_permanent_refusal(status: u16) -> bool {
+    (400..500).contains(&status) && !matches!(status, 408 | 409 | 425 | 429)
+}
+
 /// How each client behaves.
 #[derive(Debug, Clone, Copy)]
 struct Plan {
@@ -89,8 +105,9 @@ async fn client(sender: &Sender, index: u32, plan: Plan) -> ClientRun {
         if ok {
             id = sender.env().created_id(&ex);
         }
+        let refused = ex.status.is_some_and(is_permanent_refusal);
         exchanges.push(ex);
-        if ok || started.elapsed() > plan.within {
+        if ok || refused || started.elapsed() > plan.within {
             break;
         }
         let backoff = (BASE_BACKOFF_MS << attempt.min(4)).min(MAX_BACKOFF_MS);
@@ -120,10 +137,32 @@ async fn judge(run: &CheckRun, clients: u32, runs: Vec<ClientRun>) -> Vec<Judgem
         .flat_map(|r| &r.exchanges)
         .filter(|e| e.status.is_none())
         .count();
-    let unfinished: Vec<&ClientRun> = runs.iter().filter(|r| r.id.is_none()).collect();
+    // A client refused with a permanent 4xx got a definitive answer: it stops, as a client should,
+    // and its key must have created nothing.
+    let refused: Vec<&ClientRun> = runs.iter().filter(|r| r.refusal().is_some()).collect();
+    if !refused.is_empty() {
+        let mut seen: Vec<String> = Vec::new();
+        for r in &refused {
+            let d = r.refusal().map(Exchange::describe).unwrap_or_default();
+            if !seen.contains(&d) {
+                seen.push(d);
+            }
+        }
+        let finding = Finding::Held(format!(
+            "{} of {clients} clients were refused for good ({}), so their keys count for no resource",
+            refused.len(),
+            seen.join(", ")
+        ));
+        let steps = refused.iter().map(|r| r.step.clone());
+        judgements.push(Judgement::new(scenario, finding).on_steps(steps));
+    }
+    let unfinished: Vec<&ClientRun> = runs
+        .iter()
+        .filter(|r| r.id.is_none() && r.refusal().is_none())
+        .collect();
     if !unfinished.is_empty() {
         let finding = Finding::Undecided(format!(
-            "{} of {clients} clients never got a 2xx within their attempts",
+            "{} of {clients} clients got neither a 2xx nor a permanent refusal within their attempts",
             unfinished.len()
         ));
         let steps = unfinished.iter().map(|r| r.step.clone());
@@ -162,13 +201,20 @@ async fn judge(run: &CheckRun, clients: u32, runs: Vec<ClientRun>) -> Vec<Judgem
         Finding::Broken(inconsistent.join("; "))
     };
     judgements.push(Judgement::new(scenario, finding).on_steps(inconsistent_steps));
+    // Every key that was not refused must end as one resource (an unanswered one may still be
+    // running, which only makes too few undecidable).
+    let expected = u64::from(clients) - refused.len() as u64;
     let finding = match run.count(None).await {
         Err(e) => Finding::Undecided(format!("could not count resources: {e}")),
-        Ok(n) if n == u64::from(clients) => Finding::Held(format!(
-            "{n} resources for {clients} keys after {sent} requests ({lost} without a response)"
+        Ok(n) if n == expected => Finding::Held(format!(
+            "{n} resources for {expected} accepted keys after {sent} requests ({lost} without a response)"
+        )),
+        Ok(n) if n < expected && !unfinished.is_empty() => Finding::Undecided(format!(
+            "{n} resources exist for {expected} accepted keys after {sent} requests, fewer than expected, but {} clients never got an answer, so their work may still be running",
+            unfinished.len()
         )),
         Ok(n) => Finding::Broken(format!(
-            "{n} resources exist for {clients} keys after {sent} requests ({lost} without a response); expected exactly {clients}"
+            "{n} resources exist for {expected} accepted keys after {sent} requests ({lost} without a response); expected exactly {expected}"
         )),
     };
     judgements.push(Judgement::new(scenario, finding));

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 
 pub mod alt_api;
+pub mod hostile;
 pub mod postgres;
 pub mod redact;
 pub mod reference;

@@ -1,0 +1,168 @@
+//! Verdicts and sentences a reader can trust, against hostile fake APIs and flawed reference
+//! servers: a check fails only for the rule it owns, an unmet precondition is UNKNOWN, a message
+//! names what really happened, evidence is in the order sent, and a run gives the same verdicts run
+//! after run.
+
+use idemspec::model::{RunReport, Verdict};
+use idemspec::runner::{run, RunOptions, Target};
+use idemspec_scenarios::scenario::Scenario;
+
+use crate::support::hostile::{self, Behaviour};
+use crate::support::reference::{outcome, run_reference, table};
+
+/// Runs `only` (and `scenarios`) against the fake API.
+async fn against(api: &hostile::Hostile, only: &[&str], scenarios: &[&str]) -> RunReport {
+    let mut opts = RunOptions::new(Target::Profile(Box::new(api.profile())));
+    opts.only = only.iter().map(|s| (*s).to_owned()).collect();
+    opts.scenarios = scenarios
+        .iter()
+        .map(|text| Scenario::load("test.yaml", text).expect("scenario loads"))
+        .collect();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("drain ends");
+    report
+}
+
+/// An API that answers one canned body to everything creates nothing, so nothing can leak across
+/// principals: cross-tenant is UNKNOWN (once: FAIL, "got the other principal's response replayed").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_canned_body_is_no_cross_tenant_leak() {
+    let api = hostile::start(Behaviour::Canned).await;
+    let report = against(&api, &["cross-tenant"], &[]).await;
+    let o = outcome(&report, "cross-tenant");
+    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(o.summary.contains("precondition not met"), "{}", o.summary);
+}
+
+/// Without idemspec the key means nothing, so "the action was not answered with the create's
+/// response" proves nothing about scope: endpoint-scope is UNKNOWN (once: PASS), and so is
+/// cross-tenant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn scope_is_not_judged_where_the_key_does_nothing() {
+    let api = hostile::start(Behaviour::NoIdempotency).await;
+    let report = against(&api, &["endpoint-scope", "cross-tenant"], &[]).await;
+    for id in ["endpoint-scope", "cross-tenant"] {
+        let o = outcome(&report, id);
+        assert_eq!(o.verdict, Verdict::Unknown, "{id}: {}", table(&report));
+        assert!(o.summary.contains("precondition not met"), "{}", o.summary);
+    }
+}
+
+/// Retries that get 409 with the original body are a replay with the wrong status, and the
+/// message says so (once: "locked out").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_with_the_wrong_status_is_not_called_a_lockout() {
+    const RETRIED: &str = r#"version: 1
+id: retried
+title: A completed key retried until it succeeds
+level: MUST
+reference: "test"
+steps:
+  - {name: first, op: create, key: K1, via: direct}
+  - {name: retry, op: create, key: K1, via: direct, retry: {every: 100ms, within: 1s}}
+assert:
+  - succeeded_within: {step: retry, within: 1s}
+"#;
+    let api = hostile::start(Behaviour::ReplayAs409).await;
+    let report = against(&api, &["retried"], &[RETRIED]).await;
+    let o = outcome(&report, "retried");
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(
+        o.summary.contains("replayed with the wrong status") && !o.summary.contains("locked out,"),
+        "{}",
+        o.summary
+    );
+}
+
+/// Storm clients refused for good with a 4xx got a definitive answer: the storm judges what was
+/// answered (resources = accepted keys) instead of "never got a 2xx" (once: UNKNOWN).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn storm_clients_refused_for_good_are_judged() {
+    let api = hostile::start(Behaviour::RefuseEveryThirdKey).await;
+    let report = against(&api, &["retry-storm"], &[]).await;
+    let o = outcome(&report, "retry-storm");
+    assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
+    assert!(o.summary.contains("refused for good (422"), "{}", o.summary);
+    assert!(o.summary.contains("for 8 accepted keys"), "{}", o.summary);
+}
+
+/// Every key key-validation sends is unique to the run, so a record an earlier run left cannot
+/// turn the next run's verdict (once: FAIL on run 1, a "mismatch" WARN on run 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn key_validation_gives_the_same_verdict_run_after_run() {
+    let api = hostile::start(Behaviour::AcceptsAnyKey).await;
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let report = against(&api, &["key-validation"], &[]).await;
+        let o = outcome(&report, "key-validation").clone();
+        assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+        assert!(
+            o.summary.contains("a non-ASCII key was accepted"),
+            "{}",
+            o.summary
+        );
+        seen.push(o);
+    }
+    let keys: Vec<Option<String>> = seen
+        .iter()
+        .map(|o| {
+            o.evidence
+                .iter()
+                .find(|e| e.request.step == "non-ascii-key")
+                .and_then(|e| e.request.idempotency_key.clone())
+        })
+        .collect();
+    assert!(keys[0].is_some() && keys[0] != keys[1], "{keys:?}");
+}
+
+/// Evidence is listed in the order it was sent, each exchange once, whatever order the assertions
+/// name the steps in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn evidence_is_in_send_order_and_each_exchange_once() {
+    const REVERSED: &str = r#"version: 1
+id: reversed
+title: Assertions that name the steps in reverse
+level: MUST
+reference: "test"
+steps:
+  - {name: first, op: create, key: K1, via: direct}
+  - {name: second, op: create, key: K1, via: direct}
+  - {name: third, op: create, key: K1, via: direct}
+assert:
+  - same_response: {step: third, as: first}
+  - same_response: {step: second, as: first}
+  - same_response: {step: third, as: second}
+"#;
+    let api = hostile::start(Behaviour::NoIdempotency).await;
+    let report = against(&api, &["reversed"], &[REVERSED]).await;
+    let o = outcome(&report, "reversed");
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    let steps: Vec<&str> = o.evidence.iter().map(|e| e.request.step.as_str()).collect();
+    assert_eq!(steps, ["first", "second", "third"]);
+}
+
+/// When the API answered a principal with another principal's resource, or carried out a DELETE
+/// whose response was lost, an empty list is the truth: no note blames the profile's `list`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_empty_list_is_not_blamed_on_the_profile_when_the_api_leaked_or_deleted() {
+    for (flaw, id) in [
+        ("global-keyspace", "cross-tenant"),
+        ("no-idempotency", "delete-doom-loop"),
+    ] {
+        let report = run_reference(&[flaw], None, &[id]).await;
+        let o = outcome(&report, id);
+        assert_eq!(
+            o.verdict,
+            Verdict::Fail,
+            "--flaw {flaw}: {}",
+            table(&report)
+        );
+        let text = format!("{} {:?}", o.summary, o.notes);
+        assert!(
+            !text.contains("operations.list"),
+            "--flaw {flaw}: {id} blames the profile: {text}"
+        );
+    }
+}
