@@ -20,7 +20,8 @@ Examples:
   idemspec validate idemspec.yaml scenarios/
 
 Exit codes: 0 every MUST check passed, 1 a MUST check failed (or a check was UNKNOWN without
---allow-unknown), 2 usage or configuration error, 3 the target was unreachable, 130 interrupted.";
+--allow-unknown), 2 usage or configuration error, 3 the target was unreachable, 4 no check judged
+anything (without --allow-nothing-judged), 130 interrupted.";
 
 /// Prove that retries against your provisioning API are safe.
 ///
@@ -123,6 +124,10 @@ pub struct RunArgs {
     /// Do not fail the run when a check is UNKNOWN (could not decide).
     #[arg(long)]
     pub allow_unknown: bool,
+    /// Exit 0 even when no check judged anything (every check skipped, only recorded, or
+    /// allowed UNKNOWN); without it such a run exits 4.
+    #[arg(long)]
+    pub allow_nothing_judged: bool,
 }
 
 /// `idemspec init`.

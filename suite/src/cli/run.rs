@@ -2,7 +2,7 @@
 //! progress display, print the terminal report, write the report files, and exit by the verdicts.
 
 use anyhow::Context as _;
-use idemspec::model::{ExitCode, RunReport};
+use idemspec::model::{ExitCode, ExitPolicy, RunReport};
 use idemspec::reference::ReferenceOptions;
 use idemspec::report::{Progress, ReportFiles, Reporter, ReporterOptions, TerminalOptions};
 use idemspec::runner::{self, RunError, RunOptions, Target, Unreachable};
@@ -36,10 +36,14 @@ pub fn run(args: RunArgs, printer: &Printer) -> Result<ExitCode, Failure> {
     files
         .check()
         .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+    let policy = ExitPolicy {
+        allow_unknown: args.allow_unknown,
+        allow_nothing_judged: args.allow_nothing_judged,
+    };
     let reporter_options = ReporterOptions {
         terminal: TerminalOptions {
             palette: printer.stdout,
-            allow_unknown: args.allow_unknown,
+            policy,
         },
         summary_only: printer.quiet,
         files,
@@ -48,7 +52,7 @@ pub fn run(args: RunArgs, printer: &Printer) -> Result<ExitCode, Failure> {
         .context("failed to start the async runtime")
         .map_err(Failure::usage)?;
     let report = runtime.block_on(drive(options, reporter_options, printer))?;
-    Ok(report.stats.exit_code(args.allow_unknown))
+    Ok(report.stats.exit_code(policy))
 }
 
 /// The `--flaw` values as leasebroker's flag spells them.

@@ -13,6 +13,9 @@ pub enum ExitCode {
     Usage,
     /// 3: the target was unreachable before any check could run.
     TargetUnreachable,
+    /// 4: no check judged anything (every check was SKIP, INFO or allowed UNKNOWN), and
+    /// `--allow-nothing-judged` was not given.
+    NothingJudged,
     /// 130 (128 + SIGINT, the shell convention): interrupted by Ctrl-C or SIGTERM; the run was
     /// stopped and the reference server, if any, killed.
     Interrupted,
@@ -26,6 +29,7 @@ impl ExitCode {
             ExitCode::ChecksFailed => 1,
             ExitCode::Usage => 2,
             ExitCode::TargetUnreachable => 3,
+            ExitCode::NothingJudged => 4,
             ExitCode::Interrupted => 130,
         }
     }

@@ -17,4 +17,4 @@ pub use event::RunEvent;
 pub use exit::ExitCode;
 pub use outcome::{CheckOutcome, Evidence, ProxyAction, RequestRecord, ResponseRecord, Verdict};
 pub use report::RunReport;
-pub use stats::RunStats;
+pub use stats::{ExitPolicy, RunStats};

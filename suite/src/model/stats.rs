@@ -34,13 +34,32 @@ impl RunStats {
         }
     }
 
-    /// The exit code these counts call for: FAIL always fails the run; UNKNOWN fails it unless
-    /// `allow_unknown` (README "Exit codes").
-    pub fn exit_code(&self, allow_unknown: bool) -> ExitCode {
-        if self.fail > 0 || (self.unknown > 0 && !allow_unknown) {
+    /// Checks that judged a rule: PASS, FAIL or WARN (INFO only records, SKIP and UNKNOWN decide
+    /// nothing).
+    pub fn judged(&self) -> usize {
+        self.pass + self.fail + self.warn
+    }
+
+    /// The exit code these counts call for (README "Exit codes"): FAIL always fails the run;
+    /// UNKNOWN fails it unless allowed; a run in which no check judged anything (every check
+    /// skipped, say) is [`ExitCode::NothingJudged`] unless allowed, so a CI gate never passes on a
+    /// run that checked nothing.
+    pub fn exit_code(&self, policy: ExitPolicy) -> ExitCode {
+        if self.fail > 0 || (self.unknown > 0 && !policy.allow_unknown) {
             ExitCode::ChecksFailed
+        } else if self.judged() == 0 && !policy.allow_nothing_judged {
+            ExitCode::NothingJudged
         } else {
             ExitCode::Success
         }
     }
+}
+
+/// What a run may end with and still succeed, as the user allowed it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExitPolicy {
+    /// `--allow-unknown`: UNKNOWN verdicts do not fail the run.
+    pub allow_unknown: bool,
+    /// `--allow-nothing-judged`: a run with no PASS, FAIL or WARN exits 0.
+    pub allow_nothing_judged: bool,
 }

@@ -27,9 +27,10 @@ pub fn lines(outcome: &CheckOutcome) -> Vec<String> {
 }
 
 /// ` [source: REFERENCE]` to follow the summary, or nothing when the summary already cites it
-/// (a source is never printed twice).
+/// (a source is never printed twice, nor for a SKIP).
 pub fn source_suffix(outcome: &CheckOutcome) -> String {
-    if outcome.summary.contains(&outcome.reference) {
+    // A SKIP broke no rule: its sentence is about the profile, not the source.
+    if outcome.verdict == Verdict::Skip || outcome.summary.contains(&outcome.reference) {
         String::new()
     } else {
         format!(" [source: {}]", outcome.reference)

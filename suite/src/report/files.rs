@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{json, junit, markdown};
-use crate::model::RunReport;
+use crate::model::{ExitPolicy, RunReport};
 
 /// A report file could not be rendered or written.
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +27,16 @@ pub enum ReportError {
         first: &'static str,
         /// The second flag.
         second: &'static str,
+    },
+    /// A report file could not be written where the flag says (checked before the run).
+    #[error("`{flag}` cannot write `{}`: {reason}", path.display())]
+    Unwritable {
+        /// The path as given.
+        path: PathBuf,
+        /// The flag, e.g. `--report-json`.
+        flag: &'static str,
+        /// Why not, in words.
+        reason: String,
     },
     /// The JUnit XML could not be serialised.
     #[error("render the JUnit report")]
@@ -60,11 +70,13 @@ impl ReportFiles {
         .collect()
     }
 
-    /// Checks, before anything runs, that no two reports go to the same file (`a.json` and
-    /// `./a.json` are the same file).
+    /// Checks, before anything runs, that every report can be written — its directory exists and
+    /// takes a new file, the path is not a directory — and that no two reports go to the same file
+    /// (`a.json` and `./a.json` are the same file). A long run must not end in "cannot write".
     ///
     /// # Errors
-    /// [`ReportError::SamePath`] naming both flags.
+    /// [`ReportError::Unwritable`] naming the flag and why, [`ReportError::SamePath`] naming both
+    /// flags.
     pub fn check(&self) -> Result<(), ReportError> {
         let requested = self.requested();
         for (i, (first, a)) in requested.iter().enumerate() {
@@ -78,10 +90,17 @@ impl ReportFiles {
                 }
             }
         }
+        for (flag, path) in &requested {
+            writable(path).map_err(|reason| ReportError::Unwritable {
+                path: path.to_path_buf(),
+                flag,
+                reason,
+            })?;
+        }
         Ok(())
     }
 
-    /// Renders and writes every requested report; `allow_unknown` is `--allow-unknown` (the
+    /// Renders and writes every requested report; `policy` is what the run may end with (the
     /// Markdown heading states the result). Returns the paths written, in order.
     ///
     /// # Errors
@@ -89,7 +108,7 @@ impl ReportFiles {
     pub fn write(
         &self,
         report: &RunReport,
-        allow_unknown: bool,
+        policy: ExitPolicy,
     ) -> Result<Vec<PathBuf>, ReportError> {
         let mut written = Vec::new();
         if let Some(path) = &self.junit {
@@ -101,7 +120,7 @@ impl ReportFiles {
             written.push(path.clone());
         }
         if let Some(path) = &self.markdown {
-            write_file(path, &markdown::render(report, allow_unknown))?;
+            write_file(path, &markdown::render(report, policy))?;
             written.push(path.clone());
         }
         Ok(written)
@@ -143,8 +162,40 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Writes `text` to `path`, creating missing parent directories, through a temporary file in the
-/// same directory renamed into place, so a reader never sees half a report. A new file gets mode
+/// Why a report cannot be written at `path`, if it cannot: its directory must exist (none is
+/// created that the user did not ask for) and take a new file; the path must not be a directory.
+fn writable(path: &Path) -> Result<(), String> {
+    if let Ok(meta) = std::fs::metadata(path) {
+        if meta.is_dir() {
+            return Err("it is a directory".into());
+        }
+        if !meta.is_file() {
+            // `/dev/stdout`, a FIFO: written through as it is.
+            return Ok(());
+        }
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(dir) {
+        Err(_) => {
+            return Err(format!(
+                "the directory `{}` does not exist; create it first",
+                dir.display()
+            ))
+        }
+        Ok(meta) if !meta.is_dir() => {
+            return Err(format!("`{}` is not a directory", dir.display()))
+        }
+        Ok(_) => {}
+    }
+    tempfile::NamedTempFile::new_in(dir)
+        .map(drop)
+        .map_err(|e| format!("the directory `{}` takes no new file: {e}", dir.display()))
+}
+
+/// Writes `text` to `path` through a temporary file in the same directory renamed into place, so a reader never sees half a report. A new file gets mode
 /// 0644 (a CI artefact others must read; the temporary file's own mode is 0600); a file that
 /// exists keeps its mode. A path that exists but is not a regular file — `/dev/stdout`, a FIFO, a
 /// symlink — is written through, never replaced.
@@ -163,7 +214,6 @@ fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(dir).map_err(error)?;
     let mut file = tempfile::NamedTempFile::new_in(dir).map_err(error)?;
     std::io::Write::write_all(&mut file, text.as_bytes()).map_err(error)?;
     let permissions = match &existing {

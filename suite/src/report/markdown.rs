@@ -1,19 +1,20 @@
 //! The Markdown report, for a CI job summary (GitHub's `$GITHUB_STEP_SUMMARY`, GitLab's
-//! artefact viewer): a heading with the result, the table of checks, and the evidence of every
-//! FAIL, WARN and UNKNOWN in a collapsible `<details>` block.
+//! artefact viewer): a heading with the result, the table of checks, and for every check but a
+//! plain PASS (evidence, a SKIP's reason, notes) a collapsible `<details>` block.
 
 use std::fmt::Write as _;
 
 use super::format::{checks, counts};
-use super::{evidence, human_duration, terminal::needs_evidence};
-use crate::model::{ExitCode, RunReport, Verdict};
+use super::{evidence, human_duration, terminal::has_details};
+use crate::model::{ExitCode, ExitPolicy, RunReport, Verdict};
 
-/// Renders `report` as GitHub-flavoured Markdown; `allow_unknown` is `--allow-unknown`, which
-/// decides whether UNKNOWN verdicts fail the result shown in the heading.
-pub fn render(report: &RunReport, allow_unknown: bool) -> String {
+/// Renders `report` as GitHub-flavoured Markdown; `policy` (`--allow-unknown`,
+/// `--allow-nothing-judged`) decides the result shown in the heading.
+pub fn render(report: &RunReport, policy: ExitPolicy) -> String {
     let stats = &report.stats;
-    let result = match stats.exit_code(allow_unknown) {
+    let result = match stats.exit_code(policy) {
         ExitCode::Success => "passed",
+        ExitCode::NothingJudged => "judged nothing",
         _ => "FAILED",
     };
     let mut out = String::new();
@@ -39,7 +40,7 @@ pub fn render(report: &RunReport, allow_unknown: bool) -> String {
             human_duration(check.duration_ms)
         );
     }
-    for check in report.checks.iter().filter(|c| needs_evidence(c.verdict)) {
+    for check in report.checks.iter().filter(|c| has_details(c)) {
         let _ = write!(
             out,
             "\n<details><summary>{} <code>{}</code> ({}): {}</summary>\n\n```text\n{}```\n\n</details>\n",

@@ -62,8 +62,7 @@ impl<'a> Reporter<'a> {
             self.output
                 .result(&terminal::render(report, terminal_options));
         }
-        let allow_unknown = terminal_options.allow_unknown;
-        for path in self.options.files.write(report, allow_unknown)? {
+        for path in self.options.files.write(report, terminal_options.policy)? {
             self.output.status(&format!("wrote {}", path.display()));
         }
         Ok(())

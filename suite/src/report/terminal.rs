@@ -1,6 +1,7 @@
 //! The terminal report: a header naming the target and the contract assumed, a table of every check
-//! (id, title, level, verdict, time), the evidence of every FAIL, WARN and UNKNOWN under it, and a
-//! summary line with the counts.
+//! (id, title, level, verdict, time), under it the evidence of every FAIL, WARN and UNKNOWN, the
+//! reason of every SKIP, what every INFO recorded and the notes of a PASS, and a summary line with
+//! the counts.
 
 use std::fmt::Write as _;
 
@@ -10,7 +11,7 @@ use tabled::settings::{Alignment, Color, Style, Width};
 
 use super::format::{checks, counts};
 use super::{evidence, human_duration, Palette};
-use crate::model::{CheckOutcome, ExitCode, RunReport, Verdict};
+use crate::model::{CheckOutcome, ExitCode, ExitPolicy, RunReport, Verdict};
 
 /// Widest title shown in the table, in characters.
 const TITLE_WIDTH: usize = 60;
@@ -20,13 +21,15 @@ const TITLE_WIDTH: usize = 60;
 pub struct TerminalOptions {
     /// Colours, when stdout is a terminal and the user did not turn them off.
     pub palette: Palette,
-    /// Whether UNKNOWN verdicts are tolerated (`--allow-unknown`); the summary's result says so.
-    pub allow_unknown: bool,
+    /// What the run may end with and still succeed (`--allow-unknown`, `--allow-nothing-judged`);
+    /// the summary's result says so.
+    pub policy: ExitPolicy,
 }
 
-/// Verdicts whose evidence is printed under the table.
-pub fn needs_evidence(verdict: Verdict) -> bool {
-    matches!(verdict, Verdict::Fail | Verdict::Warn | Verdict::Unknown)
+/// Whether a check gets a block under the table: every verdict but PASS (evidence, the reason of a
+/// SKIP, what an INFO recorded), and a PASS that noted what another check owns.
+pub fn has_details(check: &CheckOutcome) -> bool {
+    check.verdict != Verdict::Pass || !check.notes.is_empty()
 }
 
 /// The whole terminal report as text (ends with a newline).
@@ -44,12 +47,17 @@ pub fn render(report: &RunReport, options: TerminalOptions) -> String {
     out.push_str(&table(&report.checks, palette));
     out.push('\n');
 
-    let flagged: Vec<&CheckOutcome> = report
-        .checks
-        .iter()
-        .filter(|check| needs_evidence(check.verdict))
-        .collect();
-    for check in flagged {
+    for check in &report.checks {
+        let body = match check.verdict {
+            // A plain PASS is its row; a PASS that saw what another check owns shows that note.
+            _ if !has_details(check) => continue,
+            Verdict::Pass => check
+                .notes
+                .iter()
+                .map(|note| format!("  note: {note}\n"))
+                .collect(),
+            _ => evidence::text(check, "  "),
+        };
         out.push('\n');
         let _ = writeln!(
             out,
@@ -58,7 +66,7 @@ pub fn render(report: &RunReport, options: TerminalOptions) -> String {
             palette.bold(&check.id),
             palette.dim(&format!("({}) {}", check.level, check.title))
         );
-        out.push_str(&evidence::text(check, "  "));
+        out.push_str(&body);
     }
     out.push('\n');
     out.push_str(&summary(report, options));
@@ -109,15 +117,23 @@ fn verdict_colour(verdict: Verdict) -> Color {
 /// `result: FAILED. 14 passed, 1 failed, 1 warned, 0 info, 0 skipped, 0 unknown (16 checks in 12.30s)`.
 pub fn summary(report: &RunReport, options: TerminalOptions) -> String {
     let stats = &report.stats;
-    let result = match stats.exit_code(options.allow_unknown) {
+    let policy = options.policy;
+    let result = match stats.exit_code(policy) {
         ExitCode::Success => options.palette.verdict(Verdict::Pass, "ok"),
+        ExitCode::NothingJudged => options.palette.verdict(Verdict::Fail, "NOTHING JUDGED"),
         _ => options.palette.verdict(Verdict::Fail, "FAILED"),
     };
-    let unknown_note = if stats.unknown > 0 && options.allow_unknown {
-        " (UNKNOWN allowed by --allow-unknown)"
-    } else {
-        ""
-    };
+    let mut unknown_note = String::new();
+    if stats.unknown > 0 && policy.allow_unknown {
+        unknown_note.push_str(" (UNKNOWN allowed by --allow-unknown)");
+    }
+    if stats.judged() == 0 {
+        unknown_note.push_str(if policy.allow_nothing_judged {
+            " (no check judged anything; allowed by --allow-nothing-judged)"
+        } else {
+            " (no check judged anything: every one was skipped, only recorded, or undecided)"
+        });
+    }
     format!(
         "result: {result}. {}{unknown_note} ({} in {})",
         counts(stats),

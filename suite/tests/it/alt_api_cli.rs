@@ -29,6 +29,7 @@ async fn the_catalogue_passes_a_correct_api_of_another_shape() {
     let api = alt_api::start().await;
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("alt-api.yaml"), alt_api::PROFILE).expect("write profile");
+    std::fs::create_dir(dir.path().join("out")).expect("create the report directory");
     let out = idemspec(
         dir.path(),
         &api,
@@ -173,4 +174,43 @@ async fn quiet_and_verbose_change_only_what_is_printed() {
     }
     let stdout = String::from_utf8_lossy(&verbose.stdout);
     assert!(stdout.contains("│ replay-fidelity"), "{stdout}");
+}
+
+/// A run in which no check judged anything (every selected check SKIP) does not look like success:
+/// it says so and exits 4, unless `--allow-nothing-judged`; the SKIP reasons are under the table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_judged_nothing_exits_4_and_says_why() {
+    let api = alt_api::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let start = alt_api::PROFILE
+        .find("hooks:")
+        .expect("the fixture has hooks");
+    let end = alt_api::PROFILE.find("side_effects:").expect("and a probe");
+    let without_hooks = format!("{}{}", &alt_api::PROFILE[..start], &alt_api::PROFILE[end..]);
+    std::fs::write(dir.path().join("alt-api.yaml"), without_hooks).expect("write profile");
+    let args = [
+        "run",
+        "--target",
+        "alt-api.yaml",
+        "--only",
+        "stuck-in-flight",
+        "--only",
+        "failed-not-cached",
+    ];
+    let out = idemspec(dir.path(), &api, &args).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{stdout}");
+    assert!(stdout.contains("result: NOTHING JUDGED."), "{stdout}");
+    assert!(
+        stdout.contains("skipped: the profile has no `hooks.crash`")
+            && stdout.contains("skipped: the profile has no `hooks.fail_next`"),
+        "each SKIP's reason is under the table:\n{stdout}"
+    );
+    let allowed = idemspec(
+        dir.path(),
+        &api,
+        &[&args[..], &["--allow-nothing-judged"]].concat(),
+    )
+    .await;
+    assert_eq!(allowed.status.code(), Some(0));
 }

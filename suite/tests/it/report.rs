@@ -1,7 +1,7 @@
 //! The reporters render a fixed sample report the same way every time (snapshots), agree with each
 //! other, and never invent a verdict.
 
-use idemspec::model::{RunReport, Verdict};
+use idemspec::model::{ExitPolicy, RunReport, Verdict};
 use idemspec::report::{json, junit, markdown, terminal, Palette, ReportFiles, TerminalOptions};
 
 use crate::support::redact::redacted;
@@ -28,7 +28,7 @@ fn strip_ansi(text: &str) -> String {
 fn plain() -> TerminalOptions {
     TerminalOptions {
         palette: Palette::PLAIN,
-        allow_unknown: false,
+        policy: ExitPolicy::default(),
     }
 }
 
@@ -49,7 +49,7 @@ fn coloured_terminal_report_is_the_plain_one_plus_escapes() {
         &report,
         TerminalOptions {
             palette: Palette::COLOURED,
-            allow_unknown: false,
+            policy: ExitPolicy::default(),
         },
     );
     assert!(coloured.contains("\u{1b}["), "colour was asked for");
@@ -57,7 +57,7 @@ fn coloured_terminal_report_is_the_plain_one_plus_escapes() {
 }
 
 #[test]
-fn terminal_prints_evidence_only_for_fail_warn_unknown() {
+fn terminal_prints_details_for_every_check_but_a_plain_pass() {
     let text = terminal::render(&sample::report(), plain());
     let below_table = text
         .split("╰")
@@ -68,15 +68,18 @@ fn terminal_prints_evidence_only_for_fail_warn_unknown() {
         ("endpoint-scope", true),
         ("retry-storm", true),
         ("never-processed", false),
-        ("stuck-in-flight", false),
-        ("mismatch-status", false),
+        ("stuck-in-flight", true),
+        ("mismatch-status", true),
     ] {
         assert_eq!(
             below_table.contains(id),
             shown,
-            "{id} evidence shown: {below_table}"
+            "{id} details shown: {below_table}"
         );
     }
+    // A SKIP shows its reason, an INFO what it recorded.
+    assert!(below_table.contains("skipped: the target profile has no `crash` and `restart` hooks"));
+    assert!(below_table.contains("note: mismatch answered 417"));
     // The evidence names the rule with its source, what the proxy did, and the responses.
     assert!(below_table.contains("rule broken: a retry after a lost response must replay"));
     assert!(below_table.contains("[source: article: the lost response; ietf-draft-07 §2.6]"));
@@ -94,7 +97,10 @@ fn summary_follows_allow_unknown_without_changing_verdicts() {
     let lenient = terminal::summary(
         &report,
         TerminalOptions {
-            allow_unknown: true,
+            policy: ExitPolicy {
+                allow_unknown: true,
+                ..ExitPolicy::default()
+            },
             ..plain()
         },
     );
@@ -135,16 +141,16 @@ fn json_report_snapshot_and_round_trip() {
 
 #[test]
 fn markdown_report_snapshot() {
-    let text = markdown::render(&sample::report(), false);
+    let text = markdown::render(&sample::report(), ExitPolicy::default());
     redacted!(insta::assert_snapshot!(text));
 }
 
 #[test]
 fn markdown_escapes_table_cells_and_collapses_evidence() {
-    let text = markdown::render(&sample::report(), false);
+    let text = markdown::render(&sample::report(), ExitPolicy::default());
     assert!(text.starts_with("## idemspec: `leasebroker` FAILED"));
-    assert_eq!(text.matches("<details>").count(), 3);
-    assert_eq!(text.matches("</details>").count(), 3);
+    assert_eq!(text.matches("<details>").count(), 5);
+    assert_eq!(text.matches("</details>").count(), 5);
     // Every table row has exactly the table's six pipes (titles may not break the table).
     for row in text.lines().filter(|l| l.starts_with("| `")) {
         assert_eq!(row.replace("\\|", "").matches('|').count(), 6, "{row}");
@@ -154,13 +160,16 @@ fn markdown_escapes_table_cells_and_collapses_evidence() {
 #[test]
 fn report_files_are_written_where_asked_with_the_rendered_content() {
     let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(dir.path().join("nested/dir")).expect("create the directory");
     let files = ReportFiles {
         junit: Some(dir.path().join("nested/dir/junit.xml")),
         json: Some(dir.path().join("report.json")),
         markdown: Some(dir.path().join("summary.md")),
     };
     let report = sample::report();
-    let written = files.write(&report, false).expect("writable temp dir");
+    let written = files
+        .write(&report, ExitPolicy::default())
+        .expect("writable temp dir");
     assert_eq!(written.len(), 3);
     let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).expect("written");
     assert_eq!(
@@ -168,7 +177,47 @@ fn report_files_are_written_where_asked_with_the_rendered_content() {
         junit::render(&report).expect("renders")
     );
     assert_eq!(read("report.json"), json::render(&report).expect("renders"));
-    assert_eq!(read("summary.md"), markdown::render(&report, false));
+    assert_eq!(
+        read("summary.md"),
+        markdown::render(&report, ExitPolicy::default())
+    );
+}
+
+/// Report paths are checked before the run: a directory that does not exist is not created, a
+/// path under a file (`/dev/null/x.json`) and a directory in the way are refused, naming the flag.
+#[test]
+fn report_paths_are_checked_before_the_run_and_no_directory_is_created() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let missing = dir.path().join("no/such/dir/report.json");
+    std::fs::create_dir(dir.path().join("taken")).expect("create dir");
+    let cases = [
+        (missing.clone(), "does not exist; create it first"),
+        ("/dev/null/x.json".into(), "is not a directory"),
+        (dir.path().join("taken"), "it is a directory"),
+    ];
+    for (path, says) in cases {
+        let files = ReportFiles {
+            json: Some(path.clone()),
+            ..ReportFiles::default()
+        };
+        let err = files
+            .check()
+            .expect_err("refused before the run")
+            .to_string();
+        assert!(
+            err.starts_with("`--report-json` cannot write") && err.contains(says),
+            "{}: {err}",
+            path.display()
+        );
+    }
+    assert!(!dir.path().join("no").exists(), "no directory was created");
+    let fine = ReportFiles {
+        json: Some(dir.path().join("report.json")),
+        junit: Some("/dev/stdout".into()),
+        ..ReportFiles::default()
+    };
+    fine.check()
+        .expect("a new file in an existing directory, and /dev/stdout");
 }
 
 #[test]
@@ -182,7 +231,7 @@ fn unwritable_report_names_its_path() {
         ..ReportFiles::default()
     };
     let err = files
-        .write(&sample::report(), false)
+        .write(&sample::report(), ExitPolicy::default())
         .expect_err("a directory is in the way");
     assert_eq!(
         err.to_string(),
@@ -238,7 +287,9 @@ fn report_files_are_readable_and_symlinks_are_written_through() {
         markdown: Some(link.clone()),
     };
     let report = sample::report();
-    files.write(&report, false).expect("writable temp dir");
+    files
+        .write(&report, ExitPolicy::default())
+        .expect("writable temp dir");
     assert_eq!(mode(&fresh), 0o644);
     assert_eq!(mode(&kept), 0o640);
     assert!(
@@ -250,7 +301,7 @@ fn report_files_are_readable_and_symlinks_are_written_through() {
     );
     assert_eq!(
         std::fs::read_to_string(&real).expect("written through"),
-        markdown::render(&report, false)
+        markdown::render(&report, ExitPolicy::default())
     );
 }
 
