@@ -7,7 +7,11 @@ use serde::de::DeserializeOwned;
 /// Displayed as `FILE:LINE:COLUMN: MESSAGE`, followed by a snippet of the offending lines when one is
 /// known. Lines and columns are 1-based. A file name of `<embedded:ID>` names a built-in catalogue entry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}:{column}: {message}{}", snippet.as_deref().map(|s| format!("\n{s}")).unwrap_or_default())]
+#[error(
+    "{file}:{line}:{column}: {message}{}{}",
+    snippet.as_deref().map(|s| format!("\n{s}")).unwrap_or_default(),
+    more.iter().map(|e| format!("\n{e}")).collect::<String>()
+)]
 pub struct LoadError {
     /// The file the text came from, as the user named it.
     pub file: String,
@@ -19,6 +23,9 @@ pub struct LoadError {
     pub message: String,
     /// The source lines around the position, with a caret, when available.
     pub snippet: Option<String>,
+    /// Further errors the loader found in the same file (a validation pass reports every rule
+    /// broken, not only the first); each displayed on its own line after this one.
+    pub more: Vec<LoadError>,
 }
 
 impl LoadError {
@@ -30,7 +37,29 @@ impl LoadError {
             column: location.column(),
             message: message.into(),
             snippet: None,
+            more: Vec::new(),
         }
+    }
+
+    /// `Ok` when `errors` is empty; otherwise the first error, carrying the rest in
+    /// [`LoadError::more`].
+    ///
+    /// # Errors
+    /// The first of `errors`.
+    pub fn all(errors: Vec<LoadError>) -> Result<(), LoadError> {
+        let mut errors = errors.into_iter();
+        match errors.next() {
+            None => Ok(()),
+            Some(mut first) => {
+                first.more.extend(errors);
+                Err(first)
+            }
+        }
+    }
+
+    /// This error and every one in [`LoadError::more`], in file order.
+    pub fn each(&self) -> impl Iterator<Item = &LoadError> {
+        std::iter::once(self).chain(self.more.iter())
     }
 }
 
@@ -63,14 +92,36 @@ pub fn from_yaml<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, LoadE
         let snippet: Vec<&str> = lines
             .skip_while(|l| l.trim_start().starts_with("-->"))
             .collect();
+        let said = in_user_terms(&message);
         LoadError {
             file: file.to_owned(),
             line,
             column,
-            message,
-            snippet: (!snippet.is_empty()).then(|| snippet.join("\n")),
+            snippet: (!snippet.is_empty()).then(|| snippet.join("\n").replace(&message, &said)),
+            message: said,
+            more: Vec::new(),
         }
     })
+}
+
+/// The parser's message in the words of someone writing a profile or scenario: its advice to
+/// programmers ("use from_str_multiple") and its budgets ("budget breached: Nodes …") say nothing
+/// to them.
+fn in_user_terms(message: &str) -> String {
+    if message.starts_with("multiple YAML documents detected") {
+        "a second YAML document starts here (`---`); a file holds one profile, scenario or proxy \
+         file: split it, or remove the `---`"
+            .into()
+    } else if let Some(budget) = message.strip_prefix("budget breached: ") {
+        let what = budget.split_whitespace().next().unwrap_or(budget);
+        format!(
+            "the file is larger or more deeply nested than any profile or scenario needs (the \
+             loader's limit on {} was reached here); check that this is the file you meant",
+            what.to_lowercase()
+        )
+    } else {
+        message.to_owned()
+    }
 }
 
 #[cfg(test)]
@@ -99,6 +150,21 @@ mod tests {
             err.to_string().starts_with("a.yaml:3:1: unknown field"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn several_documents_and_huge_files_are_explained_in_the_users_terms() {
+        let err = from_yaml::<Doc>("m.yaml", "version: 1\nname: a\n---\nversion: 1\n").unwrap_err();
+        assert_eq!(err.line, 4);
+        assert!(err.message.contains("a second YAML document"), "{err}");
+        assert!(!err.to_string().contains("from_str_multiple"), "{err}");
+        let huge = format!("version: 1\nname: [{}]\n", vec!["1"; 300_000].join(","));
+        let err = from_yaml::<serde_json::Value>("h.yaml", &huge).unwrap_err();
+        assert!(
+            err.message.contains("larger or more deeply nested"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains("budget breached"), "{err}");
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub use assertion::{
 pub use step::{BodyVariant, HookName, KeySpec, Operation, RetrySpec, Step, Via, Within};
 
 use crate::load::{from_yaml, LoadError, Spanned};
-use crate::rules::Rule;
+use crate::rules::{Fault, Rule};
 use crate::value::HumanDuration;
 
 /// How binding a check's rule is, as in RFC 2119: a broken MUST is a FAIL, a broken SHOULD a WARN.
@@ -169,14 +169,18 @@ impl Scenario {
     /// each assertion exactly one kind.
     ///
     /// # Errors
-    /// A located [`LoadError`] for the first rule broken.
+    /// A located [`LoadError`] for the first rule broken, with every other one in
+    /// [`LoadError::more`].
     pub fn validate(&self, file: &str) -> Result<(), LoadError> {
-        let err = |loc: &crate::load::Location, msg: String| LoadError::at(file, loc, msg);
+        let mut errors = Vec::new();
+        let mut err = |loc: &crate::load::Location, msg: String| {
+            errors.push(LoadError::at(file, loc, msg));
+        };
         if self.version.value != 1 {
-            return Err(err(
+            err(
                 &self.version.referenced,
                 format!("unsupported version {}; expected 1", self.version.value),
-            ));
+            );
         }
         let id = &self.id.value;
         if id.is_empty()
@@ -184,16 +188,16 @@ impl Scenario {
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         {
-            return Err(err(
+            err(
                 &self.id.referenced,
                 format!("id `{id}` must be kebab-case (a-z, 0-9, -)"),
-            ));
+            );
         }
         if self.steps.is_empty() && self.procedure.is_none() {
-            return Err(err(
+            err(
                 &self.id.referenced,
                 "a scenario needs `steps` or a `procedure`".into(),
-            ));
+            );
         }
         let mut names: Vec<String> = Vec::new();
         for step in &self.steps {
@@ -204,16 +208,36 @@ impl Scenario {
                 step.value.validate(&names).err()
             };
             if let Some(msg) = problem {
-                return Err(err(&step.referenced, msg));
+                err(&step.referenced, msg);
             }
             names.push(name);
         }
         for a in &self.assertions {
-            a.value
-                .validate(&names)
-                .map_err(|m| err(&a.referenced, m))?;
+            if let Err(m) = a.value.validate(&names) {
+                err(&a.referenced, m);
+            }
         }
-        Ok(())
+        for rule in &self.faults {
+            let delay = match &rule.fault {
+                Fault::DelayRequest { duration } => Some(("delay_request.duration", duration)),
+                Fault::DelayResponse { duration } => Some(("delay_response.duration", duration)),
+                _ => None,
+            };
+            if let Some(Err(m)) = delay.map(|(field, d)| step::within_step_limit(field, *d)) {
+                err(
+                    &self.id.referenced,
+                    format!("fault rule `{}`: {m}", rule.name),
+                );
+            }
+        }
+        if let Some(Err(m)) = self
+            .parameters
+            .within
+            .map(|w| step::within_step_limit("parameters.within", w.0))
+        {
+            err(&self.id.referenced, m);
+        }
+        LoadError::all(errors)
     }
 
     /// The step with this name.

@@ -6,16 +6,26 @@ use serde::{Deserialize, Deserializer, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HumanDuration(pub std::time::Duration);
 
+impl HumanDuration {
+    /// The longest duration any file may give: 30 days (a retention window of a month; anything
+    /// longer is a typo, and a run must end).
+    pub const MAX: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+}
+
 impl<'de> Deserialize<'de> for HumanDuration {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        humantime::parse_duration(text.trim())
-            .map(HumanDuration)
-            .map_err(|e| {
-                serde::de::Error::custom(format!(
-                    "invalid duration `{text}` ({e}); expected e.g. `250ms`, `3s`"
-                ))
-            })
+        let d = humantime::parse_duration(text.trim()).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "invalid duration `{text}` ({e}); expected e.g. `250ms`, `3s`"
+            ))
+        })?;
+        if d > Self::MAX {
+            return Err(serde::de::Error::custom(format!(
+                "duration `{text}` is longer than the limit of 30 days"
+            )));
+        }
+        Ok(HumanDuration(d))
     }
 }
 

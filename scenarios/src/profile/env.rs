@@ -15,7 +15,9 @@ pub fn expand_env(
 ) -> Result<String, LoadError> {
     let mut out = String::with_capacity(text.len());
     for (line_no, line) in text.split_inclusive('\n').enumerate() {
-        let mut rest = line;
+        // A comment is kept as written: a commented-out example must not demand its variable.
+        let (code, comment) = line.split_at(comment_start(line).unwrap_or(line.len()));
+        let mut rest = code;
         let mut column = 1u64;
         while let Some(start) = rest.find("${") {
             out.push_str(&rest[..start]);
@@ -26,6 +28,7 @@ pub fn expand_env(
                 column,
                 message,
                 snippet: Some(line.trim_end().to_owned()),
+                more: Vec::new(),
             };
             let after = &rest[start + 2..];
             let end = after
@@ -55,8 +58,26 @@ pub fn expand_env(
             rest = &after[end + 1..];
         }
         out.push_str(rest);
+        out.push_str(comment);
     }
     Ok(out)
+}
+
+/// Where a YAML comment starts on `line`: a `#` at the start or after white space, outside quotes
+/// (YAML 1.2 §6.6; `http://x/#y` and `"a # b"` are not comments).
+fn comment_start(line: &str) -> Option<usize> {
+    let mut quote: Option<char> = None;
+    let mut previous = ' ';
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (None, '#') if previous.is_whitespace() => return Some(i),
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            _ => {}
+        }
+        previous = c;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -73,5 +94,15 @@ mod tests {
         let err = expand_env("p", "a: 1\nb: ${NOPE}\n", &lookup).unwrap_err();
         assert_eq!((err.line, err.column), (2, 4));
         assert!(err.message.contains("`NOPE` is not set"));
+    }
+
+    #[test]
+    fn comments_are_not_expanded() {
+        let lookup = |n: &str| (n == "A").then(|| "x".to_owned());
+        let text = "# url: ${UNSET}\na: ${A} # or ${UNSET}\nb: \"# ${A}\"\nc: http://h/#${A}\n";
+        assert_eq!(
+            expand_env("p", text, &lookup).unwrap(),
+            "# url: ${UNSET}\na: x # or ${UNSET}\nb: \"# x\"\nc: http://h/#x\n"
+        );
     }
 }

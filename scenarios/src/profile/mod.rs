@@ -4,6 +4,7 @@
 mod contract;
 mod env;
 mod target;
+mod wire;
 
 pub use contract::{Contract, ContractSpec, Preset};
 pub use env::expand_env;
@@ -11,3 +12,4 @@ pub use target::{
     ActionOp, CreateOp, GetOp, HookSpec, Hooks, HttpHook, KeyUse, ListOp, Operations, PathOp,
     Principal, SideEffectsProbe, TargetProfile,
 };
+pub use wire::{check_header, check_url};

@@ -216,7 +216,7 @@ pub struct HttpHook {
     #[serde(default = "post")]
     pub method: String,
     /// Absolute URL.
-    pub url: String,
+    pub url: Spanned<String>,
     /// Headers to send.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -230,7 +230,7 @@ pub struct HttpHook {
 #[serde(deny_unknown_fields)]
 pub struct SideEffectsProbe {
     /// Absolute URL.
-    pub url: String,
+    pub url: Spanned<String>,
     /// Headers to send.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -266,50 +266,79 @@ impl TargetProfile {
         Ok(profile)
     }
 
-    /// Cross-field rules: version 1, at least one `http://` base URL, two principals with distinct
-    /// names, `{id}` in every per-resource path.
+    /// Cross-field rules: version 1; at least one base URL, each a URL HTTP can use (scheme, host,
+    /// port 1–65535); two principals with distinct names; header fields HTTP can carry (no CR/LF);
+    /// hook and probe URLs that HTTP can use; `{id}` in every per-resource path.
     ///
     /// # Errors
-    /// A located [`LoadError`] for the first rule broken.
+    /// A located [`LoadError`] for the first rule broken, with every other one in
+    /// [`LoadError::more`].
     pub fn validate(&self, file: &str) -> Result<(), LoadError> {
+        let mut errors = Vec::new();
+        let mut at = |loc: &crate::load::Location, msg: String| {
+            errors.push(LoadError::at(file, loc, msg));
+        };
         if self.version.value != 1 {
-            return Err(LoadError::at(
-                file,
+            at(
                 &self.version.referenced,
                 format!("unsupported version {}; expected 1", self.version.value),
-            ));
+            );
         }
         if self.base_urls.value.is_empty() {
-            return Err(LoadError::at(
-                file,
+            at(
                 &self.base_urls.referenced,
-                "expected at least one base URL",
-            ));
+                "expected at least one base URL".into(),
+            );
         }
         for url in &self.base_urls.value {
-            if !url.starts_with("http://") && !url.starts_with("https://") {
-                return Err(LoadError::at(
-                    file,
-                    &self.base_urls.referenced,
-                    format!("base URL `{url}` must start with http:// or https://"),
-                ));
+            if let Err(m) = super::check_url(url) {
+                at(&self.base_urls.referenced, format!("base_urls: {m}"));
             }
         }
         let principals = &self.principals.value;
         if principals.len() < 2 {
-            return Err(LoadError::at(
-                file,
+            at(
                 &self.principals.referenced,
-                "expected at least two principals (cross-tenant checks need two)",
-            ));
+                "expected at least two principals (cross-tenant checks need two)".into(),
+            );
         }
         for (i, p) in principals.iter().enumerate() {
             if principals[..i].iter().any(|q| q.name == p.name) {
-                return Err(LoadError::at(
-                    file,
+                at(
                     &self.principals.referenced,
                     format!("principal name `{}` is used twice", p.name),
-                ));
+                );
+            }
+            for (name, value) in &p.headers {
+                if let Err(m) = super::check_header(name, value) {
+                    at(
+                        &self.principals.referenced,
+                        format!("principal `{}`: {m}", p.name),
+                    );
+                }
+            }
+        }
+        let requests = [
+            ("hooks.crash", self.hooks.crash.as_ref()),
+            ("hooks.restart", self.hooks.restart.as_ref()),
+            ("hooks.fail_next", self.hooks.fail_next.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(what, hook)| Some((what, hook?.request.as_ref()?)))
+        .map(|(what, r)| (what, &r.url, &r.headers))
+        .chain(
+            self.side_effects
+                .as_ref()
+                .map(|p| ("side_effects", &p.url, &p.headers)),
+        );
+        for (what, url, headers) in requests {
+            let problems = super::check_url(&url.value).err().into_iter().chain(
+                headers
+                    .iter()
+                    .filter_map(|(n, v)| super::check_header(n, v).err()),
+            );
+            for m in problems {
+                at(&url.referenced, format!("{what}: {m}"));
             }
         }
         let ops = &self.operations;
@@ -320,14 +349,13 @@ impl TargetProfile {
         ];
         for path in with_id.into_iter().flatten() {
             if !path.value.contains("{id}") {
-                return Err(LoadError::at(
-                    file,
+                at(
                     &path.referenced,
                     format!("path `{}` must contain `{{id}}`", path.value),
-                ));
+                );
             }
         }
-        Ok(())
+        LoadError::all(errors)
     }
 
     /// The contract with the preset's defaults and the profile's overrides applied.
@@ -397,6 +425,25 @@ operations:
         assert!(
             err.message
                 .contains("exactly one of `command` or `request`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn what_http_cannot_carry_is_refused_at_load_with_every_problem() {
+        let text = MINIMAL
+            .replace("http://127.0.0.1:1", "http://127.0.0.1:99999\", \"http://")
+            .replace("{X-Api-Key: kb}", "{X-Api-Key: \"kb\\r\\nX-Evil: 1\"}");
+        let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+        let all: Vec<String> = err.each().map(ToString::to_string).collect();
+        assert_eq!(all.len(), 3, "{err}");
+        assert!(
+            all[0].starts_with("p.yaml:3:") && all[0].contains("port `99999`"),
+            "{err}"
+        );
+        assert!(all[1].contains("`http://` has no host"), "{err}");
+        assert!(
+            all[2].starts_with("p.yaml:5:") && all[2].contains("CR and LF"),
             "{err}"
         );
     }

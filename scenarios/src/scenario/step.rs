@@ -263,11 +263,43 @@ impl Step {
             Some(Operation::Get | Operation::Delete | Operation::Action)
         );
         match (&self.on, needs_target) {
-            (None, true) => Err("`get`, `delete` and `action` need `on: <create step>`".into()),
-            (Some(on), _) if !earlier.contains(on) => {
-                Err(format!("`on: {on}` does not name an earlier step"))
+            (None, true) => {
+                return Err("`get`, `delete` and `action` need `on: <create step>`".into())
             }
-            _ => Ok(()),
+            (Some(on), _) if !earlier.contains(on) => {
+                return Err(format!("`on: {on}` does not name an earlier step"))
+            }
+            _ => {}
         }
+        let timings = [
+            ("wait", self.wait.map(|d| d.0)),
+            ("timeout", self.timeout.map(|d| d.0)),
+            ("retry.every", self.retry.as_ref().map(|r| r.every.0)),
+            ("retry.within", self.retry.as_ref().map(|r| r.within.extra)),
+        ];
+        for (field, d) in timings {
+            if let Some(d) = d {
+                within_step_limit(field, d)?;
+            }
+        }
+        Ok(())
     }
+}
+
+/// The longest any one step may wait, time out or retry: 1 hour (a check has a deadline of its
+/// own, `--check-timeout`, 5 minutes by default).
+pub const STEP_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// `d` is within [`STEP_LIMIT`].
+///
+/// # Errors
+/// A message naming the field and the limit.
+pub fn within_step_limit(field: &str, d: std::time::Duration) -> Result<(), String> {
+    if d > STEP_LIMIT {
+        return Err(format!(
+            "`{field}: {}` is longer than the limit of 1h for one step",
+            humantime::format_duration(d)
+        ));
+    }
+    Ok(())
 }

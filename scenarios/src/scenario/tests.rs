@@ -69,3 +69,39 @@ fn key_specs_parse() {
     );
     assert!(KeySpec::parse("long:x").is_err());
 }
+
+#[test]
+fn every_duration_is_bounded_with_a_located_error() {
+    let err = Scenario::load(
+        "s.yaml",
+        &LOST.replace("{name: first, op: create, key: K1}", "{wait: 10years}"),
+    )
+    .unwrap_err();
+    assert_eq!(err.line, 7, "{err}");
+    assert!(err.message.contains("limit of 30 days"), "{err}");
+    let err =
+        Scenario::load("s.yaml", &LOST.replace("key: K1}", "key: K1, timeout: 2h}")).unwrap_err();
+    assert!(
+        err.message
+            .contains("`timeout: 2h` is longer than the limit of 1h"),
+        "{err}"
+    );
+    let delayed = LOST.replace(
+        "steps:",
+        "faults:\n  - {name: slow, fault: {delay_request: {duration: 3650d}}}\nsteps:",
+    );
+    let err = Scenario::load("s.yaml", &delayed).unwrap_err();
+    assert!(err.message.contains("fault rule `slow`"), "{err}");
+    assert!(err.message.contains("limit of 1h"), "{err}");
+}
+
+#[test]
+fn every_validation_error_of_a_file_is_reported() {
+    let text = LOST
+        .replace("id: lost-response", "id: Lost_Response")
+        .replace("step: retry, in", "step: retri, in");
+    let err = Scenario::load("s.yaml", &text).unwrap_err();
+    let lines: Vec<u64> = err.each().map(|e| e.line).collect();
+    assert_eq!(lines, [2, 10], "{err}");
+    assert!(err.to_string().contains("kebab-case") && err.to_string().contains("`retri`"));
+}

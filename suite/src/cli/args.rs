@@ -124,6 +124,12 @@ pub struct RunArgs {
     /// Do not fail the run when a check is UNKNOWN (could not decide).
     #[arg(long)]
     pub allow_unknown: bool,
+    /// How long one check may run before it is UNKNOWN (e.g. `90s`, `10m`; at most 24h).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = bounded_duration)]
+    pub check_timeout: std::time::Duration,
+    /// How long the whole run may take; checks left when it ends are UNKNOWN (at most 24h).
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = bounded_duration)]
+    pub run_timeout: std::time::Duration,
     /// Exit 0 even when no check judged anything (every check skipped, only recorded, or
     /// allowed UNKNOWN); without it such a run exits 4.
     #[arg(long)]
@@ -155,4 +161,15 @@ pub struct ListArgs {
     /// Also list the checks in these scenario files or directories.
     #[arg(long, value_name = "FILE|DIR")]
     pub scenario: Vec<PathBuf>,
+}
+
+/// A duration with a unit, from 1 s to 24 h (a deadline outside that is a typo, not a plan).
+fn bounded_duration(text: &str) -> Result<std::time::Duration, String> {
+    const MAX: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("`{text}` is not a duration ({e}); expected e.g. `90s` or `10m`"))?;
+    if d < std::time::Duration::from_secs(1) || d > MAX {
+        return Err(format!("`{text}` is out of range; expected 1s to 24h"));
+    }
+    Ok(d)
 }

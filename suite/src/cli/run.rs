@@ -104,6 +104,8 @@ fn options(args: &RunArgs) -> Result<RunOptions, Failure> {
     }
     options.only = args.only.clone();
     options.skip = args.skip.clone();
+    options.check_timeout = args.check_timeout;
+    options.run_timeout = args.run_timeout;
     Ok(options)
 }
 

@@ -1,5 +1,7 @@
 //! `idemspec validate FILE…`: load every target profile, scenario and proxy file without running
-//! anything, report each file's first error with file, line and column, and exit 2 if any failed.
+//! anything, report every error each file has (as many as the loader can recover: a syntax error
+//! stops the file, a validation pass reports every rule broken) with file, line and column, and
+//! exit 2 if any failed.
 
 use std::collections::HashMap;
 use std::path::Path;

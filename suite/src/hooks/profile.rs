@@ -52,7 +52,7 @@ impl ProfileHooks {
         };
         let method = reqwest::Method::from_bytes(req.method.as_bytes())
             .map_err(|_| failed(format!("invalid method `{}`", req.method)))?;
-        let mut builder = self.client.request(method, &req.url);
+        let mut builder = self.client.request(method, &req.url.value);
         for (n, v) in &req.headers {
             builder = builder.header(n, v);
         }
@@ -64,12 +64,12 @@ impl ProfileHooks {
         let resp = builder
             .send()
             .await
-            .map_err(|e| failed(format!("{} {}: {e}", req.method, req.url)))?;
+            .map_err(|e| failed(format!("{} {}: {e}", req.method, req.url.value)))?;
         if !resp.status().is_success() {
             return Err(failed(format!(
                 "{} {} answered {}",
                 req.method,
-                req.url,
+                req.url.value,
                 resp.status()
             )));
         }

@@ -21,7 +21,7 @@ mod verdict;
 pub use options::{EventSink, RunError, RunOptions, Target, Unreachable};
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use idemspec_scenarios::catalogue;
@@ -79,13 +79,17 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         .map(Arc::new)
         .enumerate()
         .partition(|(_, s)| s.exclusive);
+    let limits = Limits {
+        check: opts.check_timeout,
+        run_ends: started + opts.run_timeout,
+    };
     let mut outcomes: Vec<_> = futures::stream::iter(shared)
-        .map(|(i, s)| run_one(env.clone(), events.clone(), i, s))
+        .map(|(i, s)| run_one(env.clone(), events.clone(), i, s, limits))
         .buffer_unordered(opts.parallelism.max(1))
         .collect()
         .await;
-    for item in exclusive {
-        outcomes.push(run_one(env.clone(), events.clone(), item.0, item.1).await);
+    for (i, s) in exclusive {
+        outcomes.push(run_one(env.clone(), events.clone(), i, s, limits).await);
     }
     outcomes.sort_by_key(|(i, _)| *i);
     let checks: Vec<_> = outcomes.into_iter().map(|(_, o)| o).collect();
@@ -109,17 +113,26 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
     Ok(report)
 }
 
+/// How long a check may take: its own deadline, and what is left of the run's.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    check: Duration,
+    run_ends: Instant,
+}
+
 /// Runs one check between its `CheckStarted` and `CheckFinished` events.
 async fn run_one(
     env: Arc<Env>,
     events: EventSink,
     index: usize,
     scenario: Arc<idemspec_scenarios::scenario::Scenario>,
+    limits: Limits,
 ) -> (usize, crate::model::CheckOutcome) {
     let _ = events.send(RunEvent::CheckStarted {
         id: scenario.id.value.clone(),
     });
-    let outcome = check::run_check(env, scenario).await;
+    let left = limits.run_ends.saturating_duration_since(Instant::now());
+    let outcome = check::run_check(env, scenario, limits.check.min(left)).await;
     let _ = events.send(RunEvent::CheckFinished(Box::new(outcome.clone())));
     (index, outcome)
 }

@@ -111,7 +111,7 @@ pub(crate) async fn read_counters(env: &Env) -> Result<Counters, String> {
         .as_ref()
         .ok_or("the target profile has no `side_effects` probe")?;
     let mut req = reqwest::Client::new()
-        .get(&probe.url)
+        .get(&probe.url.value)
         .timeout(OBSERVE_TIMEOUT);
     for (n, v) in &probe.headers {
         req = req.header(n, v);
@@ -119,12 +119,12 @@ pub(crate) async fn read_counters(env: &Env) -> Result<Counters, String> {
     let resp = req
         .send()
         .await
-        .map_err(|e| format!("side-effects probe {}: {e}", probe.url))?;
+        .map_err(|e| format!("side-effects probe {}: {e}", probe.url.value))?;
     let status = resp.status();
     let json: serde_json::Value = resp.json().await.map_err(|e| {
         format!(
             "side-effects probe {} answered {status} without JSON: {e}",
-            probe.url
+            probe.url.value
         )
     })?;
     let mut out = BTreeMap::new();

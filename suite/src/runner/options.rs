@@ -1,5 +1,7 @@
 //! What a run is asked to do, and what can stop it before any check runs.
 
+use std::time::Duration;
+
 use idemspec_scenarios::profile::TargetProfile;
 use idemspec_scenarios::scenario::Scenario;
 use idemspec_scenarios::LoadError;
@@ -34,9 +36,21 @@ pub struct RunOptions {
     /// How many independent checks may run at once (default 8). Checks marked `exclusive`
     /// (crash, fail_next, side-effect counters) always run alone.
     pub parallelism: usize,
+    /// How long one check may run (default [`RunOptions::CHECK_TIMEOUT`]); a check still running
+    /// then is UNKNOWN, naming the deadline.
+    pub check_timeout: Duration,
+    /// How long the whole run may take (default [`RunOptions::RUN_TIMEOUT`]); checks that would
+    /// run after it are UNKNOWN.
+    pub run_timeout: Duration,
 }
 
 impl RunOptions {
+    /// Default deadline of one check: 5 minutes, well beyond the longest built-in check
+    /// (`stuck-in-flight`: the declared in-flight TTL plus 10 s).
+    pub const CHECK_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+    /// Default deadline of a run: 1 hour.
+    pub const RUN_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
     /// Options running the built-in catalogue against `target`.
     pub fn new(target: Target) -> Self {
         Self {
@@ -46,6 +60,8 @@ impl RunOptions {
             only: Vec::new(),
             skip: Vec::new(),
             parallelism: 8,
+            check_timeout: Self::CHECK_TIMEOUT,
+            run_timeout: Self::RUN_TIMEOUT,
         }
     }
 }

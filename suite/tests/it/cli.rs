@@ -622,3 +622,48 @@ fn the_scenario_guide_documents_every_assertion_kind() {
         "docs/writing-scenarios.md lacks {missing:?}"
     );
 }
+
+/// What HTTP cannot carry is a configuration error (exit 2) from `validate` and from `run`, with
+/// file, line and column and every problem of the file — never "unreachable" (exit 3) at run time.
+#[test]
+fn values_http_cannot_carry_are_configuration_errors_with_every_problem() {
+    let dir = workspace();
+    let profile = std::fs::read_to_string(dir.path().join("profile.yaml")).expect("read");
+    let broken = profile
+        .replacen(
+            "base_urls:\n",
+            "base_urls:\n  - \"http://\"\n  - \"http://127.0.0.1:99999\"\n",
+            1,
+        )
+        .replacen(
+            "Authorization: Bearer ${API_TOKEN_A:-token-alice}",
+            "Authorization: \"Bearer a\\r\\nX-Injected: 1\"",
+            1,
+        );
+    assert!(
+        broken.contains("X-Injected") && broken.contains("99999"),
+        "{broken}"
+    );
+    write(dir.path(), "broken.yaml", &broken);
+    let text = config_error(dir.path(), &["validate", "broken.yaml"]);
+    for says in ["`http://` has no host", "port `99999`", "CR and LF"] {
+        assert!(text.contains(says), "{says}: {text}");
+    }
+    assert!(text.contains("broken.yaml:"), "located: {text}");
+    let run = idemspec(dir.path(), &["run", "--target", "broken.yaml"]);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+}
+
+/// A `${VAR}` in a YAML comment (a commented-out hook, say) is left alone.
+#[test]
+fn variables_in_comments_are_not_expanded() {
+    let dir = workspace();
+    let profile = std::fs::read_to_string(dir.path().join("profile.yaml")).expect("read");
+    write(
+        dir.path(),
+        "commented.yaml",
+        &format!("# crash: {{request: {{url: \"${{NOT_SET_ANYWHERE}}/crash\"}}}}\n{profile}"),
+    );
+    let out = idemspec(dir.path(), &["validate", "commented.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

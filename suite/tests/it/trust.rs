@@ -166,3 +166,51 @@ async fn an_empty_list_is_not_blamed_on_the_profile_when_the_api_leaked_or_delet
         );
     }
 }
+
+/// A check has a deadline: one still running then is UNKNOWN naming it, and the run goes on; the
+/// run has one too, after which the checks left are UNKNOWN.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_check_past_its_deadline_is_unknown_and_the_run_ends() {
+    const SLOW: &str = r#"version: 1
+id: slow
+title: A check that waits longer than its deadline
+level: MUST
+reference: "test"
+steps:
+  - {name: first, op: create, key: K1, via: direct}
+  - {wait: 30s}
+assert:
+  - created: {equals: 1}
+"#;
+    let api = hostile::start(Behaviour::NoIdempotency).await;
+    let mut opts = RunOptions::new(Target::Profile(Box::new(api.profile())));
+    opts.scenarios = vec![Scenario::load("slow.yaml", SLOW).expect("scenario loads")];
+    opts.only = vec!["slow".into(), "never-processed".into()];
+    opts.check_timeout = std::time::Duration::from_millis(500);
+    opts.parallelism = 1;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let started = std::time::Instant::now();
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("drain ends");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let o = outcome(&report, "slow");
+    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(
+        o.summary.contains("did not finish within 500ms"),
+        "{}",
+        o.summary
+    );
+    assert_eq!(o.evidence.len(), 1, "what it had sent is evidence");
+
+    let mut opts = RunOptions::new(Target::Profile(Box::new(api.profile())));
+    opts.only = vec!["never-processed".into()];
+    opts.run_timeout = std::time::Duration::ZERO;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("drain ends");
+    let o = outcome(&report, "never-processed");
+    assert_eq!(o.verdict, Verdict::Unknown);
+    assert!(o.summary.contains("--run-timeout"), "{}", o.summary);
+}

@@ -54,7 +54,7 @@ async fn dropped_responses_and_failed_hooks_are_unknown_and_skips_name_the_missi
     let closed_url = format!("http://{}/fail-next", closed.local_addr().expect("addr"));
     drop(closed);
     if let Some(hook) = profile.hooks.fail_next.as_mut() {
-        hook.request.as_mut().expect("an HTTP hook").url = closed_url;
+        hook.request.as_mut().expect("an HTTP hook").url.value = closed_url;
     }
     let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
     opts.scenarios = vec![Scenario::load("dropped.yaml", ALL_DROPPED).expect("scenario loads")];

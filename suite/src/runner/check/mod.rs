@@ -203,9 +203,19 @@ impl CheckRun {
     }
 }
 
-/// Runs `scenario` against the target in `env`.
-pub(crate) async fn run_check(env: Arc<Env>, scenario: Arc<Scenario>) -> CheckOutcome {
+/// Runs `scenario` against the target in `env`, within `limit`: a check still running then is
+/// UNKNOWN, naming the deadline, with the evidence it had sent.
+pub(crate) async fn run_check(
+    env: Arc<Env>,
+    scenario: Arc<Scenario>,
+    limit: Duration,
+) -> CheckOutcome {
     let started = Instant::now();
+    if limit.is_zero() {
+        let why = "the run's deadline (--run-timeout) passed before this check could start";
+        let j = Judgement::new(&scenario, Finding::Undecided(why.into()));
+        return outcome(&scenario, &[j], &[], started);
+    }
     if let Some(reason) = select::missing_capability(&env, &scenario) {
         let skip = Judgement::new(&scenario, Finding::Skipped(reason));
         return outcome(&scenario, &[skip], &[], started);
@@ -222,28 +232,46 @@ pub(crate) async fn run_check(env: Arc<Env>, scenario: Arc<Scenario>) -> CheckOu
             }
         }
     };
-    let mut run = CheckRun::new(env.clone(), scenario.clone(), proxy);
-    let needs = assert::needs(&scenario);
-    if needs.counters {
-        run.observed.counters_before = Some(observe::read_counters(&env).await);
-    }
-    let judgements = match scenario.procedure {
-        Some(procedure) => {
-            let judgements = procedures::run(&run, procedure).await;
+    let mut run = CheckRun::new(env, scenario.clone(), proxy);
+    let judgements = match tokio::time::timeout(limit, judge(&mut run)).await {
+        Ok(judgements) => judgements,
+        Err(_) => {
             run.finish_steps();
-            judgements
-        }
-        None => {
-            steps::run(&mut run, &needs).await;
-            run.finish_steps();
-            run.observe_after(&needs).await;
-            assert::evaluate(&run)
+            let why = format!(
+                "the check did not finish within {} (its deadline: --check-timeout, or what was \
+                 left of --run-timeout); what it had seen is not judged",
+                humantime::format_duration(limit)
+            );
+            vec![Judgement::new(&scenario, Finding::Undecided(why))]
         }
     };
     if let Some(p) = run.proxy.take() {
         p.shutdown().await;
     }
     outcome(&scenario, &judgements, run.exchanges(), started)
+}
+
+/// What the assertions need prepared, the steps (or the procedure), the observations after, and
+/// the judgements.
+async fn judge(run: &mut CheckRun) -> Vec<Judgement> {
+    let scenario = run.scenario.clone();
+    let needs = assert::needs(&scenario);
+    if needs.counters {
+        run.observed.counters_before = Some(observe::read_counters(run.env()).await);
+    }
+    match scenario.procedure {
+        Some(procedure) => {
+            let judgements = procedures::run(run, procedure).await;
+            run.finish_steps();
+            judgements
+        }
+        None => {
+            steps::run(run, &needs).await;
+            run.finish_steps();
+            run.observe_after(&needs).await;
+            assert::evaluate(run)
+        }
+    }
 }
 
 /// Grades the judgements into the check's outcome, with the evidence of the judgements that
