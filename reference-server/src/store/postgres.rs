@@ -13,6 +13,29 @@ impl SqlStore<Postgres> {
     /// Connects to `url` with up to `max_connections` connections and migrates the schema
     /// (sqlx's migrator takes an advisory lock, so replicas starting together are safe).
     pub(super) async fn open(url: &str, max_connections: u32) -> Result<Self, StoreError> {
+        // One direct attempt first, bounded: a pool that cannot connect retries until its acquire
+        // timeout and then reports only "pool timed out", hiding the cause (refused, no such
+        // database, authentication) that an operator needs to see.
+        let options: sqlx::postgres::PgConnectOptions = url.parse()?;
+        match tokio::time::timeout(
+            FIRST_CONNECT_TIMEOUT,
+            <sqlx::PgConnection as sqlx::Connection>::connect_with(&options),
+        )
+        .await
+        {
+            Ok(Ok(conn)) => sqlx::Connection::close(conn).await?,
+            Ok(Err(e)) => return Err(e.into()),
+            Err(_) => {
+                return Err(sqlx::Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "no answer from the server within {}",
+                        humantime::format_duration(FIRST_CONNECT_TIMEOUT)
+                    ),
+                ))
+                .into())
+            }
+        }
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(30))
@@ -22,6 +45,9 @@ impl SqlStore<Postgres> {
         Ok(Self::new(pool))
     }
 }
+
+/// How long the first connection may take before leasebroker gives up starting.
+const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Dialect for Postgres {
     /// `INSERT … ON CONFLICT … DO UPDATE … RETURNING (xmax = 0)`: one statement; a concurrent inserter

@@ -20,7 +20,7 @@ use crate::output::Printer;
 /// after the report was printed), exit 3 when the target is unreachable. Failed checks are not a
 /// `Failure`: they give exit code 1 through [`RunStats::exit_code`](idemspec::model::RunStats::exit_code).
 pub fn run(args: RunArgs, printer: &Printer) -> Result<ExitCode, Failure> {
-    let options = options(&args)?;
+    let options = options(&args, printer.verbose > 0)?;
     if !args.flaw.is_empty() {
         printer.warning(format!(
             "the reference server runs with --flaw {}: the checks that catch it should FAIL",
@@ -61,7 +61,7 @@ fn flaw_names(args: &RunArgs) -> Vec<String> {
 }
 
 /// Validates the flags into the runner's options, loading the profile and scenario files.
-fn options(args: &RunArgs) -> Result<RunOptions, Failure> {
+fn options(args: &RunArgs, verbose: bool) -> Result<RunOptions, Failure> {
     // clap's `requires` counts a flag's default as present, so these are checked here.
     if !args.reference && (!args.flaw.is_empty() || args.reference_database_url.is_some()) {
         return Err(Failure::usage(anyhow::anyhow!(
@@ -95,6 +95,7 @@ fn options(args: &RunArgs) -> Result<RunOptions, Failure> {
         None => Target::Reference(ReferenceOptions {
             flaws: flaw_names(args),
             database_url: args.reference_database_url.clone(),
+            show_log: verbose,
             ..ReferenceOptions::default()
         }),
     };

@@ -18,6 +18,9 @@ pub struct ReferenceOptions {
     pub database_url: Option<String>,
     /// The in-flight TTL given to leasebroker (and declared in its profile); default 3 s.
     pub in_flight_ttl: Duration,
+    /// Send the child's log to this process's stderr (`-v`, or `IDEMSPEC_REFERENCE_LOG` set)
+    /// instead of `leasebroker.log` in its temporary directory.
+    pub show_log: bool,
 }
 
 impl Default for ReferenceOptions {
@@ -28,6 +31,7 @@ impl Default for ReferenceOptions {
             flaws: Vec::new(),
             database_url: None,
             in_flight_ttl: Duration::from_secs(3),
+            show_log: false,
         }
     }
 }

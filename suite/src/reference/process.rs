@@ -29,6 +29,7 @@ pub struct ReferenceServer {
     /// Every argument but `--listen`/`--admin-listen`, which are fixed after the first start.
     args: Vec<String>,
     in_flight_ttl: Duration,
+    show_log: bool,
     /// Holds the SQLite file, the tokens file and the child's log; removed on drop.
     dir: tempfile::TempDir,
     child: Mutex<Option<Child>>,
@@ -86,6 +87,7 @@ impl ReferenceServer {
             program,
             args,
             in_flight_ttl: opts.in_flight_ttl,
+            show_log: opts.show_log || std::env::var_os("IDEMSPEC_REFERENCE_LOG").is_some(),
             dir,
             child: Mutex::new(None),
             addrs: std::sync::Mutex::new(("127.0.0.1:0".into(), "127.0.0.1:0".into())),
@@ -144,10 +146,10 @@ impl ReferenceServer {
         Ok(())
     }
 
-    /// Where the child's stderr goes: the terminal with `IDEMSPEC_REFERENCE_LOG` set, otherwise
+    /// Where the child's stderr goes: this process's stderr with `show_log`, otherwise
     /// `leasebroker.log` in the temporary directory (appended across restarts).
     fn log_sink(&self) -> Stdio {
-        if std::env::var_os("IDEMSPEC_REFERENCE_LOG").is_some() {
+        if self.show_log {
             return Stdio::inherit();
         }
         std::fs::OpenOptions::new()

@@ -667,3 +667,32 @@ fn variables_in_comments_are_not_expanded() {
     let out = idemspec(dir.path(), &["validate", "commented.yaml"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// A reference database that cannot be reached fails at once with the child's own error (once: a
+/// 30 s wait ending in "no listening lines").
+#[test]
+fn an_unreachable_reference_database_fails_fast_with_the_childs_error() {
+    let dir = workspace();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!(
+        "postgres://postgres@{}/nothing",
+        closed.local_addr().expect("addr")
+    );
+    drop(closed);
+    let started = std::time::Instant::now();
+    let out = idemspec(
+        dir.path(),
+        &["run", "--reference", "--reference-database-url", &url],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        stderr(&out).contains("Connection refused"),
+        "{}",
+        stderr(&out)
+    );
+}
