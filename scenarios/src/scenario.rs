@@ -230,6 +230,19 @@ impl Scenario {
                 );
             }
         }
+        let p = &self.parameters;
+        if p.clients.is_some_and(|n| !(1..=10_000).contains(&n)) {
+            err(
+                &self.id.referenced,
+                "parameters.clients must be 1 to 10000".into(),
+            );
+        }
+        if p.attempts.is_some_and(|n| !(1..=1_000).contains(&n)) {
+            err(
+                &self.id.referenced,
+                "parameters.attempts must be 1 to 1000".into(),
+            );
+        }
         if let Some(Err(m)) = self
             .parameters
             .within

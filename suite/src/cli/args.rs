@@ -121,6 +121,10 @@ pub struct RunArgs {
     /// Write a Markdown report here (e.g. "$GITHUB_STEP_SUMMARY").
     #[arg(long, value_name = "FILE")]
     pub report_markdown: Option<PathBuf>,
+    /// Write a self-contained HTML report here: every check, its evidence and a timeline of its
+    /// requests.
+    #[arg(long, value_name = "FILE")]
+    pub report_html: Option<PathBuf>,
     /// Do not fail the run when a check is UNKNOWN (could not decide).
     #[arg(long)]
     pub allow_unknown: bool,

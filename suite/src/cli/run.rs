@@ -31,6 +31,7 @@ pub fn run(args: RunArgs, printer: &Printer) -> Result<ExitCode, Failure> {
         junit: args.report_junit,
         json: args.report_json,
         markdown: args.report_markdown,
+        html: args.report_html,
     };
     // Before anything runs: two reports in one file would lose the first after a long run.
     files

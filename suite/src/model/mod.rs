@@ -5,16 +5,19 @@
 //! compute verdicts. A FAIL is data, not an `Err`.
 //!
 //! Layout: `outcome` (verdicts, evidence, one check's outcome), `event` (run events), `report` (the
-//! whole run), `stats` (counts per verdict), `exit` (exit codes).
+//! whole run), `stats` (counts per verdict), `exit` (exit codes), `timeline` (a check's requests on
+//! a time axis).
 
 mod event;
 mod exit;
 mod outcome;
 mod report;
 mod stats;
+mod timeline;
 
 pub use event::RunEvent;
 pub use exit::ExitCode;
 pub use outcome::{CheckOutcome, Evidence, ProxyAction, RequestRecord, ResponseRecord, Verdict};
 pub use report::RunReport;
 pub use stats::{ExitPolicy, RunStats};
+pub use timeline::{Attempt, AttemptEnd, Bucket, Lane, Timeline};

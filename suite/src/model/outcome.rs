@@ -127,4 +127,7 @@ pub struct CheckOutcome {
     pub evidence: Vec<Evidence>,
     /// Wall time of the check, in ms.
     pub duration_ms: u64,
+    /// Every request of the check on a time axis (the HTML report draws it).
+    #[serde(default)]
+    pub timeline: super::Timeline,
 }

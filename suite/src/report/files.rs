@@ -1,9 +1,9 @@
 //! Writing the report files the user asked for (`--report-junit`, `--report-json`,
-//! `--report-markdown`).
+//! `--report-markdown`, `--report-html`).
 
 use std::path::{Path, PathBuf};
 
-use super::{json, junit, markdown};
+use super::{html, json, junit, markdown};
 use crate::model::{ExitPolicy, RunReport};
 
 /// A report file could not be rendered or written.
@@ -55,6 +55,8 @@ pub struct ReportFiles {
     pub json: Option<PathBuf>,
     /// `--report-markdown FILE`.
     pub markdown: Option<PathBuf>,
+    /// `--report-html FILE`.
+    pub html: Option<PathBuf>,
 }
 
 impl ReportFiles {
@@ -64,6 +66,7 @@ impl ReportFiles {
             ("--report-junit", &self.junit),
             ("--report-json", &self.json),
             ("--report-markdown", &self.markdown),
+            ("--report-html", &self.html),
         ]
         .into_iter()
         .filter_map(|(flag, path)| path.as_deref().map(|p| (flag, p)))
@@ -121,6 +124,10 @@ impl ReportFiles {
         }
         if let Some(path) = &self.markdown {
             write_file(path, &markdown::render(report, policy))?;
+            written.push(path.clone());
+        }
+        if let Some(path) = &self.html {
+            write_file(path, &html::render(report, policy))?;
             written.push(path.clone());
         }
         Ok(written)

@@ -10,12 +10,14 @@
 //! - [`junit`]: one `<testcase>` per check (quick-junit), for CI test-result viewers.
 //! - [`json`]: the [`RunReport`](crate::model::RunReport) itself, versioned (`docs/reading-reports.md`).
 //! - [`markdown`]: a table and collapsible evidence for a CI job summary.
+//! - [`html`]: one self-contained page with every check's evidence and a timeline of its requests.
 //! - [`progress`]: the indicatif progress bar, shown only on a terminal.
 //! - [`files`]: writes the requested report files.
 
 pub mod evidence;
 pub mod files;
 mod format;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;

@@ -165,6 +165,7 @@ fn report_files_are_written_where_asked_with_the_rendered_content() {
         junit: Some(dir.path().join("nested/dir/junit.xml")),
         json: Some(dir.path().join("report.json")),
         markdown: Some(dir.path().join("summary.md")),
+        html: None,
     };
     let report = sample::report();
     let written = files
@@ -259,6 +260,7 @@ fn two_reports_in_one_file_are_refused() {
         junit: Some(dir.path().join("out.xml")),
         json: Some(dir.path().join("out.json")),
         markdown: Some(dir.path().join("out.md")),
+        html: None,
     };
     distinct.check().expect("three files");
 }
@@ -285,6 +287,7 @@ fn report_files_are_readable_and_symlinks_are_written_through() {
         junit: Some(kept.clone()),
         json: Some(fresh.clone()),
         markdown: Some(link.clone()),
+        html: None,
     };
     let report = sample::report();
     files

@@ -3,8 +3,10 @@
 
 use idemspec_proxy::ProxyEvent;
 
+use idemspec_scenarios::profile::Contract;
+
 use crate::client::Exchange;
-use crate::model::{Evidence, ProxyAction};
+use crate::model::{Attempt, AttemptEnd, Evidence, Lane, ProxyAction, Timeline};
 
 /// Most exchanges shown as evidence for one check.
 const MAX_EVIDENCE: usize = 24;
@@ -54,4 +56,44 @@ pub(crate) fn select(exchanges: &[Exchange], steps: &[&str]) -> Vec<Evidence> {
     };
     chosen.truncate(MAX_EVIDENCE);
     chosen
+}
+
+/// Every exchange (in send order) on a time axis from the first one's start, one lane per step in
+/// first-send order, each attempt sorted by the contract.
+pub(super) fn timeline(exchanges: &[Exchange], contract: &Contract) -> Timeline {
+    let Some(first) = exchanges.iter().map(|e| e.started).min() else {
+        return Timeline::default();
+    };
+    let mut lanes: Vec<Lane> = Vec::new();
+    for ex in exchanges {
+        let attempt = Attempt {
+            start_ms: ex.started.duration_since(first).as_millis() as u64,
+            duration_ms: ex.elapsed.as_millis() as u64,
+            end: end_of(ex, contract),
+            status: ex.status,
+            fault: ex.evidence.proxy.as_ref().and_then(|p| p.fault.clone()),
+            upstream_status: ex.evidence.proxy.as_ref().and_then(|p| p.upstream_status),
+        };
+        let step = &ex.evidence.request.step;
+        match lanes.iter_mut().find(|l| &l.name == step) {
+            Some(lane) => lane.attempts.push(attempt),
+            None => lanes.push(Lane {
+                name: step.clone(),
+                attempts: vec![attempt],
+            }),
+        }
+    }
+    Timeline::of(lanes)
+}
+
+fn end_of(ex: &Exchange, contract: &Contract) -> AttemptEnd {
+    match ex.status {
+        None => AttemptEnd::NoResponse,
+        Some(200..=299) if ex.header(&contract.replayed_header).is_some() => AttemptEnd::Replay,
+        Some(200..=299) => AttemptEnd::Success,
+        Some(s) if contract.in_flight_status.contains(&s) => AttemptEnd::InFlight,
+        Some(s) if contract.mismatch_status.contains(&s) => AttemptEnd::Mismatch,
+        Some(500..) => AttemptEnd::ServerError,
+        Some(_) => AttemptEnd::ClientError,
+    }
 }

@@ -248,7 +248,9 @@ pub(crate) async fn run_check(
     if let Some(p) = run.proxy.take() {
         p.shutdown().await;
     }
-    outcome(&scenario, &judgements, run.exchanges(), started)
+    let mut outcome = outcome(&scenario, &judgements, run.exchanges(), started);
+    outcome.timeline = evidence::timeline(run.exchanges(), run.contract());
+    outcome
 }
 
 /// What the assertions need prepared, the steps (or the procedure), the observations after, and
@@ -312,6 +314,7 @@ fn outcome(
         notes,
         evidence,
         duration_ms: started.elapsed().as_millis() as u64,
+        timeline: Default::default(),
     }
 }
 

@@ -46,6 +46,7 @@ fn outcome(id: &str, title: &str, level: Level, verdict: Verdict, summary: &str)
         notes: Vec::new(),
         evidence: Vec::new(),
         duration_ms: 412,
+        timeline: Default::default(),
     }
 }
 

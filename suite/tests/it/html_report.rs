@@ -1,0 +1,143 @@
+//! The HTML report in a real headless browser (Debian's `chromium`; `.ci/run` installs it): every
+//! check and its timeline are on the page and no script failed, for a flawed reference run and for
+//! a 1000-client retry storm (drawn as counts per time slice, not 5000 bars).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use idemspec::model::{ExitPolicy, RunReport};
+use idemspec::report::html;
+use idemspec::runner::{run, RunOptions, Target};
+use idemspec_scenarios::scenario::Scenario;
+
+use crate::support::reference::{reference, run_reference};
+
+/// The browser, or `None` with a note outside CI (`CI=true` makes a missing browser a failure).
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("IDEMSPEC_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/usr/bin/chromium".into());
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").map_or(true, |v| v != "true"),
+        "{} is missing and CI=true: `apt-get install chromium`",
+        path.display()
+    );
+    eprintln!(
+        "note: skipping a browser test; {} is missing",
+        path.display()
+    );
+    None
+}
+
+/// The page's DOM after its scripts ran, as headless Chromium serialises it.
+async fn rendered(browser: &Path, page: &Path) -> String {
+    let profile = tempfile::tempdir().expect("browser profile dir");
+    let run = tokio::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", page.display()))
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(90), run)
+        .await
+        .expect("chromium renders within 90 s")
+        .expect("chromium runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("the DOM is UTF-8")
+}
+
+/// Writes `report` as HTML, renders it and checks what every page must show.
+async fn check_page(report: &RunReport) -> Option<String> {
+    let browser = chromium()?;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let page = dir.path().join("report.html");
+    std::fs::write(&page, html::render(report, ExitPolicy::default())).expect("write page");
+    let dom = rendered(&browser, &page).await;
+    assert!(
+        dom.contains(&format!("data-ready=\"{}\"", report.checks.len())),
+        "the page's script ran to its end and counted every check"
+    );
+    assert!(!dom.contains("data-errors"), "no script error");
+    for check in &report.checks {
+        let start = dom
+            .find(&format!("id=\"check-{}\"", check.id))
+            .unwrap_or_else(|| panic!("{} has a section", check.id));
+        let section = &dom[start..];
+        let section = &section[..section.find("</section>").expect("closed")];
+        if check.timeline.attempts > 0 {
+            assert!(
+                section.contains("<svg class=\"timeline"),
+                "{} has a timeline",
+                check.id
+            );
+        }
+    }
+    Some(dom)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flawed_reference_run_renders_every_check_with_its_timeline() {
+    let report = run_reference(&["no-fingerprint"], None, &[]).await;
+    let Some(dom) = check_page(&report).await else {
+        return;
+    };
+    assert!(dom.contains("FAILED"));
+    let failing = &dom[dom
+        .find("id=\"check-fingerprint-mismatch\"")
+        .expect("section")..];
+    assert!(
+        failing.contains("<details open=\"\">"),
+        "a FAIL's evidence is open"
+    );
+    assert!(
+        dom.contains("drop_response, upstream answered 201"),
+        "a lost response shows what the proxy saw the upstream do"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_1000_client_storm_renders_as_counts_not_thousands_of_bars() {
+    let storm = Scenario::load("storm-1000.yaml", include_str!("fixtures/storm-1000.yaml"))
+        .expect("the storm loads");
+    let mut opts = RunOptions::new(Target::Reference(reference(&[], None)));
+    opts.builtin = false;
+    opts.scenarios = vec![storm];
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("drain ends");
+    let timeline = &report.checks[0].timeline;
+    assert_eq!(
+        timeline.lanes_aggregated, 1000,
+        "{:?}",
+        report.checks[0].summary
+    );
+    assert!(timeline.attempts >= 1000);
+    let Some(dom) = check_page(&report).await else {
+        return;
+    };
+    assert!(dom.contains("<svg class=\"timeline aggregated\""));
+    let bars = dom.matches("<rect").count();
+    assert!(
+        bars < 1000,
+        "{bars} rectangles for {} requests",
+        timeline.attempts
+    );
+}
