@@ -61,8 +61,10 @@ pub enum Capability {
     Get,
     /// `operations.delete`.
     Delete,
-    /// `operations.delete` that takes an idempotency key.
+    /// `operations.delete` that takes an idempotency key, in a contract that covers DELETE.
     DeleteKey,
+    /// `operations.action` in a contract that covers the action with its key.
+    ActionKey,
     /// `operations.action`.
     Action,
     /// `operations.action.effect` (and `get` to read it).

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::load::Spanned;
 use crate::value::HumanDuration;
 
 /// A named starting point for a contract (README "Point it at your own API"; each preset's values in `ContractSpec::resolve`).
@@ -29,6 +30,44 @@ impl Preset {
             Preset::StripeV1 => "stripe-v1",
         }
     }
+}
+
+/// The form of key an API accepts; every key a check sends is of this form, unique per check and
+/// per run (key-validation still sends the invalid ones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyForm {
+    /// Any 1–255 visible ASCII characters: `m1a2b3c4d5-K1` (the check's marker and the key's name).
+    #[default]
+    Opaque,
+    /// A UUID (`8-4-4-4-12` hex), derived from the marker and the name so a retry keeps it.
+    Uuid,
+    /// `key_template`, with `{{key}}` (the opaque form) and `{{uuid}}` (the UUID form) filled in,
+    /// e.g. `ord_{{uuid}}`.
+    Template,
+}
+
+impl KeyForm {
+    /// The form as written in profiles.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyForm::Opaque => "opaque",
+            KeyForm::Uuid => "uuid",
+            KeyForm::Template => "template",
+        }
+    }
+}
+
+/// A mutating operation an idempotency layer may or may not cover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Covered {
+    /// `operations.create`.
+    Create,
+    /// `operations.delete`.
+    Delete,
+    /// `operations.action`.
+    Action,
 }
 
 /// The `contract:` block of a profile: a preset and optional overrides.
@@ -60,6 +99,17 @@ pub struct ContractSpec {
     pub sf_string_keys: Option<bool>,
     /// The header a replay carries (default `Idempotent-Replayed`), checked at SHOULD level.
     pub replayed_header: Option<String>,
+    /// The form of key the API accepts (default `opaque`).
+    pub key_form: Option<KeyForm>,
+    /// With `key_form: template`: the key's text, e.g. `ord_{{uuid}}` or `{{key}}-v1`.
+    pub key_template: Option<Spanned<String>>,
+    /// Whether an empty key header counts as no key at all (some libraries document this) rather
+    /// than an invalid key (default `false`).
+    pub empty_key_is_missing: Option<bool>,
+    /// The mutating operations the idempotency layer covers (default: all three under `article`
+    /// and `ietf-draft`; `create` and `action` — POST — under `stripe-v1`). A check of an uncovered
+    /// operation is SKIP.
+    pub covers: Option<Vec<Covered>>,
 }
 
 /// A resolved contract: the preset with every override applied. Checks judge against this.
@@ -89,6 +139,49 @@ pub struct Contract {
     pub sf_string_keys: bool,
     /// Header marking a replay.
     pub replayed_header: String,
+    /// The form of key the API accepts.
+    pub key_form: KeyForm,
+    /// The template of `KeyForm::Template`.
+    pub key_template: Option<String>,
+    /// An empty key header counts as no key.
+    pub empty_key_is_missing: bool,
+    /// The mutating operations the idempotency layer covers.
+    pub covers: Vec<Covered>,
+}
+
+impl Contract {
+    /// Whether the idempotency layer covers `op`.
+    pub fn covers(&self, op: Covered) -> bool {
+        self.covers.contains(&op)
+    }
+
+    /// The key a check sends for the opaque text `opaque` (the marker and the key's name), in the
+    /// contract's form: itself, a UUID derived from it, or the template filled in.
+    pub fn key_of(&self, opaque: &str) -> String {
+        match self.key_form {
+            KeyForm::Opaque => opaque.to_owned(),
+            KeyForm::Uuid => derived_uuid(opaque),
+            KeyForm::Template => self
+                .key_template
+                .as_deref()
+                .unwrap_or("{{key}}")
+                .replace("{{key}}", opaque)
+                .replace("{{uuid}}", &derived_uuid(opaque)),
+        }
+    }
+}
+
+/// A UUID (version 4 layout) derived from `text` by SHA-256, so the same key name in one check
+/// gives the same UUID and different checks or runs (different markers) give different ones.
+fn derived_uuid(text: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(format!("idemspec-key:{text}").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
 }
 
 impl ContractSpec {
@@ -107,6 +200,10 @@ impl ContractSpec {
             per_principal: true,
             sf_string_keys: false,
             replayed_header: "Idempotent-Replayed".into(),
+            key_form: KeyForm::Opaque,
+            key_template: None,
+            empty_key_is_missing: false,
+            covers: vec![Covered::Create, Covered::Delete, Covered::Action],
         };
         let mut c = match self.preset {
             Preset::Article => article,
@@ -126,6 +223,8 @@ impl ContractSpec {
                 retention: Some(std::time::Duration::from_secs(24 * 3600)),
                 key_required: false,
                 replays_5xx: true,
+                // Stripe accepts keys on POST requests; a DELETE is idempotent by its own nature.
+                covers: vec![Covered::Create, Covered::Action],
                 ..article
             },
         };
@@ -154,7 +253,46 @@ impl ContractSpec {
         if let Some(v) = &self.replayed_header {
             c.replayed_header = v.clone();
         }
+        c.key_form = self.key_form.unwrap_or(c.key_form);
+        c.key_template = self.key_template.as_ref().map(|t| t.value.clone());
+        c.empty_key_is_missing = self.empty_key_is_missing.unwrap_or(c.empty_key_is_missing);
+        if let Some(v) = &self.covers {
+            c.covers = v.clone();
+        }
         c
+    }
+
+    /// Cross-field rules of the contract: a template exactly with `key_form: template`, and one
+    /// that makes a key of 1–255 visible ASCII characters and depends on the key.
+    pub(crate) fn problems(&self) -> Vec<(Option<&crate::load::Location>, String)> {
+        let mut out = Vec::new();
+        match (self.key_form, &self.key_template) {
+            (Some(KeyForm::Template), None) => out.push((
+                None,
+                "`key_form: template` needs a `key_template`, e.g. `ord_{{uuid}}`".into(),
+            )),
+            (Some(KeyForm::Template), Some(t)) => {
+                let rendered = t.value.replace("{{key}}", "k").replace("{{uuid}}", "u");
+                if !t.value.contains("{{key}}") && !t.value.contains("{{uuid}}") {
+                    out.push((Some(&t.referenced), format!(
+                        "key_template `{}` has neither `{{{{key}}}}` nor `{{{{uuid}}}}`: every check would send one key",
+                        t.value
+                    )));
+                } else if rendered.contains("{{") || !t.value.chars().all(|c| c.is_ascii_graphic())
+                {
+                    out.push((Some(&t.referenced), format!(
+                        "key_template `{}` must be visible ASCII with only `{{{{key}}}}` and `{{{{uuid}}}}` placeholders",
+                        t.value
+                    )));
+                }
+            }
+            (_, Some(t)) => out.push((
+                Some(&t.referenced),
+                "`key_template` applies only with `key_form: template`".into(),
+            )),
+            _ => {}
+        }
+        out
     }
 }
 

@@ -6,7 +6,7 @@ mod env;
 mod target;
 mod wire;
 
-pub use contract::{Contract, ContractSpec, Preset};
+pub use contract::{Contract, ContractSpec, Covered, KeyForm, Preset};
 pub use env::expand_env;
 pub use target::{
     ActionOp, CreateOp, GetOp, HookSpec, Hooks, HttpHook, KeyUse, ListOp, Operations, PathOp,

@@ -19,8 +19,8 @@ pub struct TargetProfile {
     /// A name for reports.
     pub name: String,
     /// The idempotency contract the target claims.
-    #[serde(default)]
-    pub contract: ContractSpec,
+    #[serde(default = "default_contract")]
+    pub contract: Spanned<ContractSpec>,
     /// One or more base URLs (`http://host:port`, no trailing path needed); concurrent requests are
     /// spread over them (replicas behind one database).
     pub base_urls: Spanned<Vec<String>>,
@@ -239,6 +239,14 @@ pub struct SideEffectsProbe {
     pub counters: BTreeMap<String, JsonPathExpr>,
 }
 
+fn default_contract() -> Spanned<ContractSpec> {
+    Spanned {
+        value: ContractSpec::default(),
+        referenced: crate::load::Location::UNKNOWN,
+        defined: crate::load::Location::UNKNOWN,
+    }
+}
+
 fn post() -> String {
     "POST".into()
 }
@@ -341,6 +349,12 @@ impl TargetProfile {
                 at(&url.referenced, format!("{what}: {m}"));
             }
         }
+        for (loc, m) in self.contract.value.problems() {
+            at(
+                loc.unwrap_or(&self.contract.referenced),
+                format!("contract: {m}"),
+            );
+        }
         let ops = &self.operations;
         let with_id = [
             ops.get.as_ref().map(|g| &g.path),
@@ -360,7 +374,7 @@ impl TargetProfile {
 
     /// The contract with the preset's defaults and the profile's overrides applied.
     pub fn contract(&self) -> Contract {
-        self.contract.resolve()
+        self.contract.value.resolve()
     }
 
     /// Finds a principal by name, or by position: `A` (first), `B` (second).

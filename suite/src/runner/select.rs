@@ -5,6 +5,7 @@ use idemspec_scenarios::scenario::{Capability, Scenario};
 
 use super::env::Env;
 use super::RunError;
+use idemspec_scenarios::profile::Covered;
 use idemspec_scenarios::scenario::HookName;
 
 /// The scenarios to run, in order: built-in first, then the user's; filtered.
@@ -48,10 +49,13 @@ pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<Strin
         let missing = match cap {
             Capability::Get => ops.get.is_none(),
             Capability::Delete => ops.delete.is_none(),
-            Capability::DeleteKey => !ops
-                .delete
-                .as_ref()
-                .is_some_and(|d| d.key == idemspec_scenarios::profile::KeyUse::Send),
+            Capability::DeleteKey => {
+                !ops.delete
+                    .as_ref()
+                    .is_some_and(|d| d.key == idemspec_scenarios::profile::KeyUse::Send)
+                    || !env.contract.covers(Covered::Delete)
+            }
+            Capability::ActionKey => ops.action.is_none() || !env.contract.covers(Covered::Action),
             Capability::Action => ops.action.is_none(),
             Capability::ActionEffect => {
                 ops.get.is_none() || ops.action.as_ref().is_none_or(|a| a.effect.is_none())
@@ -68,7 +72,12 @@ pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<Strin
             match cap {
                 Capability::Get => "the profile has no `operations.get`",
                 Capability::Delete => "the profile has no `operations.delete`",
-                Capability::DeleteKey => "the profile's delete takes no idempotency key",
+                Capability::DeleteKey => {
+                    "the profile's delete takes no idempotency key, or the contract does not cover DELETE (`contract.covers`)"
+                }
+                Capability::ActionKey => {
+                    "the profile has no `operations.action`, or the contract does not cover it (`contract.covers`)"
+                }
                 Capability::Action => "the profile has no `operations.action`",
                 Capability::ActionEffect => {
                     "the profile declares no `operations.action.effect` (with `operations.get`) to observe the action"

@@ -4,6 +4,7 @@ mod alt_api_cli;
 mod cli;
 mod flaw_matrix;
 mod html_report;
+mod reach;
 mod reference_run;
 mod report;
 mod support;

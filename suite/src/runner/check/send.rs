@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use idemspec_scenarios::profile::KeyUse;
+use idemspec_scenarios::profile::{Contract, KeyUse};
 use idemspec_scenarios::scenario::{BodyVariant, KeySpec, Operation, Via};
 use idemspec_scenarios::template::TemplateVars;
 
@@ -113,13 +113,17 @@ impl Sender {
 
     /// The key header value for a key spec under the contract; `None` when no key is sent.
     pub(crate) fn key_value(&self, key: &KeySpec) -> Option<String> {
-        key_value(&self.marker, key, self.env.contract.replays_5xx)
+        key_value(&self.marker, key, &self.env.contract)
     }
 }
 
 /// The key header value for `key` in the check marked `marker`; `None` when no key is sent.
-/// `replays_5xx` is the contract's: where a 5xx is replayed, a client retries it with a fresh key.
-fn key_value(marker: &str, key: &KeySpec, replays_5xx: bool) -> Option<String> {
+///
+/// A named key is unique to the check run (the marker is in it) and takes the contract's key form
+/// (opaque, a UUID derived from it, or the contract's template). Where the contract replays a 5xx,
+/// a client retries it with a fresh key (`after_5xx:`). The deliberately invalid keys (`""`,
+/// `long:N`) and `raw:` keys are sent as written.
+fn key_value(marker: &str, key: &KeySpec, contract: &Contract) -> Option<String> {
     match key {
         KeySpec::None => None,
         KeySpec::Empty => Some(String::new()),
@@ -132,10 +136,15 @@ fn key_value(marker: &str, key: &KeySpec, replays_5xx: bool) -> Option<String> {
             Some(k)
         }
         KeySpec::Raw(raw) => Some(raw.clone()),
-        KeySpec::Named(name) => Some(format!("{marker}-{name}")),
-        KeySpec::SfNamed(name) => Some(format!("\"{marker}-{name}\"")),
-        KeySpec::AfterFailure(name) if replays_5xx => Some(format!("{marker}-{name}-after-5xx")),
-        KeySpec::AfterFailure(name) => Some(format!("{marker}-{name}")),
+        KeySpec::Named(name) => Some(contract.key_of(&format!("{marker}-{name}"))),
+        KeySpec::SfNamed(name) => Some(format!(
+            "\"{}\"",
+            contract.key_of(&format!("{marker}-{name}"))
+        )),
+        KeySpec::AfterFailure(name) if contract.replays_5xx => {
+            Some(contract.key_of(&format!("{marker}-{name}-after-5xx")))
+        }
+        KeySpec::AfterFailure(name) => Some(contract.key_of(&format!("{marker}-{name}"))),
     }
 }
 
@@ -312,21 +321,37 @@ mod tests {
 
     #[test]
     fn keys_are_unique_per_check_and_follow_the_contract() {
-        let key = |spec: &str, replays_5xx: bool| {
-            key_value(
-                "m1",
-                &KeySpec::parse(spec).expect("valid spec"),
-                replays_5xx,
-            )
+        use idemspec_scenarios::profile::{ContractSpec, KeyForm, Preset};
+        let article = ContractSpec::default().resolve();
+        let stripe = ContractSpec {
+            preset: Preset::StripeV1,
+            ..ContractSpec::default()
+        }
+        .resolve();
+        let key = |spec: &str, c: &Contract| {
+            key_value("m1", &KeySpec::parse(spec).expect("valid spec"), c)
         };
-        assert_eq!(key("K1", false).as_deref(), Some("m1-K1"));
-        assert_eq!(key("sf:K1", false).as_deref(), Some("\"m1-K1\""));
-        assert_eq!(key("none", false), None);
-        assert_eq!(key("long:300", false).map(|k| k.len()), Some(300));
-        assert_eq!(key("after_5xx:K1", false).as_deref(), Some("m1-K1"));
+        assert_eq!(key("K1", &article).as_deref(), Some("m1-K1"));
+        assert_eq!(key("sf:K1", &article).as_deref(), Some("\"m1-K1\""));
+        assert_eq!(key("none", &article), None);
+        assert_eq!(key("long:300", &article).map(|k| k.len()), Some(300));
+        assert_eq!(key("after_5xx:K1", &article).as_deref(), Some("m1-K1"));
         assert_eq!(
-            key("after_5xx:K1", true).as_deref(),
+            key("after_5xx:K1", &stripe).as_deref(),
             Some("m1-K1-after-5xx")
+        );
+        let uuid = ContractSpec {
+            key_form: Some(KeyForm::Uuid),
+            ..ContractSpec::default()
+        }
+        .resolve();
+        let k1 = key("K1", &uuid).expect("a key");
+        assert!(uuid::Uuid::parse_str(&k1).is_ok(), "{k1}");
+        assert_eq!(key("K1", &uuid), Some(k1.clone()), "a retry keeps its key");
+        assert_ne!(key("K2", &uuid), Some(k1.clone()));
+        assert_ne!(
+            key_value("m2", &KeySpec::Named("K1".into()), &uuid),
+            Some(k1)
         );
     }
 }

@@ -3,6 +3,7 @@
 //! valid key sent as an RFC 8941 string names the same record as the bare key where the contract
 //! accepts sf-strings (ietf-draft-07 §2.1).
 
+use idemspec_scenarios::profile::Contract;
 use idemspec_scenarios::scenario::{KeySpec, Level, Operation};
 
 use crate::client::Exchange;
@@ -31,7 +32,18 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
     let judge = |finding: Finding, level: Level, step: &str| {
         Judgement::new(scenario, finding).at(level).on_steps([step])
     };
+    let empty_is_missing = contract.empty_key_is_missing;
     for (step, key, what) in invalid_keys(run.marker()) {
+        if empty_is_missing && key == KeySpec::Empty {
+            // The contract says an empty key is no key: judged as a missing key, below.
+            let ex = create(run, step, key).await;
+            let finding = missing_finding(&ex, contract, "an empty key (no key, by the contract)");
+            if ex.is_success() {
+                expected_created += 1;
+            }
+            judgements.push(judge(finding, Level::Must, step));
+            continue;
+        }
         let ex = create(run, step, key).await;
         judgements.push(judge(invalid_finding(&ex, what), Level::Must, step));
         if ex.status.is_some_and(|s| (400..500).contains(&s)) && !is_problem(&ex) {
@@ -46,34 +58,10 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
         }
     }
     let missing = create(run, "missing-key", KeySpec::None).await;
-    let finding = match missing.status {
-        None => Finding::Undecided(format!(
-            "a request without a key got no response: {}",
-            missing.describe()
-        )),
-        Some(s) if contract.key_required && contract.missing_key_status.contains(&s) => {
-            Finding::Held(format!("a missing key got {}", missing.describe()))
-        }
-        Some(_) if contract.key_required => Finding::Broken(format!(
-            "a missing key got {}; the {} contract requires the key ({:?})",
-            missing.describe(),
-            contract.preset.name(),
-            contract.missing_key_status
-        )),
-        Some(s) if s >= 500 => Finding::Broken(format!(
-            "a request without a key got {}",
-            missing.describe()
-        )),
-        Some(_) => {
-            if missing.is_success() {
-                expected_created += 1;
-            }
-            Finding::Held(format!(
-                "a request without a key (optional here) got {}",
-                missing.describe()
-            ))
-        }
-    };
+    let finding = missing_finding(&missing, contract, "a request without a key");
+    if missing.is_success() && !contract.key_required {
+        expected_created += 1;
+    }
     judgements.push(judge(finding, Level::Must, "missing-key"));
     let valid = create(run, "valid-key", KeySpec::Named("order-17".into())).await;
     judgements.push(judge(
@@ -83,10 +71,19 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
             }
             Some(200..=299) => {
                 expected_created += 1;
-                Finding::Held("a valid non-UUID key was accepted".into())
+                Finding::Held(format!(
+                    "a valid key of the declared form ({}) was accepted",
+                    contract.key_form.name()
+                ))
             }
             Some(_) => Finding::Broken(format!(
-                "a valid key `…-order-17` was refused: {}",
+                "a valid key of the declared form (`{}`) was refused: {}",
+                valid
+                    .evidence
+                    .request
+                    .idempotency_key
+                    .as_deref()
+                    .unwrap_or_default(),
                 valid.describe()
             )),
         },
@@ -127,6 +124,25 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
     };
     judgements.push(Judgement::new(scenario, finding));
     judgements
+}
+
+/// A request without a key (or one the contract counts as none): the contract's missing-key status
+/// where keys are required; otherwise anything but a 5xx.
+fn missing_finding(ex: &Exchange, contract: &Contract, what: &str) -> Finding {
+    match ex.status {
+        None => Finding::Undecided(format!("{what} got no response: {}", ex.describe())),
+        Some(s) if contract.key_required && contract.missing_key_status.contains(&s) => {
+            Finding::Held(format!("{what} got {}", ex.describe()))
+        }
+        Some(_) if contract.key_required => Finding::Broken(format!(
+            "{what} got {}; the {} contract requires the key ({:?})",
+            ex.describe(),
+            contract.preset.name(),
+            contract.missing_key_status
+        )),
+        Some(s) if s >= 500 => Finding::Broken(format!("{what} got {}", ex.describe())),
+        Some(_) => Finding::Held(format!("{what} (optional here) got {}", ex.describe())),
+    }
 }
 
 fn count_mismatch(n: u64, expected: u64) -> Finding {

@@ -84,14 +84,28 @@ impl Drop for AltApi {
     }
 }
 
+/// How the alt API is configured.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Accept only UUID keys (as an API that stores the key in a UUID column must); any other key
+    /// is a 400 problem.
+    pub uuid_keys: bool,
+}
+
 /// Starts the API and its admin listener on 127.0.0.1:0.
 pub async fn start() -> AltApi {
+    start_with(Options::default()).await
+}
+
+/// Starts the API, configured by `options`, and its admin listener on 127.0.0.1:0.
+pub async fn start_with(options: Options) -> AltApi {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind the alt API");
     let addr = listener.local_addr().expect("bound address");
     let app = App {
         addr,
+        options,
         inner: Arc::new(Mutex::new(Inner::default())),
         server: Arc::new(Mutex::new(None)),
     };
@@ -120,6 +134,7 @@ pub async fn start() -> AltApi {
 #[derive(Clone)]
 struct App {
     addr: SocketAddr,
+    options: Options,
     inner: Arc<Mutex<Inner>>,
     /// The accept loop; aborting it drops the listener and, through its `JoinSet`, every open
     /// connection — what a killed process looks like from outside.
@@ -240,13 +255,17 @@ where
             let sub_key = hex::encode(Sha256::digest(uuid::Uuid::new_v4().as_bytes()));
             return finish(tokio::spawn(work(app.clone(), sub_key)).await).await;
         }
-        Some(value) => match valid_key(value) {
+        Some(value) => match valid_key(value, app.options.uuid_keys) {
             Some(key) => key,
             None => {
                 return problem(
                     StatusCode::BAD_REQUEST,
                     "invalid-idempotency-key",
-                    "the Idempotency-Key must be 1-255 visible ASCII characters",
+                    if app.options.uuid_keys {
+                        "the Idempotency-Key must be a UUID"
+                    } else {
+                        "the Idempotency-Key must be 1-255 visible ASCII characters"
+                    },
                 )
             }
         },
@@ -351,8 +370,11 @@ async fn finish(outcome: Result<Work, tokio::task::JoinError>) -> Response {
     }
 }
 
-fn valid_key(value: &HeaderValue) -> Option<String> {
+fn valid_key(value: &HeaderValue, uuid_only: bool) -> Option<String> {
     let key = value.to_str().ok()?;
+    if uuid_only {
+        return uuid::Uuid::parse_str(key).ok().map(|_| key.to_owned());
+    }
     let visible = key.bytes().all(|b| (0x21..=0x7e).contains(&b));
     (!key.is_empty() && key.len() <= 255 && visible).then(|| key.to_owned())
 }
