@@ -33,6 +33,14 @@ pub enum Flaw {
     /// Records are keyed by (principal, key) without the endpoint, and a hit recorded on another
     /// endpoint is replayed as this request's answer.
     EndpointUnscoped,
+    /// A record reclaimed after the in-flight TTL gets a fresh nonce, so its side effects start
+    /// over: a handler still running past the TTL and the retry that reclaimed its key each make
+    /// a worker.
+    ReclaimReallocates,
+    /// A create's 201 carries no `Location`.
+    CreateDropsLocation,
+    /// A create whose boot fails still writes its worker: a failed request leaves a resource behind.
+    FailedCreateLeavesWorker,
 }
 
 impl Flaw {
@@ -94,6 +102,13 @@ pub struct Behaviour {
     pub resumable_side_effects: bool,
     /// Replays carry the stored `Location` and `Content-Type` (`replay-drops-headers`).
     pub replay_headers: bool,
+    /// A record reclaimed after the in-flight TTL keeps its nonce, so the retry resumes the
+    /// running attempt's side effects (`reclaim-reallocates`: a fresh nonce).
+    pub reclaim_resumes: bool,
+    /// A create's 201 carries `Location` (`create-drops-location`).
+    pub create_location: bool,
+    /// A create whose boot fails writes no worker (`failed-create-leaves-worker`).
+    pub failed_create_writes_nothing: bool,
 }
 
 impl Behaviour {
@@ -110,6 +125,9 @@ impl Behaviour {
         fail_on_5xx: true,
         resumable_side_effects: true,
         replay_headers: true,
+        reclaim_resumes: true,
+        create_location: true,
+        failed_create_writes_nothing: true,
     };
 
     /// The behaviour with `flaws` active.
@@ -127,6 +145,9 @@ impl Behaviour {
             fail_on_5xx: correct(Flaw::Cache5xx),
             resumable_side_effects: correct(Flaw::NonResumable),
             replay_headers: correct(Flaw::ReplayDropsHeaders),
+            reclaim_resumes: correct(Flaw::ReclaimReallocates),
+            create_location: correct(Flaw::CreateDropsLocation),
+            failed_create_writes_nothing: correct(Flaw::FailedCreateLeavesWorker),
         }
     }
 }
@@ -163,6 +184,9 @@ mod tests {
                 b.fail_on_5xx,
                 b.resumable_side_effects,
                 b.replay_headers,
+                b.reclaim_resumes,
+                b.create_location,
+                b.failed_create_writes_nothing,
             ]
         };
         let mut off = std::collections::BTreeSet::new();

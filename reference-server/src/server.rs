@@ -107,11 +107,16 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     stores.fleet.seed_nodes(config.pool_size).await?;
     let faults = Arc::new(Faults::default());
     let hypervisor = Hypervisor::new(stores.fleet.clone(), faults.clone(), config.boot_latency);
+    let behaviour = Behaviour::of(&config.idempotency.flaws);
     let state = AppState {
         stores: stores.clone(),
-        fleet: Arc::new(Fleet::new(stores.fleet.clone(), hypervisor)),
+        fleet: Arc::new(Fleet::new(
+            stores.fleet.clone(),
+            hypervisor,
+            behaviour.failed_create_writes_nothing,
+        )),
         idempotency: Arc::new(config.idempotency.clone()),
-        behaviour: Behaviour::of(&config.idempotency.flaws),
+        behaviour,
         auth: Arc::new(config.auth.clone()),
         faults,
     };

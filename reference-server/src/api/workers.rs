@@ -132,12 +132,13 @@ pub(super) async fn create(
         .create(&principal.0, spec, &seed_of(seed))
         .await?;
     let location = format!("/v1/workers/{}", worker.id);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(WorkerView::from(worker)),
-    )
-        .into_response())
+    let mut response = (StatusCode::CREATED, Json(WorkerView::from(worker))).into_response();
+    if state.behaviour.create_location {
+        if let Ok(value) = header::HeaderValue::from_str(&location) {
+            response.headers_mut().insert(header::LOCATION, value);
+        }
+    }
+    Ok(response)
 }
 
 pub(super) async fn list(

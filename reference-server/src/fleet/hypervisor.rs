@@ -1,6 +1,13 @@
 //! The simulated hypervisor: an EXTERNAL system. Its instances live in their own table, tagged with the
 //! caller's `boot_id`, so a crash of leasebroker does not erase what the hypervisor did, and a retry can
 //! find a boot by listing instances by tag. It is not idempotent by itself: two calls boot two instances.
+//!
+//! Like a real hypervisor it fails by what it is asked to boot, which gives clients (and idemspec's
+//! request variants) failures without an admin switch. Images named:
+//! - `fail-always…`: every boot fails (502 `hypervisor-error`, after the node and lease are written);
+//! - `fail-once…`: the first boot of that exact image name fails, every later one succeeds;
+//! - `slow-<N>ms…` (e.g. `slow-5000ms`): the boot takes N ms more;
+//! - `hang…`: the boot never finishes (until the process stops).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,6 +23,8 @@ pub struct Faults {
     panic_next_boots: AtomicU64,
     hang_boots: AtomicBool,
     crash_after_boot_call: AtomicBool,
+    /// The `fail-once…` images that have failed their one time (per process).
+    failed_once: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// A change to [`Faults`]; absent fields are left as they are.
@@ -69,6 +78,14 @@ pub enum HypervisorError {
     Store(#[from] StoreError),
 }
 
+/// The extra boot time of a `slow-<N>ms…` image (at most 10 minutes).
+fn slow_by_image(image: &str) -> Option<Duration> {
+    let digits = image.strip_prefix("slow-")?;
+    let end = digits.find("ms")?;
+    let ms: u64 = digits[..end].parse().ok()?;
+    Some(Duration::from_millis(ms.min(600_000)))
+}
+
 /// The simulated hypervisor client.
 pub struct Hypervisor {
     store: Arc<dyn FleetStore>,
@@ -88,9 +105,20 @@ impl Hypervisor {
 
     /// Boots an instance on `node_id` carrying `tag`; returns its instance id. Idempotent by `tag`:
     /// while an instance with the tag runs, booting again returns it.
-    pub async fn boot(&self, tag: &str, node_id: i64) -> Result<String, HypervisorError> {
-        if Faults::take(&self.faults.fail_next_boots) {
+    pub async fn boot(
+        &self,
+        tag: &str,
+        node_id: i64,
+        image: &str,
+    ) -> Result<String, HypervisorError> {
+        if Faults::take(&self.faults.fail_next_boots) || self.fails_by_image(image) {
             return Err(HypervisorError::Injected);
+        }
+        if image.starts_with("hang") {
+            std::future::pending::<()>().await;
+        }
+        if let Some(extra) = slow_by_image(image) {
+            tokio::time::sleep(extra).await;
         }
         if Faults::take(&self.faults.panic_next_boots) {
             panic!("injected fault: panic_next_boots");
@@ -118,6 +146,22 @@ impl Hypervisor {
             std::process::abort();
         }
         Ok(instance_id)
+    }
+
+    /// Whether a boot of `image` fails by its name (`fail-always…`, or the first `fail-once…`).
+    fn fails_by_image(&self, image: &str) -> bool {
+        if image.starts_with("fail-always") {
+            return true;
+        }
+        if !image.starts_with("fail-once") {
+            return false;
+        }
+        let mut failed = self
+            .faults
+            .failed_once
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        failed.insert(image.to_owned())
     }
 
     /// The instances carrying `tag`, oldest first.

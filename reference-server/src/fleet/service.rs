@@ -65,12 +65,23 @@ impl CreateIds {
 pub struct Fleet {
     store: Arc<dyn FleetStore>,
     hypervisor: Hypervisor,
+    /// False only under the `failed-create-leaves-worker` flaw.
+    failed_create_writes_nothing: bool,
 }
 
 impl Fleet {
-    /// A fleet over `store` and `hypervisor`.
-    pub fn new(store: Arc<dyn FleetStore>, hypervisor: Hypervisor) -> Self {
-        Self { store, hypervisor }
+    /// A fleet over `store` and `hypervisor`; `failed_create_writes_nothing` is
+    /// [`Behaviour::failed_create_writes_nothing`](crate::flaw::Behaviour).
+    pub fn new(
+        store: Arc<dyn FleetStore>,
+        hypervisor: Hypervisor,
+        failed_create_writes_nothing: bool,
+    ) -> Self {
+        Self {
+            store,
+            hypervisor,
+            failed_create_writes_nothing,
+        }
     }
 
     /// Creates a worker: node (sub-key `alloc`) → lease (`lease`) → two-phase boot (`boot`) → worker
@@ -98,8 +109,8 @@ impl Fleet {
         self.store
             .ensure_lease(&lease_id, node_id, principal, now)
             .await?;
-        let instance_id = self.boot(&boot_id, &worker_id, node_id).await?;
-        let worker = NewWorker {
+        let booted = self.boot(&boot_id, &worker_id, node_id, &spec.image).await;
+        let worker = |instance_id: String| NewWorker {
             id: worker_id,
             principal: principal.to_owned(),
             image: spec.image,
@@ -112,7 +123,15 @@ impl Fleet {
             instance_id,
             created_at: now,
         };
-        Ok(self.store.insert_worker(&worker).await?)
+        match booted {
+            Ok(instance_id) => Ok(self.store.insert_worker(&worker(instance_id)).await?),
+            Err(e) if !self.failed_create_writes_nothing => {
+                // The `failed-create-leaves-worker` flaw: the worker row is written anyway.
+                self.store.insert_worker(&worker("none".into())).await?;
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The two-phase boot: a `pending` row is committed before the call, the call carries `boot_id` as
@@ -123,6 +142,7 @@ impl Fleet {
         boot_id: &str,
         worker_id: &str,
         node_id: i64,
+        image: &str,
     ) -> Result<String, FleetError> {
         match self.store.find_boot(boot_id).await? {
             Some(row) if row.state == "done" => {
@@ -148,7 +168,7 @@ impl Fleet {
                     .await?;
             }
         }
-        let instance_id = self.hypervisor.boot(boot_id, node_id).await?;
+        let instance_id = self.hypervisor.boot(boot_id, node_id, image).await?;
         self.store.complete_boot(boot_id, &instance_id).await?;
         Ok(instance_id)
     }

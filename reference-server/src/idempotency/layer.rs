@@ -262,7 +262,12 @@ async fn claim(
         RecordState::InFlight => {
             let expired = now - record.started_at >= ms(cfg.in_flight_ttl);
             if expired && behaviour.in_flight_ttl {
-                take_over(record.nonce.clone()).await
+                let nonce = if behaviour.reclaim_resumes {
+                    record.nonce.clone()
+                } else {
+                    uuid::Uuid::new_v4().to_string()
+                };
+                take_over(nonce).await
             } else if behaviour.refuse_in_flight {
                 Ok(Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs)))
             } else {
