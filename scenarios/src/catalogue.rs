@@ -28,14 +28,17 @@ catalogue!(
     "cross-tenant",
     "endpoint-scope",
     "replay-fidelity",
+    "create-response-shape",
     "replay-after-delete",
     "delete-doom-loop",
     "reboot-once",
     "key-validation",
     "retry-storm",
     "failed-not-cached",
+    "failed-creates-nothing",
     "resumable-side-effects",
     "stuck-in-flight",
+    "slow-handler-outlives-ttl",
 );
 
 /// The built-in checks, loaded.

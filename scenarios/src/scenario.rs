@@ -25,8 +25,9 @@ use serde::{Deserialize, Serialize};
 
 pub use assertion::{
     AssertKind, Assertion, Conflict, ConflictKind, Created, EffectDelta, FailureHandled,
-    FaultApplied, HeaderPresent, SameResponse, SideEffects, StatusPattern, StatusSet, StepList,
-    StepPair, StepRef, StepRefs, SucceededWithin, UpstreamOutcome,
+    FaultApplied, HeaderPresent, LockReleased, Overlapped, SameResponse, SideEffects,
+    StatusPattern, StatusSet, StepList, StepPair, StepRef, StepRefs, SucceededWithin,
+    UpstreamOutcome,
 };
 pub use step::{BodyVariant, HookName, KeySpec, Operation, RetrySpec, Step, Via, Within};
 
@@ -75,6 +76,16 @@ pub enum Capability {
     Restart,
     /// `hooks.fail_next`.
     FailNext,
+    /// A way to make a create fail once with a 5xx: `hooks.fail_next`, or the `fails_once`
+    /// request variant.
+    FailsOnce,
+    /// The `always_fails` request variant.
+    AlwaysFails,
+    /// The `slow` request variant.
+    Slow,
+    /// A way to abandon a request mid-flight: `hooks.crash` and `hooks.restart` (or a target
+    /// idemspec starts and kills), or the `hangs` request variant.
+    Abandon,
     /// `side_effects` probe.
     SideEffects,
     /// A `{{variant}}` in the create body, so a differing request can be sent.

@@ -10,6 +10,6 @@ pub use contract::{Contract, ContractSpec, Covered, KeyForm, Preset};
 pub use env::expand_env;
 pub use target::{
     ActionOp, CreateOp, GetOp, HookSpec, Hooks, HttpHook, KeyUse, ListOp, Operations, PathOp,
-    Principal, SideEffectsProbe, TargetProfile,
+    Principal, SideEffectsProbe, SlowVariant, TargetProfile, Variant, Variants,
 };
 pub use wire::{check_header, check_url};

@@ -84,6 +84,75 @@ pub struct CreateOp {
     pub content_type: String,
     /// Where the new resource's id is in the response body, e.g. `$.id` or `$.data.uuid`.
     pub id: JsonPathExpr,
+    /// Requests that make the API fail, fail once, be slow or hang — for APIs (and test doubles)
+    /// that fail by what is sent rather than by an admin switch.
+    #[serde(default)]
+    pub variants: Variants,
+}
+
+/// Request variants of the create, each for one role a check needs.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variants {
+    /// A create that always fails with a 5xx.
+    #[serde(default)]
+    pub always_fails: Option<Variant>,
+    /// A create that fails with a 5xx the first time this body is sent (after some side effects,
+    /// where the API has any) and succeeds every later time.
+    #[serde(default)]
+    pub fails_once: Option<Variant>,
+    /// A create whose handler takes `takes` to finish (longer than the in-flight TTL, for
+    /// `slow-handler-outlives-ttl`).
+    #[serde(default)]
+    pub slow: Option<SlowVariant>,
+    /// A create whose handler never finishes (until the server stops).
+    #[serde(default)]
+    pub hangs: Option<Variant>,
+}
+
+/// A create sent differently: its own body, and optionally its own path. Use `{{marker}}` so the
+/// variant is unique per check (a retry must send the same bytes, so avoid `{{uuid}}`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    /// The body template.
+    pub body: Template,
+    /// The path template (default: the create's).
+    #[serde(default)]
+    pub path: Option<Template>,
+}
+
+/// The slow variant, with how long its handler takes.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlowVariant {
+    /// The body template.
+    pub body: Template,
+    /// The path template (default: the create's).
+    #[serde(default)]
+    pub path: Option<Template>,
+    /// How long the handler takes, e.g. `8s`.
+    pub takes: crate::value::HumanDuration,
+}
+
+impl Variants {
+    /// The variant for `role`, as a body and an optional path.
+    pub fn get(
+        &self,
+        role: crate::scenario::BodyVariant,
+    ) -> Option<(&Template, Option<&Template>)> {
+        use crate::scenario::BodyVariant as B;
+        match role {
+            B::AlwaysFails => self
+                .always_fails
+                .as_ref()
+                .map(|v| (&v.body, v.path.as_ref())),
+            B::FailsOnce => self.fails_once.as_ref().map(|v| (&v.body, v.path.as_ref())),
+            B::Slow => self.slow.as_ref().map(|v| (&v.body, v.path.as_ref())),
+            B::Hangs => self.hangs.as_ref().map(|v| (&v.body, v.path.as_ref())),
+            B::Default | B::Alt => None,
+        }
+    }
 }
 
 /// How to count a principal's resources created by one check.

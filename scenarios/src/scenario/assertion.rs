@@ -19,6 +19,9 @@ pub enum StatusPattern {
     InFlight,
     /// The contract's `missing_key_status`.
     MissingKey,
+    /// Anything but the contract's in-flight conflict — another status, or (in a retry's `until`)
+    /// no response at all: the key is no longer locked.
+    Released,
 }
 
 impl StatusPattern {
@@ -31,6 +34,7 @@ impl StatusPattern {
             "mismatch" => return Ok(Self::Mismatch),
             "in_flight" => return Ok(Self::InFlight),
             "missing_key" => return Ok(Self::MissingKey),
+            "released" => return Ok(Self::Released),
             _ => {}
         }
         if let Some(c) = text.strip_suffix("xx") {
@@ -41,7 +45,7 @@ impl StatusPattern {
         match text.parse::<u16>() {
             Ok(code @ 100..=599) => Ok(Self::Exact(code)),
             _ => Err(format!(
-                "invalid status `{text}`; expected 100..=599, `2xx`, `mismatch`, `in_flight` or `missing_key`"
+                "invalid status `{text}`; expected 100..=599, `2xx`, `mismatch`, `in_flight`, `missing_key` or `released`"
             )),
         }
     }
@@ -53,7 +57,9 @@ impl<'de> Deserialize<'de> for StatusPattern {
         impl serde::de::Visitor<'_> for V {
             type Value = StatusPattern;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a status code, `2xx`, `mismatch`, `in_flight` or `missing_key`")
+                f.write_str(
+                    "a status code, `2xx`, `mismatch`, `in_flight`, `missing_key` or `released`",
+                )
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<StatusPattern, E> {
                 StatusPattern::parse(&v.to_string()).map_err(E::custom)
@@ -124,15 +130,45 @@ pub struct StepList {
     pub steps: Vec<String>,
 }
 
-/// `created: {principal, equals}`: resources with the check's marker, counted with `list`.
+/// `created: {principal, equals}` or `created: {principal, at_most}`: resources with the check's
+/// marker, counted with `list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Created {
     /// Whose resources (default `A`).
     #[serde(default)]
     pub principal: Option<String>,
-    /// The expected count.
-    pub equals: u64,
+    /// The exact count expected.
+    #[serde(default)]
+    pub equals: Option<u64>,
+    /// The most there may be (a request the server never finished may leave none).
+    #[serde(default)]
+    pub at_most: Option<u64>,
+}
+
+/// `overlapped: {step, with}`: the judged request of `step` started while `with`'s request was
+/// still running — a precondition for checks about a handler outliving a retry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overlapped {
+    /// The later step.
+    pub step: String,
+    /// The step whose request must still have been running.
+    pub with: String,
+}
+
+/// `lock_released: {step, since, within}`: the retried step found its key no longer locked (an
+/// answer other than the in-flight conflict, or none) within `within` of the start of `since` —
+/// the in-flight lockout after a request was abandoned, measured and judged by the contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockReleased {
+    /// The retried step (with `retry: {until: [released]}`).
+    pub step: String,
+    /// The step whose first request started the lock (the abandoned one).
+    pub since: String,
+    /// The limit: `in_flight_ttl + 5s` (without a declared TTL, the run's lockout bound).
+    pub within: Within,
 }
 
 /// `conflict: {step, kind}`: the step was rejected with the contract's status for `kind`.
@@ -304,6 +340,12 @@ pub struct Assertion {
     /// Side-effect counters' growth.
     #[serde(default)]
     pub side_effects: Option<SideEffects>,
+    /// The in-flight lock released in time.
+    #[serde(default)]
+    pub lock_released: Option<LockReleased>,
+    /// One step's request started while another's was running.
+    #[serde(default)]
+    pub overlapped: Option<Overlapped>,
 }
 
 /// The steps an assertion kind reads (checked at load: each must exist).
@@ -337,6 +379,8 @@ step_refs!(
     FailureHandled => |a| vec![&a.failed, &a.retry],
     FaultApplied => |a| vec![&a.step],
     SideEffects => |_a| vec![],
+    LockReleased => |a| vec![&a.step, &a.since],
+    Overlapped => |a| vec![&a.step, &a.with],
 );
 
 /// Lists each kind once: its field in [`Assertion`] and its variant in [`AssertKind`].
@@ -386,6 +430,8 @@ assertion_kinds!(
     no_response: StepRef => NoResponse,
     no_5xx: StepRef => No5xx,
     side_effects: SideEffects => SideEffects,
+    lock_released: LockReleased => LockReleased,
+    overlapped: Overlapped => Overlapped,
 );
 
 impl Assertion {
@@ -417,6 +463,11 @@ impl Assertion {
                 )
             }
             _ => return Err("one assertion per list entry; split this entry".into()),
+        }
+        if let Some(c) = &self.created {
+            if c.equals.is_some() == c.at_most.is_some() {
+                return Err("`created` needs exactly one of `equals` or `at_most`".into());
+            }
         }
         for s in self.steps() {
             if !steps.iter().any(|n| n == s) {

@@ -33,7 +33,8 @@ pub enum HookName {
     FailNext,
 }
 
-/// Which body a create sends: the template with `{{variant}}` = 1, or = 2 (a request that differs).
+/// Which request a create sends: the profile's body with `{{variant}}` = 1 or = 2 (a request that
+/// differs), or one of the profile's request variants (`operations.create.variants`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BodyVariant {
@@ -42,6 +43,16 @@ pub enum BodyVariant {
     Default,
     /// `{{variant}}` renders `2`.
     Alt,
+    /// The `always_fails` variant.
+    AlwaysFails,
+    /// The `fails_once` variant where the profile has no `fail_next` hook; with the hook (which
+    /// makes the next create fail), the default body.
+    FailsOnce,
+    /// The `slow` variant.
+    Slow,
+    /// The `hangs` variant where the profile has no `crash` hook; with the hook (which kills the
+    /// server during the request), the default body.
+    Hangs,
 }
 
 /// Whether a request goes through the fault-injecting proxy or straight to the target.

@@ -134,6 +134,10 @@ pub struct RunArgs {
     /// How long the whole run may take; checks left when it ends are UNKNOWN (at most 24h).
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = bounded_duration)]
     pub run_timeout: std::time::Duration,
+    /// How long to measure a key's in-flight lockout where the contract declares no in-flight TTL;
+    /// a key still locked then is a WARN with the time measured (at most 1h).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = bounded_duration)]
+    pub lockout_bound: std::time::Duration,
     /// Exit 0 even when no check judged anything (every check skipped, only recorded, or
     /// allowed UNKNOWN); without it such a run exits 4.
     #[arg(long)]

@@ -30,7 +30,7 @@ pub fn init(args: &InitArgs, printer: &Printer) -> Result<ExitCode, Failure> {
     })?;
     let path = args.path.display();
     printer.status(format!(
-        "wrote {path}: set base_urls, principals and operations for your API, then run\n  idemspec validate {path}\n  idemspec run --target {path}"
+        "wrote {path}: set base_urls, principals and operations for your API (every field: docs/profile-reference.md), then run\n  idemspec validate {path}\n  idemspec run --target {path}"
     ));
     Ok(ExitCode::Success)
 }

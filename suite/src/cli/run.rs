@@ -108,6 +108,7 @@ fn options(args: &RunArgs, verbose: bool) -> Result<RunOptions, Failure> {
     options.skip = args.skip.clone();
     options.check_timeout = args.check_timeout;
     options.run_timeout = args.run_timeout;
+    options.lockout_bound = args.lockout_bound;
     Ok(options)
 }
 

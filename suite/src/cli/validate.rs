@@ -37,9 +37,9 @@ pub fn validate(args: &ValidateArgs, printer: &Printer) -> Result<ExitCode, Fail
     for file in &files {
         let checked = check(file).and_then(|checked| match checked.scenario {
             Some((id, at)) => match ids.get(&id) {
-                Some(owner) => Err(anyhow!(
+                Some(owner) => Err(Invalid::from(anyhow!(
                     "{at}: scenario id `{id}` is already used by {owner}"
-                )),
+                ))),
                 None => {
                     ids.insert(id, format!("`{}`", file.display()));
                     Ok(checked.description)
@@ -49,9 +49,10 @@ pub fn validate(args: &ValidateArgs, printer: &Printer) -> Result<ExitCode, Fail
         });
         match checked {
             Ok(description) => printer.result(format!("ok: {} ({description})\n", file.display())),
-            Err(error) => {
+            Err(Invalid { error, hint }) => {
                 invalid += 1;
-                printer.error(&error, &[]);
+                let hints: Vec<String> = hint.into_iter().map(str::to_owned).collect();
+                printer.error(&error, &hints);
             }
         }
     }
@@ -73,8 +74,20 @@ struct Checked {
     scenario: Option<(String, String)>,
 }
 
+/// A file that did not load: the error chain, and where its kind of file is documented.
+struct Invalid {
+    error: anyhow::Error,
+    hint: Option<&'static str>,
+}
+
+impl From<anyhow::Error> for Invalid {
+    fn from(error: anyhow::Error) -> Self {
+        Self { error, hint: None }
+    }
+}
+
 /// Loads one file as whatever it is and describes it in a few words.
-fn check(path: &Path) -> anyhow::Result<Checked> {
+fn check(path: &Path) -> Result<Checked, Invalid> {
     let text = inputs::read(path)?;
     let name = path.display().to_string();
     let kind = inputs::classify(&text).ok_or_else(|| {
@@ -103,7 +116,11 @@ fn check(path: &Path) -> anyhow::Result<Checked> {
     Ok(match kind {
         FileKind::Profile => {
             let profile = TargetProfile::load(&name, &text, &|var| std::env::var(var).ok())
-                .with_context(context)?;
+                .with_context(context)
+                .map_err(|error| Invalid {
+                    error,
+                    hint: Some("every profile field, its default and each preset's values: docs/profile-reference.md"),
+                })?;
             described(format!(
                 "target profile `{}`, contract `{}`",
                 profile.name,
@@ -111,7 +128,12 @@ fn check(path: &Path) -> anyhow::Result<Checked> {
             ))
         }
         FileKind::Scenario => {
-            let scenario = Scenario::load(&name, &text).with_context(context)?;
+            let scenario = Scenario::load(&name, &text)
+                .with_context(context)
+                .map_err(|error| Invalid {
+                    error,
+                    hint: Some("the step and assertion vocabulary: docs/writing-scenarios.md"),
+                })?;
             let at = &scenario.id.referenced;
             Checked {
                 description: format!("scenario `{}`, {}", scenario.id.value, scenario.level),

@@ -204,6 +204,13 @@ impl ReferenceServer {
                 "LEASEBROKER_IN_FLIGHT_TTL",
                 humantime::format_duration(self.in_flight_ttl).to_string(),
             ),
+            // The slow variant's handler outlives the in-flight TTL by 2 s.
+            (
+                "LEASEBROKER_SLOW_BOOT_MS",
+                (self.in_flight_ttl + Duration::from_secs(2))
+                    .as_millis()
+                    .to_string(),
+            ),
         ]);
         TargetProfile::load(
             catalogue::LEASEBROKER_PROFILE_FILE,

@@ -19,18 +19,25 @@ pub(crate) struct Env {
     pub client: Client,
     /// Crash, restart, fail_next.
     pub hooks: Arc<dyn HookRunner>,
+    /// How long a lockout is measured where the contract declares no in-flight TTL.
+    pub lockout_bound: std::time::Duration,
     /// Spreads direct requests over the base URLs.
     next_base: AtomicUsize,
 }
 
 impl Env {
-    pub(crate) fn new(profile: TargetProfile, hooks: Arc<dyn HookRunner>) -> Self {
+    pub(crate) fn new(
+        profile: TargetProfile,
+        hooks: Arc<dyn HookRunner>,
+        lockout_bound: std::time::Duration,
+    ) -> Self {
         let contract = profile.contract();
         Self {
             profile,
             contract,
             client: Client::new(),
             hooks,
+            lockout_bound,
             next_base: AtomicUsize::new(0),
         }
     }

@@ -65,7 +65,7 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
             (profile, server.hooks(), Some(server))
         }
     };
-    let env = Arc::new(Env::new(profile, hooks));
+    let env = Arc::new(Env::new(profile, hooks, opts.lockout_bound));
     preflight(&env).await?;
     let contract = env.contract.preset.name().to_owned();
     let target = env.profile.name.clone();

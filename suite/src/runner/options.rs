@@ -42,6 +42,10 @@ pub struct RunOptions {
     /// How long the whole run may take (default [`RunOptions::RUN_TIMEOUT`]); checks that would
     /// run after it are UNKNOWN.
     pub run_timeout: Duration,
+    /// How long an in-flight lockout is measured where the contract declares no in-flight TTL
+    /// (default [`RunOptions::LOCKOUT_BOUND`]); a key still locked then is reported, with the
+    /// time, at SHOULD level.
+    pub lockout_bound: Duration,
 }
 
 impl RunOptions {
@@ -50,6 +54,9 @@ impl RunOptions {
     pub const CHECK_TIMEOUT: Duration = Duration::from_secs(5 * 60);
     /// Default deadline of a run: 1 hour.
     pub const RUN_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+    /// Default lockout bound: 60 s, a minute past which a key locked by a crashed request is a
+    /// lockout a client notices (the article recommends an in-flight TTL of minutes at most).
+    pub const LOCKOUT_BOUND: Duration = Duration::from_secs(60);
 
     /// Options running the built-in catalogue against `target`.
     pub fn new(target: Target) -> Self {
@@ -62,6 +69,7 @@ impl RunOptions {
             parallelism: 8,
             check_timeout: Self::CHECK_TIMEOUT,
             run_timeout: Self::RUN_TIMEOUT,
+            lockout_bound: Self::LOCKOUT_BOUND,
         }
     }
 }

@@ -63,6 +63,15 @@ pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<Strin
             Capability::Crash => !env.hooks.has(HookName::Crash),
             Capability::Restart => !env.hooks.has(HookName::Restart),
             Capability::FailNext => !env.hooks.has(HookName::FailNext),
+            Capability::FailsOnce => {
+                !env.hooks.has(HookName::FailNext) && ops.create.variants.fails_once.is_none()
+            }
+            Capability::AlwaysFails => ops.create.variants.always_fails.is_none(),
+            Capability::Slow => ops.create.variants.slow.is_none(),
+            Capability::Abandon => {
+                !(env.hooks.has(HookName::Crash) && env.hooks.has(HookName::Restart))
+                    && ops.create.variants.hangs.is_none()
+            }
             Capability::SideEffects => env.profile.side_effects.is_none(),
             Capability::BodyVariant => !ops.create.body.has_variant(),
             Capability::InFlightTtl => env.contract.in_flight_ttl.is_none(),
@@ -85,6 +94,18 @@ pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<Strin
                 Capability::Crash => "the profile has no `hooks.crash`",
                 Capability::Restart => "the profile has no `hooks.restart`",
                 Capability::FailNext => "the profile has no `hooks.fail_next`",
+                Capability::FailsOnce => {
+                    "the profile has neither `hooks.fail_next` nor a `fails_once` request variant (`operations.create.variants`)"
+                }
+                Capability::AlwaysFails => {
+                    "the profile has no `always_fails` request variant (`operations.create.variants`)"
+                }
+                Capability::Slow => {
+                    "the profile has no `slow` request variant (`operations.create.variants`)"
+                }
+                Capability::Abandon => {
+                    "the profile can neither crash the target (`hooks.crash` and `hooks.restart`, or `process`) nor make a request hang (a `hangs` request variant)"
+                }
                 Capability::SideEffects => "the profile has no `side_effects` probe",
                 Capability::BodyVariant => {
                     "the create body has no `{{variant}}`, so no differing request can be sent"

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idemspec_scenarios::profile::Contract;
-use idemspec_scenarios::scenario::{HookName, Operation, RetrySpec, Step};
+use idemspec_scenarios::scenario::{HookName, Operation, RetrySpec, StatusPattern, Step};
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
 
@@ -34,7 +34,9 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
         if let Some(hook) = step.hook {
             let hooks = &run.env().hooks;
             let mut meta = StepMeta::default();
-            if hook == HookName::Crash && !hooks.crash_arms() && hooks.has(hook) {
+            if variant_does(run, hook) {
+                // The request variant makes the failure or the abandoned request itself.
+            } else if hook == HookName::Crash && !hooks.crash_arms() && hooks.has(hook) {
                 // The kill must land while the next request is being worked on.
                 kill_during_next = true;
             } else if let Err(e) = hooks.run(hook).await {
@@ -65,6 +67,7 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
             specs,
             step.retry.clone(),
             run.contract().clone(),
+            run.env().lockout_bound,
         ));
         if kill_during_next {
             kill_during_next = false;
@@ -88,6 +91,24 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
         let meta = join(task).await;
         run.record_step(name, meta);
     }
+}
+
+/// Whether the profile's request variant does what `hook` is there for, because the profile
+/// lacks the hooks that would: a `fails_once` create fails by itself (no `fail_next`); a `hangs`
+/// create is abandoned mid-flight without a crash (no `crash` and `restart` pair), so neither
+/// hook runs. Hooks come first where the profile has them (see `Request::create_templates`).
+fn variant_does(run: &CheckRun, hook: HookName) -> bool {
+    let env = run.env();
+    let variants = &env.profile.operations.create.variants;
+    match hook {
+        HookName::FailNext => !env.hooks.has(hook) && variants.fails_once.is_some(),
+        HookName::Crash | HookName::Restart => !crash_and_restart(env) && variants.hangs.is_some(),
+    }
+}
+
+/// Whether the target can be crashed and brought back (both hooks).
+pub(crate) fn crash_and_restart(env: &super::env::Env) -> bool {
+    env.hooks.has(HookName::Crash) && env.hooks.has(HookName::Restart)
 }
 
 /// Counts the check's resources before its first delete, to learn whether `list` can see them.
@@ -126,6 +147,7 @@ async fn send_step(
     specs: Vec<RequestSpec>,
     retry: Option<RetrySpec>,
     contract: Contract,
+    lockout_bound: Duration,
 ) -> StepMeta {
     let started = Instant::now();
     let mut meta = StepMeta {
@@ -142,12 +164,15 @@ async fn send_step(
             .into_iter()
             .next()
             .expect("a retried step has one request");
-        let limit = within(&retry.within, &contract);
+        let limit = within(&retry.within, &contract, lockout_bound);
+        // `released` also stops at no response: the key was free and the request is being worked.
+        let released = retry.until.contains(&StatusPattern::Released);
         loop {
             let exchange = sender.send(spec.clone()).await;
-            let done = exchange
-                .status
-                .is_some_and(|s| retry.until.iter().any(|p| status_matches(*p, s, &contract)));
+            let done = match exchange.status {
+                Some(s) => retry.until.iter().any(|p| status_matches(*p, s, &contract)),
+                None => released,
+            };
             note_success(exchange.is_success(), &mut meta);
             if done || started.elapsed() + retry.every.0 > limit {
                 break;

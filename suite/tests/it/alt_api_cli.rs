@@ -69,14 +69,18 @@ async fn the_catalogue_passes_a_correct_api_of_another_shape() {
         (report.target.as_str(), report.contract.as_str()),
         ("alt-api", "stripe-v1")
     );
-    assert_eq!(report.checks.len(), 16);
+    assert_eq!(
+        report.checks.len(),
+        idemspec_scenarios::catalogue::SOURCES.len()
+    );
     assert!(
         stdout.contains("contract stripe-v1"),
         "the report names the contract assumed:\n{stdout}"
     );
     let junit = std::fs::read_to_string(dir.path().join("out/junit.xml")).expect("junit written");
-    assert_eq!(junit.matches("<testcase ").count(), 16);
-    assert_eq!(junit.matches(r#"classname="alt-api""#).count(), 16);
+    let checks = idemspec_scenarios::catalogue::SOURCES.len();
+    assert_eq!(junit.matches("<testcase ").count(), checks);
+    assert_eq!(junit.matches(r#"classname="alt-api""#).count(), checks);
     let markdown =
         std::fs::read_to_string(dir.path().join("out/summary.md")).expect("markdown written");
     assert!(
@@ -182,12 +186,18 @@ async fn quiet_and_verbose_change_only_what_is_printed() {
 async fn a_run_that_judged_nothing_exits_4_and_says_why() {
     let api = alt_api::start().await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let start = alt_api::PROFILE
-        .find("hooks:")
-        .expect("the fixture has hooks");
-    let end = alt_api::PROFILE.find("side_effects:").expect("and a probe");
-    let without_hooks = format!("{}{}", &alt_api::PROFILE[..start], &alt_api::PROFILE[end..]);
-    std::fs::write(dir.path().join("alt-api.yaml"), without_hooks).expect("write profile");
+    let cut = |text: &str, from: &str, to: &str| {
+        let start = text.find(from).expect("the fixture has the section");
+        let end = text.find(to).expect("and what follows it");
+        format!("{}{}", &text[..start], &text[end..])
+    };
+    // Neither hooks nor request variants: every selected check lacks what it needs.
+    let bare = cut(
+        &cut(alt_api::PROFILE, "hooks:", "side_effects:"),
+        "    variants:",
+        "  list:",
+    );
+    std::fs::write(dir.path().join("alt-api.yaml"), bare).expect("write profile");
     let args = [
         "run",
         "--target",
@@ -202,8 +212,8 @@ async fn a_run_that_judged_nothing_exits_4_and_says_why() {
     assert_eq!(out.status.code(), Some(4), "{stdout}");
     assert!(stdout.contains("result: NOTHING JUDGED."), "{stdout}");
     assert!(
-        stdout.contains("skipped: the profile has no `hooks.crash`")
-            && stdout.contains("skipped: the profile has no `hooks.fail_next`"),
+        stdout.contains("skipped: the profile can neither crash the target")
+            && stdout.contains("skipped: the profile has neither `hooks.fail_next`"),
         "each SKIP's reason is under the table:\n{stdout}"
     );
     let allowed = idemspec(

@@ -493,10 +493,16 @@ fn the_init_profile_runs_against_a_dev_reference_server() {
         .filter(|c| c.verdict == idemspec::model::Verdict::Skip)
     {
         assert!(
-            ["crash", "restart", "fail_next", "side_effects"]
-                .iter()
-                .any(|hook| check.summary.contains(hook)),
-            "{} is SKIP without naming the missing hook: {}",
+            [
+                "crash",
+                "restart",
+                "fail_next",
+                "side_effects",
+                "request variant"
+            ]
+            .iter()
+            .any(|hook| check.summary.contains(hook)),
+            "{} is SKIP without naming the missing hook or variant: {}",
             check.id,
             check.summary
         );

@@ -118,15 +118,15 @@ flaw_cases! {
         "no-idempotency" => "lost-response" Fail, says "expected exactly", also [
             "client-timeout-in-flight", "concurrent-same-key", "fingerprint-mismatch",
             "replay-fidelity", "replay-after-delete", "delete-doom-loop", "reboot-once",
-            "key-validation", "retry-storm", "resumable-side-effects", "stuck-in-flight"
+            "key-validation", "retry-storm", "resumable-side-effects", "slow-handler-outlives-ttl"
         ];
     no_fingerprint_is_caught_by_fingerprint_mismatch:
         "no-fingerprint" => "fingerprint-mismatch" Fail, says "mismatch", also [];
     check_then_act_is_caught_by_concurrent_same_key:
         "check-then-act" => "concurrent-same-key" Fail, says "with one key got different resources",
-        also ["client-timeout-in-flight"];
+        also ["client-timeout-in-flight", "slow-handler-outlives-ttl"];
     no_in_flight_ttl_is_caught_by_stuck_in_flight:
-        "no-in-flight-ttl" => "stuck-in-flight" Fail, says "locked out", also [];
+        "no-in-flight-ttl" => "stuck-in-flight" Fail, says "still locked", also [];
     cache_5xx_is_caught_by_failed_not_cached:
         "cache-5xx" => "failed-not-cached" Fail, says "stored and replayed", also [];
     global_keyspace_is_caught_by_cross_tenant:
@@ -134,12 +134,19 @@ flaw_cases! {
     no_delete_replay_is_caught_by_delete_doom_loop:
         "no-delete-replay" => "delete-doom-loop" Fail, says "404", also [];
     non_resumable_is_caught_by_resumable_side_effects:
-        "non-resumable" => "resumable-side-effects" Fail, says "leaked", also [];
+        "non-resumable" => "resumable-side-effects" Fail, says "leaked",
+        also ["slow-handler-outlives-ttl"];
     proceed_in_flight_is_caught_by_client_timeout_in_flight:
         "proceed-in-flight" => "client-timeout-in-flight" Fail, says "expected exactly 1",
-        also ["concurrent-same-key", "stuck-in-flight"];
+        also ["concurrent-same-key", "slow-handler-outlives-ttl"];
     replay_drops_headers_is_caught_by_replay_fidelity:
         "replay-drops-headers" => "replay-fidelity" Fail, says "location missing", also [];
+    reclaim_reallocates_is_caught_by_slow_handler_outlives_ttl:
+        "reclaim-reallocates" => "slow-handler-outlives-ttl" Fail, says "expected exactly 1", also [];
+    create_drops_location_is_caught_by_create_response_shape:
+        "create-drops-location" => "create-response-shape" Warn, says "without `Location`", also [];
+    failed_create_leaves_worker_is_caught_by_failed_creates_nothing:
+        "failed-create-leaves-worker" => "failed-creates-nothing" Fail, says "expected exactly 0", also [];
     endpoint_unscoped_is_caught_by_endpoint_scope:
         "endpoint-unscoped" => "endpoint-scope" Warn, says "not scoped to the operation", also [];
 }

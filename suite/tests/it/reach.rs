@@ -29,12 +29,88 @@ fn profile(api: &alt_api::AltApi, edit: impl Fn(&str) -> String) -> TargetProfil
     .expect("profile loads")
 }
 
+/// The alt-api profile without hooks (no admin switches), so the checks use its request variants
+/// that make the API fail, fail once, be slow or hang by what is sent.
+fn failing_by_request(text: &str) -> String {
+    let start = text.find("hooks:").expect("the fixture has hooks");
+    let end = text.find("side_effects:").expect("and a probe");
+    let without_hooks = format!("{}{}", &text[..start], &text[end..]);
+    assert!(
+        without_hooks.contains("      hangs:"),
+        "the fixture declares the variants"
+    );
+    without_hooks
+}
+
+/// The checks that need a failure, an abandoned request or a slow handler are judged, not SKIP,
+/// against an API that fails by what is sent and has no admin switch at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failures_by_request_variant_are_judged_not_skipped() {
+    let api = alt_api::start().await;
+    let checks = [
+        "failed-not-cached",
+        "failed-creates-nothing",
+        "resumable-side-effects",
+        "stuck-in-flight",
+        "slow-handler-outlives-ttl",
+    ];
+    let report = run_profile(profile(&api, failing_by_request), &checks).await;
+    for id in checks {
+        let o = crate::support::reference::outcome(&report, id);
+        assert_eq!(o.verdict, Verdict::Pass, "{id}: {}", table(&report));
+    }
+}
+
+/// An in-flight lock that never expires is never PASS: without a declared TTL (the article's
+/// preset declares none) the lockout is measured up to the bound and reported, with the time, as
+/// a WARN; with a declared TTL it is a FAIL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lock_that_never_expires_is_not_pass_under_article() {
+    let api = alt_api::start_with(alt_api::Options {
+        never_reclaim: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let article = |text: &str| {
+        failing_by_request(text)
+            .replace("preset: stripe-v1", "preset: article")
+            .replace("  in_flight_ttl: 2s\n", "")
+    };
+    let mut opts = RunOptions::new(Target::Profile(Box::new(profile(&api, article))));
+    opts.only = vec!["stuck-in-flight".into()];
+    opts.lockout_bound = std::time::Duration::from_secs(2);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("drain ends");
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Warn, "{}", table(&report));
+    assert!(
+        o.summary.contains("declares no in-flight TTL")
+            && o.summary.contains("in-flight TTL of minutes"),
+        "{}",
+        o.summary
+    );
+    let declared = |text: &str| failing_by_request(text);
+    let report = run_profile(profile(&api, declared), &["stuck-in-flight"]).await;
+    assert_eq!(
+        report.checks[0].verdict,
+        Verdict::Fail,
+        "{}",
+        table(&report)
+    );
+}
+
 /// An API that accepts only UUID keys passes the whole catalogue once its profile says so: every
 /// check sends UUID keys, unique per check and run, and key-validation still sends the invalid
 /// ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_uuid_only_api_passes_the_catalogue_with_uuid_keys() {
-    let api = alt_api::start_with(alt_api::Options { uuid_keys: true }).await;
+    let api = alt_api::start_with(alt_api::Options {
+        uuid_keys: true,
+        ..alt_api::Options::default()
+    })
+    .await;
     let uuid = |text: &str| {
         text.replace(
             "  in_flight_ttl: 2s",
@@ -42,13 +118,20 @@ async fn a_uuid_only_api_passes_the_catalogue_with_uuid_keys() {
         )
     };
     let report = run_profile(profile(&api, uuid), &[]).await;
+    // SKIP only where the profile lacks a capability (it declares no request variants).
     let not_passed: Vec<&str> = report
         .checks
         .iter()
-        .filter(|c| c.verdict != Verdict::Pass)
+        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
         .map(|c| c.id.as_str())
         .collect();
     assert!(not_passed.is_empty(), "{}", table(&report));
+    let passed = report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Pass)
+        .count();
+    assert!(passed >= 16, "{}", table(&report));
     // Without the declaration the same API is judged for the wrong reason: its keys are refused.
     let report = run_profile(profile(&api, str::to_owned), &["lost-response"]).await;
     assert_ne!(

@@ -7,7 +7,10 @@ use crate::support::reference::{all_pass, run_reference, table};
 async fn clean_reference_passes_every_check_on_sqlite() {
     let report = run_reference(&[], None, &[]).await;
     println!("{}ms\n{}", report.duration_ms, table(&report));
-    assert_eq!(report.checks.len(), 16);
+    assert_eq!(
+        report.checks.len(),
+        idemspec_scenarios::catalogue::SOURCES.len()
+    );
     assert!(
         all_pass(&report),
         "not every check passed:\n{}",
@@ -23,7 +26,10 @@ async fn clean_reference_passes_every_check_on_postgres() {
     let report = run_reference(&[], Some(db.url.clone()), &[]).await;
     db.drop().await;
     println!("{}ms\n{}", report.duration_ms, table(&report));
-    assert_eq!(report.checks.len(), 16);
+    assert_eq!(
+        report.checks.len(),
+        idemspec_scenarios::catalogue::SOURCES.len()
+    );
     assert!(
         all_pass(&report),
         "not every check passed:\n{}",

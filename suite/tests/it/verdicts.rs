@@ -49,6 +49,7 @@ async fn dropped_responses_and_failed_hooks_are_unknown_and_skips_name_the_missi
     let mut profile: TargetProfile = server.profile().expect("bundled profile loads");
     profile.operations.action = None;
     profile.hooks.crash = None;
+    profile.operations.create.variants.hangs = None;
     // A hook that cannot do its job leaves its check unable to decide.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let closed_url = format!("http://{}/fail-next", closed.local_addr().expect("addr"));
@@ -89,6 +90,11 @@ async fn dropped_responses_and_failed_hooks_are_unknown_and_skips_name_the_missi
     let stuck = outcome(&report, "stuck-in-flight");
     assert_eq!(stuck.verdict, Verdict::Skip);
     assert!(stuck.summary.contains("hooks.crash"), "{}", stuck.summary);
+    assert!(
+        stuck.summary.contains("`hangs` request variant"),
+        "{}",
+        stuck.summary
+    );
     assert_eq!(outcome(&report, "replay-fidelity").verdict, Verdict::Pass);
     let failed = outcome(&report, "failed-not-cached");
     assert_eq!(failed.verdict, Verdict::Unknown, "{}", table(&report));

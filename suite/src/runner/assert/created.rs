@@ -1,5 +1,6 @@
-//! `created: {principal, equals}`: the resources carrying the check's marker, counted with the
-//! profile's `list` after the steps, are exactly `equals`.
+//! `created: {principal, equals}` / `{principal, at_most}`: the resources carrying the check's
+//! marker, counted with the profile's `list` after the steps, are exactly `equals` (or at most
+//! `at_most`).
 
 use idemspec_scenarios::scenario::Created;
 
@@ -37,18 +38,32 @@ impl Rule for Created {
             .iter()
             .find(|e| e.status.is_none())
             .map(|e| e.evidence.request.step.clone());
+        if let Some(most) = self.at_most {
+            return if count <= most {
+                Held(format!(
+                    "{count} resource(s) created for {}, at most {most}",
+                    principal.name
+                ))
+            } else {
+                Broken(format!(
+                    "{count} resources with marker {marker} exist for {}; expected at most {most}",
+                    principal.name
+                ))
+            };
+        }
+        let equals = self.equals.unwrap_or_default();
         match (count, unanswered) {
-            (n, _) if n == self.equals => {
+            (n, _) if n == equals => {
                 Held(format!("{n} resource(s) created for {}", principal.name))
             }
-            (n, Some(step)) if n < self.equals => Undecided(format!(
-                "{n} resources with marker {marker} exist for {}, fewer than {}, but step \
+            (n, Some(step)) if n < equals => Undecided(format!(
+                "{n} resources with marker {marker} exist for {}, fewer than {equals}, but step \
                  `{step}` got no response, so its work may still be running",
-                principal.name, self.equals
+                principal.name
             )),
             (n, _) => Broken(format!(
-                "{n} resources with marker {marker} exist for {}; expected exactly {}",
-                principal.name, self.equals
+                "{n} resources with marker {marker} exist for {}; expected exactly {equals}",
+                principal.name
             )),
         }
     }

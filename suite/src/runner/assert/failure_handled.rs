@@ -41,7 +41,7 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
     };
     if first.status.is_none_or(|s| s < 500) {
         return Undecided(format!(
-            "the fail_next hook did not make `{failed}` fail: it answered {}",
+            "`{failed}` was meant to fail with a 5xx (the fail_next hook, or the fails_once request variant) but answered {}",
             first.describe()
         ));
     }

@@ -17,9 +17,11 @@ mod effect_delta;
 mod failure_handled;
 mod fault_applied;
 mod header;
+mod lock_released;
 mod no_5xx;
 mod no_response;
 mod not_replay_of;
+mod overlapped;
 mod same_response;
 mod side_effects;
 mod status;
@@ -30,7 +32,7 @@ pub(crate) use compare::{differences, same_response};
 use std::time::Duration;
 
 use idemspec_scenarios::profile::Contract;
-use idemspec_scenarios::scenario::{AssertKind, Scenario, StatusPattern, Within};
+use idemspec_scenarios::scenario::{AssertKind, Level, Scenario, StatusPattern, Within};
 
 use super::check::CheckRun;
 use super::verdict::{Finding, Judgement};
@@ -48,6 +50,13 @@ pub(crate) trait Rule {
     /// Judges what the check observed: held, broken, undecided (the run could not observe what the
     /// rule is about) or skipped.
     fn judge(&self, run: &CheckRun) -> Finding;
+
+    /// The level this rule is judged at, when the contract decides it rather than the scenario
+    /// (a lockout with no declared TTL is a SHOULD).
+    fn level(&self, run: &CheckRun) -> Option<Level> {
+        let _ = run;
+        None
+    }
 
     /// What the rule saw on the way that another check owns, one sentence each naming that
     /// check: shown with the outcome whatever the verdict, never graded here.
@@ -96,6 +105,10 @@ impl<R: Rule + ?Sized> Rule for &R {
     fn notes(&self, run: &CheckRun) -> Vec<String> {
         (**self).notes(run)
     }
+
+    fn level(&self, run: &CheckRun) -> Option<Level> {
+        (**self).level(run)
+    }
 }
 
 /// The judge of an assertion kind. Kinds that share a schema shape (a step, a pair of steps, a
@@ -118,6 +131,8 @@ fn rule(kind: AssertKind<'_>) -> Box<dyn Rule + '_> {
         AssertKind::NoResponse(a) => Box::new(no_response::NoResponse(a)),
         AssertKind::No5xx(a) => Box::new(no_5xx::No5xx(a)),
         AssertKind::SideEffects(a) => Box::new(a),
+        AssertKind::LockReleased(a) => Box::new(a),
+        AssertKind::Overlapped(a) => Box::new(a),
     }
 }
 
@@ -167,7 +182,7 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
         let mut judgement = Judgement::new(scenario, finding).on_steps(steps);
         judgement.precondition = precondition;
         judgement.notes = notes;
-        if let Some(level) = a.level {
+        if let Some(level) = rule.level(run).or(a.level) {
             judgement = judgement.at(level);
         }
         if let Some(reference) = &a.reference {
@@ -226,14 +241,15 @@ pub(crate) fn status_matches(pattern: StatusPattern, status: u16, contract: &Con
         StatusPattern::Mismatch => contract.mismatch_status.contains(&status),
         StatusPattern::InFlight => contract.in_flight_status.contains(&status),
         StatusPattern::MissingKey => contract.missing_key_status.contains(&status),
+        StatusPattern::Released => !contract.in_flight_status.contains(&status),
     }
 }
 
-/// A [`Within`] as a duration under `contract` (an undeclared TTL counts as zero; scenarios that use
-/// it require the `in_flight_ttl` capability).
-pub(crate) fn within(w: &Within, contract: &Contract) -> Duration {
+/// A [`Within`] as a duration under `contract`; `bound` stands in for an in-flight TTL the contract
+/// does not declare (the run's lockout bound), so a lockout is still measured, up to it.
+pub(crate) fn within(w: &Within, contract: &Contract, bound: Duration) -> Duration {
     let ttl = if w.plus_in_flight_ttl {
-        contract.in_flight_ttl.unwrap_or_default()
+        contract.in_flight_ttl.unwrap_or(bound)
     } else {
         Duration::ZERO
     };
@@ -252,6 +268,12 @@ pub(crate) fn describe_patterns(patterns: &[StatusPattern], contract: &Contract)
             StatusPattern::InFlight => format!("in flight ({})", list(&contract.in_flight_status)),
             StatusPattern::MissingKey => {
                 format!("missing key ({})", list(&contract.missing_key_status))
+            }
+            StatusPattern::Released => {
+                format!(
+                    "released (not in flight {})",
+                    list(&contract.in_flight_status)
+                )
             }
         })
         .collect::<Vec<_>>()
@@ -294,6 +316,14 @@ mod tests {
             plus_in_flight_ttl: true,
             extra: Duration::from_secs(5),
         };
-        assert_eq!(within(&w, &c), Duration::from_secs(8));
+        assert_eq!(
+            within(&w, &c, Duration::from_secs(60)),
+            Duration::from_secs(8)
+        );
+        c.in_flight_ttl = None;
+        assert_eq!(
+            within(&w, &c, Duration::from_secs(60)),
+            Duration::from_secs(65)
+        );
     }
 }

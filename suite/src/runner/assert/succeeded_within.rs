@@ -10,7 +10,7 @@ use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 impl Rule for SucceededWithin {
     fn judge(&self, run: &CheckRun) -> Finding {
-        let limit = within(&self.within, run.contract());
+        let limit = within(&self.within, run.contract(), run.env().lockout_bound);
         let view = run.step(&self.step);
         let attempts = view.exchanges.len();
         match view.meta.succeeded_after {

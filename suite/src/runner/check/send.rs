@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use idemspec_scenarios::profile::{Contract, KeyUse};
-use idemspec_scenarios::scenario::{BodyVariant, KeySpec, Operation, Via};
+use idemspec_scenarios::scenario::{BodyVariant, HookName, KeySpec, Operation, Via};
+use idemspec_scenarios::template::Template;
 use idemspec_scenarios::template::TemplateVars;
 
 use crate::client::{Exchange, RequestSpec};
@@ -212,8 +213,8 @@ impl Request<'_> {
         let vars = TemplateVars {
             marker: self.sender.marker(),
             variant: match self.variant {
-                BodyVariant::Default => 1,
                 BodyVariant::Alt => 2,
+                _ => 1,
             },
         };
         let uuid = || uuid::Uuid::new_v4().to_string();
@@ -225,13 +226,16 @@ impl Request<'_> {
         };
         let missing = |what: &str| format!("the target profile has no `operations.{what}`");
         let (method, path, body, content_type, takes_key) = match self.op {
-            Operation::Create => (
-                ops.create.method.clone(),
-                ops.create.path.render(&vars, uuid),
-                Some(ops.create.body.render(&vars, uuid)),
-                Some(ops.create.content_type.clone()),
-                true,
-            ),
+            Operation::Create => {
+                let (body, path) = self.create_templates()?;
+                (
+                    ops.create.method.clone(),
+                    path.render(&vars, uuid),
+                    Some(body.render(&vars, uuid)),
+                    Some(ops.create.content_type.clone()),
+                    true,
+                )
+            }
             Operation::List => (
                 "GET".into(),
                 ops.list.path.render(&vars, uuid),
@@ -301,6 +305,35 @@ impl Request<'_> {
         })
     }
 
+    /// The body and path templates of a create in this request's variant. A `fails_once` or
+    /// `hangs` request uses the profile's variant only where the profile has no hooks that do the
+    /// job (`fail_next`; `crash` with `restart`): hooks come first, the request then the default.
+    fn create_templates(&self) -> Result<(&Template, &Template), String> {
+        let env = self.sender.env();
+        let create = &env.profile.operations.create;
+        let hook_does_it = match self.variant {
+            BodyVariant::FailsOnce => env.hooks.has(HookName::FailNext),
+            BodyVariant::Hangs => crate::runner::steps::crash_and_restart(env),
+            _ => false,
+        };
+        if matches!(self.variant, BodyVariant::Default | BodyVariant::Alt) || hook_does_it {
+            return Ok((&create.body, &create.path));
+        }
+        match create.variants.get(self.variant) {
+            Some((body, path)) => Ok((body, path.unwrap_or(&create.path))),
+            None if matches!(self.variant, BodyVariant::FailsOnce | BodyVariant::Hangs) => {
+                Err(format!(
+                    "the profile has neither the hook nor the `{}` request variant this step needs",
+                    variant_name(self.variant)
+                ))
+            }
+            None => Err(format!(
+                "the profile has no `operations.create.variants.{}`",
+                variant_name(self.variant)
+            )),
+        }
+    }
+
     /// Renders and sends the request; one that cannot be built is recorded as an exchange that
     /// carries the reason.
     pub(crate) async fn send(self) -> Exchange {
@@ -312,6 +345,18 @@ impl Request<'_> {
                 exchange
             }
         }
+    }
+}
+
+/// A variant's name as profiles write it.
+fn variant_name(v: BodyVariant) -> &'static str {
+    match v {
+        BodyVariant::Default => "default",
+        BodyVariant::Alt => "alt",
+        BodyVariant::AlwaysFails => "always_fails",
+        BodyVariant::FailsOnce => "fails_once",
+        BodyVariant::Slow => "slow",
+        BodyVariant::Hangs => "hangs",
     }
 }
 

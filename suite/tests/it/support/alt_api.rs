@@ -90,7 +90,12 @@ pub struct Options {
     /// Accept only UUID keys (as an API that stores the key in a UUID column must); any other key
     /// is a 400 problem.
     pub uuid_keys: bool,
+    /// Never reclaim an in-flight record (a lock that outlives any TTL: the defect under test).
+    pub never_reclaim: bool,
 }
+
+/// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
+pub const SLOW: Duration = Duration::from_secs(3);
 
 /// Starts the API and its admin listener on 127.0.0.1:0.
 pub async fn start() -> AltApi {
@@ -149,6 +154,8 @@ struct Inner {
     next_ip: u32,
     records: HashMap<Scope, Record>,
     fail_next: u32,
+    /// The `fail-once…` flavors that have failed their one time.
+    failed_once: std::collections::HashSet<String>,
     crash_armed: bool,
 }
 
@@ -302,7 +309,9 @@ where
                     .push(("idempotent-replayed".into(), "true".into()));
                 return respond(Some(replay));
             }
-            Some(Record::InFlight { started, .. }) if started.elapsed() < IN_FLIGHT_TTL => {
+            Some(Record::InFlight { started, .. })
+                if started.elapsed() < IN_FLIGHT_TTL || app.options.never_reclaim =>
+            {
                 let mut response = problem(
                     StatusCode::CONFLICT,
                     "request-in-progress",
@@ -490,6 +499,13 @@ async fn create(
         (&method, &uri, &headers, &body),
         move |app, sub_key| async move {
             tokio::time::sleep(CREATE_LATENCY).await;
+            // Failure by what is sent (the profile's request variants): `hang` never finishes,
+            // `slow` outlives the in-flight TTL.
+            match new.flavor.as_str() {
+                "hang" => std::future::pending::<()>().await,
+                "slow" => tokio::time::sleep(SLOW).await,
+                _ => {}
+            }
             let mut inner = app.lock();
             // Do or return the existing one: a reclaimed record resumes with the same IP.
             let ip = match inner.ips.get(&sub_key) {
@@ -507,8 +523,11 @@ async fn create(
                 app.crash();
                 return None;
             }
-            if inner.fail_next > 0 {
-                inner.fail_next -= 1;
+            let fails_by_request = new.flavor == "fail-always"
+                || (new.flavor.starts_with("fail-once")
+                    && inner.failed_once.insert(new.flavor.clone()));
+            if inner.fail_next > 0 || fails_by_request {
+                inner.fail_next = inner.fail_next.saturating_sub(u32::from(!fails_by_request));
                 // Roll back what this attempt did: a stored 500 must not leave half-done work.
                 inner.ips.remove(&sub_key);
                 return Some(problem_stored(

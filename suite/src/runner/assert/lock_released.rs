@@ -1,0 +1,76 @@
+//! `lock_released: {step, since, within}`: after a request was abandoned (a crash, or a handler
+//! that hangs while its client gave up), how long its key stayed locked — from the abandoned
+//! request's start to the first retry that was not refused as in flight — judged by the contract:
+//! beyond a declared in-flight TTL (plus slack) is a broken MUST; with no TTL declared, a key still
+//! locked at the run's lockout bound is a broken SHOULD, with the time and the article's advice.
+
+use idemspec_scenarios::scenario::{Level, LockReleased};
+
+use super::{status_matches, within, Rule};
+use crate::runner::check::CheckRun;
+use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
+use idemspec_scenarios::scenario::StatusPattern;
+
+impl Rule for LockReleased {
+    fn level(&self, run: &CheckRun) -> Option<Level> {
+        run.contract()
+            .in_flight_ttl
+            .is_none()
+            .then_some(Level::Should)
+    }
+
+    fn judge(&self, run: &CheckRun) -> Finding {
+        let contract = run.contract();
+        let bound = run.env().lockout_bound;
+        let limit = within(&self.within, contract, bound);
+        let retries = run.step(&self.step);
+        let Some(first) = retries.exchanges.first() else {
+            return Undecided(format!("step `{}` sent no request", self.step));
+        };
+        let from = run
+            .step(&self.since)
+            .exchanges
+            .first()
+            .map_or(first.started, |e| e.started);
+        let released = retries.exchanges.iter().find(|e| match e.status {
+            Some(s) => status_matches(StatusPattern::Released, s, contract),
+            None => true,
+        });
+        let secs = |d: std::time::Duration| format!("{:.1} s", d.as_secs_f64());
+        let ttl = contract.in_flight_ttl;
+        match (released, ttl) {
+            (Some(r), Some(ttl)) => {
+                let locked = r.started.saturating_duration_since(from);
+                if locked <= limit {
+                    Held(format!(
+                        "the key was locked for {} after the abandoned request (declared in-flight TTL {}), then `{}` got {}",
+                        secs(locked), secs(ttl), self.step, r.describe()
+                    ))
+                } else {
+                    Broken(format!(
+                        "the key stayed locked for {}, beyond the declared in-flight TTL of {} (limit {})",
+                        secs(locked), secs(ttl), secs(limit)
+                    ))
+                }
+            }
+            (Some(r), None) => Held(format!(
+                "the key was locked for {} after the abandoned request (the contract declares no in-flight TTL)",
+                secs(r.started.saturating_duration_since(from))
+            )),
+            (None, Some(ttl)) => Broken(format!(
+                "the key was still locked {} after the abandoned request ({} retries, last: {}), beyond the declared in-flight TTL of {}",
+                secs(retries.exchanges.last().map_or(limit, |e| e.started.saturating_duration_since(from))),
+                retries.exchanges.len(),
+                retries.exchanges.last().map(|e| e.describe()).unwrap_or_default(),
+                secs(ttl)
+            )),
+            (None, None) => Broken(format!(
+                "the key was still locked {} after the abandoned request ({} retries, last: {}); the contract declares no in-flight TTL, so a crashed request may lock its key until the record expires. The article recommends an in-flight TTL of minutes, separate from the retention window (measured up to --lockout-bound {})",
+                secs(retries.exchanges.last().map_or(limit, |e| e.started.saturating_duration_since(from))),
+                retries.exchanges.len(),
+                retries.exchanges.last().map(|e| e.describe()).unwrap_or_default(),
+                secs(bound)
+            )),
+        }
+    }
+}
