@@ -423,3 +423,28 @@ async fn a_client_that_gives_up_before_the_upstream_answers_is_still_recorded_as
         proxy.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn the_key_header_recorded_is_the_one_configured() {
+    let upstream = Upstream::start().await;
+    let proxy = idemspec_proxy::start(idemspec_proxy::ProxyConfig {
+        upstream: upstream.url(),
+        key_header: http::HeaderName::from_static("paypal-request-id"),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let resp = http()
+        .post(format!("http://{}/v1/orders", proxy.addr()))
+        .header("PayPal-Request-Id", "order-7")
+        .header("Idempotency-Key", "not-this-one")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        proxy.events()[0].idempotency_key.as_deref(),
+        Some("order-7")
+    );
+    proxy.shutdown().await;
+}
