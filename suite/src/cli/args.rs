@@ -113,8 +113,8 @@ pub struct ClientArgs {
     /// How long one run of the command may take (overrides the profile's `timeout`).
     #[arg(long, value_name = "DURATION", value_parser = bounded_duration)]
     pub command_timeout: Option<std::time::Duration>,
-    /// How many checks run at once.
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    /// How many runs of the command go on at once.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub parallel: u16,
     /// Write a JUnit XML report here.
     #[arg(long, value_name = "FILE")]

@@ -54,12 +54,14 @@ pub struct ClientOptions {
     pub skip: Vec<String>,
     /// One run's deadline, overriding the profile's `timeout`.
     pub timeout: Option<Duration>,
-    /// How many checks run at once (each runs its situations one after another).
+    /// How many runs of the command (situations, of any check) go on at once. Each situation has
+    /// a proxy of its own and judges only its own attempts' timing, so they may overlap; a loaded
+    /// machine only lengthens delays, and every timing rule is a lower bound or a wide margin.
     pub parallelism: usize,
 }
 
 impl ClientOptions {
-    /// Options running every check of `profile` with `command`, four checks at a time.
+    /// Options running every check of `profile` with `command`, eight runs at a time.
     pub fn new(profile: ClientProfile, command: impl Into<String>) -> Self {
         Self {
             profile,
@@ -68,7 +70,7 @@ impl ClientOptions {
             only: Vec::new(),
             skip: Vec::new(),
             timeout: None,
-            parallelism: 4,
+            parallelism: 8,
         }
     }
 }
@@ -191,13 +193,12 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
         let (ctx, events, limit, blocked) =
             (ctx.clone(), events.clone(), limit.clone(), blocked.clone());
         tasks.push(tokio::spawn(async move {
-            let _permit = limit.acquire().await;
             let _ = events.send(RunEvent::CheckStarted {
                 id: check.id().to_owned(),
             });
             let outcome = match blocked.as_ref() {
                 Some((why, preflight)) => unrunnable(&ctx, check.as_ref(), why, preflight),
-                None => judge(&ctx, check.as_ref()).await,
+                None => judge(&ctx, check.as_ref(), &limit).await,
             };
             let _ = events.send(RunEvent::CheckFinished(Box::new(outcome.clone())));
             outcome
@@ -297,13 +298,17 @@ fn unrunnable(ctx: &Ctx, check: &dyn ClientCheck, why: &str, preflight: &Observe
     )
 }
 
-/// Runs one check's situations one after another (their timing must not overlap) and grades it.
-async fn judge(ctx: &Ctx, check: &dyn ClientCheck) -> CheckOutcome {
+/// Runs one check's situations (each holding one of `limit`'s permits while its command runs)
+/// and grades it.
+async fn judge(ctx: &Ctx, check: &dyn ClientCheck, limit: &tokio::sync::Semaphore) -> CheckOutcome {
     let started = Instant::now();
-    let mut runs = Vec::new();
-    for situation in check.situations(ctx) {
-        runs.push(ctx.observe(&situation).await);
-    }
+    let situations = check.situations(ctx);
+    let runs: Vec<Observed> = futures::future::join_all(situations.iter().map(|s| async move {
+        // The semaphore is never closed, so acquiring only waits.
+        let _permit = limit.acquire().await;
+        ctx.observe(s).await
+    }))
+    .await;
     let mut found: Vec<Judged> = runs
         .iter()
         .filter(|r| !r.attempted())

@@ -3,7 +3,7 @@
 //!
 //! Timing is judged by lower bounds and wide margins only, because a loaded machine only ever
 //! makes delays longer: "no backoff" is a median delay under [`AT_ONCE`]; growth is the last delay
-//! longer than the first; jitter is two runs' delays differing by more than [`JITTER`] (or 10 %).
+//! longer than the first; jitter is two runs' delays differing by more than [`JITTER`] and 5 %.
 
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ pub struct Backoff;
 
 /// Retries this soon after the previous answer (the median of them) did not back off.
 const AT_ONCE: Duration = Duration::from_millis(100);
-/// Two runs' delays closer than this (and than 10 %) show no jitter: only timing noise.
+/// Two runs' delays closer than this (or than 5 %) show no jitter: only timing noise.
 const JITTER: Duration = Duration::from_millis(20);
 /// How much sooner than `Retry-After` a retry may come (clock granularity; a client that sleeps
 /// exactly the header's seconds must pass).
@@ -157,7 +157,7 @@ fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judged> {
         if a.len() == b.len() && !a.is_empty() {
             let differ = a.iter().zip(b).any(|(x, y)| {
                 let gap = x.abs_diff(*y);
-                gap > JITTER && gap > (*x).max(*y) / 10
+                gap > JITTER && gap > (*x).max(*y) / 20
             });
             found.push(on(if differ {
                 Finding::Held(format!("the delays differ between two runs ({shown}): jitter"))
