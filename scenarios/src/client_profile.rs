@@ -47,7 +47,7 @@ pub struct ClientProfile {
     /// `30s`, 1 s to 1 h).
     #[serde(default)]
     pub timeout: Option<Spanned<HumanDuration>>,
-    /// The bound within which a client answered nothing but 503s must give up.
+    /// The bound within which a client answered nothing but 502s must give up.
     #[serde(default)]
     pub gives_up: GivesUpSpec,
     /// The `Retry-After` the faults send on a 409 in flight, a 429 and a 503, in whole seconds
@@ -350,7 +350,7 @@ impl ClientProfile {
             .map_or(Self::ATTEMPTS, |n| n.value)
     }
 
-    /// The client must have exited within this long when every attempt is answered 503.
+    /// The client must have exited within this long when every attempt is answered 502.
     pub fn give_up_within(&self) -> Duration {
         self.gives_up
             .within

@@ -14,6 +14,8 @@ pub const BASE_URL_PLACEHOLDER: &str = "{{base_url}}";
 /// How much of each output stream is kept for the evidence, in bytes (the end: a traceback's last
 /// lines say what went wrong).
 const KEEP: usize = 2000;
+/// How many characters of output a note shows.
+const EXCERPT: usize = 300;
 /// How long to wait for the output pipes to close once the process group is gone.
 const DRAIN: Duration = Duration::from_secs(2);
 
@@ -67,7 +69,8 @@ pub struct RunOutput {
 }
 
 impl RunOutput {
-    /// The output in one line for a note: stderr, else stdout, newlines shown as ` ⏎ `.
+    /// The end of the output (at most [`EXCERPT`] characters: a traceback's last line says what
+    /// went wrong) in one line for a note: stderr, else stdout, newlines shown as ` ⏎ `.
     pub fn excerpt(&self) -> Option<String> {
         let text = if self.stderr.trim().is_empty() {
             &self.stdout
@@ -75,7 +78,12 @@ impl RunOutput {
             &self.stderr
         };
         let text = text.trim();
-        (!text.is_empty()).then(|| text.replace('\n', " ⏎ ").replace('\r', ""))
+        let chars: Vec<char> = text.chars().collect();
+        let tail: String = chars[chars.len().saturating_sub(EXCERPT)..]
+            .iter()
+            .collect();
+        let cut = if tail.len() < text.len() { "…" } else { "" };
+        (!text.is_empty()).then(|| format!("{cut}{}", tail.replace('\n', " ⏎ ").replace('\r', "")))
     }
 }
 

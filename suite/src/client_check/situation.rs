@@ -103,6 +103,7 @@ impl Ctx {
                 "type": format!("https://idemspec.dev/problems/{kind}"),
                 "title": title,
                 "status": status,
+                "detail": format!("idemspec answered {status} on purpose ({kind})"),
             })
             .to_string(),
             content_type: Some("application/problem+json".into()),
@@ -113,6 +114,11 @@ impl Ctx {
     /// A 503 (`Service Unavailable`), with or without `Retry-After`.
     pub fn unavailable(&self, retry_after: bool) -> Fault {
         self.answer(503, "unavailable", "Service Unavailable", retry_after)
+    }
+
+    /// A 502 (`Bad Gateway`): the gateway error more clients retry than any other status.
+    pub fn bad_gateway(&self) -> Fault {
+        self.answer(502, "bad-gateway", "Bad Gateway", false)
     }
 
     /// The contract's in-flight conflict (409), with `Retry-After`.

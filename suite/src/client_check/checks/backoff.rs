@@ -25,8 +25,8 @@ const JITTER: Duration = Duration::from_millis(20);
 /// How much sooner than `Retry-After` a retry may come (clock granularity; a client that sleeps
 /// exactly the header's seconds must pass).
 const RETRY_AFTER_SLACK: Duration = Duration::from_millis(50);
-/// The situations with plain 503s (no `Retry-After`), run twice to compare delays.
-const PLAIN: [&str; 2] = ["503s-first", "503s-second"];
+/// The situations with plain 502s (no `Retry-After`), run twice to compare delays.
+const PLAIN: [&str; 2] = ["502s-first", "502s-second"];
 
 impl ClientCheck for Backoff {
     fn about(&self) -> About {
@@ -42,7 +42,7 @@ impl ClientCheck for Backoff {
         let plain = |name| {
             Situation::new(
                 name,
-                vec![ctx.plan("503", ctx.unavailable(false), Times::First(3))],
+                vec![ctx.plan("502", ctx.bad_gateway(), Times::First(3))],
             )
         };
         let after = |name, planned, fault| {
@@ -98,7 +98,7 @@ impl ClientCheck for Backoff {
     }
 }
 
-/// Backoff, growth and jitter over the plain-503 runs.
+/// Backoff, growth and jitter over the plain-502 runs.
 fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judged> {
     let names: Vec<&'static str> = plain.iter().map(|(r, _)| r.situation).collect();
     let retried: Vec<&(&Observed, Vec<Duration>)> =
@@ -109,7 +109,7 @@ fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judged> {
     };
     if retried.is_empty() {
         return vec![on(Finding::Recorded(
-            "a plain 503 was not retried: no backoff to judge".into(),
+            "a plain 502 was not retried: no backoff to judge".into(),
         ))];
     }
     let shown: Vec<String> = retried
@@ -127,13 +127,13 @@ fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judged> {
         return vec![on(Finding::Broken(
             Level::Must,
             format!(
-                "retried at once after a 503 (delays {shown}; their median is under {}): without backoff, clients that failed together hammer the recovering server together",
+                "retried at once after a 502 (delays {shown}; their median is under {}): without backoff, clients that failed together hammer the recovering server together",
                 human_duration(AT_ONCE.as_millis() as u64)
             ),
         ))];
     }
     let mut found = vec![on(Finding::Held(format!(
-        "backed off after a 503 (delays {shown})"
+        "backed off after a 502 (delays {shown})"
     )))];
     let comparable: Vec<&Vec<Duration>> = retried
         .iter()

@@ -1,4 +1,4 @@
-//! `bounded-retries`: when every attempt is answered 503, the client gives up — with an error —
+//! `bounded-retries`: when every attempt is answered 502 (a gateway error most clients retry), the client gives up — with an error —
 //! within the profile's bound (`gives_up`: attempts and time).
 
 use idemspec_scenarios::Level;
@@ -25,8 +25,8 @@ impl ClientCheck for BoundedRetries {
 
     fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
         let mut situation = Situation::new(
-            "always-503",
-            vec![ctx.plan("503", ctx.unavailable(false), Times::Always)],
+            "always-502",
+            vec![ctx.plan("502", ctx.bad_gateway(), Times::Always)],
         );
         situation.deadline = Some(ctx.profile.give_up_within().min(ctx.timeout));
         vec![situation]
@@ -42,13 +42,13 @@ impl ClientCheck for BoundedRetries {
                     Exit::TimedOut(after) => Finding::Broken(
                         Level::Must,
                         format!(
-                            "still retrying when killed after {} ({n} attempts, every one answered 503): the client does not give up",
+                            "still retrying when killed after {} ({n} attempts, every one answered 502): the client does not give up",
                             humantime::format_duration(*after)
                         ),
                     ),
                     Exit::Code(0) => Finding::Broken(
                         Level::Must,
-                        format!("exited 0 after {n} attempts, every one answered 503: the failure is hidden from the caller"),
+                        format!("exited 0 after {n} attempts, every one answered 502: the failure is hidden from the caller"),
                     ),
                     Exit::NotStarted(why) => Finding::Undecided(format!("the command did not run: {why}")),
                     exit if n > max => Finding::Broken(

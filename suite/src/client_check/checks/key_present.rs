@@ -23,7 +23,13 @@ impl ClientCheck for KeyPresent {
     }
 
     fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
+        // The kinds of failure clients retry: gateway errors (clients retry different ones), a
+        // broken connection, a timeout (after which the server did the work).
         vec![
+            Situation::new(
+                "after-502",
+                vec![ctx.plan("502", ctx.bad_gateway(), Times::First(1))],
+            ),
             Situation::new(
                 "after-503",
                 vec![ctx.plan("503", ctx.unavailable(false), Times::First(1))],
@@ -31,6 +37,10 @@ impl ClientCheck for KeyPresent {
             Situation::new(
                 "after-reset",
                 vec![ctx.plan("reset", Fault::Refuse { reset: true }, Times::First(1))],
+            ),
+            Situation::new(
+                "after-timeout",
+                vec![ctx.plan("hang", Fault::Hang { forward: true }, Times::First(1))],
             ),
         ]
     }

@@ -36,7 +36,7 @@ impl ClientCheck for SameKey {
             Situation::new(
                 "502-then-503",
                 vec![
-                    once("502", ctx.answer(502, "bad-gateway", "Bad Gateway", false)),
+                    once("502", ctx.bad_gateway()),
                     once("503", ctx.unavailable(false)),
                 ],
             ),
