@@ -45,6 +45,9 @@ pub struct ProxyConfig {
     /// haproxy pins a connection to one of its `nbthread` threads. The standalone proxy uses one
     /// per CPU; see docs/BENCHMARKS.md for why. At most [`ProxyConfig::MAX_IO_THREADS`].
     pub io_threads: usize,
+    /// The request header recorded as [`crate::ProxyEvent::idempotency_key`]: `Idempotency-Key`
+    /// by default, or the header an API names instead (`PayPal-Request-Id`, say).
+    pub key_header: http::HeaderName,
 }
 
 impl ProxyConfig {
@@ -65,6 +68,7 @@ impl Default for ProxyConfig {
             event_capacity: 100_000,
             shutdown_grace: std::time::Duration::from_secs(5),
             io_threads: 0,
+            key_header: crate::http::IDEMPOTENCY_KEY,
         }
     }
 }

@@ -32,7 +32,7 @@ pub struct ProxyEvent {
     pub method: String,
     /// The request path and query as sent by the client; empty in TCP mode.
     pub path: String,
-    /// The `Idempotency-Key` header as sent, if any.
+    /// The `Idempotency-Key` header (or [`crate::ProxyConfig::key_header`]) as sent, if any.
     pub idempotency_key: Option<String>,
     /// The value of the `X-Idemspec-Step` control header, if any (stripped before forwarding).
     pub step: Option<String>,

@@ -32,6 +32,8 @@ pub(crate) struct Shared {
     pub(crate) grace: Duration,
     /// The single-threaded runtimes connections are pinned to; `None`: the caller's runtime.
     pub(crate) workers: Option<crate::workers::Workers>,
+    /// The request header recorded as each event's key ([`crate::ProxyConfig::key_header`]).
+    pub(crate) key_header: http::HeaderName,
     /// The live HTTP downstream connections, told when the proxy shuts down.
     pub(crate) http_conns: crate::http::ConnRegistry,
 }
@@ -44,11 +46,12 @@ pub(crate) enum Upstream {
 }
 
 impl Shared {
-    /// Shared state for a proxy with these rule sets, event log, upstream and shutdown signal.
+    /// Shared state for a proxy with these rule sets, event log (and the header it records as a
+    /// request's key), upstream and shutdown signal.
     pub(crate) fn new(
         mode: Mode,
         (http_rules, tcp_rules): (RuleSet, TcpRuleSet),
-        events: Arc<EventLog>,
+        (events, key_header): (Arc<EventLog>, http::HeaderName),
         upstream: Upstream,
         shutdown: watch::Receiver<bool>,
         grace: Duration,
@@ -64,6 +67,7 @@ impl Shared {
             shutdown,
             grace,
             workers,
+            key_header,
             http_conns: crate::http::ConnRegistry::default(),
         }
     }

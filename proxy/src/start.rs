@@ -76,7 +76,10 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     let shared = Arc::new(Shared::new(
         config.mode,
         (http_rules, tcp_rules),
-        Arc::new(EventLog::new(config.event_capacity)),
+        (
+            Arc::new(EventLog::new(config.event_capacity)),
+            config.key_header,
+        ),
         upstream,
         stopped,
         config.shutdown_grace,

@@ -8,6 +8,7 @@
 //! - [`rules`]: proxy rules (`Rule { match, fault }`), the fault verbs, and standalone proxy files.
 //! - [`scenario`]: a check's scenario file (`id`, `level`, `steps`, `assert`, ...).
 //! - [`profile`]: target profiles and contract presets.
+//! - [`client_profile`]: client profiles, for judging an HTTP client's retries (`idemspec client`).
 //! - [`catalogue`]: the built-in checks, embedded with `include_str!`.
 #![warn(missing_docs)]
 
@@ -16,6 +17,7 @@ pub mod rules;
 
 pub use load::{from_yaml, LoadError};
 pub mod catalogue;
+pub mod client_profile;
 pub mod profile;
 pub mod scenario;
 pub mod template;

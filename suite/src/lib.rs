@@ -8,12 +8,14 @@
 //!   graded verdicts) and emits run events; [`runner::RunOptions`] says what to run.
 //! - [`reference`]: the bundled leasebroker as a child process that can be killed and restarted.
 //! - [`client`]: the HTTP client that records every exchange as evidence.
+//! - [`client_check`]: `idemspec client`, judging an HTTP client's retries (the client side).
 //! - [`hooks`]: the profile's crash / restart / fail_next hooks (shell command or HTTP request).
 //! - [`model`]: verdicts, evidence, outcomes, run events, statistics and exit codes.
 //! - [`report`]: the terminal table with evidence, JUnit, JSON and Markdown reports, progress.
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod client_check;
 pub mod hooks;
 pub mod model;
 pub mod reference;

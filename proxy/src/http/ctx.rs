@@ -38,7 +38,8 @@ fn header(parts: &Parts, name: &HeaderName) -> Option<String> {
 }
 
 impl RequestCtx {
-    pub(crate) fn new(log: Arc<EventLog>, parts: &Parts) -> Self {
+    /// The context of the request `parts`, recording the value of `key_header` as its key.
+    pub(crate) fn new(log: Arc<EventLog>, parts: &Parts, key_header: &HeaderName) -> Self {
         let path = parts
             .uri
             .path_and_query()
@@ -46,7 +47,7 @@ impl RequestCtx {
         let mut event = ProxyEvent::starting_now();
         event.method = parts.method.as_str().to_owned();
         event.path = path;
-        event.idempotency_key = header(parts, &IDEMPOTENCY_KEY);
+        event.idempotency_key = header(parts, key_header);
         event.step = header(parts, &STEP_HEADER);
         Self {
             event,

@@ -44,5 +44,6 @@ mod upstream;
 
 pub(crate) use conn::serve_connection;
 pub(crate) use ctl::ConnRegistry;
+pub(crate) use ctx::IDEMPOTENCY_KEY;
 pub(crate) use synthetic::{problem_body, PROBLEM_JSON};
 pub(crate) use upstream::Forwarder;

@@ -26,7 +26,7 @@ pub(super) async fn handle(
         unreachable!("HTTP connections are only served in HTTP mode")
     };
     let (mut parts, body) = req.into_parts();
-    let mut ctx = RequestCtx::new(shared.events.clone(), &parts);
+    let mut ctx = RequestCtx::new(shared.events.clone(), &parts, &shared.key_header);
     // Pass-through (no rules in force) takes no lock and no reference count.
     let rule = shared
         .http_rules_for_request()

@@ -69,6 +69,28 @@ async fn respond_answers_without_forwarding(threads: usize) {
 }
 
 #[apply(both_runtimes)]
+async fn respond_sends_the_rules_headers(threads: usize) {
+    let (proxy, upstream) = proxied(
+        threads,
+        rules(
+            "- name: slow-down\n  fault: {respond: {status: 429, headers: {Retry-After: \"2\"}}}\n",
+        ),
+    )
+    .await;
+    let resp = http()
+        .post(format!("http://{}/v1/workers", proxy.addr()))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 429);
+    assert_eq!(resp.headers()["retry-after"], "2");
+    assert_eq!(upstream.count(), 0);
+    assert_eq!(proxy.events()[0].client_status, Some(429));
+    proxy.shutdown().await;
+}
+
+#[apply(both_runtimes)]
 async fn drop_response_does_the_work_and_the_client_never_hears(threads: usize) {
     let (proxy, upstream) = proxied(threads, rules(
         "- name: lose\n  match: {method: POST, path: /v1/workers}\n  fault: {drop_response: {}}\n",
@@ -400,4 +422,29 @@ async fn a_client_that_gives_up_before_the_upstream_answers_is_still_recorded_as
         assert_eq!(proxy.events().len(), 1, "{name}: one event per request");
         proxy.shutdown().await;
     }
+}
+
+#[tokio::test]
+async fn the_key_header_recorded_is_the_one_configured() {
+    let upstream = Upstream::start().await;
+    let proxy = idemspec_proxy::start(idemspec_proxy::ProxyConfig {
+        upstream: upstream.url(),
+        key_header: http::HeaderName::from_static("paypal-request-id"),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let resp = http()
+        .post(format!("http://{}/v1/orders", proxy.addr()))
+        .header("PayPal-Request-Id", "order-7")
+        .header("Idempotency-Key", "not-this-one")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        proxy.events()[0].idempotency_key.as_deref(),
+        Some("order-7")
+    );
+    proxy.shutdown().await;
 }

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::values::{bare_verb, check_seed, duration, Count, HttpMethod, Probability, Status};
+use super::values::{
+    bare_verb, check_seed, duration, Count, HttpMethod, Probability, ResponseHeaders, Status,
+};
 
 /// One proxy rule: requests that satisfy `match` get `fault`, at most `times` times.
 ///
@@ -190,6 +192,9 @@ pub enum Fault {
         /// The `Content-Type` of `body`; omitted, `text/plain; charset=utf-8`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content_type: Option<String>,
+        /// Further response headers, e.g. `{Retry-After: "1"}` on a 429 or 503.
+        #[serde(default, skip_serializing_if = "ResponseHeaders::is_empty")]
+        headers: ResponseHeaders,
     },
     /// Hold the request this long before forwarding it.
     DelayRequest {

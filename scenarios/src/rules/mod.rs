@@ -25,7 +25,7 @@ mod values;
 pub use file::{check_upstream, Mode, ProxyFile};
 pub use http::{DuplicateMode, Fault, HeaderMatch, Match, Rule};
 pub use tcp::{Direction, TcpFault, TcpMatch, TcpRule};
-pub use values::{Count, HttpMethod, Probability, Status};
+pub use values::{Count, HttpMethod, Probability, ResponseHeaders, Status};
 
 #[cfg(test)]
 mod tests;

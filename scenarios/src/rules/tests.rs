@@ -137,6 +137,21 @@ fn status_out_of_range_is_located() {
 }
 
 #[test]
+fn respond_headers_parse_and_what_http_cannot_send_is_located() {
+    let ok = rules("- name: a\n  fault: {respond: {status: 429, headers: {Retry-After: \"1\"}}}\n")
+        .expect("valid");
+    let Fault::Respond { headers, .. } = &ok[0].fault else {
+        panic!("respond");
+    };
+    assert_eq!(headers.iter().collect::<Vec<_>>(), [("Retry-After", "1")]);
+    let e = err("- name: a\n  fault:\n    respond: {status: 503, headers: {\"Bad Name\": x}}\n");
+    assert!(e.starts_with("faults.yaml:3:"), "{e}");
+    assert!(e.contains("not a valid header name"), "{e}");
+    let e = err("- name: a\n  fault:\n    respond: {status: 503, headers: {Content-Type: x}}\n");
+    assert!(e.contains("use `content_type`"), "{e}");
+}
+
+#[test]
 fn times_zero_is_rejected() {
     let e = err("- name: a\n  fault: refuse\n  times: 0\n");
     assert!(e.starts_with("faults.yaml:3:"), "{e}");

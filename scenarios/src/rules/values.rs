@@ -187,6 +187,58 @@ impl<'de> Deserialize<'de> for Status {
     }
 }
 
+/// Extra headers of a synthetic response (`respond`), in the order written: e.g. `Retry-After`
+/// on a 429 or 503, so a client's handling of it can be tested. Each name must be an HTTP field
+/// name and each value free of control characters (RFC 9110 §5.1, §5.5); `Content-Type` has its
+/// own field (`content_type`) and is refused here, as are `Content-Length` and
+/// `Transfer-Encoding`, which the proxy sets from the body.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct ResponseHeaders(std::collections::BTreeMap<String, String>);
+
+impl ResponseHeaders {
+    /// Validates `headers` (see the type's documentation).
+    ///
+    /// # Errors
+    /// A message naming the first header that cannot be sent.
+    pub fn new(headers: std::collections::BTreeMap<String, String>) -> Result<Self, String> {
+        for (name, value) in &headers {
+            if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                return Err(format!("`{name}` is not a valid header name"));
+            }
+            if http::HeaderValue::from_str(value).is_err() {
+                return Err(format!(
+                    "header `{name}` has a value HTTP cannot carry ({value:?}): control characters such as CR and LF are not allowed"
+                ));
+            }
+            let lower = name.to_ascii_lowercase();
+            if ["content-type", "content-length", "transfer-encoding"].contains(&lower.as_str()) {
+                return Err(format!(
+                    "`{name}` is set by the proxy (use `content_type` for the body's type)"
+                ));
+            }
+        }
+        Ok(Self(headers))
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The headers, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+}
+
+impl<'de> Deserialize<'de> for ResponseHeaders {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = std::collections::BTreeMap::<String, String>::deserialize(d)?;
+        ResponseHeaders::new(map).map_err(de::Error::custom)
+    }
+}
+
 /// Serde helper for a fault field: accepts the externally tagged map form (`{refuse: {reset: true}}`)
 /// and, for verbs whose options all have defaults, the bare verb (`refuse`).
 pub(crate) mod bare_verb {

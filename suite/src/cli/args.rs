@@ -73,6 +73,67 @@ pub enum Command {
     List(ListArgs),
     /// Run the fault-injecting proxy on its own, until Ctrl-C.
     Proxy(idemspec_proxy::cli::ProxyArgs),
+    /// Judge an HTTP client's retries: run a command that performs one operation through it,
+    /// behind the fault proxy, and check its keys, backoff and bounds.
+    #[command(after_help = CLIENT_EXAMPLES)]
+    Client(ClientArgs),
+}
+
+const CLIENT_EXAMPLES: &str = "\
+Examples:
+  # The bundled example client (Python standard library):
+  idemspec client --profile clients/example/client.yaml --exec 'python3 clients/example/create.py'
+
+  # Your SDK: the command reads the base URL from $IDEMSPEC_BASE_URL or gets it as {{base_url}}.
+  idemspec client --profile stripe.yaml --exec 'node create.js {{base_url}}' --report-junit client.xml
+
+The command runs once per situation (with `sh -c`, no stdin, its process group killed at the
+deadline). Exit codes as for `run`: 0 every MUST check passed, 1 one failed or was UNKNOWN, 2 usage
+or configuration error, 4 nothing judged.";
+
+/// `idemspec client`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// The command that performs the profile's operation(s) through the client, run with `sh -c`;
+    /// `{{base_url}}` in it, and $IDEMSPEC_BASE_URL, is where idemspec listens.
+    #[arg(long, value_name = "COMMAND")]
+    pub exec: String,
+    /// The client profile (default: any POST is the operation, answered 201 with a small JSON body).
+    #[arg(long, value_name = "CLIENT.yaml")]
+    pub profile: Option<PathBuf>,
+    /// Forward to this API instead of the canned upstream (`http://host:port`).
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// Run only these client checks (repeatable).
+    #[arg(long, value_name = "ID")]
+    pub only: Vec<String>,
+    /// Do not run these client checks (repeatable).
+    #[arg(long, value_name = "ID")]
+    pub skip: Vec<String>,
+    /// How long one run of the command may take (overrides the profile's `timeout`).
+    #[arg(long, value_name = "DURATION", value_parser = bounded_duration)]
+    pub command_timeout: Option<std::time::Duration>,
+    /// How many runs of the command go on at once.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub parallel: u16,
+    /// Write a JUnit XML report here.
+    #[arg(long, value_name = "FILE")]
+    pub report_junit: Option<PathBuf>,
+    /// Write a JSON report here (schema: docs/reading-reports.md).
+    #[arg(long, value_name = "FILE")]
+    pub report_json: Option<PathBuf>,
+    /// Write a Markdown report here.
+    #[arg(long, value_name = "FILE")]
+    pub report_markdown: Option<PathBuf>,
+    /// Write a self-contained HTML report here.
+    #[arg(long, value_name = "FILE")]
+    pub report_html: Option<PathBuf>,
+    /// Do not fail the run when a check is UNKNOWN.
+    #[arg(long)]
+    pub allow_unknown: bool,
+    /// Exit 0 even when no check judged anything.
+    #[arg(long)]
+    pub allow_nothing_judged: bool,
 }
 
 const RUN_EXAMPLES: &str = "\

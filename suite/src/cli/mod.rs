@@ -3,6 +3,7 @@
 //! unreachable).
 
 mod args;
+mod client;
 mod failure;
 mod init;
 mod inputs;
@@ -41,6 +42,7 @@ pub fn main() -> std::process::ExitCode {
         Command::Validate(args) => validate::validate(&args, &printer),
         Command::List(args) => list::list(&args, &printer),
         Command::Proxy(args) => servers::proxy(args),
+        Command::Client(args) => client::client(args, &printer),
     };
     exit(result, &printer)
 }

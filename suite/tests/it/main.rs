@@ -2,6 +2,7 @@
 
 mod alt_api_cli;
 mod cli;
+mod client;
 mod flaw_matrix;
 mod html_report;
 mod reach;

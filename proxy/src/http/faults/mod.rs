@@ -23,7 +23,8 @@ pub(super) async fn apply(fault: &Fault, flight: Flight<'_>) -> Response<Respons
             status,
             body,
             content_type,
-        } => respond::apply(flight, *status, body, content_type.as_deref()),
+            headers,
+        } => respond::apply(flight, *status, body, content_type.as_deref(), headers),
         Fault::DelayRequest { duration } => {
             delay::apply(flight, delay::Hold::Request, *duration).await
         }

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""idemspec's example client: one create through a small retrying HTTP client (standard library).
+
+    python3 create.py [--flaw NAME] [BASE_URL]
+
+The base URL comes from the argument or from $IDEMSPEC_BASE_URL (idemspec sets it). The client
+does what the article asks of a client: it makes the idempotency key once, before the first
+attempt, and keeps it across every retry; it retries what may succeed later (a lost or reset
+connection, a timeout, a 5xx, a 429, a 409 that says the request is still in flight) with
+exponential backoff and jitter, waiting at least Retry-After; it never retries a mismatch or
+another 4xx; and it gives up after MAX_ATTEMPTS with an error.
+
+--flaw NAME breaks one of those rules on purpose, so that idemspec's tests can show each client
+check catching the defect it is about (and nothing else), as leasebroker's --flaw does for the
+server checks:
+
+    new-key-per-attempt  a fresh key inside the retry loop (the article's warning)
+    retry-mismatch       every 409 is retried, the mismatch included
+    no-backoff           retries at once and ignores Retry-After
+    unbounded            never gives up
+    no-key               sends no key at all (but still retries)
+"""
+
+import http.client
+import json
+import os
+import random
+import socket
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+MAX_ATTEMPTS = 4
+BASE_DELAY = 0.25  # seconds, doubled after each failure
+MAX_DELAY = 2.0
+TIMEOUT = 1.0  # seconds per attempt
+FLAWS = ("new-key-per-attempt", "retry-mismatch", "no-backoff", "unbounded", "no-key")
+
+
+class GaveUp(Exception):
+    """The operation failed for good; the message says why."""
+
+
+def retryable(status, retry_after, flaw):
+    """Whether an HTTP error may succeed when retried with the same key."""
+    if status == 409:
+        # A 409 with Retry-After is "still in flight": wait and retry. Without it, it is a
+        # mismatch: the same request will get the same answer.
+        return retry_after is not None or flaw == "retry-mismatch"
+    return status in (408, 429, 500, 502, 503, 504)
+
+
+def delay(failures, retry_after, flaw):
+    """How long to wait after the nth failure: exponential, jittered, at least Retry-After."""
+    if flaw == "no-backoff":
+        return 0.0
+    wait = min(MAX_DELAY, BASE_DELAY * 2 ** (failures - 1)) * random.uniform(0.5, 1.5)
+    if retry_after is not None and retry_after.isdigit():
+        wait = max(wait, float(retry_after))
+    return wait
+
+
+def create(base_url, body, flaw=None):
+    # The key is made once, before the first attempt: every retry below is the same operation.
+    key = None if flaw == "no-key" else str(uuid.uuid4())
+    failures = 0
+    while True:
+        if flaw == "new-key-per-attempt":
+            key = str(uuid.uuid4())
+        headers = {"Content-Type": "application/json"}
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        request = urllib.request.Request(
+            base_url.rstrip("/") + "/v1/workers", data=body, headers=headers, method="POST"
+        )
+        retry_after = None
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+                return json.load(response)
+        except urllib.error.HTTPError as error:
+            retry_after = error.headers.get("Retry-After")
+            if not retryable(error.code, retry_after, flaw):
+                raise GaveUp(f"HTTP {error.code}: {error.read()[:200]!r}") from None
+            why = f"HTTP {error.code}"
+        except (urllib.error.URLError, http.client.HTTPException, OSError, socket.timeout) as error:
+            why = f"{type(error).__name__}: {error}"
+        failures += 1
+        if flaw != "unbounded" and failures >= MAX_ATTEMPTS:
+            raise GaveUp(f"gave up after {failures} attempts; last: {why}")
+        time.sleep(delay(failures, retry_after, flaw))
+
+
+def main(argv):
+    args = argv[1:]
+    flaw = None
+    if args[:1] == ["--flaw"]:
+        flaw, args = args[1], args[2:]
+        if flaw not in FLAWS:
+            sys.exit(f"unknown flaw {flaw!r}; one of: {', '.join(FLAWS)}")
+    base_url = args[0] if args else os.environ.get("IDEMSPEC_BASE_URL")
+    if not base_url:
+        sys.exit("usage: create.py [--flaw NAME] BASE_URL (or set IDEMSPEC_BASE_URL)")
+    body = json.dumps({"image": "debian-12", "cpu": 2, "memory_gb": 1}).encode()
+    try:
+        worker = create(base_url, body, flaw)
+    except GaveUp as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"created {worker.get('id')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,440 @@
+//! Client profiles: how `idemspec client` drives an HTTP client (an SDK, a CLI, a service's
+//! outbound calls) and judges its retries (`docs/client.md`).
+//!
+//! A client profile says which requests are the operation under test (method, path), what a
+//! success answers (status, headers, a body the client can parse), how many logical operations one
+//! run of the user's command performs, how long a run may take, the bound within which the client
+//! must give up, and the idempotency contract the client is written for — the same presets as a
+//! target profile (`article`, `ietf-draft`, `stripe-v1`): the contract says which header carries
+//! the key and which statuses mean "mismatch" and "in flight".
+//!
+//! Load one with [`ClientProfile::load`]; every field has a default, so `version: 1` and a `name`
+//! make a profile ([`ClientProfile::DEFAULT`] is the one `idemspec client` uses without
+//! `--profile`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::load::{from_yaml, LoadError, Location, Spanned};
+use crate::profile::{check_header, expand_env, Contract, ContractSpec};
+use crate::rules::HttpMethod;
+use crate::value::HumanDuration;
+
+/// A client profile (`docs/client.md`, "The client profile").
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientProfile {
+    /// Schema version; must be `1`.
+    pub version: Spanned<u32>,
+    /// A name for reports (the SDK and its version, say).
+    pub name: String,
+    /// The idempotency contract the client is written for: the key's header, the mismatch and
+    /// in-flight statuses the faults answer with.
+    #[serde(default)]
+    pub contract: Option<Spanned<ContractSpec>>,
+    /// Which requests are the operation under test; others pass through unjudged.
+    #[serde(default)]
+    pub operation: OperationSpec,
+    /// What the canned upstream answers a request with.
+    #[serde(default)]
+    pub success: SuccessSpec,
+    /// Logical operations one run of the command performs (default 1, at most 20).
+    #[serde(default)]
+    pub operations: Option<Spanned<u32>>,
+    /// How long one run of the command may take before its process group is killed (default
+    /// `30s`, 1 s to 1 h).
+    #[serde(default)]
+    pub timeout: Option<Spanned<HumanDuration>>,
+    /// The bound within which a client answered nothing but 502s must give up.
+    #[serde(default)]
+    pub gives_up: GivesUpSpec,
+    /// The `Retry-After` the faults send on a 409 in flight, a 429 and a 503, in whole seconds
+    /// (default `1s`, at most `60s`; HTTP's delay-seconds are integers, RFC 9110 §10.2.3).
+    #[serde(default)]
+    pub retry_after: Option<Spanned<HumanDuration>>,
+}
+
+/// The requests that are the operation under test.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperationSpec {
+    /// The method (default `POST`).
+    #[serde(default)]
+    pub method: Option<HttpMethod>,
+    /// The path without the query, exact (`/v1/customers`) or a glob where `*` stands for one
+    /// segment (`/v1/servers/*/actions`); omitted, any path.
+    #[serde(default)]
+    pub path: Option<Spanned<String>>,
+}
+
+/// The response the canned upstream gives every request.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuccessSpec {
+    /// A 2xx status (default 201).
+    #[serde(default)]
+    pub status: Option<Spanned<u16>>,
+    /// Response headers besides `Content-Type` (e.g. `Location`).
+    #[serde(default)]
+    pub headers: Option<Spanned<BTreeMap<String, String>>>,
+    /// The body's type (default `application/json`).
+    #[serde(default)]
+    pub content_type: Option<Spanned<String>>,
+    /// The body, sent as is (default `{}`); a JSON type needs a JSON body, checked at load.
+    #[serde(default)]
+    pub body: Option<Spanned<String>>,
+}
+
+/// The bound on retries (the `bounded-retries` check).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GivesUpSpec {
+    /// At most this many attempts of one operation (default 10, 2 to 1000).
+    #[serde(default)]
+    pub after_attempts: Option<Spanned<u32>>,
+    /// …and an exit within this long (default: the run's `timeout`, which it may not exceed).
+    #[serde(default)]
+    pub within: Option<Spanned<HumanDuration>>,
+}
+
+/// The operation's method and path pattern, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperationMatch {
+    /// The method, e.g. `POST`.
+    pub method: HttpMethod,
+    /// The path pattern; `None` for any path.
+    pub path: Option<String>,
+}
+
+impl OperationMatch {
+    /// Whether `path` (without its query) is a glob (`*` in it) rather than an exact path.
+    pub fn is_glob(&self) -> bool {
+        self.path.as_deref().is_some_and(|p| p.contains('*'))
+    }
+}
+
+impl ClientProfile {
+    /// The profile `idemspec client` uses without `--profile`: any POST is the operation, a 201
+    /// with a small JSON body its success, the `article` contract.
+    pub const DEFAULT: &'static str = "version: 1\nname: client\n";
+
+    /// The default number of logical operations per run.
+    const OPERATIONS: u32 = 1;
+    /// The default run timeout.
+    const TIMEOUT: Duration = Duration::from_secs(30);
+    /// The default bound on attempts.
+    const ATTEMPTS: u32 = 10;
+    /// The default `Retry-After`.
+    const RETRY_AFTER: Duration = Duration::from_secs(1);
+    /// The default success body.
+    const BODY: &'static str = r#"{"id":"idemspec-1"}"#;
+
+    /// Expands `${VAR}` with `env`, parses `text` (the contents of `file`) and validates it.
+    ///
+    /// # Errors
+    /// A [`LoadError`] with file, line and column for syntax errors, unknown fields and every
+    /// rule [`ClientProfile::validate`] finds broken.
+    pub fn load(
+        file: &str,
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, LoadError> {
+        let expanded = expand_env(file, text, env)?;
+        let profile: ClientProfile = from_yaml(file, &expanded)?;
+        profile.validate(file)?;
+        Ok(profile)
+    }
+
+    /// Cross-field rules: version 1; a path that starts with `/`; a 2xx success with headers HTTP
+    /// can carry and, for a JSON type, a JSON body; 1 to 20 operations; a timeout of 1 s to 1 h;
+    /// 2 to 1000 attempts, given up within the timeout; a `Retry-After` of whole seconds, 1 to
+    /// 60; a key header HTTP can carry.
+    ///
+    /// # Errors
+    /// A located [`LoadError`] for the first rule broken, with every other one in
+    /// [`LoadError::more`].
+    pub fn validate(&self, file: &str) -> Result<(), LoadError> {
+        let mut errors = Vec::new();
+        let mut at = |loc: &Location, msg: String| errors.push(LoadError::at(file, loc, msg));
+        if self.version.value != 1 {
+            at(
+                &self.version.referenced,
+                format!("unsupported version {}; expected 1", self.version.value),
+            );
+        }
+        if let Some(path) = &self.operation.path {
+            if !path.value.starts_with('/') {
+                at(
+                    &path.referenced,
+                    format!("operation.path `{}` must start with `/`", path.value),
+                );
+            }
+        }
+        if let Some(status) = &self.success.status {
+            if !(200..=299).contains(&status.value) {
+                at(
+                    &status.referenced,
+                    format!(
+                        "success.status {} is not a 2xx; the canned upstream answers success",
+                        status.value
+                    ),
+                );
+            }
+        }
+        if let Some(headers) = &self.success.headers {
+            for (name, value) in &headers.value {
+                let problem = check_header(name, value).err().or_else(|| {
+                    name.eq_ignore_ascii_case("content-type")
+                        .then(|| "give the body's type as `content_type`".to_owned())
+                });
+                if let Some(m) = problem {
+                    at(&headers.referenced, format!("success.headers: {m}"));
+                }
+            }
+        }
+        if let Some(t) = &self.success.content_type {
+            if let Err(m) = check_header("Content-Type", &t.value) {
+                at(&t.referenced, format!("success.content_type: {m}"));
+            }
+        }
+        if let Some(body) = &self.success.body {
+            if self.content_type().contains("json") {
+                if let Err(e) = serde_json::from_str::<serde_json::Value>(&body.value) {
+                    at(
+                        &body.referenced,
+                        format!(
+                            "success.body is not JSON ({e}), but its type is `{}`; a client could not parse it",
+                            self.content_type()
+                        ),
+                    );
+                }
+            }
+        }
+        let in_range = |v: u32, lo: u32, hi: u32| (lo..=hi).contains(&v);
+        if let Some(n) = &self.operations {
+            if !in_range(n.value, 1, 20) {
+                at(
+                    &n.referenced,
+                    format!("operations: {} is out of range; expected 1 to 20", n.value),
+                );
+            }
+        }
+        if let Some(t) = &self.timeout {
+            if t.value.0 < Duration::from_secs(1) || t.value.0 > Duration::from_secs(3600) {
+                at(
+                    &t.referenced,
+                    format!(
+                        "timeout: `{}` is out of range; expected 1s to 1h",
+                        humantime::format_duration(t.value.0)
+                    ),
+                );
+            }
+        }
+        if let Some(n) = &self.gives_up.after_attempts {
+            if !in_range(n.value, 2, 1000) {
+                at(
+                    &n.referenced,
+                    format!(
+                        "gives_up.after_attempts: {} is out of range; expected 2 to 1000 (a bound of one attempt allows no retry)",
+                        n.value
+                    ),
+                );
+            }
+        }
+        if let Some(within) = &self.gives_up.within {
+            if within.value.0 > self.timeout() {
+                at(
+                    &within.referenced,
+                    format!(
+                        "gives_up.within: `{}` is longer than the run's timeout `{}`; a run is killed at its timeout",
+                        humantime::format_duration(within.value.0),
+                        humantime::format_duration(self.timeout())
+                    ),
+                );
+            }
+        }
+        if let Some(ra) = &self.retry_after {
+            let d = ra.value.0;
+            if d.subsec_nanos() != 0 || d < Duration::from_secs(1) || d > Duration::from_secs(60) {
+                at(
+                    &ra.referenced,
+                    format!(
+                        "retry_after: `{}` must be whole seconds from 1s to 60s (Retry-After carries integer seconds)",
+                        humantime::format_duration(d)
+                    ),
+                );
+            }
+        }
+        if let Some(contract) = &self.contract {
+            if let Some(m) = contract
+                .value
+                .header
+                .as_deref()
+                .and_then(|h| check_header(h, "k").err())
+            {
+                at(&contract.referenced, format!("contract.header: {m}"));
+            }
+        }
+        LoadError::all(errors)
+    }
+
+    /// The contract with the preset's defaults and the profile's overrides applied.
+    pub fn contract(&self) -> Contract {
+        self.contract
+            .as_ref()
+            .map(|c| c.value.resolve())
+            .unwrap_or_else(|| ContractSpec::default().resolve())
+    }
+
+    /// The operation's method and path pattern.
+    pub fn operation(&self) -> OperationMatch {
+        OperationMatch {
+            method: self
+                .operation
+                .method
+                .clone()
+                .unwrap_or_else(|| HttpMethod::new("POST").expect("POST is a method token")),
+            path: self.operation.path.as_ref().map(|p| p.value.clone()),
+        }
+    }
+
+    /// The success status.
+    pub fn status(&self) -> u16 {
+        self.success.status.as_ref().map_or(201, |s| s.value)
+    }
+
+    /// The success headers besides `Content-Type`.
+    pub fn headers(&self) -> Vec<(String, String)> {
+        self.success
+            .headers
+            .as_ref()
+            .map(|h| h.value.clone().into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// The success body's type.
+    pub fn content_type(&self) -> &str {
+        self.success
+            .content_type
+            .as_ref()
+            .map_or("application/json", |t| t.value.as_str())
+    }
+
+    /// The success body.
+    pub fn body(&self) -> &str {
+        self.success
+            .body
+            .as_ref()
+            .map_or(Self::BODY, |b| b.value.as_str())
+    }
+
+    /// Logical operations per run.
+    pub fn operations(&self) -> u32 {
+        self.operations
+            .as_ref()
+            .map_or(Self::OPERATIONS, |n| n.value)
+    }
+
+    /// How long one run may take.
+    pub fn timeout(&self) -> Duration {
+        self.timeout.as_ref().map_or(Self::TIMEOUT, |t| t.value.0)
+    }
+
+    /// At most this many attempts of one operation.
+    pub fn max_attempts(&self) -> u32 {
+        self.gives_up
+            .after_attempts
+            .as_ref()
+            .map_or(Self::ATTEMPTS, |n| n.value)
+    }
+
+    /// The client must have exited within this long when every attempt is answered 502.
+    pub fn give_up_within(&self) -> Duration {
+        self.gives_up
+            .within
+            .as_ref()
+            .map_or(self.timeout(), |w| w.value.0)
+    }
+
+    /// The `Retry-After` the faults send.
+    pub fn retry_after(&self) -> Duration {
+        self.retry_after
+            .as_ref()
+            .map_or(Self::RETRY_AFTER, |r| r.value.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn load(text: &str) -> Result<ClientProfile, LoadError> {
+        ClientProfile::load("c.yaml", text, &no_env)
+    }
+
+    #[test]
+    fn the_default_profile_loads_with_every_default() {
+        let p = load(ClientProfile::DEFAULT).expect("valid");
+        assert_eq!(p.operation().method.as_str(), "POST");
+        assert_eq!(p.operation().path, None);
+        assert_eq!((p.status(), p.content_type()), (201, "application/json"));
+        assert_eq!((p.operations(), p.max_attempts()), (1, 10));
+        assert_eq!(p.give_up_within(), p.timeout());
+        assert_eq!(p.contract().header, "Idempotency-Key");
+    }
+
+    #[test]
+    fn a_full_profile_loads() {
+        let p = load(
+            "version: 1\nname: stripe-python\ncontract: {preset: stripe-v1}\n\
+             operation: {method: post, path: /v1/customers}\n\
+             success: {status: 200, headers: {Request-Id: req_1}, body: '{\"id\":\"cus_1\"}'}\n\
+             operations: 2\ntimeout: 60s\ngives_up: {after_attempts: 4, within: 30s}\nretry_after: 2s\n",
+        )
+        .expect("valid");
+        assert_eq!(p.contract().mismatch_status, vec![400]);
+        assert_eq!(p.operation().path.as_deref(), Some("/v1/customers"));
+        assert_eq!(p.headers(), [("Request-Id".into(), "req_1".into())]);
+        assert_eq!(p.retry_after(), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn every_broken_rule_is_located() {
+        let err = load(
+            "version: 2\nname: x\noperation: {path: v1/x}\nsuccess:\n  status: 404\n  body: '{nope'\n\
+             operations: 0\ntimeout: 2h\ngives_up: {after_attempts: 1}\nretry_after: 1500ms\n",
+        )
+        .expect_err("invalid");
+        let all: Vec<String> = err.each().map(ToString::to_string).collect();
+        let lines: Vec<&str> = all
+            .iter()
+            .map(|e| e.split(": ").next().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "c.yaml:1:10",
+                "c.yaml:3:19",
+                "c.yaml:5:11",
+                "c.yaml:6:9",
+                "c.yaml:7:13",
+                "c.yaml:8:10",
+                "c.yaml:9:28",
+                "c.yaml:10:14"
+            ],
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_field_is_located() {
+        let err = load("version: 1\nname: x\nsucess: {}\n").expect_err("invalid");
+        assert_eq!((err.line, err.column), (3, 1), "{err}");
+    }
+}

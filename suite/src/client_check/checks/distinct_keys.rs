@@ -1,0 +1,74 @@
+//! `distinct-keys`: two logical operations use two different keys (a key cached on the client,
+//! or a constant, makes the second operation a replay of the first).
+
+use std::collections::BTreeMap;
+
+use idemspec_scenarios::Level;
+
+use super::{about, ClientCheck, Ctx, Judged, Observed, Situation};
+use crate::client_check::attempt::operations;
+use crate::client_check::finding::Finding;
+use crate::client_check::outcome::About;
+
+/// See the module documentation.
+pub struct DistinctKeys;
+
+impl ClientCheck for DistinctKeys {
+    fn about(&self) -> About {
+        about(
+            "distinct-keys",
+            "Two logical operations carry two different keys",
+            Level::Must,
+            "article: what the client should do (a fresh key per logical operation); ietf-draft-07 §2.2 (uniqueness)",
+        )
+    }
+
+    fn situations(&self, _ctx: &Ctx) -> Vec<Situation> {
+        vec![
+            Situation::new("first", Vec::new()),
+            Situation::new("second", Vec::new()),
+        ]
+    }
+
+    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+        let mut seen: BTreeMap<&str, String> = BTreeMap::new();
+        let mut found = Vec::new();
+        let mut count = 0;
+        for run in runs {
+            for (i, op) in operations(&run.attempts).into_iter().enumerate() {
+                let at = format!("`{}` operation {}", run.situation, i + 1);
+                count += 1;
+                match op[0].key.as_deref() {
+                    None => found.push(Judged::on(
+                        run.situation,
+                        Finding::Recorded(format!(
+                            "{at}: no `{}` to compare (key-present judges that)",
+                            ctx.header()
+                        )),
+                    )),
+                    Some(key) => {
+                        if let Some(earlier) = seen.get(key) {
+                            found.push(Judged::on(
+                                run.situation,
+                                Finding::Broken(
+                                    Level::Must,
+                                    format!(
+                                        "{earlier} and {at} both carried the key {key:?}: the server replays the first operation's response to the second, which never happens"
+                                    ),
+                                ),
+                            ));
+                        } else {
+                            seen.insert(key, at);
+                        }
+                    }
+                }
+            }
+        }
+        if runs.len() == 2 && found.is_empty() {
+            found.push(Judged::overall(Finding::Held(format!(
+                "{count} logical operations in two runs, {count} different keys"
+            ))));
+        }
+        found
+    }
+}

@@ -1,0 +1,58 @@
+//! `in-flight`: a 409 in flight (the contract's in-flight status, with `Retry-After`) is waited
+//! out and retried, not reported as a failure; the retry's key is `same-key`'s to judge and its
+//! timing `backoff`'s.
+
+use idemspec_scenarios::Level;
+
+use super::{about, delays, ClientCheck, Ctx, Judged, Observed, Situation};
+use crate::client_check::finding::Finding;
+use crate::client_check::outcome::About;
+use crate::client_check::situation::Times;
+use crate::report::human_duration;
+
+/// See the module documentation.
+pub struct InFlight;
+
+impl ClientCheck for InFlight {
+    fn about(&self) -> About {
+        about(
+            "in-flight",
+            "A 409 in flight is waited out and retried, not reported as a failure",
+            Level::Should,
+            "article: the client gave up too early; ietf-draft-07 §2.7 (a request still in progress)",
+        )
+    }
+
+    fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
+        vec![Situation::new(
+            "in-flight",
+            vec![ctx.plan("in-flight 409", ctx.in_flight(), Times::First(1))],
+        )]
+    }
+
+    fn judge(&self, _ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+        runs.iter()
+            .map(|run| {
+                let status = run.attempts[0].client_status.unwrap_or_default();
+                let finding = match (delays(&run.attempts).first(), run.output.exit.succeeded()) {
+                    (None, _) => Finding::Broken(
+                        Level::Should,
+                        format!(
+                            "gave up on a {status} in flight ({}): the operation is completing on the server, the caller sees an error, and a caller that tries again with a new key creates a second",
+                            run.output.exit
+                        ),
+                    ),
+                    (Some(d), true) => Finding::Held(format!(
+                        "waited out the {status} in flight and completed (the retry came after {})",
+                        human_duration(d.as_millis() as u64)
+                    )),
+                    (Some(_), false) => Finding::Undecided(format!(
+                        "retried after the {status} and was answered the success, but the command ended with {}",
+                        run.output.exit
+                    )),
+                };
+                Judged::on(run.situation, finding)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,78 @@
+//! `key-present`: the mutating request carries a key — judged where it matters, when the client
+//! retries it.
+
+use idemspec_scenarios::rules::Fault;
+use idemspec_scenarios::Level;
+
+use super::{about, ClientCheck, Ctx, Judged, Observed, Situation};
+use crate::client_check::finding::Finding;
+use crate::client_check::outcome::About;
+use crate::client_check::situation::Times;
+
+/// See the module documentation.
+pub struct KeyPresent;
+
+impl ClientCheck for KeyPresent {
+    fn about(&self) -> About {
+        about(
+            "key-present",
+            "The mutating request carries an idempotency key whenever the client may retry it",
+            Level::Must,
+            "article: what the client should do (a key on every mutating request); ietf-draft-07 §2; stripe: idempotency",
+        )
+    }
+
+    fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
+        // The kinds of failure clients retry: gateway errors (clients retry different ones), a
+        // broken connection, a timeout (after which the server did the work).
+        vec![
+            Situation::new(
+                "after-502",
+                vec![ctx.plan("502", ctx.bad_gateway(), Times::First(1))],
+            ),
+            Situation::new(
+                "after-503",
+                vec![ctx.plan("503", ctx.unavailable(false), Times::First(1))],
+            ),
+            Situation::new(
+                "after-reset",
+                vec![ctx.plan("reset", Fault::Refuse { reset: true }, Times::First(1))],
+            ),
+            Situation::new(
+                "after-timeout",
+                vec![ctx.plan("hang", Fault::Hang { forward: true }, Times::First(1))],
+            ),
+        ]
+    }
+
+    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+        let header = ctx.header();
+        runs.iter()
+            .map(|run| {
+                let n = run.attempts.len();
+                let missing = run.attempts.iter().filter(|a| a.key.is_none()).count();
+                let finding = if missing == 0 {
+                    Finding::Held(format!(
+                        "`{}`: every attempt ({n}) carried `{header}`",
+                        run.situation
+                    ))
+                } else if run.retried() {
+                    Finding::Broken(
+                        Level::Must,
+                        format!(
+                            "`{}`: the client retried {} without `{header}` ({missing} of {n} attempts had none): the server cannot tell a retry from a new request, so each retry may create another resource",
+                            run.situation,
+                            ctx.operation_label()
+                        ),
+                    )
+                } else {
+                    Finding::Recorded(format!(
+                        "`{}`: no `{header}` and no retry: safe only while the client never retries",
+                        run.situation
+                    ))
+                };
+                Judged::on(run.situation, finding)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,70 @@
+//! `no-retry-4xx`: a mismatch (the contract's status for "same key, different request") and other
+//! permanent 4xx are not retried: the same request with the same key gets the same answer.
+
+use idemspec_scenarios::Level;
+
+use super::{about, ClientCheck, Ctx, Judged, Observed, Situation};
+use crate::client_check::finding::Finding;
+use crate::client_check::outcome::About;
+use crate::client_check::situation::Times;
+
+/// See the module documentation.
+pub struct NoRetry4xx;
+
+impl ClientCheck for NoRetry4xx {
+    fn about(&self) -> About {
+        about(
+            "no-retry-4xx",
+            "A mismatch and other permanent 4xx are not retried",
+            Level::Must,
+            "article: what the client should do (a mismatch is a bug, not a retry); ietf-draft-07 §2.7 (error handling); stripe: idempotency",
+        )
+    }
+
+    fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
+        vec![
+            Situation::new(
+                "mismatch",
+                vec![ctx.plan("mismatch", ctx.mismatch(), Times::Always)],
+            ),
+            Situation::new(
+                "permanent-4xx",
+                vec![ctx.plan("4xx", ctx.permanent_4xx(), Times::Always)],
+            ),
+        ]
+    }
+
+    fn judge(&self, _ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+        let mut found = Vec::new();
+        for run in runs {
+            let status = run.attempts[0].client_status.unwrap_or_default();
+            let n = run.attempts.len();
+            found.push(Judged::on(
+                run.situation,
+                if run.retried() {
+                    Finding::Broken(
+                        Level::Must,
+                        format!(
+                            "`{}`: a {status} was retried {} times ({}): it is permanent, so the retries can never succeed and only load the server",
+                            run.situation,
+                            n - 1,
+                            run.output.exit
+                        ),
+                    )
+                } else {
+                    Finding::Held(format!("`{}`: a {status} was not retried", run.situation))
+                },
+            ));
+            if run.output.exit.succeeded() {
+                found.push(Judged::on(
+                    run.situation,
+                    Finding::Recorded(format!(
+                        "`{}`: the command exited 0 after a {status}: does the error reach the caller?",
+                        run.situation
+                    )),
+                ));
+            }
+        }
+        found
+    }
+}

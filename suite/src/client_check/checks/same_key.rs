@@ -1,0 +1,87 @@
+//! `same-key`: every retry of one logical operation carries the key of its first attempt — after
+//! a lost response, a reset, a 502/503, a client timeout and a 409 in flight.
+
+use std::collections::BTreeSet;
+
+use idemspec_scenarios::rules::Fault;
+use idemspec_scenarios::Level;
+
+use super::{about, key_text, ClientCheck, Ctx, Judged, Observed, Situation};
+use crate::client_check::attempt::operations;
+use crate::client_check::finding::Finding;
+use crate::client_check::outcome::About;
+use crate::client_check::situation::Times;
+
+/// See the module documentation.
+pub struct SameKey;
+
+impl ClientCheck for SameKey {
+    fn about(&self) -> About {
+        about(
+            "same-key",
+            "Every retry of one operation carries the same key (lost response, reset, 5xx, timeout, 409 in flight)",
+            Level::Must,
+            "article: what the client should do (one key per operation, generated before the first attempt); ietf-draft-07 §2.2; stripe: idempotency (retry with the same key)",
+        )
+    }
+
+    fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
+        let once = |name: &str, fault: Fault| ctx.plan(name, fault, Times::First(1));
+        vec![
+            Situation::new("lost-response", vec![once("drop", Fault::DropResponse {})]),
+            Situation::new(
+                "reset",
+                vec![once("reset", Fault::ResetMidResponse { after_bytes: 0 })],
+            ),
+            Situation::new(
+                "502-then-503",
+                vec![
+                    once("502", ctx.bad_gateway()),
+                    once("503", ctx.unavailable(false)),
+                ],
+            ),
+            Situation::new("timeout", vec![once("hang", Fault::Hang { forward: true })]),
+            Situation::new("in-flight", vec![once("in-flight 409", ctx.in_flight())]),
+        ]
+    }
+
+    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+        runs.iter()
+            .map(|run| {
+                // The faults hit the first operation; with several per run, the others are clean.
+                let first = operations(&run.attempts)[0];
+                let keys: BTreeSet<Option<&str>> = first.iter().map(|a| a.key.as_deref()).collect();
+                let n = first.len();
+                let finding = if n < 2 {
+                    Finding::Recorded(format!(
+                        "`{}`: not retried ({})",
+                        run.situation, run.output.exit
+                    ))
+                } else if keys.len() == 1 && keys.contains(&None) {
+                    Finding::Recorded(format!(
+                        "`{}`: retried {n} times without any `{}` (key-present judges that)",
+                        run.situation,
+                        ctx.header()
+                    ))
+                } else if keys.len() > 1 {
+                    let listed: Vec<String> = keys.iter().map(|k| key_text(*k)).collect();
+                    Finding::Broken(
+                        Level::Must,
+                        format!(
+                            "`{}`: {n} attempts of one operation carried {} different keys ({}): a retry with a new key is a new operation to the server, which runs it again",
+                            run.situation,
+                            keys.len(),
+                            listed.join(", ")
+                        ),
+                    )
+                } else {
+                    Finding::Held(format!(
+                        "`{}`: {n} attempts, one key",
+                        run.situation
+                    ))
+                };
+                Judged::on(run.situation, finding)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,338 @@
+//! `idemspec client`: judging the client side of retries (`docs/client.md`).
+//!
+//! The article ends with the client's half of the contract: one key per logical operation,
+//! generated before the first attempt and kept across every retry; different operations,
+//! different keys; backoff with jitter, `Retry-After` honoured; no retry of a mismatch or another
+//! permanent 4xx; retries bounded. This module checks an HTTP client against it. idemspec serves
+//! a canned upstream on `127.0.0.1:0` (the client profile's success response) — or forwards to
+//! the user's — and, for each situation a check needs, starts a fresh fault proxy in front of it
+//! and runs the user's command once (one logical operation through the client), telling it the
+//! proxy's address. The proxy's event log is the ground truth: each attempt's key, its time,
+//! the fault applied, what the client was answered. The checks grade verdicts with the server
+//! suite's vocabulary and produce the same [`RunReport`], so every reporter works unchanged.
+//!
+//! - [`run`] with [`ClientOptions`]: the whole run, emitting [`RunEvent`]s.
+//! - `checks/`: the catalogue, one file per check behind [`checks::ClientCheck`].
+//! - `situation`: one run of the command under planned faults, and what it [`Observed`].
+//! - `command`: running the command (bounded, its process group killed at the deadline).
+//! - `canned`: the canned upstream. `attempt`: attempts read from proxy events.
+//! - `finding`: findings and grading. `outcome`: evidence, notes and timeline.
+
+pub mod attempt;
+pub mod canned;
+pub mod checks;
+pub mod command;
+pub mod finding;
+pub mod outcome;
+pub mod situation;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idemspec_scenarios::client_profile::ClientProfile;
+use idemspec_scenarios::profile::Contract;
+
+use crate::model::{CheckOutcome, RunEvent, RunReport, RunStats};
+use crate::runner::EventSink;
+use checks::ClientCheck;
+use finding::{Finding, Graded, Judged};
+pub use situation::Observed;
+use situation::Situation;
+
+/// What `idemspec client` runs.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// The client profile (loaded, validated).
+    pub profile: ClientProfile,
+    /// The command that performs the profile's operations through the client, run with `sh -c`.
+    pub command: String,
+    /// A real upstream to forward to instead of the canned one (`http://host:port[/prefix]`).
+    pub upstream: Option<String>,
+    /// Run only these checks (empty: all).
+    pub only: Vec<String>,
+    /// Do not run these checks.
+    pub skip: Vec<String>,
+    /// One run's deadline, overriding the profile's `timeout`.
+    pub timeout: Option<Duration>,
+    /// How many runs of the command (situations, of any check) go on at once. Each situation has
+    /// a proxy of its own and judges only its own attempts' timing, so they may overlap; a loaded
+    /// machine only lengthens delays, and every timing rule is a lower bound or a wide margin.
+    pub parallelism: usize,
+}
+
+impl ClientOptions {
+    /// Options running every check of `profile` with `command`, eight runs at a time.
+    pub fn new(profile: ClientProfile, command: impl Into<String>) -> Self {
+        Self {
+            profile,
+            command: command.into(),
+            upstream: None,
+            only: Vec::new(),
+            skip: Vec::new(),
+            timeout: None,
+            parallelism: 8,
+        }
+    }
+}
+
+/// Why a client run could not start (its checks' findings are data, never errors).
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// `--only` or `--skip` named no client check.
+    #[error("no client check is called `{0}`")]
+    UnknownCheck(String),
+    /// The selection left nothing to run.
+    #[error("the selection leaves no client check to run")]
+    NothingSelected,
+    /// The canned upstream could not listen.
+    #[error("start the canned upstream on 127.0.0.1")]
+    Upstream(#[source] std::io::Error),
+    /// The contract's key header is not an HTTP field name.
+    #[error("use `{0}` as the key header: it is not an HTTP field name")]
+    KeyHeader(String),
+}
+
+/// What every check of a run shares: the profile, its contract, the command, where the proxies
+/// forward to.
+#[derive(Debug)]
+pub struct Ctx {
+    /// The client profile.
+    pub profile: ClientProfile,
+    /// Its resolved contract.
+    pub contract: Contract,
+    /// The command line.
+    pub command: String,
+    /// Where each situation's proxy forwards (the canned upstream or the user's).
+    pub upstream: String,
+    /// Whether `upstream` is the canned one (so its responses are known).
+    pub canned: bool,
+    /// The header that carries the key.
+    pub key_header: http::HeaderName,
+    /// One run's deadline.
+    pub timeout: Duration,
+}
+
+impl Ctx {
+    /// `POST /v1/workers`, or `POST (any path)`.
+    pub fn operation_label(&self) -> String {
+        let op = self.profile.operation();
+        format!(
+            "{} {}",
+            op.method,
+            op.path.as_deref().unwrap_or("(any path)")
+        )
+    }
+
+    /// The headers and body a passed-through attempt was answered with, as far as idemspec
+    /// knows them.
+    pub fn success_as_sent(&self) -> (Vec<(String, String)>, String) {
+        if !self.canned {
+            return (Vec::new(), "(the upstream's)".into());
+        }
+        let mut headers = self.profile.headers();
+        headers.push(("Content-Type".into(), self.profile.content_type().into()));
+        (headers, self.profile.body().to_owned())
+    }
+
+    /// The contract's header as the user wrote it (for sentences).
+    pub fn header(&self) -> &str {
+        &self.contract.header
+    }
+}
+
+/// Runs the selected client checks with `options`, sending progress to `events`.
+///
+/// A preflight run (no faults) comes first: when the command cannot be started, makes no
+/// request of the operation, never exits, or fails although every request succeeded, every check
+/// is UNKNOWN with that cause and the command's output, and no check runs.
+///
+/// # Errors
+/// [`ClientError`] for a selection that names no check or leaves none, an unusable key header, or
+/// a canned upstream that cannot listen.
+pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport, ClientError> {
+    let started = Instant::now();
+    let started_at = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let selected = select(&options.only, &options.skip)?;
+    let contract = options.profile.contract();
+    let key_header = http::HeaderName::from_bytes(contract.header.as_bytes())
+        .map_err(|_| ClientError::KeyHeader(contract.header.clone()))?;
+    let mut canned = None;
+    let upstream = match &options.upstream {
+        Some(url) => url.clone(),
+        None => {
+            let server = canned::CannedUpstream::start(&options.profile)
+                .await
+                .map_err(ClientError::Upstream)?;
+            let url = server.url();
+            canned = Some(server);
+            url
+        }
+    };
+    let ctx = Arc::new(Ctx {
+        timeout: options.timeout.unwrap_or(options.profile.timeout()),
+        profile: options.profile,
+        contract,
+        command: options.command,
+        upstream,
+        canned: canned.is_some(),
+        key_header,
+    });
+    let _ = events.send(RunEvent::RunStarted {
+        target: ctx.profile.name.clone(),
+        contract: ctx.contract.preset.name().to_owned(),
+        total: selected.len(),
+    });
+    let preflight = ctx.observe(&Situation::new("preflight", Vec::new())).await;
+    let blocked = preflight_problem(&ctx, &preflight).map(|why| (why, preflight));
+    let blocked = Arc::new(blocked);
+    let limit = Arc::new(tokio::sync::Semaphore::new(options.parallelism.max(1)));
+    let mut tasks = Vec::new();
+    for check in selected {
+        let (ctx, events, limit, blocked) =
+            (ctx.clone(), events.clone(), limit.clone(), blocked.clone());
+        tasks.push(tokio::spawn(async move {
+            let _ = events.send(RunEvent::CheckStarted {
+                id: check.id().to_owned(),
+            });
+            let outcome = match blocked.as_ref() {
+                Some((why, preflight)) => unrunnable(&ctx, check.as_ref(), why, preflight),
+                None => judge(&ctx, check.as_ref(), &limit).await,
+            };
+            let _ = events.send(RunEvent::CheckFinished(Box::new(outcome.clone())));
+            outcome
+        }));
+    }
+    let mut checks: Vec<CheckOutcome> = Vec::new();
+    for task in tasks {
+        // A check task only ends by returning: it holds no lock and nothing in it panics.
+        if let Ok(outcome) = task.await {
+            checks.push(outcome);
+        }
+    }
+    drop(canned);
+    let mut stats = RunStats::default();
+    for c in &checks {
+        stats.record(c.verdict);
+    }
+    let report = RunReport {
+        version: RunReport::VERSION,
+        target: ctx.profile.name.clone(),
+        contract: ctx.contract.preset.name().to_owned(),
+        started_at,
+        duration_ms: started.elapsed().as_millis() as u64,
+        checks,
+        stats,
+    };
+    let _ = events.send(RunEvent::RunFinished(Box::new(report.clone())));
+    Ok(report)
+}
+
+/// The catalogue filtered by `--only` and `--skip`, in catalogue order.
+fn select(only: &[String], skip: &[String]) -> Result<Vec<Box<dyn ClientCheck>>, ClientError> {
+    let all = checks::catalogue();
+    for id in only.iter().chain(skip) {
+        if !all.iter().any(|c| c.id() == id) {
+            return Err(ClientError::UnknownCheck(id.clone()));
+        }
+    }
+    let selected: Vec<_> = all
+        .into_iter()
+        .filter(|c| only.is_empty() || only.iter().any(|id| id == c.id()))
+        .filter(|c| !skip.iter().any(|id| id == c.id()))
+        .collect();
+    if selected.is_empty() {
+        return Err(ClientError::NothingSelected);
+    }
+    Ok(selected)
+}
+
+/// Why the command, run without faults, cannot be judged; `None` when it can.
+fn preflight_problem(ctx: &Ctx, run: &Observed) -> Option<String> {
+    use command::Exit;
+    let operation = ctx.operation_label();
+    let sent = if run.others.is_empty() {
+        "no request at all".to_owned()
+    } else {
+        format!("only {}", run.others.join(", "))
+    };
+    match (&run.output.exit, run.attempted()) {
+        (Exit::NotStarted(why), _) => Some(format!("the command could not be started: {why}")),
+        (Exit::TimedOut(after), false) => Some(format!(
+            "the command made no {operation} request and did not exit within {}; it was killed (it sent {sent})",
+            humantime::format_duration(*after)
+        )),
+        (Exit::TimedOut(after), true) => Some(format!(
+            "the command did not exit within {} although its {operation} requests were answered with the profile's success; it was killed",
+            humantime::format_duration(*after)
+        )),
+        (exit, false) if !exit.succeeded() => Some(format!(
+            "the command ended ({exit}) before making a {operation} request (it sent {sent})"
+        )),
+        (_, false) => Some(format!(
+            "the command exited 0 without making a {operation} request (it sent {sent}); does it use the base URL in ${} or {{{{base_url}}}}?",
+            command::BASE_URL_VAR
+        )),
+        (exit, true) if !exit.succeeded() => Some(format!(
+            "the command ended ({exit}) although every {operation} request was answered with the profile's success: does the client accept `success` as the profile gives it?"
+        )),
+        _ => None,
+    }
+}
+
+/// The outcome of a check that could not run because the preflight failed.
+fn unrunnable(ctx: &Ctx, check: &dyn ClientCheck, why: &str, preflight: &Observed) -> CheckOutcome {
+    let graded = Graded {
+        verdict: crate::model::Verdict::Unknown,
+        summary: format!("not judged: {why}"),
+        notes: Vec::new(),
+        situations: vec![preflight.situation],
+    };
+    outcome::outcome(
+        ctx,
+        check.about(),
+        graded,
+        std::slice::from_ref(preflight),
+        0,
+    )
+}
+
+/// Runs one check's situations (each holding one of `limit`'s permits while its command runs)
+/// and grades it.
+async fn judge(ctx: &Ctx, check: &dyn ClientCheck, limit: &tokio::sync::Semaphore) -> CheckOutcome {
+    let started = Instant::now();
+    let situations = check.situations(ctx);
+    let runs: Vec<Observed> = futures::future::join_all(situations.iter().map(|s| async move {
+        // The semaphore is never closed, so acquiring only waits.
+        let _permit = limit.acquire().await;
+        ctx.observe(s).await
+    }))
+    .await;
+    let mut found: Vec<Judged> = runs
+        .iter()
+        .filter(|r| !r.attempted())
+        .map(|r| {
+            Judged::on(
+                r.situation,
+                Finding::Undecided(format!(
+                    "`{}`: the command made no {} request ({})",
+                    r.situation,
+                    ctx.operation_label(),
+                    r.output.exit
+                )),
+            )
+        })
+        .collect();
+    let attempted: Vec<Observed> = runs.iter().filter(|r| r.attempted()).cloned().collect();
+    found.extend(check.judge(ctx, &attempted));
+    let about = check.about();
+    let graded = finding::grade(&found, about.reference);
+    outcome::outcome(
+        ctx,
+        about,
+        graded,
+        &runs,
+        started.elapsed().as_millis() as u64,
+    )
+}

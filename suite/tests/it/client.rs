@@ -1,0 +1,262 @@
+//! `idemspec client` proven on clients whose defects are known: the bundled example client
+//! (`clients/example/create.py`, Python standard library) passes every check, and each of its
+//! deliberately wrong variants (`--flaw NAME`) FAILs exactly the check about its defect — every
+//! other check PASSes, or is INFO where the defect leaves nothing to judge (no key to compare).
+//! A command that cannot be judged is UNKNOWN with its cause, never a hang and never a PASS;
+//! a client profile with errors is refused with file:line:column. Real processes, real sockets.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use idemspec::client_check::{self, ClientOptions};
+use idemspec::model::{RunReport, Verdict};
+use idemspec_scenarios::client_profile::ClientProfile;
+use rstest::rstest;
+
+use crate::support::redact::redacted;
+
+/// The repository root, where the README's commands run.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the suite is one folder below the root")
+        .to_owned()
+}
+
+const PROFILE: &str = "clients/example/client.yaml";
+
+fn example_profile() -> ClientProfile {
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile exists");
+    ClientProfile::load(PROFILE, &text, &|_| None).expect("the example profile is valid")
+}
+
+/// Runs every client check on the example client with `flaw`.
+async fn judge(flaw: Option<&str>) -> RunReport {
+    let script = root().join("clients/example/create.py");
+    let flag = flaw.map(|f| format!(" --flaw {f}")).unwrap_or_default();
+    let options = ClientOptions::new(
+        example_profile(),
+        format!("python3 '{}'{flag}", script.display()),
+    );
+    let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
+    tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
+        .await
+        .expect("a client run is bounded")
+        .expect("the client run starts")
+}
+
+fn verdicts(report: &RunReport) -> BTreeMap<String, Verdict> {
+    report
+        .checks
+        .iter()
+        .map(|c| (c.id.clone(), c.verdict))
+        .collect()
+}
+
+/// The flaw matrix of the client side (its name puts it in CI's repeated `flaw_matrix` rounds):
+/// each deliberately wrong client against every check. `expected` lists the checks that do not
+/// PASS; every other check must.
+#[rstest]
+#[case::correct_client(None, &[])]
+#[case::new_key_per_attempt(Some("new-key-per-attempt"), &[("same-key", Verdict::Fail)])]
+#[case::retry_mismatch(Some("retry-mismatch"), &[("no-retry-4xx", Verdict::Fail)])]
+#[case::no_backoff(Some("no-backoff"), &[("backoff", Verdict::Fail)])]
+#[case::unbounded(Some("unbounded"), &[("bounded-retries", Verdict::Fail)])]
+#[case::no_key(
+    Some("no-key"),
+    &[
+        ("key-present", Verdict::Fail),
+        // Nothing to compare without a key: recorded, each naming key-present.
+        ("same-key", Verdict::Info),
+        ("distinct-keys", Verdict::Info),
+        ("key-format", Verdict::Info),
+    ]
+)]
+#[tokio::test]
+async fn client_flaw_matrix(#[case] flaw: Option<&str>, #[case] expected: &[(&str, Verdict)]) {
+    let report = judge(flaw).await;
+    let got = verdicts(&report);
+    let want: BTreeMap<String, Verdict> = client_check::checks::list()
+        .iter()
+        .map(|c| {
+            let v = expected
+                .iter()
+                .find(|(id, _)| *id == c.id)
+                .map_or(Verdict::Pass, |(_, v)| *v);
+            (c.id.to_owned(), v)
+        })
+        .collect();
+    let details: Vec<String> = report
+        .checks
+        .iter()
+        .map(|c| format!("{} {}: {} | {:?}", c.verdict, c.id, c.summary, c.notes))
+        .collect();
+    assert_eq!(got, want, "flaw {flaw:?}:\n{}", details.join("\n"));
+    for check in report.checks.iter().filter(|c| c.verdict == Verdict::Fail) {
+        assert!(
+            !check.evidence.is_empty(),
+            "a FAIL shows the attempts behind it"
+        );
+        assert!(
+            check.summary.contains(&check.reference),
+            "a FAIL cites its source"
+        );
+    }
+    for check in report.checks.iter().filter(|c| c.verdict == Verdict::Info) {
+        assert!(
+            check.summary.contains("key-present"),
+            "INFO names the check that judges the missing key: {}",
+            check.summary
+        );
+    }
+}
+
+/// Runs the binary from the repository root with `args`, colour off, and times it.
+fn idemspec(args: &[&str]) -> (Output, Duration) {
+    idemspec_in(&root(), args)
+}
+
+/// Runs the binary in `dir` with `args`, colour off, and times it.
+fn idemspec_in(dir: &Path, args: &[&str]) -> (Output, Duration) {
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the idemspec binary runs");
+    (out, started.elapsed())
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The README's client command, with every report: exit 0, and each report holds the eight
+/// checks.
+#[test]
+fn the_readme_command_passes_the_example_client_and_writes_every_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = |name: &str| dir.path().join(name).display().to_string();
+    let (json, junit, md, html) = (file("c.json"), file("c.xml"), file("c.md"), file("c.html"));
+    let (out, _) = idemspec(&[
+        "client",
+        "--profile",
+        PROFILE,
+        "--exec",
+        "python3 clients/example/create.py",
+        "--report-json",
+        &json,
+        "--report-junit",
+        &junit,
+        "--report-markdown",
+        &md,
+        "--report-html",
+        &html,
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("result: ok. 8 passed"), "{stdout}");
+    let report = idemspec::report::json::parse(&std::fs::read_to_string(&json).expect("json"))
+        .expect("a JSON report of the usual schema");
+    assert_eq!(report.target, "example-client");
+    assert_eq!(report.checks.len(), 8);
+    assert!(report.checks.iter().all(|c| c.timeline.attempts > 0));
+    let junit = std::fs::read_to_string(&junit).expect("junit");
+    assert!(junit.contains(r#"<testcase name="same-key""#), "{junit}");
+    assert!(std::fs::read_to_string(&md)
+        .expect("md")
+        .contains("`backoff`"));
+    assert!(std::fs::read_to_string(&html)
+        .expect("html")
+        .contains("bounded-retries"));
+}
+
+/// Commands that cannot be judged: every check UNKNOWN naming the cause, the command's output
+/// in the evidence, exit 1, and quickly (the preflight decides; no check runs the command again).
+#[rstest]
+#[case::not_found(
+    "no-such-client-idemspec --create",
+    "exit code 127 (command not found)"
+)]
+#[case::fails_before_any_request(
+    "echo 'cannot load config' >&2; exit 3",
+    "ended (exit code 3) before making a POST /v1/workers request"
+)]
+#[case::never_makes_a_request("echo done", "exited 0 without making a POST /v1/workers request")]
+#[case::never_exits(
+    "sleep 60",
+    "made no POST /v1/workers request and did not exit within 1s"
+)]
+#[case::fails_although_answered(
+    "python3 clients/example/create.py >/dev/null; echo 'parse error' >&2; exit 1",
+    "although every POST /v1/workers request was answered with the profile's success"
+)]
+fn a_command_that_cannot_be_judged_is_unknown_with_its_cause(
+    #[case] exec: &str,
+    #[case] cause: &str,
+) {
+    let (out, took) = idemspec(&[
+        "client",
+        "--profile",
+        PROFILE,
+        "--exec",
+        exec,
+        "--command-timeout",
+        "1s",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("0 passed, 0 failed, 0 warned, 0 info, 0 skipped, 8 unknown"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(cause),
+        "names the cause `{cause}`:\n{stdout}"
+    );
+    if exec.contains(">&2") {
+        let said = exec.split('\'').nth(1).unwrap_or_default();
+        assert!(
+            stdout.contains(said),
+            "the command's output is in the evidence:\n{stdout}"
+        );
+    }
+    assert!(took < Duration::from_secs(30), "bounded: took {took:?}");
+}
+
+/// Every configuration error `idemspec client` can meet before running, as the user sees it.
+#[test]
+fn client_configuration_errors_are_located() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("bad-client.yaml"),
+        "version: 1\nname: x\noperation: {method: POST, path: v1/x}\nsuccess:\n  status: 302\n  \
+         body: '{not json'\ngives_up: {after_attempts: 1}\nretry_after: 250ms\n",
+    )
+    .expect("write fixture");
+    std::fs::write(
+        dir.path().join("unknown.yaml"),
+        "version: 1\nname: x\nsucces: {status: 201}\n",
+    )
+    .expect("fixture");
+    let cases: [(&str, Vec<&str>); 4] = [
+        ("every rule broken", vec!["--profile", "bad-client.yaml"]),
+        ("unknown field", vec!["--profile", "unknown.yaml"]),
+        ("missing file", vec!["--profile", "no/such/client.yaml"]),
+        ("unknown check", vec!["--only", "same-keys"]),
+    ];
+    let mut all = String::new();
+    for (what, args) in cases {
+        let mut argv = vec!["client", "--exec", "true"];
+        argv.extend(args);
+        let (out, _) = idemspec_in(dir.path(), &argv);
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "", "{what}: errors never go to stdout");
+        all.push_str(&format!("--- {what}\n{}", text(&out.stderr)));
+    }
+    redacted!(insta::assert_snapshot!(all));
+}
