@@ -10,6 +10,8 @@
 //! - [`client`]: the HTTP client that records every exchange as evidence.
 //! - [`client_check`]: `idemspec client`, judging an HTTP client's retries (the client side).
 //! - [`hooks`]: the profile's crash / restart / fail_next hooks (shell command or HTTP request).
+//! - [`nemesis`]: a target idemspec starts from its profile, kills mid-flight and restarts.
+//! - [`process_group`]: child processes in a group of their own, killed as a whole.
 //! - [`model`]: verdicts, evidence, outcomes, run events, statistics and exit codes.
 //! - [`report`]: the terminal table with evidence, JUnit, JSON and Markdown reports, progress.
 #![warn(missing_docs)]
@@ -18,6 +20,8 @@ pub mod client;
 pub mod client_check;
 pub mod hooks;
 pub mod model;
+pub mod nemesis;
+pub mod process_group;
 pub mod reference;
 pub mod report;
 pub mod runner;

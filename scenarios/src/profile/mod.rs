@@ -10,6 +10,7 @@ pub use contract::{Contract, ContractSpec, Covered, KeyForm, Preset};
 pub use env::expand_env;
 pub use target::{
     ActionOp, CreateOp, GetOp, HookSpec, Hooks, HttpHook, KeyUse, ListOp, Operations, PathOp,
-    Principal, SideEffectsProbe, SlowVariant, TargetProfile, Variant, Variants,
+    Principal, ProcessSpec, Readiness, SideEffectsProbe, SlowVariant, TargetProfile, Variant,
+    Variants,
 };
 pub use wire::{check_header, check_url};

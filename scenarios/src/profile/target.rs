@@ -34,6 +34,49 @@ pub struct TargetProfile {
     /// Optional probe making side effects behind the API (nodes, leases) visible.
     #[serde(default)]
     pub side_effects: Option<SideEffectsProbe>,
+    /// Optional: how idemspec starts the target itself, so it can kill it mid-flight and restart
+    /// it (the process nemesis), as `--reference` does for leasebroker.
+    #[serde(default)]
+    pub process: Option<ProcessSpec>,
+}
+
+/// How to start the target: idemspec runs `command` with `sh -c` in a process group of its own
+/// (no descriptor of idemspec's is inherited; its output goes to `log`), waits until it is ready,
+/// kills the whole group with SIGKILL where a check crashes it, and starts it again.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessSpec {
+    /// The shell command that runs the target in the foreground, e.g. `./run-api.sh`.
+    pub command: String,
+    /// The working directory (default: idemspec's).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Environment variables set for it (besides idemspec's own).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// When it is ready (default: the first base URL answers any HTTP response).
+    #[serde(default)]
+    pub ready: Option<Readiness>,
+    /// How long it may take to become ready (default 30 s).
+    #[serde(default)]
+    pub ready_timeout: Option<crate::value::HumanDuration>,
+    /// Where its stdout and stderr go, appended across restarts (default: a file in a temporary
+    /// directory; the report names it).
+    #[serde(default)]
+    pub log: Option<String>,
+}
+
+/// How to tell the target is ready: exactly one of an HTTP URL that answers (any status) or a TCP
+/// address that accepts connections.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Readiness {
+    /// A URL that answers once the target serves (e.g. `http://127.0.0.1:8080/healthz`).
+    #[serde(default)]
+    pub url: Option<Spanned<String>>,
+    /// A `host:port` that accepts connections once the target serves.
+    #[serde(default)]
+    pub tcp: Option<Spanned<String>>,
 }
 
 /// An authenticated caller.
@@ -408,6 +451,24 @@ impl TargetProfile {
                 .as_ref()
                 .map(|p| ("side_effects", &p.url, &p.headers)),
         );
+        if let Some(ready) = self.process.as_ref().and_then(|p| p.ready.as_ref()) {
+            match (&ready.url, &ready.tcp) {
+                (Some(url), None) => {
+                    if let Err(m) = super::check_url(&url.value) {
+                        at(&url.referenced, format!("process.ready: {m}"));
+                    }
+                }
+                (None, Some(tcp)) => {
+                    if tcp.value.rsplit_once(':').is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err()) {
+                        at(&tcp.referenced, format!("process.ready.tcp `{}` must be host:port", tcp.value));
+                    }
+                }
+                _ => at(
+                    &self.base_urls.referenced,
+                    "process.ready needs exactly one of `url` or `tcp`".into(),
+                ),
+            }
+        }
         for (what, url, headers) in requests {
             let problems = super::check_url(&url.value).err().into_iter().chain(
                 headers

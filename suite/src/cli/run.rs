@@ -223,6 +223,8 @@ fn run_failure(error: RunError) -> Failure {
             Failure::usage(error).hint("run with -v to see the reference server's output")
         }
         RunError::Proxy(_) => Failure::usage(error),
+        RunError::Target(_) => Failure::usage(error)
+            .hint("check the profile's `process` (command, cwd, ready) and the target's log"),
     }
 }
 

@@ -2,6 +2,7 @@
 //! in place of `{{base_url}}`, in a process group of its own, with no stdin, its output captured
 //! (the last [`KEEP`] bytes of each stream) and a deadline after which the whole group is killed.
 
+use crate::process_group::{in_own_group, kill_group};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -106,8 +107,7 @@ pub async fn run(line: &str, base_url: &str, timeout: Duration) -> RunOutput {
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     // Its own process group, so a deadline kills what the shell started, not only the shell.
-    #[cfg(unix)]
-    command.process_group(0);
+    in_own_group(&mut command);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -162,22 +162,6 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
 fn exit_of(status: std::process::ExitStatus) -> Exit {
     Exit::Code(status.code().unwrap_or(-1))
 }
-
-/// Kills the process group led by `pid` (nothing when it is already gone).
-#[cfg(unix)]
-fn kill_group(pid: Option<u32>) {
-    let Some(pid) = pid
-        .and_then(|p| i32::try_from(p).ok())
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return;
-    };
-    // ESRCH (the group is gone) is the usual answer after a clean exit.
-    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-}
-
-#[cfg(not(unix))]
-fn kill_group(_pid: Option<u32>) {}
 
 /// Reads `stream` to its end, keeping the last [`KEEP`] bytes.
 async fn tail(stream: Option<impl AsyncRead + Unpin>) -> String {

@@ -224,6 +224,7 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
         duration_ms: started.elapsed().as_millis() as u64,
         checks,
         stats,
+        target_log: None,
     };
     let _ = events.send(RunEvent::RunFinished(Box::new(report.clone())));
     Ok(report)

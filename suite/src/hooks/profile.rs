@@ -102,8 +102,7 @@ async fn run_command(command: &str, timeout: Duration) -> Result<(), String> {
         .stdout(stdio()?)
         .stderr(stdio()?)
         .kill_on_drop(true);
-    #[cfg(unix)]
-    cmd.process_group(0);
+    crate::process_group::in_own_group(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("could not run `{command}`: {e}"))?;
@@ -111,7 +110,7 @@ async fn run_command(command: &str, timeout: Duration) -> Result<(), String> {
     let status = match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => status.map_err(|e| format!("could not run `{command}`: {e}"))?,
         Err(_) => {
-            kill_group(group);
+            crate::process_group::kill_group(group);
             return Err(format!("`{command}` took longer than {timeout:?}"));
         }
     };
@@ -123,20 +122,6 @@ async fn run_command(command: &str, timeout: Duration) -> Result<(), String> {
     let _ = std::io::Seek::rewind(&mut file);
     let _ = std::io::Read::read_to_string(&mut std::io::Read::take(&mut file, 4096), &mut text);
     Err(format!("`{command}` exited with {status}: {}", text.trim()))
-}
-
-/// Kills the process group a timed-out hook leads (its shell was started as the group's leader).
-fn kill_group(group: Option<u32>) {
-    #[cfg(unix)]
-    if let Some(pgid) = group {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pgid}")])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
-    }
-    #[cfg(not(unix))]
-    let _ = group;
 }
 
 impl HookRunner for ProfileHooks {

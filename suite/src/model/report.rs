@@ -21,6 +21,9 @@ pub struct RunReport {
     pub checks: Vec<CheckOutcome>,
     /// Counts per verdict.
     pub stats: RunStats,
+    /// The log of a target idemspec started itself (the profile's `process`), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_log: Option<String>,
 }
 
 impl RunReport {

@@ -44,6 +44,13 @@ pub fn render(report: &RunReport, options: TerminalOptions) -> String {
         palette.bold(&report.contract),
         checks(report.checks.len())
     );
+    if let Some(log) = &report.target_log {
+        let _ = writeln!(
+            out,
+            "{}\n",
+            palette.dim(&format!("target started by idemspec; its log: {log}"))
+        );
+    }
     out.push_str(&table(&report.checks, palette));
     out.push('\n');
 

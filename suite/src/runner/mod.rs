@@ -29,6 +29,7 @@ use idemspec_scenarios::catalogue;
 use crate::client::RequestSpec;
 use crate::hooks::{HookRunner, ProfileHooks};
 use crate::model::{RunEvent, RunReport, RunStats};
+use crate::nemesis::{NemesisHooks, TargetProcess};
 use crate::reference::ReferenceServer;
 use env::Env;
 
@@ -52,7 +53,17 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         Vec::new()
     };
     let selected = select::select(builtin, opts.scenarios, &opts.only, &opts.skip)?;
+    let mut target_process = None;
     let (profile, hooks, reference): (_, Arc<dyn HookRunner>, _) = match opts.target {
+        Target::Profile(p) if p.process.is_some() => {
+            let process = TargetProcess::start(&p).await.map_err(RunError::Target)?;
+            let hooks = Arc::new(NemesisHooks::new(
+                process.clone(),
+                ProfileHooks::new(p.hooks.clone()),
+            ));
+            target_process = Some(process);
+            (*p, hooks, None)
+        }
         Target::Profile(p) => {
             let hooks = Arc::new(ProfileHooks::new(p.hooks.clone()));
             (*p, hooks, None)
@@ -105,10 +116,16 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         duration_ms: started.elapsed().as_millis() as u64,
         checks,
         stats,
+        target_log: target_process
+            .as_ref()
+            .map(|p| p.log().display().to_string()),
     };
     let _ = events.send(RunEvent::RunFinished(Box::new(report.clone())));
     if let Some(server) = reference {
         server.shutdown().await;
+    }
+    if let Some(process) = target_process {
+        process.kill().await;
     }
     Ok(report)
 }

@@ -93,6 +93,9 @@ pub enum RunError {
     /// The bundled reference server could not be started.
     #[error("start the reference server")]
     Reference(#[source] crate::reference::ReferenceError),
+    /// The target the profile's `process` describes could not be started (exit code 2).
+    #[error("start the target")]
+    Target(#[source] crate::nemesis::NemesisError),
     /// The embedded proxy could not be started.
     #[error("start the fault-injecting proxy")]
     Proxy(#[source] std::io::Error),

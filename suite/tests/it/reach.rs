@@ -141,3 +141,76 @@ async fn a_uuid_only_api_passes_the_catalogue_with_uuid_keys() {
         table(&report)
     );
 }
+
+/// A target idemspec starts from its profile's `process` is killed mid-handler (its whole process
+/// group) and restarted on the same address, and inherits no descriptor of idemspec's: a command
+/// its shell runs lists its open descriptors, and there are only stdin, stdout, stderr and the
+/// directory it is reading.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_target_idemspec_starts_is_killed_mid_handler_and_restarted() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fds = dir.path().join("fds.txt");
+    let log = dir.path().join("target.log");
+    let command = format!(
+        "ls /proc/self/fd >> {fds}; echo ---- >> {fds}; exec {bin} __leasebroker --dev \
+         --listen 127.0.0.1:{port} --database-url sqlite://{db}?mode=rwc --in-flight-ttl 2s \
+         --boot-latency 100ms",
+        fds = fds.display(),
+        bin = env!("CARGO_BIN_EXE_idemspec"),
+        db = dir.path().join("lb.db").display(),
+    );
+    // The bundled profile up to its hooks (which crash through leasebroker's admin API), and a
+    // `process` instead: idemspec itself kills and restarts the target.
+    let text = idemspec_scenarios::catalogue::LEASEBROKER_PROFILE;
+    let start = text.find("hooks:").expect("the bundled profile has hooks");
+    let mut profile_text = text[..start].to_owned();
+    profile_text.push_str(&format!(
+        "process:\n  command: {command:?}\n  ready: {{url: \"http://127.0.0.1:{port}/healthz\"}}\n  log: {log:?}\n",
+        log = log.display().to_string()
+    ));
+    let vars = [
+        ("LEASEBROKER_URL", format!("http://127.0.0.1:{port}")),
+        ("LEASEBROKER_IN_FLIGHT_TTL", "2s".to_owned()),
+    ];
+    let profile = TargetProfile::load("lb.yaml", &profile_text, &|var| {
+        vars.iter().find(|(k, _)| *k == var).map(|(_, v)| v.clone())
+    })
+    .expect("profile loads");
+    let report = run_profile(profile, &["stuck-in-flight", "lost-response"]).await;
+    for check in &report.checks {
+        assert_eq!(check.verdict, Verdict::Pass, "{}", table(&report));
+    }
+    assert_eq!(
+        report.target_log.as_deref(),
+        Some(log.to_str().expect("utf-8"))
+    );
+    let listings = std::fs::read_to_string(&fds).expect("the shell listed its descriptors");
+    let starts: Vec<&str> = listings
+        .split("----")
+        .filter(|s| !s.trim().is_empty())
+        .collect();
+    assert_eq!(
+        starts.len(),
+        2,
+        "started, killed mid-handler, started again: {listings}"
+    );
+    for listing in starts {
+        let mut open: Vec<&str> = listing.split_whitespace().collect();
+        open.sort_unstable();
+        assert_eq!(
+            open,
+            ["0", "1", "2", "3"],
+            "descriptors in the target: {listing}"
+        );
+    }
+    let logged = std::fs::read_to_string(&log).expect("the target's log");
+    assert_eq!(
+        logged.matches("leasebroker listening on").count(),
+        2,
+        "{logged}"
+    );
+}

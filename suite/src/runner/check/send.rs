@@ -305,18 +305,23 @@ impl Request<'_> {
         })
     }
 
-    /// The body and path templates of a create in this request's variant. A `fails_once` or
-    /// `hangs` request uses the profile's variant only where the profile has no hooks that do the
-    /// job (`fail_next`; `crash` with `restart`): hooks come first, the request then the default.
+    /// The body and path templates of a create in this request's variant. A `fails_once` request
+    /// is the default where the profile has a `fail_next` hook (which makes it fail); a `hangs`
+    /// request is the variant where there is one, else the default (a crash abandons it).
     fn create_templates(&self) -> Result<(&Template, &Template), String> {
         let env = self.sender.env();
         let create = &env.profile.operations.create;
-        let hook_does_it = match self.variant {
+        // Hooks come first for a failure (`fail_next` makes the default body fail); a hanging
+        // request is the variant wherever the profile has one, so a crash surely lands mid-handler.
+        let use_default = match self.variant {
+            BodyVariant::Default | BodyVariant::Alt => true,
             BodyVariant::FailsOnce => env.hooks.has(HookName::FailNext),
-            BodyVariant::Hangs => crate::runner::steps::crash_and_restart(env),
-            _ => false,
+            BodyVariant::Hangs => {
+                create.variants.hangs.is_none() && crate::runner::steps::crash_and_restart(env)
+            }
+            BodyVariant::AlwaysFails | BodyVariant::Slow => false,
         };
-        if matches!(self.variant, BodyVariant::Default | BodyVariant::Alt) || hook_does_it {
+        if use_default {
             return Ok((&create.body, &create.path));
         }
         match create.variants.get(self.variant) {

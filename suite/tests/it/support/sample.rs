@@ -176,5 +176,6 @@ pub fn report() -> RunReport {
         duration_ms: 63_345,
         checks,
         stats,
+        target_log: None,
     }
 }

@@ -1,0 +1,291 @@
+//! The process nemesis: a target idemspec starts itself from its profile's `process`, kills with
+//! SIGKILL (its whole process group) where a check crashes it, and starts again on the same
+//! address — what `--reference` does for leasebroker, for any API.
+//!
+//! The child runs `sh -c COMMAND` in a process group of its own, with stdin closed and stdout and
+//! stderr appended to a log file; it inherits no other descriptor of idemspec's (every descriptor
+//! idemspec opens is close-on-exec). Ready means the readiness URL answers (any status) or the
+//! readiness address accepts a connection.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use idemspec_scenarios::profile::{ProcessSpec, TargetProfile};
+use idemspec_scenarios::scenario::HookName;
+use tokio::process::Child;
+use tokio::sync::Mutex;
+
+use crate::hooks::{HookError, HookRunner, ProfileHooks};
+use crate::process_group::{in_own_group, kill_group};
+
+/// How long a target may take to become ready when its profile says nothing.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often readiness is probed.
+const READY_POLL: Duration = Duration::from_millis(50);
+
+/// Why the target could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum NemesisError {
+    /// The log file could not be opened.
+    #[error("open the target's log `{}`", path.display())]
+    Log {
+        /// The log's path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `sh` could not be spawned.
+    #[error("start `{command}`")]
+    Spawn {
+        /// The command.
+        command: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The process exited, or did not become ready in time.
+    #[error("wait for `{command}` to be ready: {why}; its log `{}` ends with:\n{tail}", log.display())]
+    NotReady {
+        /// The command.
+        command: String,
+        /// What happened.
+        why: String,
+        /// The log's path.
+        log: PathBuf,
+        /// The log's last lines.
+        tail: String,
+    },
+}
+
+/// A target idemspec runs.
+pub struct TargetProcess {
+    spec: ProcessSpec,
+    /// Where readiness is probed: the readiness URL, else the first base URL.
+    ready_url: Option<String>,
+    ready_tcp: Option<String>,
+    log: PathBuf,
+    /// Holds the default log's directory.
+    _dir: Option<tempfile::TempDir>,
+    child: Mutex<Option<Child>>,
+}
+
+impl TargetProcess {
+    /// Starts the target `profile.process` describes and waits until it is ready.
+    ///
+    /// # Errors
+    /// [`NemesisError`] when it cannot be started or does not become ready in time (with the end
+    /// of its log).
+    pub async fn start(profile: &TargetProfile) -> Result<Arc<Self>, NemesisError> {
+        let spec = profile
+            .process
+            .clone()
+            .expect("only started for a profile with `process`");
+        let (log, dir) = match &spec.log {
+            Some(path) => (PathBuf::from(path), None),
+            None => {
+                let dir = tempfile::Builder::new()
+                    .prefix("idemspec-target-")
+                    .tempdir()
+                    .map_err(|source| NemesisError::Log {
+                        path: std::env::temp_dir(),
+                        source,
+                    })?;
+                (dir.path().join("target.log"), Some(dir))
+            }
+        };
+        let ready = spec.ready.as_ref();
+        let ready_tcp = ready.and_then(|r| r.tcp.as_ref()).map(|t| t.value.clone());
+        let ready_url = match ready.and_then(|r| r.url.as_ref()) {
+            Some(url) => Some(url.value.clone()),
+            None if ready_tcp.is_none() => profile.base_urls.value.first().cloned(),
+            None => None,
+        };
+        let process = Arc::new(Self {
+            spec,
+            ready_url,
+            ready_tcp,
+            log,
+            _dir: dir,
+            child: Mutex::new(None),
+        });
+        process.spawn().await?;
+        Ok(process)
+    }
+
+    /// The log file the target's output goes to.
+    pub fn log(&self) -> &std::path::Path {
+        &self.log
+    }
+
+    /// The process id of the running target (its process group's id), if it runs.
+    pub async fn pid(&self) -> Option<u32> {
+        self.child.lock().await.as_ref().and_then(Child::id)
+    }
+
+    async fn spawn(&self) -> Result<(), NemesisError> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|source| NemesisError::Log {
+                path: self.log.clone(),
+                source,
+            })?;
+        let stdio = || {
+            log.try_clone()
+                .map(Stdio::from)
+                .map_err(|source| NemesisError::Log {
+                    path: self.log.clone(),
+                    source,
+                })
+        };
+        let mut command = tokio::process::Command::new("sh");
+        command
+            .arg("-c")
+            .arg(&self.spec.command)
+            .envs(&self.spec.env)
+            .stdin(Stdio::null())
+            .stdout(stdio()?)
+            .stderr(stdio()?)
+            .kill_on_drop(true);
+        if let Some(cwd) = &self.spec.cwd {
+            command.current_dir(cwd);
+        }
+        in_own_group(&mut command);
+        let child = command.spawn().map_err(|source| NemesisError::Spawn {
+            command: self.spec.command.clone(),
+            source,
+        })?;
+        *self.child.lock().await = Some(child);
+        self.wait_ready().await
+    }
+
+    /// Polls readiness until it holds, the process exits, or the timeout passes.
+    async fn wait_ready(&self) -> Result<(), NemesisError> {
+        let limit = self.spec.ready_timeout.map_or(READY_TIMEOUT, |t| t.0);
+        let started = tokio::time::Instant::now();
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("a plain HTTP client without TLS always builds");
+        loop {
+            if let Some(status) = self
+                .child
+                .lock()
+                .await
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                return Err(self.not_ready(format!("it exited with {status}")));
+            }
+            let ready = match (&self.ready_url, &self.ready_tcp) {
+                (Some(url), _) => client.get(url).send().await.is_ok(),
+                (None, Some(addr)) => tokio::net::TcpStream::connect(addr).await.is_ok(),
+                (None, None) => true,
+            };
+            if ready {
+                return Ok(());
+            }
+            if started.elapsed() > limit {
+                self.kill().await;
+                return Err(self.not_ready(format!(
+                    "not ready within {}",
+                    humantime::format_duration(limit)
+                )));
+            }
+            tokio::time::sleep(READY_POLL).await;
+        }
+    }
+
+    fn not_ready(&self, why: String) -> NemesisError {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(8)..]
+            .iter()
+            .map(|l| format!("  {l}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        NemesisError::NotReady {
+            command: self.spec.command.clone(),
+            why,
+            log: self.log.clone(),
+            tail,
+        }
+    }
+
+    /// Kills the target's whole process group with SIGKILL and reaps its shell.
+    pub async fn kill(&self) {
+        if let Some(mut child) = self.child.lock().await.take() {
+            kill_group(child.id());
+            let _ = child.wait().await;
+        }
+    }
+
+    /// Starts the target again (after a kill) and waits until it is ready.
+    ///
+    /// # Errors
+    /// As [`TargetProcess::start`].
+    pub async fn restart(&self) -> Result<(), NemesisError> {
+        self.kill().await;
+        self.spawn().await
+    }
+}
+
+impl Drop for TargetProcess {
+    /// Kills the target's process group (`kill_on_drop` alone would kill only its shell).
+    fn drop(&mut self) {
+        if let Ok(mut child) = self.child.try_lock() {
+            if let Some(child) = child.as_mut() {
+                kill_group(child.id());
+            }
+        }
+    }
+}
+
+/// The hooks of a target idemspec runs: `crash` kills it (at once: the runner fires it while the
+/// next request is in the handler), `restart` starts it again; `fail_next` is the profile's.
+pub struct NemesisHooks {
+    process: Arc<TargetProcess>,
+    profile: ProfileHooks,
+}
+
+impl NemesisHooks {
+    /// Hooks over `process`, with the profile's other hooks.
+    pub fn new(process: Arc<TargetProcess>, profile: ProfileHooks) -> Self {
+        Self { process, profile }
+    }
+}
+
+impl HookRunner for NemesisHooks {
+    fn run(&self, hook: HookName) -> BoxFuture<'_, Result<(), HookError>> {
+        Box::pin(async move {
+            match hook {
+                HookName::Crash => {
+                    self.process.kill().await;
+                    Ok(())
+                }
+                HookName::Restart => self.process.restart().await.map_err(|e| HookError::Failed {
+                    hook: "restart",
+                    reason: format!("{:#}", anyhow::Error::new(e)),
+                }),
+                HookName::FailNext => self.profile.run(hook).await,
+            }
+        })
+    }
+
+    fn has(&self, hook: HookName) -> bool {
+        match hook {
+            HookName::Crash | HookName::Restart => true,
+            HookName::FailNext => self.profile.has(hook),
+        }
+    }
+
+    fn crash_arms(&self) -> bool {
+        false
+    }
+}
