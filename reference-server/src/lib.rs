@@ -33,10 +33,13 @@
 //! module (`missing-idempotency-key`, `invalid-idempotency-key`, `request-in-progress`,
 //! `key-reused-with-different-request`, `unauthorized`, `malformed-json`, `invalid-request-body`,
 //! `unsupported-media-type`, `payload-too-large`, `not-found`, `method-not-allowed`, `pool-exhausted`,
-//! `hypervisor-error`, `internal-error`).
+//! `hypervisor-error`, `internal-error`, and for what hyper refuses before the router: `malformed-request`,
+//! `uri-too-long`, `request-header-fields-too-large`).
 //!
 //! # Layout
-//! - [`cli`]: flags ([`cli::Args`]) and [`cli::run`]; [`server`]: start/stop.
+//! - [`cli`]: flags ([`cli::Args`]) and [`cli::run`]; [`server`]: start/stop; [`listener`]: accepting
+//!   and serving connections (header read timeout, problem bodies for what hyper refuses, lingering
+//!   close).
 //! - [`api`]: the router, handlers, admin router, problem bodies.
 //! - [`idempotency`]: key parsing, fingerprint, the middleware/state machine, stored responses, sub-keys.
 //! - [`store`]: one trait per domain ([`store::RecordStore`], [`store::FleetStore`],
@@ -54,6 +57,7 @@ pub mod cli;
 pub mod flaw;
 pub mod fleet;
 pub mod idempotency;
+pub mod listener;
 pub mod server;
 pub mod state;
 pub mod store;

@@ -11,3 +11,4 @@ mod hostile;
 mod migrations;
 mod replicas;
 mod support;
+mod wire;
