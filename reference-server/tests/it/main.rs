@@ -7,6 +7,7 @@ mod concurrency;
 mod config;
 mod crash;
 mod flaws;
+mod generated;
 mod hostile;
 mod migrations;
 mod replicas;

@@ -30,37 +30,40 @@ pub async fn exchange(addr: SocketAddr, request: &[u8]) -> std::io::Result<Vec<u
 }
 
 /// The responses in `bytes`, in order: a head, then a `Content-Length` body, except after a request
-/// whose method in `methods` (one per request, in order) is `HEAD`, whose response has no body.
-/// Panics on bytes that are not a sequence of whole responses.
-pub fn responses(bytes: &[u8], methods: &[&str]) -> Vec<Resp> {
+/// whose method in `methods` (one per request, in order) is `HEAD` and for a 1xx, 204 or 304, which
+/// have no body. An error says what in `bytes` is not a sequence of whole responses.
+pub fn parse_responses(bytes: &[u8], methods: &[&str]) -> Result<Vec<Resp>, String> {
     let mut rest = bytes;
     let mut out = Vec::new();
     while !rest.is_empty() {
         let mut headers = [httparse::EMPTY_HEADER; 64];
         let mut head = httparse::Response::new(&mut headers);
         let Ok(httparse::Status::Complete(head_len)) = head.parse(rest) else {
-            panic!(
+            return Err(format!(
                 "not a whole response head: {:?}",
                 String::from_utf8_lossy(&rest[..rest.len().min(300)])
-            );
+            ));
         };
-        let status = head.code.expect("a complete head has a status");
+        let status = head.code.ok_or("a complete head without a status")?;
         let mut map = HeaderMap::new();
         for h in head.headers.iter() {
-            map.append(
-                HeaderName::from_bytes(h.name.as_bytes()).expect("a header name"),
-                HeaderValue::from_bytes(h.value).expect("a header value"),
-            );
+            let name = HeaderName::from_bytes(h.name.as_bytes()).map_err(|e| e.to_string())?;
+            let value = HeaderValue::from_bytes(h.value).map_err(|e| e.to_string())?;
+            map.append(name, value);
         }
-        let bodiless = methods.get(out.len()) == Some(&"HEAD");
+        let bodiless =
+            methods.get(out.len()) == Some(&"HEAD") || matches!(status, 100..=199 | 204 | 304);
         let len = if bodiless {
             0
         } else {
             map.get("content-length")
                 .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-                .expect("every response has a Content-Length")
+                .ok_or_else(|| format!("a {status} without a Content-Length"))?
         };
-        let body = rest[head_len..head_len + len].to_vec();
+        let body = rest
+            .get(head_len..head_len + len)
+            .ok_or_else(|| format!("a {status} whose body is cut short"))?
+            .to_vec();
         rest = &rest[head_len + len..];
         out.push(Resp {
             status,
@@ -68,7 +71,12 @@ pub fn responses(bytes: &[u8], methods: &[&str]) -> Vec<Resp> {
             body,
         });
     }
-    out
+    Ok(out)
+}
+
+/// [`parse_responses`], panicking on an error.
+pub fn responses(bytes: &[u8], methods: &[&str]) -> Vec<Resp> {
+    parse_responses(bytes, methods).unwrap_or_else(|err| panic!("{err}"))
 }
 
 /// The one response in `bytes` to one request with `method`.
