@@ -116,7 +116,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let hypervisor = Hypervisor::new(stores.fleet.clone(), faults.clone(), config.boot_latency);
     let state = AppState {
         stores: stores.clone(),
-        fleet: Arc::new(Fleet::new(stores.fleet.clone(), hypervisor)),
+        fleet: Arc::new(Fleet::new(stores.fleet.clone(), hypervisor, faults.clone())),
         idempotency: Arc::new(config.idempotency.clone()),
         behaviour: Behaviour::of(&config.idempotency.flaws),
         auth: Arc::new(config.auth.clone()),

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{Hypervisor, HypervisorError};
+use super::{CrashPoint, Faults, Hypervisor, HypervisorError};
 use crate::idempotency::{now_ms, OpSeed};
 use crate::store::{FleetStore, NewWorker, StoreError, Worker};
 
@@ -65,12 +65,17 @@ impl CreateIds {
 pub struct Fleet {
     store: Arc<dyn FleetStore>,
     hypervisor: Hypervisor,
+    faults: Arc<Faults>,
 }
 
 impl Fleet {
-    /// A fleet over `store` and `hypervisor`.
-    pub fn new(store: Arc<dyn FleetStore>, hypervisor: Hypervisor) -> Self {
-        Self { store, hypervisor }
+    /// A fleet over `store` and `hypervisor`, crashing where `faults` say.
+    pub fn new(store: Arc<dyn FleetStore>, hypervisor: Hypervisor, faults: Arc<Faults>) -> Self {
+        Self {
+            store,
+            hypervisor,
+            faults,
+        }
     }
 
     /// Creates a worker: node (sub-key `alloc`) → lease (`lease`) → two-phase boot (`boot`) → worker
@@ -98,6 +103,7 @@ impl Fleet {
         self.store
             .ensure_lease(&lease_id, node_id, principal, now)
             .await?;
+        self.faults.crash_if(CrashPoint::AfterLease);
         let instance_id = self.boot(&boot_id, &worker_id, node_id).await?;
         let worker = NewWorker {
             id: worker_id,
