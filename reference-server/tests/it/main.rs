@@ -11,5 +11,6 @@ mod generated;
 mod hostile;
 mod migrations;
 mod replicas;
+mod soak;
 mod support;
 mod wire;
