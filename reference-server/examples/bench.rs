@@ -60,6 +60,7 @@ async fn server(url: &str, pool_size: i64) -> RunningServer {
         pool_size,
         boot_latency: Duration::ZERO,
         header_read_timeout: Duration::from_secs(10),
+        body_read_timeout: Duration::from_secs(10),
     };
     start(config).await.expect("start leasebroker")
 }

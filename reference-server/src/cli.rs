@@ -60,6 +60,10 @@ pub struct Args {
     /// a connection, a task and a descriptor for as long as it likes.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub header_read_timeout: Duration,
+    /// How long a request's body may take to arrive in all, from the end of its headers (bodies are
+    /// at most 1 MiB). Past it the request gets 408 `request-timeout` and the connection is closed.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub body_read_timeout: Duration,
     /// PostgreSQL connection pool size.
     #[arg(long, default_value_t = 16)]
     pub max_connections: u32,
@@ -94,6 +98,10 @@ impl Args {
             "--header-read-timeout must be positive"
         );
         anyhow::ensure!(
+            !self.body_read_timeout.is_zero(),
+            "--body-read-timeout must be positive"
+        );
+        anyhow::ensure!(
             !self.sweep_interval.is_zero(),
             "--sweep-interval must be positive"
         );
@@ -115,6 +123,7 @@ impl Args {
             pool_size: self.pool_size,
             boot_latency: self.boot_latency,
             header_read_timeout: self.header_read_timeout,
+            body_read_timeout: self.body_read_timeout,
         })
     }
 }

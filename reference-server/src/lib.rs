@@ -32,9 +32,9 @@
 //! Problem types are `https://idemspec.dev/problems/<name>`; the full list is in [`api::ApiError`]'s
 //! module (`missing-idempotency-key`, `invalid-idempotency-key`, `request-in-progress`,
 //! `key-reused-with-different-request`, `unauthorized`, `malformed-json`, `invalid-request-body`,
-//! `unsupported-media-type`, `payload-too-large`, `not-found`, `method-not-allowed`, `pool-exhausted`,
-//! `hypervisor-error`, `internal-error`, and for what hyper refuses before the router: `malformed-request`,
-//! `uri-too-long`, `request-header-fields-too-large`).
+//! `unsupported-media-type`, `payload-too-large`, `request-timeout`, `not-found`, `method-not-allowed`,
+//! `pool-exhausted`, `hypervisor-error`, `internal-error`, and for what hyper refuses before the
+//! router: `malformed-request`, `uri-too-long`, `request-header-fields-too-large`).
 //!
 //! # Layout
 //! - [`cli`]: flags ([`cli::Args`]) and [`cli::run`]; [`server`]: start/stop; [`listener`]: accepting

@@ -14,7 +14,7 @@ use crate::auth::Auth;
 use crate::flaw::Behaviour;
 use crate::fleet::{Faults, Fleet, Hypervisor};
 use crate::idempotency::IdempotencyConfig;
-use crate::listener::serve;
+use crate::listener::{serve, Timeouts};
 use crate::state::AppState;
 use crate::store::{connect, DatabaseUrl, StoreError, Stores};
 use crate::sweeper;
@@ -45,6 +45,9 @@ pub struct ServerConfig {
     /// connection (so it is also the idle keep-alive timeout). Past it the connection is closed
     /// without a response.
     pub header_read_timeout: Duration,
+    /// How long a request's body may take to arrive in all, counted from the end of its head. Past
+    /// it the request is answered 408 `request-timeout` and the connection closed.
+    pub body_read_timeout: Duration,
 }
 
 /// Why a server could not start.
@@ -133,8 +136,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         source,
     })?;
     let (shutdown, rx) = watch::channel(false);
-    let timeout = config.header_read_timeout;
-    let mut tasks = vec![serve(listener, app(state.clone()), timeout, rx.clone())];
+    let timeouts = Timeouts {
+        header_read: config.header_read_timeout,
+        body_read: config.body_read_timeout,
+    };
+    let mut tasks = vec![serve(listener, app(state.clone()), timeouts, rx.clone())];
     let mut admin_addr = None;
     if let Some(admin) = config.admin_listen {
         let listener = bind(admin).await?;
@@ -145,7 +151,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         tasks.push(serve(
             listener,
             admin_app(state.clone()),
-            timeout,
+            timeouts,
             rx.clone(),
         ));
     }

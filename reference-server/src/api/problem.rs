@@ -14,6 +14,7 @@
 //! | `invalid-request-body` | 422 | wrong types, unknown or missing fields, out-of-range values |
 //! | `unsupported-media-type` | 415 | a body that is not `application/json` |
 //! | `payload-too-large` | 413 | a body over 1 MiB |
+//! | `request-timeout` | 408 | the body did not arrive within `--body-read-timeout`; the connection closes |
 //! | `not-found` | 404 | unknown worker id or route |
 //! | `method-not-allowed` | 405 | known route, wrong method |
 //! | `pool-exhausted` | 503 | no free node (`Retry-After` set); nothing was written |
@@ -68,6 +69,10 @@ pub enum ApiError {
     /// 413 `payload-too-large`.
     #[error("the body is larger than 1 MiB")]
     PayloadTooLarge,
+    /// 408 `request-timeout` (RFC 9110 §15.5.9), with `Connection: close`: the body did not arrive
+    /// within the body read timeout (the value given).
+    #[error("the body did not arrive within {0:?}")]
+    RequestTimeout(std::time::Duration),
     /// 404 `not-found`.
     #[error("{0}")]
     NotFound(String),
@@ -114,6 +119,7 @@ impl ApiError {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type")
             }
             Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large"),
+            Self::RequestTimeout(_) => (StatusCode::REQUEST_TIMEOUT, "request-timeout"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),
             Self::PoolExhausted => (StatusCode::SERVICE_UNAVAILABLE, "pool-exhausted"),
@@ -214,6 +220,10 @@ impl IntoResponse for ApiError {
             }
             Self::Unauthorized(_) => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            // The rest of the body may still be on its way: this connection is done.
+            Self::RequestTimeout(_) => {
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
             _ => {}
         }

@@ -116,7 +116,7 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
     };
 
     let (parts, body) = req.into_parts();
-    let body = read_body(body, &parts.headers).await?;
+    let body = read_body(body, &parts).await?;
     let fingerprint = Fingerprint::of(
         method.as_str(),
         parts.uri.path(),

@@ -16,16 +16,16 @@ use tower::ServiceExt;
 
 use super::io::{ConnIo, Observed};
 use super::linger::linger;
-use super::{MAX_HEADER_FIELDS, MAX_HEAD_BYTES};
+use super::{Timeouts, MAX_HEADER_FIELDS, MAX_HEAD_BYTES};
+use crate::api::BodyDeadline;
 
 /// Serves `router` on `listener` until `shutdown` changes (or its sender is dropped): then stops
 /// accepting, lets every connection finish the request it is on ([`http1::Connection::graceful_shutdown`])
-/// and returns once all are closed. Each connection must send each request's line and headers within
-/// `header_read_timeout` (counted from the accept, then from each response).
+/// and returns once all are closed. Each request must arrive within `timeouts`.
 pub fn serve(
     listener: TcpListener,
     router: Router,
-    header_read_timeout: Duration,
+    timeouts: Timeouts,
     mut shutdown: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -37,7 +37,7 @@ pub fn serve(
                         connections.spawn(connection(
                             stream,
                             router.clone(),
-                            header_read_timeout,
+                            timeouts,
                             shutdown.clone(),
                         ));
                     }
@@ -75,22 +75,25 @@ async fn accept_failed(err: std::io::Error) {
 async fn connection(
     mut stream: TcpStream,
     router: Router,
-    header_read_timeout: Duration,
+    timeouts: Timeouts,
     mut stop: watch::Receiver<bool>,
 ) {
     let observed = Arc::new(Observed::default());
     let result = {
         let service = {
             let observed = observed.clone();
-            hyper::service::service_fn(move |req: Request<Incoming>| {
+            hyper::service::service_fn(move |mut req: Request<Incoming>| {
                 observed.awaiting.push(req.method() == Method::HEAD);
+                let deadline = tokio::time::Instant::now() + timeouts.body_read;
+                req.extensions_mut()
+                    .insert(BodyDeadline(deadline, timeouts.body_read));
                 router.clone().oneshot(req.map(Body::new))
             })
         };
         let io = TokioIo::new(ConnIo::new(&mut stream, observed.clone()));
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
-            .header_read_timeout(header_read_timeout)
+            .header_read_timeout(timeouts.header_read)
             .max_headers(MAX_HEADER_FIELDS)
             // The first bounds a head that arrived whole, the second one still arriving.
             .max_header_size(MAX_HEAD_BYTES)

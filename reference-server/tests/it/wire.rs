@@ -9,7 +9,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Barrier;
 
-use crate::support::raw::{exchange, request, response, responses};
+use leasebroker::listener::LINGER_TIME;
+
+use crate::support::raw::{exchange, parse_responses, request, response, responses};
 use crate::support::{worker_body, Db, Options, Resp, TestServer};
 
 /// Asserts `r` is a `status` problem of type `problem` whose body repeats the status (RFC 9457 §3.1).
@@ -322,5 +324,86 @@ async fn slow_clients_are_cut_off_without_blocking_others() {
         after <= before + 5,
         "descriptors: {before} before, {after} after"
     );
+    server.stop().await;
+}
+
+/// 20 creates, released at one barrier, each sending its head at once and then its 1000-byte body
+/// one byte every 100 ms, against a 1 s body read timeout: each gets 408 `request-timeout` (a
+/// problem) after about the timeout and the connection closes; nothing was claimed or created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slow_bodies_get_408_and_write_nothing() {
+    let db = Db::sqlite();
+    let timeout = Duration::from_secs(1);
+    let opts = Options {
+        body_read_timeout: timeout,
+        ..Options::default()
+    };
+    let server = TestServer::start(&db, opts).await;
+    let start = Arc::new(Barrier::new(20));
+    let tasks: Vec<_> = (0..20)
+        .map(|n| {
+            let (addr, start) = (server.addr(), start.clone());
+            tokio::spawn(async move {
+                let mut stream = TcpStream::connect(addr).await.expect("connect");
+                let head = format!(
+                    "POST /v1/workers HTTP/1.1\r\nhost: lb\r\nauthorization: Bearer alice\r\n\
+                     idempotency-key: slow-{n}\r\ncontent-type: application/json\r\n\
+                     content-length: 1000\r\n\r\n"
+                );
+                start.wait().await;
+                let sent = Instant::now();
+                stream
+                    .write_all(head.as_bytes())
+                    .await
+                    .expect("send the head");
+                let (mut reader, mut writer) = stream.split();
+                let trickle = async {
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        if writer.write_all(b" ").await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                // Until one whole response has arrived (the server then lingers, bounded, while
+                // the body goes on trickling), then until the server closes.
+                let mut read = Vec::new();
+                let mut answered = None;
+                let answer = async {
+                    let mut buf = [0_u8; 4096];
+                    loop {
+                        match reader.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => read.extend_from_slice(&buf[..n]),
+                        }
+                        if answered.is_none() && parse_responses(&read, &["POST"]).is_ok() {
+                            answered = Some(sent.elapsed());
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(timeout * 20, async {
+                    tokio::select! { _ = trickle => {}, _ = answer => {} }
+                })
+                .await;
+                (answered, sent.elapsed(), read)
+            })
+        })
+        .collect();
+    for task in tasks {
+        let (answered, closed, read) = task.await.expect("slow body task");
+        let r = response(&read, "POST");
+        assert_problem(&r, 408, "request-timeout", "a slow body");
+        assert_eq!(r.header("connection").as_deref(), Some("close"));
+        let answered = answered.expect("an answer");
+        assert!(
+            answered >= timeout && answered < timeout * 5,
+            "answered after {answered:?}"
+        );
+        let bound = timeout + LINGER_TIME + Duration::from_secs(3);
+        assert!(closed < bound, "closed after {closed:?}");
+    }
+    let stats = server.client.stats().await;
+    assert_eq!(stats["workers"], 0, "{stats}");
+    assert_eq!(stats["idempotency_records"]["in_flight"], 0, "{stats}");
     server.stop().await;
 }

@@ -27,6 +27,8 @@ pub struct Options {
     pub boot_latency: Duration,
     /// Header read timeout.
     pub header_read_timeout: Duration,
+    /// Body read timeout.
+    pub body_read_timeout: Duration,
 }
 
 impl Default for Options {
@@ -39,6 +41,7 @@ impl Default for Options {
             pool_size: 100,
             boot_latency: Duration::from_millis(50),
             header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -81,6 +84,7 @@ impl TestServer {
             pool_size: opts.pool_size,
             boot_latency: opts.boot_latency,
             header_read_timeout: opts.header_read_timeout,
+            body_read_timeout: opts.body_read_timeout,
         };
         let server = start(config).await.expect("start leasebroker");
         let client = Client::new(
