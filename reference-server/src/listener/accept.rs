@@ -92,6 +92,9 @@ async fn connection(
         };
         let io = TokioIo::new(ConnIo::new(&mut stream, observed.clone()));
         let conn = http1::Builder::new()
+            // A client may close its sending side once its request is out and still wait for the
+            // answer; without this, hyper drops the answer at that end of stream.
+            .half_close(true)
             .timer(TokioTimer::new())
             .header_read_timeout(timeouts.header_read)
             .max_headers(MAX_HEADER_FIELDS)

@@ -11,7 +11,7 @@ use tokio::sync::Barrier;
 
 use leasebroker::listener::LINGER_TIME;
 
-use crate::support::raw::{exchange, parse_responses, request, response, responses};
+use crate::support::raw::{exchange, parse_responses, read_response, request, response, responses};
 use crate::support::{worker_body, Db, Options, Resp, TestServer};
 
 /// Asserts `r` is a `status` problem of type `problem` whose body repeats the status (RFC 9457 §3.1).
@@ -405,5 +405,96 @@ async fn slow_bodies_get_408_and_write_nothing() {
     let stats = server.client.stats().await;
     assert_eq!(stats["workers"], 0, "{stats}");
     assert_eq!(stats["idempotency_records"]["in_flight"], 0, "{stats}");
+    server.stop().await;
+}
+
+/// `Expect: 100-continue` (curl sends it for large bodies): hyper's interim `100 Continue` goes out
+/// untouched when the handler starts reading, and the create's 201 follows on the same connection;
+/// a body declared over the limit gets its 413 problem at once, with no `100 Continue` and no body
+/// ever sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn expect_continue_is_answered_in_order() {
+    let db = Db::sqlite();
+    let server = TestServer::start(&db, Options::default()).await;
+    let body = serde_json::to_vec(&worker_body("continued")).expect("serialise");
+    let head = |key: &str, len: usize| {
+        format!(
+            "POST /v1/workers HTTP/1.1\r\nhost: lb\r\nauthorization: Bearer alice\r\n\
+             idempotency-key: {key}\r\ncontent-type: application/json\r\n\
+             expect: 100-continue\r\ncontent-length: {len}\r\n\r\n"
+        )
+    };
+    let mut stream = TcpStream::connect(server.addr()).await.expect("connect");
+    stream
+        .write_all(head("continued", body.len()).as_bytes())
+        .await
+        .expect("send the head");
+    let interim = b"HTTP/1.1 100 Continue\r\n\r\n";
+    let mut got = vec![0_u8; interim.len()];
+    stream
+        .read_exact(&mut got)
+        .await
+        .expect("read 100 Continue");
+    assert_eq!(got, interim);
+    stream.write_all(&body).await.expect("send the body");
+    let created = read_response(&mut stream, "POST").await;
+    assert_eq!(created.status, 201);
+    assert_eq!(created.json()["image"], "continued");
+
+    let too_large = head("too-large", 2 * 1024 * 1024);
+    let read = exchange(server.addr(), too_large.as_bytes())
+        .await
+        .expect("an answer");
+    assert_problem(
+        &response(&read, "POST"),
+        413,
+        "payload-too-large",
+        "declared too large",
+    );
+    assert_eq!(server.client.stats().await["workers"], 1);
+    server.stop().await;
+}
+
+/// A client that closes its sending side once its request is sent (a half-close: `nc -N`, scripts
+/// calling `shutdown(SHUT_WR)`, some proxies) still gets the answer: a create's 201 and a GET's 200.
+/// Dropping the answer at the client's end of stream would be a lost response made by the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_half_closed_client_still_gets_its_answer() {
+    let db = Db::sqlite();
+    let server = TestServer::start(&db, Options::default()).await;
+    let body = serde_json::to_vec(&worker_body("half-closed")).expect("serialise");
+    let create = request(
+        &[
+            "POST /v1/workers HTTP/1.1",
+            "host: lb",
+            "authorization: Bearer alice",
+            "idempotency-key: half-closed",
+            "content-type: application/json",
+        ],
+        &body,
+    );
+    for (bytes, method, status) in [
+        (create, "POST", 201),
+        (
+            b"GET /healthz HTTP/1.1\r\nhost: lb\r\n\r\n".to_vec(),
+            "GET",
+            200,
+        ),
+    ] {
+        let mut stream = TcpStream::connect(server.addr()).await.expect("connect");
+        stream.write_all(&bytes).await.expect("send the request");
+        stream.shutdown().await.expect("half-close");
+        let mut read = Vec::new();
+        stream
+            .read_to_end(&mut read)
+            .await
+            .expect("read the answer");
+        assert_eq!(
+            responses(&read, &[method]).first().map(|r| r.status),
+            Some(status),
+            "{method}"
+        );
+    }
+    assert_eq!(server.client.stats().await["workers"], 1);
     server.stop().await;
 }

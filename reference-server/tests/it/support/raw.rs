@@ -29,6 +29,30 @@ pub async fn exchange(addr: SocketAddr, request: &[u8]) -> std::io::Result<Vec<u
         .unwrap_or_else(|_| panic!("no answer within {EXCHANGE_TIMEOUT:?}"))
 }
 
+/// Reads from `stream` until one whole response to a request with `method` has arrived (the
+/// connection may stay open after it). Panics if it does not within the exchange timeout.
+pub async fn read_response(stream: &mut TcpStream, method: &str) -> Resp {
+    let work = async {
+        let mut read = Vec::new();
+        let mut buf = [0_u8; 4096];
+        loop {
+            if let Ok([one]) = parse_responses(&read, &[method]).as_deref() {
+                return one.clone();
+            }
+            let n = stream.read(&mut buf).await.expect("read a response");
+            assert!(
+                n > 0,
+                "the connection closed after {:?}",
+                String::from_utf8_lossy(&read)
+            );
+            read.extend_from_slice(&buf[..n]);
+        }
+    };
+    tokio::time::timeout(EXCHANGE_TIMEOUT, work)
+        .await
+        .unwrap_or_else(|_| panic!("no response within {EXCHANGE_TIMEOUT:?}"))
+}
+
 /// The responses in `bytes`, in order: a head, then a `Content-Length` body, except after a request
 /// whose method in `methods` (one per request, in order) is `HEAD` and for a 1xx, 204 or 304, which
 /// have no body. An error says what in `bytes` is not a sequence of whole responses.
