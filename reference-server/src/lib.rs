@@ -46,8 +46,9 @@
 //!   [`store::StatsStore`]), one implementation over SQLite and PostgreSQL, migrations.
 //! - [`fleet`]: node pool, leases, the simulated hypervisor and its faults.
 //! - [`sweeper`], [`flaw`], [`auth`].
-//! - `testing` (cargo feature `testing`): a throwaway PostgreSQL database per test, for this crate's
-//!   tests and the suite's.
+//! - `testing` (cargo feature `testing`): a throwaway PostgreSQL database per test, leasebroker as a
+//!   child process that can be killed, and the crash soak, for this crate's tests and examples and
+//!   the suite's tests.
 
 #![warn(missing_docs)]
 
