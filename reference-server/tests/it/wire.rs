@@ -11,8 +11,18 @@ use tokio::sync::Barrier;
 
 use leasebroker::listener::LINGER_TIME;
 
-use crate::support::raw::{exchange, parse_responses, read_response, request, response, responses};
+use crate::support::raw::{
+    create_request, exchange, parse_responses, read_response, request, response, responses,
+};
 use crate::support::{worker_body, Db, Options, Resp, TestServer};
+
+/// A server on a fresh SQLite file (the connection's handling does not depend on the store); keep
+/// the `Db` alive as long as the server.
+async fn sqlite_server(opts: Options) -> (Db, TestServer) {
+    let db = Db::sqlite();
+    let server = TestServer::start(&db, opts).await;
+    (db, server)
+}
 
 /// Asserts `r` is a `status` problem of type `problem` whose body repeats the status (RFC 9457 §3.1).
 fn assert_problem(r: &Resp, status: u16, problem: &str, case: &str) {
@@ -32,8 +42,7 @@ fn assert_problem(r: &Resp, status: u16, problem: &str, case: &str) {
 /// such route — must reach such a client: 2 MiB bodies, 20 times each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn early_rejections_reach_a_client_that_writes_its_whole_body_first() {
-    let db = Db::sqlite();
-    let server = TestServer::start(&db, Options::default()).await;
+    let (_db, server) = sqlite_server(Options::default()).await;
     let body = vec![b' '; 2 * 1024 * 1024];
     let json = "content-type: application/json";
     let cases: [(&str, &[&str], u16, &str); 4] = [
@@ -101,8 +110,7 @@ async fn early_rejections_reach_a_client_that_writes_its_whole_body_first() {
 /// problem type naming it. Each is sent on a fresh connection; the server still serves afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn malformed_http_gets_a_problem_body() {
-    let db = Db::sqlite();
-    let server = TestServer::start(&db, Options::default()).await;
+    let (_db, server) = sqlite_server(Options::default()).await;
     let get =
         |extra: &str| format!("GET /healthz HTTP/1.1\r\nhost: lb\r\n{extra}\r\n").into_bytes();
     let long_uri = format!(
@@ -197,22 +205,11 @@ async fn malformed_http_gets_a_problem_body() {
 /// problem must not be mistaken for, or spliced into, the responses before it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn malformed_request_after_good_ones_on_one_connection() {
-    let db = Db::sqlite();
-    let server = TestServer::start(&db, Options::default()).await;
-    let create = serde_json::to_vec(&worker_body("pipelined")).expect("serialise");
+    let (_db, server) = sqlite_server(Options::default()).await;
     let mut bytes =
         b"GET /healthz HTTP/1.1\r\nhost: lb\r\n\r\nHEAD /healthz HTTP/1.1\r\nhost: lb\r\n\r\n"
             .to_vec();
-    bytes.extend(request(
-        &[
-            "POST /v1/workers HTTP/1.1",
-            "host: lb",
-            "authorization: Bearer alice",
-            "idempotency-key: pipelined",
-            "content-type: application/json",
-        ],
-        &create,
-    ));
+    bytes.extend(create_request("pipelined", "pipelined"));
     bytes.extend_from_slice(b"GET /healthz HTTP/1.1\r\nhost: lb\r\nbad header: x\r\n\r\n");
     let read = exchange(server.addr(), &bytes).await.expect("an answer");
     let all = responses(&read, &["GET", "HEAD", "POST", "GET"]);
@@ -282,13 +279,12 @@ async fn hold(
 /// afterwards the process holds no more descriptors than before. Nothing global is raised.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn slow_clients_are_cut_off_without_blocking_others() {
-    let db = Db::sqlite();
     let timeout = Duration::from_secs(1);
     let opts = Options {
         header_read_timeout: timeout,
         ..Options::default()
     };
-    let server = TestServer::start(&db, opts).await;
+    let (_db, server) = sqlite_server(opts).await;
     let before = open_descriptors();
     let (slow, silent) = (200, 20);
     let start = Arc::new(Barrier::new(slow + silent + 1));
@@ -332,13 +328,12 @@ async fn slow_clients_are_cut_off_without_blocking_others() {
 /// problem) after about the timeout and the connection closes; nothing was claimed or created.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn slow_bodies_get_408_and_write_nothing() {
-    let db = Db::sqlite();
     let timeout = Duration::from_secs(1);
     let opts = Options {
         body_read_timeout: timeout,
         ..Options::default()
     };
-    let server = TestServer::start(&db, opts).await;
+    let (_db, server) = sqlite_server(opts).await;
     let start = Arc::new(Barrier::new(20));
     let tasks: Vec<_> = (0..20)
         .map(|n| {
@@ -414,8 +409,7 @@ async fn slow_bodies_get_408_and_write_nothing() {
 /// ever sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn expect_continue_is_answered_in_order() {
-    let db = Db::sqlite();
-    let server = TestServer::start(&db, Options::default()).await;
+    let (_db, server) = sqlite_server(Options::default()).await;
     let body = serde_json::to_vec(&worker_body("continued")).expect("serialise");
     let head = |key: &str, len: usize| {
         format!(
@@ -460,19 +454,8 @@ async fn expect_continue_is_answered_in_order() {
 /// Dropping the answer at the client's end of stream would be a lost response made by the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_half_closed_client_still_gets_its_answer() {
-    let db = Db::sqlite();
-    let server = TestServer::start(&db, Options::default()).await;
-    let body = serde_json::to_vec(&worker_body("half-closed")).expect("serialise");
-    let create = request(
-        &[
-            "POST /v1/workers HTTP/1.1",
-            "host: lb",
-            "authorization: Bearer alice",
-            "idempotency-key: half-closed",
-            "content-type: application/json",
-        ],
-        &body,
-    );
+    let (_db, server) = sqlite_server(Options::default()).await;
+    let create = create_request("half-closed", "half-closed");
     for (bytes, method, status) in [
         (create, "POST", 201),
         (

@@ -122,3 +122,19 @@ pub fn request(head_lines: &[&str], body: &[u8]) -> Vec<u8> {
     out.extend_from_slice(body);
     out
 }
+
+/// Alice's `POST /v1/workers` with `key` and the [`super::worker_body`] of `image`.
+pub fn create_request(key: &str, image: &str) -> Vec<u8> {
+    let body = serde_json::to_vec(&super::worker_body(image)).expect("serialise");
+    let key = format!("idempotency-key: {key}");
+    request(
+        &[
+            "POST /v1/workers HTTP/1.1",
+            "host: lb",
+            "authorization: Bearer alice",
+            &key,
+            "content-type: application/json",
+        ],
+        &body,
+    )
+}
