@@ -59,6 +59,8 @@ async fn server(url: &str, pool_size: i64) -> RunningServer {
         sweep_interval: Duration::from_secs(3600),
         pool_size,
         boot_latency: Duration::ZERO,
+        header_read_timeout: Duration::from_secs(10),
+        body_read_timeout: Duration::from_secs(10),
     };
     start(config).await.expect("start leasebroker")
 }

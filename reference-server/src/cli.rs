@@ -54,6 +54,16 @@ pub struct Args {
     /// Simulated hypervisor boot latency.
     #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
     pub boot_latency: Duration,
+    /// How long a client may take to send a request's line and headers, counted from the connection's
+    /// accept or its previous response (so also how long an idle kept-alive connection stays open).
+    /// Past it the connection is closed without a response: a client trickling its headers cannot hold
+    /// a connection, a task and a descriptor for as long as it likes.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub header_read_timeout: Duration,
+    /// How long a request's body may take to arrive in all, from the end of its headers (bodies are
+    /// at most 1 MiB). Past it the request gets 408 `request-timeout` and the connection is closed.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub body_read_timeout: Duration,
     /// PostgreSQL connection pool size.
     #[arg(long, default_value_t = 16)]
     pub max_connections: u32,
@@ -84,6 +94,14 @@ impl Args {
         );
         anyhow::ensure!(!self.retention.is_zero(), "--retention must be positive");
         anyhow::ensure!(
+            !self.header_read_timeout.is_zero(),
+            "--header-read-timeout must be positive"
+        );
+        anyhow::ensure!(
+            !self.body_read_timeout.is_zero(),
+            "--body-read-timeout must be positive"
+        );
+        anyhow::ensure!(
             !self.sweep_interval.is_zero(),
             "--sweep-interval must be positive"
         );
@@ -104,6 +122,8 @@ impl Args {
             sweep_interval: self.sweep_interval,
             pool_size: self.pool_size,
             boot_latency: self.boot_latency,
+            header_read_timeout: self.header_read_timeout,
+            body_read_timeout: self.body_read_timeout,
         })
     }
 }

@@ -32,19 +32,23 @@
 //! Problem types are `https://idemspec.dev/problems/<name>`; the full list is in [`api::ApiError`]'s
 //! module (`missing-idempotency-key`, `invalid-idempotency-key`, `request-in-progress`,
 //! `key-reused-with-different-request`, `unauthorized`, `malformed-json`, `invalid-request-body`,
-//! `unsupported-media-type`, `payload-too-large`, `not-found`, `method-not-allowed`, `pool-exhausted`,
-//! `hypervisor-error`, `internal-error`).
+//! `unsupported-media-type`, `payload-too-large`, `request-timeout`, `not-found`, `method-not-allowed`,
+//! `pool-exhausted`, `hypervisor-error`, `internal-error`, and for what hyper refuses before the
+//! router: `malformed-request`, `uri-too-long`, `request-header-fields-too-large`).
 //!
 //! # Layout
-//! - [`cli`]: flags ([`cli::Args`]) and [`cli::run`]; [`server`]: start/stop.
+//! - [`cli`]: flags ([`cli::Args`]) and [`cli::run`]; [`server`]: start/stop; [`listener`]: accepting
+//!   and serving connections (header read timeout, problem bodies for what hyper refuses, lingering
+//!   close).
 //! - [`api`]: the router, handlers, admin router, problem bodies.
 //! - [`idempotency`]: key parsing, fingerprint, the middleware/state machine, stored responses, sub-keys.
 //! - [`store`]: one trait per domain ([`store::RecordStore`], [`store::FleetStore`],
 //!   [`store::StatsStore`]), one implementation over SQLite and PostgreSQL, migrations.
 //! - [`fleet`]: node pool, leases, the simulated hypervisor and its faults.
 //! - [`sweeper`], [`flaw`], [`auth`].
-//! - `testing` (cargo feature `testing`): a throwaway PostgreSQL database per test, for this crate's
-//!   tests and the suite's.
+//! - `testing` (cargo feature `testing`): a throwaway PostgreSQL database per test, leasebroker as a
+//!   child process that can be killed, and the crash soak, for this crate's tests and examples and
+//!   the suite's tests.
 
 #![warn(missing_docs)]
 
@@ -54,6 +58,7 @@ pub mod cli;
 pub mod flaw;
 pub mod fleet;
 pub mod idempotency;
+pub mod listener;
 pub mod server;
 pub mod state;
 pub mod store;

@@ -1,4 +1,5 @@
-//! Starting and stopping a leasebroker: store, migrations, node pool, listeners, sweeper.
+//! Starting and stopping a leasebroker: store, migrations, node pool, listeners ([`crate::listener`]),
+//! sweeper.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use crate::auth::Auth;
 use crate::flaw::Behaviour;
 use crate::fleet::{Faults, Fleet, Hypervisor};
 use crate::idempotency::IdempotencyConfig;
+use crate::listener::{serve, Timeouts};
 use crate::state::AppState;
 use crate::store::{connect, DatabaseUrl, StoreError, Stores};
 use crate::sweeper;
@@ -38,6 +40,14 @@ pub struct ServerConfig {
     pub pool_size: i64,
     /// How long the simulated hypervisor takes per boot.
     pub boot_latency: Duration,
+    /// How long a connection may take to send a request's head (request line and headers), counted
+    /// from when leasebroker starts waiting for it: on accept, and after each response on a kept-alive
+    /// connection (so it is also the idle keep-alive timeout). Past it the connection is closed
+    /// without a response.
+    pub header_read_timeout: Duration,
+    /// How long a request's body may take to arrive in all, counted from the end of its head. Past
+    /// it the request is answered 408 `request-timeout` and the connection closed.
+    pub body_read_timeout: Duration,
 }
 
 /// Why a server could not start.
@@ -113,6 +123,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         fleet: Arc::new(Fleet::new(
             stores.fleet.clone(),
             hypervisor,
+            faults.clone(),
             behaviour.failed_create_writes_nothing,
         )),
         idempotency: Arc::new(config.idempotency.clone()),
@@ -131,7 +142,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         source,
     })?;
     let (shutdown, rx) = watch::channel(false);
-    let mut tasks = vec![serve(listener, app(state.clone()), rx.clone())];
+    let timeouts = Timeouts {
+        header_read: config.header_read_timeout,
+        body_read: config.body_read_timeout,
+    };
+    let mut tasks = vec![serve(listener, app(state.clone()), timeouts, rx.clone())];
     let mut admin_addr = None;
     if let Some(admin) = config.admin_listen {
         let listener = bind(admin).await?;
@@ -139,7 +154,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             addr: admin,
             source,
         })?);
-        tasks.push(serve(listener, admin_app(state.clone()), rx.clone()));
+        tasks.push(serve(
+            listener,
+            admin_app(state.clone()),
+            timeouts,
+            rx.clone(),
+        ));
     }
     tasks.push(tokio::spawn(sweeper::run(
         stores.clone(),
@@ -152,23 +172,5 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         stores,
         shutdown,
         tasks,
-    })
-}
-
-fn serve(
-    listener: TcpListener,
-    router: axum::Router,
-    mut rx: watch::Receiver<bool>,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let stop = async move {
-            let _ = rx.changed().await;
-        };
-        if let Err(err) = axum::serve(listener, router)
-            .with_graceful_shutdown(stop)
-            .await
-        {
-            tracing::error!(error = %err, "listener stopped");
-        }
     })
 }

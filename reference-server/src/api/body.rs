@@ -1,9 +1,12 @@
-//! Reading request bodies: 1 MiB limit (413), JSON only (415), and JSON errors split into
-//! syntax (400 `malformed-json`) and shape (422 `invalid-request-body`).
+//! Reading request bodies: 1 MiB limit (413), a deadline (408), JSON only (415), and JSON errors
+//! split into syntax (400 `malformed-json`) and shape (422 `invalid-request-body`).
+
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{FromRequest, Request};
 use bytes::Bytes;
+use http::request::Parts;
 use http::{header, HeaderMap};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
@@ -11,16 +14,31 @@ use serde::de::DeserializeOwned;
 use super::ApiError;
 use crate::idempotency::MAX_BODY_BYTES;
 
-/// Buffers a body of at most [`MAX_BODY_BYTES`] (else 413, also when `Content-Length` says so up front).
-pub(crate) async fn read_body(body: Body, headers: &HeaderMap) -> Result<Bytes, ApiError> {
-    let declared = headers
+/// When a request's body must have arrived, set by [`crate::listener`] on every request it hands
+/// to the router: the end of the request's head plus the body read timeout (the second field).
+/// A request without it (one built in process) has no deadline.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyDeadline(pub tokio::time::Instant, pub Duration);
+
+/// Buffers a body of at most [`MAX_BODY_BYTES`] (else 413, also when `Content-Length` says so up
+/// front) that arrives before the request's [`BodyDeadline`] (else 408).
+pub(crate) async fn read_body(body: Body, parts: &Parts) -> Result<Bytes, ApiError> {
+    let declared = parts
+        .headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Err(ApiError::PayloadTooLarge);
     }
-    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+    let collect = Limited::new(body, MAX_BODY_BYTES).collect();
+    let collected = match parts.extensions.get::<BodyDeadline>() {
+        Some(&BodyDeadline(at, timeout)) => tokio::time::timeout_at(at, collect)
+            .await
+            .map_err(|_| ApiError::RequestTimeout(timeout))?,
+        None => collect.await,
+    };
+    match collected {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => {
             Err(ApiError::PayloadTooLarge)
@@ -64,7 +82,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         if !is_json(&parts.headers) {
             return Err(ApiError::UnsupportedMediaType);
         }
-        let bytes = read_body(body, &parts.headers).await?;
+        let bytes = read_body(body, &parts).await?;
         serde_json::from_slice(&bytes)
             .map(JsonBody)
             .map_err(|e| match e.classify() {

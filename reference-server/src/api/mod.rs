@@ -9,6 +9,6 @@ mod workers;
 
 pub use admin::admin_app;
 pub(crate) use body::read_body;
-pub use body::JsonBody;
+pub use body::{BodyDeadline, JsonBody};
 pub use problem::{ApiError, PROBLEM_BASE};
 pub use router::app;

@@ -14,17 +14,25 @@
 //! | `invalid-request-body` | 422 | wrong types, unknown or missing fields, out-of-range values |
 //! | `unsupported-media-type` | 415 | a body that is not `application/json` |
 //! | `payload-too-large` | 413 | a body over 1 MiB |
+//! | `request-timeout` | 408 | the body did not arrive within `--body-read-timeout`; the connection closes |
 //! | `not-found` | 404 | unknown worker id or route |
 //! | `method-not-allowed` | 405 | known route, wrong method |
 //! | `pool-exhausted` | 503 | no free node (`Retry-After` set); nothing was written |
 //! | `hypervisor-error` | 502 | the simulated hypervisor failed a boot; a retry resumes |
 //! | `internal-error` | 500 | anything else; details only in the log |
+//! | `malformed-request` | 400 | the request line or a header is not valid HTTP/1.1 (hyper refused it) |
+//! | `uri-too-long` | 414 | the request target is too long for hyper's parser |
+//! | `request-header-fields-too-large` | 431 | more header fields or head bytes than [`crate::listener`] accepts |
+//!
+//! The last three never reach the router: hyper refuses the request while parsing it, and
+//! [`crate::listener`] puts the problem body on its answer (see [`ApiError::wire_response`]).
 
 use axum::response::{IntoResponse, Response};
 use http::{header, HeaderValue, StatusCode};
 use serde::Serialize;
 
 use crate::idempotency::KeyError;
+use crate::listener::{MAX_HEADER_FIELDS, MAX_HEAD_BYTES};
 
 /// The prefix of every problem `type`.
 pub const PROBLEM_BASE: &str = "https://idemspec.dev/problems/";
@@ -61,6 +69,10 @@ pub enum ApiError {
     /// 413 `payload-too-large`.
     #[error("the body is larger than 1 MiB")]
     PayloadTooLarge,
+    /// 408 `request-timeout` (RFC 9110 §15.5.9), with `Connection: close`: the body did not arrive
+    /// within the body read timeout (the value given).
+    #[error("the body did not arrive within {0:?}")]
+    RequestTimeout(std::time::Duration),
     /// 404 `not-found`.
     #[error("{0}")]
     NotFound(String),
@@ -78,6 +90,18 @@ pub enum ApiError {
     /// 500 `internal-error`; the cause is logged, not shown.
     #[error("internal error")]
     Internal(String),
+    /// 400 `malformed-request`: hyper could not parse the request line or a header (RFC 9112 §2–§5).
+    #[error("the request line or a header field is not valid HTTP/1.1 (RFC 9112)")]
+    MalformedRequest,
+    /// 414 `uri-too-long` (RFC 9110 §15.5.15).
+    #[error("the request target is too long")]
+    UriTooLong,
+    /// 431 `request-header-fields-too-large` (RFC 6585 §5).
+    #[error(
+        "the request has more than {MAX_HEADER_FIELDS} header fields, or its line and headers are over {} KiB",
+        MAX_HEAD_BYTES / 1024
+    )]
+    HeaderFieldsTooLarge,
 }
 
 impl ApiError {
@@ -95,12 +119,61 @@ impl ApiError {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type")
             }
             Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large"),
+            Self::RequestTimeout(_) => (StatusCode::REQUEST_TIMEOUT, "request-timeout"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),
             Self::PoolExhausted => (StatusCode::SERVICE_UNAVAILABLE, "pool-exhausted"),
             Self::Hypervisor => (StatusCode::BAD_GATEWAY, "hypervisor-error"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal-error"),
+            Self::MalformedRequest => (StatusCode::BAD_REQUEST, "malformed-request"),
+            Self::UriTooLong => (StatusCode::URI_TOO_LONG, "uri-too-long"),
+            Self::HeaderFieldsTooLarge => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "request-header-fields-too-large",
+            ),
         }
+    }
+
+    /// The problem for a request hyper refused while parsing it, by the status hyper chose for it
+    /// (400, 414, 431); `None` for any other status.
+    pub fn rejected_by_parser(status: StatusCode) -> Option<Self> {
+        match status {
+            StatusCode::BAD_REQUEST => Some(Self::MalformedRequest),
+            StatusCode::URI_TOO_LONG => Some(Self::UriTooLong),
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => Some(Self::HeaderFieldsTooLarge),
+            _ => None,
+        }
+    }
+
+    /// The RFC 9457 body: `{"type", "title", "status", "detail"}` as JSON bytes.
+    fn problem_body(&self) -> Vec<u8> {
+        let (status, name) = self.kind();
+        let problem = Problem {
+            kind: format!("{PROBLEM_BASE}{name}"),
+            title: status.canonical_reason().unwrap_or("error"),
+            status: status.as_u16(),
+            detail: self.to_string(),
+        };
+        serde_json::to_vec(&problem).expect("a problem always serialises")
+    }
+
+    /// A whole HTTP/1.1 response carrying this problem, for a connection that closes after it:
+    /// status line, `content-type: application/problem+json`, `content-length`, `connection: close`,
+    /// the `extra` header lines as given (each ending in CRLF, e.g. hyper's `date`), the body.
+    pub fn wire_response(&self, extra: &[u8]) -> Vec<u8> {
+        let (status, _) = self.kind();
+        let body = self.problem_body();
+        let mut out = format!(
+            "HTTP/1.1 {} {}\r\ncontent-type: application/problem+json\r\ncontent-length: {}\r\nconnection: close\r\n",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("error"),
+            body.len()
+        )
+        .into_bytes();
+        out.extend_from_slice(extra);
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&body);
+        out
     }
 
     /// An internal error from any displayable cause (logged with its chain).
@@ -127,17 +200,11 @@ struct Problem<'a> {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, name) = self.kind();
+        let (status, _) = self.kind();
         if let Self::Internal(cause) = &self {
             tracing::error!(%cause, "internal error");
         }
-        let problem = Problem {
-            kind: format!("{PROBLEM_BASE}{name}"),
-            title: status.canonical_reason().unwrap_or("error"),
-            status: status.as_u16(),
-            detail: self.to_string(),
-        };
-        let body = serde_json::to_vec(&problem).expect("a problem always serialises");
+        let body = self.problem_body();
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(
@@ -153,6 +220,10 @@ impl IntoResponse for ApiError {
             }
             Self::Unauthorized(_) => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            // The rest of the body may still be on its way: this connection is done.
+            Self::RequestTimeout(_) => {
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
             _ => {}
         }

@@ -9,7 +9,7 @@
 //! - `slow-<N>ms…` (e.g. `slow-5000ms`): the boot takes N ms more;
 //! - `hang…`: the boot never finishes (until the process stops).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,9 +22,49 @@ pub struct Faults {
     fail_next_boots: AtomicU64,
     panic_next_boots: AtomicU64,
     hang_boots: AtomicBool,
-    crash_after_boot_call: AtomicBool,
+    /// The armed [`CrashPoint`] as [`CrashPoint::code`], 0 when none.
+    crash_at: AtomicU8,
     /// The `fail-once…` images that have failed their one time (per process).
     failed_once: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+/// A point in a create where an armed `crash_at` fault aborts the process, as a crash or a SIGKILL
+/// would: no cleanup runs, and only what was committed before it survives. Each is a different
+/// resume path for the retry that follows (one leaves nothing, one a node and a lease, one a pending
+/// boot with a running instance, one a finished worker under an in-flight record).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize, serde::Serialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum CrashPoint {
+    /// In the idempotency layer, after the key and body were read, before the claim.
+    BeforeClaim,
+    /// After the node allocation and the lease were written, before the boot's pending row.
+    AfterLease,
+    /// After the hypervisor recorded the instance, before the boot row is completed.
+    AfterBootCall,
+    /// After the handler produced its response (the worker exists), before the record is completed.
+    BeforeComplete,
+}
+
+impl CrashPoint {
+    /// Every point, in the order a create passes them.
+    pub const ALL: [Self; 4] = [
+        Self::BeforeClaim,
+        Self::AfterLease,
+        Self::AfterBootCall,
+        Self::BeforeComplete,
+    ];
+
+    /// The point's code in [`Faults`] (never 0).
+    fn code(self) -> u8 {
+        match self {
+            Self::BeforeClaim => 1,
+            Self::AfterLease => 2,
+            Self::AfterBootCall => 3,
+            Self::BeforeComplete => 4,
+        }
+    }
 }
 
 /// A change to [`Faults`]; absent fields are left as they are.
@@ -38,8 +78,11 @@ pub struct FaultSettings {
     pub panic_next_boots: Option<u64>,
     /// While true, boots hang (until set back to false).
     pub hang_boots: Option<bool>,
-    /// The next boot call is issued (the hypervisor records the instance), then the process aborts.
+    /// The next boot call is issued (the hypervisor records the instance), then the process aborts:
+    /// `true` is `crash_at: after_boot_call`; `false` disarms whatever crash is armed.
     pub crash_after_boot_call: Option<bool>,
+    /// The next create to reach this point aborts the process (one shot; see [`CrashPoint`]).
+    pub crash_at: Option<CrashPoint>,
 }
 
 impl Faults {
@@ -55,7 +98,28 @@ impl Faults {
             self.hang_boots.store(hang, Ordering::SeqCst);
         }
         if let Some(crash) = settings.crash_after_boot_call {
-            self.crash_after_boot_call.store(crash, Ordering::SeqCst);
+            let code = if crash {
+                CrashPoint::AfterBootCall.code()
+            } else {
+                0
+            };
+            self.crash_at.store(code, Ordering::SeqCst);
+        }
+        if let Some(point) = settings.crash_at {
+            self.crash_at.store(point.code(), Ordering::SeqCst);
+        }
+    }
+
+    /// Aborts the process if a crash is armed at `point` (and disarms it, for the restarted process
+    /// has its own faults anyway).
+    pub fn crash_if(&self, point: CrashPoint) {
+        let armed = self
+            .crash_at
+            .compare_exchange(point.code(), 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok();
+        if armed {
+            eprintln!("leasebroker: fault crash_at {point:?}: aborting");
+            std::process::abort();
         }
     }
 
@@ -137,14 +201,7 @@ impl Hypervisor {
                 now_ms(),
             )
             .await?;
-        if self
-            .faults
-            .crash_after_boot_call
-            .swap(false, Ordering::SeqCst)
-        {
-            eprintln!("leasebroker: fault crash_after_boot_call: aborting after boot {tag}");
-            std::process::abort();
-        }
+        self.faults.crash_if(CrashPoint::AfterBootCall);
         Ok(instance_id)
     }
 

@@ -3,5 +3,5 @@
 mod hypervisor;
 mod service;
 
-pub use hypervisor::{FaultSettings, Faults, Hypervisor, HypervisorError};
+pub use hypervisor::{CrashPoint, FaultSettings, Faults, Hypervisor, HypervisorError};
 pub use service::{CreateIds, Fleet, FleetError, WorkerSpec};

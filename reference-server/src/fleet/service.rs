@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{Hypervisor, HypervisorError};
+use super::{CrashPoint, Faults, Hypervisor, HypervisorError};
 use crate::idempotency::{now_ms, OpSeed};
 use crate::store::{FleetStore, NewWorker, StoreError, Worker};
 
@@ -65,21 +65,25 @@ impl CreateIds {
 pub struct Fleet {
     store: Arc<dyn FleetStore>,
     hypervisor: Hypervisor,
+    faults: Arc<Faults>,
     /// False only under the `failed-create-leaves-worker` flaw.
     failed_create_writes_nothing: bool,
 }
 
 impl Fleet {
-    /// A fleet over `store` and `hypervisor`; `failed_create_writes_nothing` is
+    /// A fleet over `store` and `hypervisor`, crashing where `faults` say;
+    /// `failed_create_writes_nothing` is
     /// [`Behaviour::failed_create_writes_nothing`](crate::flaw::Behaviour).
     pub fn new(
         store: Arc<dyn FleetStore>,
         hypervisor: Hypervisor,
+        faults: Arc<Faults>,
         failed_create_writes_nothing: bool,
     ) -> Self {
         Self {
             store,
             hypervisor,
+            faults,
             failed_create_writes_nothing,
         }
     }
@@ -109,6 +113,7 @@ impl Fleet {
         self.store
             .ensure_lease(&lease_id, node_id, principal, now)
             .await?;
+        self.faults.crash_if(CrashPoint::AfterLease);
         let booted = self.boot(&boot_id, &worker_id, node_id, &spec.image).await;
         let worker = |instance_id: String| NewWorker {
             id: worker_id,

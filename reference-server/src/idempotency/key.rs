@@ -163,9 +163,39 @@ mod tests {
             prop_assert_eq!(parsed.as_str(), key.as_str());
         }
 
+        /// Any bytes: no panic; an accepted key is 1–255 printable ASCII characters, and its
+        /// sf-string form parses back to it (so a client may always send the quoted form).
         #[test]
-        fn never_panics(raw in proptest::collection::vec(any::<u8>(), 0..300)) {
-            let _ = IdempotencyKey::parse(&raw);
+        fn accepted_keys_are_bounded_printable_and_quotable(
+            quoted in any::<bool>(),
+            inner in proptest::collection::vec(prop_oneof![3 => 0x20_u8..=0x7e, 1 => any::<u8>()], 0..300),
+        ) {
+            // Mostly printable bytes, half of the time between quotes, so many are accepted.
+            let raw = if quoted { [&b"\""[..], &inner, b"\""].concat() } else { inner };
+            let Ok(key) = IdempotencyKey::parse(&raw) else {
+                return Ok(());
+            };
+            let key = key.as_str();
+            prop_assert!((1..=MAX_KEY_LEN).contains(&key.len()));
+            prop_assert!(key.bytes().all(|b| (0x20..=0x7e).contains(&b)));
+            let quoted = format!("\"{}\"", key.replace('\\', "\\\\").replace('"', "\\\""));
+            prop_assert_eq!(IdempotencyKey::parse(quoted.as_bytes()).map(|k| k.0), Ok(key.to_owned()));
+        }
+
+        /// A bare key (not starting with `"`) is accepted exactly when it is 1–255 visible ASCII
+        /// characters, and then unchanged.
+        #[test]
+        fn bare_keys_are_accepted_exactly_when_visible_ascii(
+            raw in proptest::collection::vec(prop_oneof![0x21_u8..=0x7e, any::<u8>()], 0..300),
+        ) {
+            prop_assume!(raw.first() != Some(&b'"'));
+            let valid = (1..=MAX_KEY_LEN).contains(&raw.len())
+                && raw.iter().all(|b| (0x21..=0x7e).contains(b));
+            let parsed = IdempotencyKey::parse(&raw);
+            prop_assert_eq!(parsed.is_ok(), valid, "{:?}", parsed);
+            if let Ok(key) = parsed {
+                prop_assert_eq!(key.as_str().as_bytes(), &raw[..]);
+            }
         }
     }
 }

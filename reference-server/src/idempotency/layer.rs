@@ -25,6 +25,7 @@ use super::{is_storable, Fingerprint, IdempotencyKey, OpSeed};
 use crate::api::{read_body, ApiError};
 use crate::auth::Principal;
 use crate::flaw::{Behaviour, Flaws};
+use crate::fleet::CrashPoint;
 use crate::state::AppState;
 use crate::store::{IdempotencyRecord, RecordState, RecordStore, Scope};
 
@@ -115,7 +116,7 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
     };
 
     let (parts, body) = req.into_parts();
-    let body = read_body(body, &parts.headers).await?;
+    let body = read_body(body, &parts).await?;
     let fingerprint = Fingerprint::of(
         method.as_str(),
         parts.uri.path(),
@@ -124,6 +125,7 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
     );
     let (scope, fingerprint) = scope_of(behaviour, &principal, &endpoint, &key, &fingerprint);
 
+    state.faults.crash_if(CrashPoint::BeforeClaim);
     let records = state.stores.records.as_ref();
     let decision = if behaviour.atomic_claim {
         claim(records, &scope, &fingerprint, &endpoint, &cfg, behaviour).await?
@@ -139,8 +141,7 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
         Decision::Run { started_at, nonce } => {
             let seed = seed.salted(&nonce);
             let req = rebuild(parts, body, seed);
-            let records = state.stores.records.clone();
-            run_owned(records, scope, started_at, req, next, &cfg, behaviour).await
+            run_owned(&state, scope, started_at, req, next).await
         }
         Decision::RunUnowned => Ok(next.run(rebuild(parts, body, OpSeed::random())).await),
         Decision::Replay(record) => {
@@ -327,16 +328,16 @@ async fn check_then_act(
 /// Runs the handler for the record's owner in its own task and records the outcome. A drop guard marks
 /// the record failed if the task unwinds (a panic), so the row never stays in flight because of one.
 async fn run_owned(
-    store: Arc<dyn RecordStore>,
+    state: &AppState,
     scope: Scope,
     started_at: i64,
     req: Request,
     next: Next,
-    cfg: &IdempotencyConfig,
-    behaviour: Behaviour,
 ) -> Result<Response, ApiError> {
-    let retention = ms(cfg.retention);
-    let store_5xx = !behaviour.fail_on_5xx;
+    let store = state.stores.records.clone();
+    let faults = state.faults.clone();
+    let retention = ms(state.idempotency.retention);
+    let store_5xx = !state.behaviour.fail_on_5xx;
     let task = tokio::spawn(async move {
         let mut guard = FailOnDrop {
             store: Some(store.clone()),
@@ -353,6 +354,7 @@ async fn run_owned(
                     .into_response();
             }
         };
+        faults.crash_if(CrashPoint::BeforeComplete);
         let recorded = if is_storable(parts.status) || (store_5xx && parts.status.is_server_error())
         {
             let stored = encode(parts.status, &parts.headers, &body);

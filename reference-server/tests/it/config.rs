@@ -20,6 +20,8 @@ fn config_error(argv: &[&str]) -> String {
 fn flag_errors() {
     insta::assert_snapshot!(config_error(&[]), @"give --tokens FILE, or --dev to accept any bearer token");
     insta::assert_snapshot!(config_error(&["--dev", "--in-flight-ttl", "0s"]), @"--in-flight-ttl must be positive");
+    insta::assert_snapshot!(config_error(&["--dev", "--header-read-timeout", "0s"]), @"--header-read-timeout must be positive");
+    insta::assert_snapshot!(config_error(&["--dev", "--body-read-timeout", "0s"]), @"--body-read-timeout must be positive");
     let bad_ttl = config_error(&["--dev", "--in-flight-ttl", "soon"]);
     assert!(
         bad_ttl.contains("invalid value 'soon' for '--in-flight-ttl"),

@@ -2,66 +2,39 @@
 //! abort right after the hypervisor booted), restarts on the same database, and a retrying client gets
 //! 409 within the in-flight TTL and then one completed create; no leaked lease, no orphan pending boot.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use leasebroker::testing::{ServerCommand, ServerProcess};
 use serde_json::json;
 
 use crate::support::{worker_body, Client, Db, HungCreate};
 
 const TTL_SECS: u64 = 6;
 
-struct Process {
-    child: Child,
-    client: Client,
-}
-
-fn spawn(db: &Db) -> Process {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_leasebroker"))
-        .args([
-            "--dev",
-            "--listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-        ])
-        .args([
-            "--database-url",
-            &db.url(),
-            "--in-flight-ttl",
-            &format!("{TTL_SECS}s"),
-        ])
-        .args(["--boot-latency", "20ms"])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn leasebroker");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let mut addr = |prefix: &str| {
-        let line = lines.next().expect("a start-up line").expect("read stdout");
-        line.strip_prefix(prefix)
-            .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"))
-            .to_owned()
-    };
-    let base = addr("leasebroker listening on ");
-    let admin = addr("leasebroker admin listening on ");
-    Process {
-        child,
-        client: Client::new(base, admin),
-    }
+/// A leasebroker process on `db` and a client for it.
+async fn spawn(db: &Db) -> (ServerProcess, Client) {
+    let command = ServerCommand::binary(env!("CARGO_BIN_EXE_leasebroker"));
+    let flags = [
+        "--in-flight-ttl",
+        &format!("{TTL_SECS}s"),
+        "--boot-latency",
+        "20ms",
+    ]
+    .map(str::to_owned);
+    let process = ServerProcess::start(&command, &db.url(), &flags)
+        .await
+        .expect("start leasebroker");
+    let client = Client::new(process.base.clone(), process.admin.clone());
+    (process, client)
 }
 
 async fn recovers(db: &Db, fault: &str) {
-    let mut first = spawn(db);
-    let c = first.client.clone();
+    let (mut first, c) = spawn(db).await;
     let started = Instant::now();
     match fault {
         "sigkill" => {
             let mut hung = HungCreate::start(&c, "crash").await;
-            first.child.kill().expect("SIGKILL the server");
+            first.child.start_kill().expect("SIGKILL the server");
             hung.abandon().await;
         }
         _ => {
@@ -76,14 +49,10 @@ async fn recovers(db: &Db, fault: &str) {
             assert!(died.is_err(), "the server must abort before answering");
         }
     }
-    let status = tokio::task::spawn_blocking(move || first.child.wait())
-        .await
-        .expect("join")
-        .expect("wait");
+    let status = first.child.wait().await.expect("wait");
     assert!(!status.success());
 
-    let mut second = spawn(db);
-    let c = second.client.clone();
+    let (mut second, c) = spawn(db).await;
     let early = c
         .create("alice", Some("crash"), &worker_body("ubuntu"))
         .await;
@@ -118,8 +87,7 @@ async fn recovers(db: &Db, fault: &str) {
     assert_eq!(replay.body, done.body);
     let stats = c.stats().await;
     crate::support::assert_one_of_everything(&stats);
-    second.child.kill().expect("stop the server");
-    let _ = tokio::task::spawn_blocking(move || second.child.wait()).await;
+    second.child.kill().await.expect("stop the server");
 }
 
 /// SIGKILL while the hypervisor call hangs: the retry boots once (no instance carries the tag yet).

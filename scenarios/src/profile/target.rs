@@ -459,8 +459,15 @@ impl TargetProfile {
                     }
                 }
                 (None, Some(tcp)) => {
-                    if tcp.value.rsplit_once(':').is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err()) {
-                        at(&tcp.referenced, format!("process.ready.tcp `{}` must be host:port", tcp.value));
+                    if tcp
+                        .value
+                        .rsplit_once(':')
+                        .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+                    {
+                        at(
+                            &tcp.referenced,
+                            format!("process.ready.tcp `{}` must be host:port", tcp.value),
+                        );
                     }
                 }
                 _ => at(

@@ -1,9 +1,10 @@
 //! Test helpers: databases (file SQLite, a fresh PostgreSQL database per test), in-process servers on
-//! 127.0.0.1:0, a small HTTP client, and a create held in flight.
+//! 127.0.0.1:0, a small HTTP client, raw HTTP/1.1 over a socket, and a create held in flight.
 
 pub mod client;
 pub mod db;
 pub mod hung;
+pub mod raw;
 pub mod server;
 
 pub use client::{Client, Resp};

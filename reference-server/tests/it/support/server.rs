@@ -25,6 +25,10 @@ pub struct Options {
     pub pool_size: i64,
     /// Boot latency.
     pub boot_latency: Duration,
+    /// Header read timeout.
+    pub header_read_timeout: Duration,
+    /// Body read timeout.
+    pub body_read_timeout: Duration,
 }
 
 impl Default for Options {
@@ -36,6 +40,8 @@ impl Default for Options {
             sweep_interval: Duration::from_secs(60),
             pool_size: 100,
             boot_latency: Duration::from_millis(50),
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -77,6 +83,8 @@ impl TestServer {
             sweep_interval: opts.sweep_interval,
             pool_size: opts.pool_size,
             boot_latency: opts.boot_latency,
+            header_read_timeout: opts.header_read_timeout,
+            body_read_timeout: opts.body_read_timeout,
         };
         let server = start(config).await.expect("start leasebroker");
         let client = Client::new(
@@ -90,6 +98,14 @@ impl TestServer {
             server: Some(server),
             client,
         }
+    }
+
+    /// The public listener's address (for raw sockets).
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.server
+            .as_ref()
+            .expect("the server runs until stop")
+            .addr()
     }
 
     /// Stops the server (in-flight requests get 2 s).

@@ -1,5 +1,4 @@
-//! Test support (cargo feature `testing`), shared by leasebroker's tests and the suite's: a throwaway
-//! PostgreSQL database per test.
+//! A throwaway PostgreSQL database per test.
 //!
 //! The server comes from `IDEMSPEC_TEST_PG_URL` (default `postgres://postgres@127.0.0.1:5432/test`;
 //! that database must exist). When it is unreachable a test skips with a note, unless `CI=true`, where
