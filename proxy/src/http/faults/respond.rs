@@ -17,7 +17,7 @@ pub(super) fn apply(
     body: &str,
     content_type: Option<&str>,
 ) -> Response<ResponseBody> {
-    let status = StatusCode::from_u16(status.get()).expect("Status is validated to 100..=599");
+    let status = StatusCode::from_u16(status.get()).expect("Status is validated to 200..=599");
     flight.synthetic(
         status,
         content_type.unwrap_or(DEFAULT_CONTENT_TYPE),
