@@ -68,16 +68,20 @@ impl Shared {
         }
     }
 
-    /// Replaces the HTTP rule set with `make(current)`, atomically.
-    pub(crate) fn replace_http_rules(&self, make: impl FnOnce(&RuleSet) -> RuleSet) {
+    /// Replaces the HTTP rule set with `make(current)`, atomically; an error leaves it as it was.
+    pub(crate) fn replace_http_rules<E>(
+        &self,
+        make: impl FnOnce(&RuleSet) -> Result<RuleSet, E>,
+    ) -> Result<(), E> {
         let mut guard = self
             .http_rules
             .write()
             .expect("rule lock is never poisoned");
-        let set = make(&guard);
+        let set = make(&guard)?;
         let any = !set.rules.is_empty();
         *guard = Arc::new(set);
         self.any_http_rules.store(any, Ordering::Release);
+        Ok(())
     }
 
     /// The rules a new request is matched against; `None` when there are none (pass-through).

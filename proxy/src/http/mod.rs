@@ -44,5 +44,5 @@ mod upstream;
 
 pub(crate) use conn::serve_connection;
 pub(crate) use ctl::ConnRegistry;
-pub(crate) use synthetic::{problem_body, PROBLEM_JSON};
+pub(crate) use synthetic::{problem_document, PROBLEM_JSON};
 pub(crate) use upstream::Forwarder;

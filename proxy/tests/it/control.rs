@@ -195,3 +195,77 @@ async fn a_half_sent_control_request_does_not_hold_the_shutdown() {
     assert!(started.elapsed() >= std::time::Duration::from_millis(200));
     drop(stalled);
 }
+
+/// Rules the proxy could not serve as written are rejected, each with a problem that points at
+/// the rule and field (a JSON pointer into the body), and the rules in force stay.
+#[tokio::test]
+async fn unservable_rules_are_rejected_with_a_pointer_to_the_field() {
+    let upstream = Upstream::start().await;
+    let proxy = start(ProxyConfig {
+        upstream: upstream.url(),
+        rules: rules("- name: keep\n  match: {path: /k}\n  fault: refuse\n"),
+        control: Some("127.0.0.1:0".parse().unwrap()),
+        ..ProxyConfig::default()
+    })
+    .await
+    .unwrap();
+    let control = format!("http://{}", proxy.control_addr().unwrap());
+    let client = http();
+    let respond = |options: Value| json!([{"name": "r", "fault": {"respond": options}}]);
+    let cases = [
+        (
+            "PUT",
+            respond(json!({"status": 502, "content_type": "a\nb"})),
+            "/0/fault/respond/content_type",
+            "media type",
+        ),
+        (
+            "PUT",
+            respond(json!({"status": 101})),
+            "/0/fault/respond/status",
+            "200..=599",
+        ),
+        (
+            "PUT",
+            json!([{"name": "", "fault": "refuse"}]),
+            "/0/name",
+            "empty",
+        ),
+        (
+            "PUT",
+            json!([{"name": "a", "fault": "refuse"}, {"name": "b", "fault": "refuse"}, {"name": "a", "fault": "refuse"}]),
+            "/2/name",
+            "`a`",
+        ),
+        (
+            "POST",
+            json!({"name": "keep", "fault": "refuse"}),
+            "/name",
+            "`keep`",
+        ),
+        (
+            "PUT",
+            json!([{"name": "p", "match": {"nth": 0}, "fault": "refuse"}]),
+            "/0/match/nth",
+            "at least 1",
+        ),
+    ];
+    for (method, body, pointer, says) in cases {
+        let req = match method {
+            "PUT" => client.put(format!("{control}/rules")),
+            _ => client.post(format!("{control}/rules")),
+        };
+        let resp = req.json(&body).send().await.unwrap();
+        assert_eq!(resp.status(), 400, "{body}");
+        assert_eq!(resp.headers()["content-type"], "application/problem+json");
+        let problem: Value = resp.json().await.unwrap();
+        assert_eq!(problem["pointer"], pointer, "{body}: {problem}");
+        assert!(
+            problem["detail"].as_str().unwrap().contains(says),
+            "{body}: {problem}"
+        );
+    }
+    assert_eq!(proxy.rules().len(), 1, "the old rules stay");
+    assert_eq!(proxy.rules()[0].name, "keep");
+    proxy.shutdown().await;
+}
