@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use idemspec_scenarios::rules::{check_upstream, Mode};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 
 use crate::config::ProxyConfig;
@@ -16,10 +16,24 @@ use crate::http::Forwarder;
 use crate::matcher::{RuleSet, TcpRuleSet};
 use crate::server::{Shared, Upstream};
 
-async fn bind(addr: SocketAddr) -> Result<TcpListener, ProxyError> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| ProxyError::Bind { addr, source })
+/// How many connections the kernel queues for `accept`. tokio's `bind` asks for 128, as std
+/// does: a burst of more (200 clients at once, or slow clients arriving with real ones) has its
+/// surplus SYNs dropped, and those clients wait out the 1 s retransmission timeout. Linux caps
+/// it at `net.core.somaxconn` (4096 by default since 5.4).
+const BACKLOG: u32 = 1024;
+
+/// A listener on `addr` with room for a burst of connections.
+fn bind(addr: SocketAddr) -> Result<TcpListener, ProxyError> {
+    let err = |source| ProxyError::Bind { addr, source };
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4(),
+        SocketAddr::V6(_) => TcpSocket::new_v6(),
+    }
+    .map_err(err)?;
+    // As tokio's `bind`: a restarted proxy can bind the port its predecessor left in TIME_WAIT.
+    socket.set_reuseaddr(true).map_err(err)?;
+    socket.bind(addr).map_err(err)?;
+    socket.listen(BACKLOG).map_err(err)
 }
 
 /// Starts a proxy: binds `config.listen` (and `config.control`), then serves in the background.
@@ -54,13 +68,13 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     }
     let http_rules = RuleSet::compile(config.rules)?;
     let tcp_rules = TcpRuleSet::compile(config.tcp_rules)?;
-    let listener = bind(config.listen).await?;
+    let listener = bind(config.listen)?;
     let addr = listener.local_addr().map_err(|source| ProxyError::Bind {
         addr: config.listen,
         source,
     })?;
     let control = match config.control {
-        Some(c) => Some(bind(c).await?),
+        Some(c) => Some(bind(c)?),
         None => None,
     };
     let workers = match config.io_threads {
