@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::error::ProxyError;
 use crate::handle::ProxyHandle;
@@ -54,7 +54,10 @@ pub fn router(handle: ProxyHandle) -> Router {
         .with_state(handle)
 }
 
-/// Serves the control API for `handle` on `listener` until the proxy `shared` shuts down.
+/// Serves the control API for `handle` on `listener` until the proxy `shared` shuts down; then
+/// waits for the connections in progress (the handle's shutdown cuts them after the grace
+/// period). Each connection is served as the proxy's are (`http::serve_control`): a problem body
+/// for every error, the lingering close.
 pub(crate) fn spawn(
     listener: TcpListener,
     handle: ProxyHandle,
@@ -62,11 +65,26 @@ pub(crate) fn spawn(
 ) -> JoinHandle<()> {
     let app = router(handle);
     tokio::spawn(async move {
-        let serve = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { shared.shutting_down().await });
-        if let Err(err) = serve.await {
-            tracing::warn!(error = %err, "control API stopped");
+        let mut conns = JoinSet::new();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _peer)) => {
+                        let _ = stream.set_nodelay(true);
+                        conns.spawn(crate::http::serve_control(stream, shared.clone(), app.clone()));
+                    }
+                    Err(err) => {
+                        // Typically EMFILE; back off instead of spinning.
+                        tracing::warn!(error = %err, "control API: accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    }
+                },
+                Some(_) = conns.join_next(), if !conns.is_empty() => {}
+                () = shared.shutting_down() => break,
+            }
         }
+        drop(listener);
+        while conns.join_next().await.is_some() {}
     })
 }
 

@@ -14,7 +14,9 @@
 //! ```
 //!
 //! - `conn`, `ctl`: the downstream connection's task, and the signals (close, reset, shutdown,
-//!   new upstream connection) that reach it.
+//!   new upstream connection) that reach it. The control API's connections are served by
+//!   `conn` too, for the same edges: `rejects` (hyper's own answers to unparseable heads, given
+//!   a problem body), `linger` (a close that lets a client still sending read its answer).
 //! - `service`: one request: its [`ctx::RequestCtx`], its rule, and the dispatch.
 //! - `flight`: what a fault works with: [`flight::Flight`] (the request, not yet forwarded) and
 //!   [`flight::Reply`] (the way back to the client).
@@ -36,13 +38,15 @@ mod detach;
 mod faults;
 mod flight;
 mod headers;
+mod linger;
 mod link;
 mod receipt;
+mod rejects;
 mod service;
 mod synthetic;
 mod upstream;
 
-pub(crate) use conn::serve_connection;
+pub(crate) use conn::{serve_connection, serve_control};
 pub(crate) use ctl::ConnRegistry;
 pub(crate) use synthetic::{problem_document, PROBLEM_JSON};
 pub(crate) use upstream::Forwarder;

@@ -2,7 +2,9 @@
 //! received (`support::upstream`), the proxy in between, and real clients.
 
 mod control;
+mod early_answers;
 mod faults;
+mod malformed;
 mod matching;
 mod passthrough;
 mod support;
