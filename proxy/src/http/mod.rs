@@ -10,7 +10,7 @@
 //!                                                               reset_mid_response
 //! Flight:  forward | pass | drain | buffer | synthetic | abort
 //!   └─ forward ─► upstream (Forwarder) over the connection's UpstreamLink ─► upstream
-//!                 └─► Reply: send | send_cut | send_buffered | discard | problem | abort
+//!                 └─► Reply: send | send_cut | send_buffered | discard | no_response | abort
 //! ```
 //!
 //! - `conn`, `ctl`: the downstream connection's task, and the signals (close, reset, shutdown,
