@@ -57,7 +57,7 @@ pub fn router(handle: ProxyHandle) -> Router {
 /// Serves the control API for `handle` on `listener` until the proxy `shared` shuts down; then
 /// waits for the connections in progress (the handle's shutdown cuts them after the grace
 /// period). Each connection is served as the proxy's are (`http::serve_control`): a problem body
-/// for every error, the lingering close.
+/// for every error, the header-read timeout, the lingering close.
 pub(crate) fn spawn(
     listener: TcpListener,
     handle: ProxyHandle,

@@ -30,6 +30,8 @@ pub(crate) struct Shared {
     /// Turns `true` once when the proxy shuts down.
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) grace: Duration,
+    /// How long a downstream connection may take to send a request head; `None`: no limit.
+    pub(crate) header_read_timeout: Option<Duration>,
     /// The single-threaded runtimes connections are pinned to; `None`: the caller's runtime.
     pub(crate) workers: Option<crate::workers::Workers>,
     /// The live HTTP downstream connections, told when the proxy shuts down.
@@ -44,14 +46,15 @@ pub(crate) enum Upstream {
 }
 
 impl Shared {
-    /// Shared state for a proxy with these rule sets, event log, upstream and shutdown signal.
+    /// Shared state for a proxy with these rule sets, event log, upstream, shutdown signal, and
+    /// times (the shutdown's grace period, the header-read timeout).
     pub(crate) fn new(
         mode: Mode,
         (http_rules, tcp_rules): (RuleSet, TcpRuleSet),
         events: Arc<EventLog>,
         upstream: Upstream,
         shutdown: watch::Receiver<bool>,
-        grace: Duration,
+        (grace, header_read_timeout): (Duration, Option<Duration>),
         workers: Option<crate::workers::Workers>,
     ) -> Self {
         Self {
@@ -63,6 +66,7 @@ impl Shared {
             upstream,
             shutdown,
             grace,
+            header_read_timeout,
             workers,
             http_conns: crate::http::ConnRegistry::default(),
         }

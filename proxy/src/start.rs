@@ -66,6 +66,9 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
             ),
         });
     }
+    // Zero would cut every connection before its first byte: it means no limit, as `0` does
+    // for the command-line flag.
+    let header_read_timeout = config.header_read_timeout.filter(|t| !t.is_zero());
     let http_rules = RuleSet::compile(config.rules)?;
     let tcp_rules = TcpRuleSet::compile(config.tcp_rules)?;
     let listener = bind(config.listen)?;
@@ -93,10 +96,16 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         Arc::new(EventLog::new(config.event_capacity)),
         upstream,
         stopped,
-        config.shutdown_grace,
+        (config.shutdown_grace, header_read_timeout),
         workers,
     ));
     let mut tasks = vec![tokio::spawn(crate::server::run(listener, shared.clone()))];
+    if let Some(timeout) = header_read_timeout {
+        tasks.push(tokio::spawn(crate::http::sweep_slow_heads(
+            shared.clone(),
+            timeout,
+        )));
+    }
     let control_addr = control.as_ref().and_then(|l| l.local_addr().ok());
     let handle = ProxyHandle::new(shared.clone(), addr, control_addr, stop);
     if let Some(listener) = control {

@@ -1,13 +1,14 @@
 //! One downstream connection: hyper's HTTP/1.1 server over a [`FaultIo`] that lets a fault close
 //! or reset the connection from inside a request. The control API's connections are served the
 //! same way, for the same edges: hyper's own rejections rewritten with a problem body
-//! (`rejects`) and the lingering close (`linger`).
+//! (`rejects`), the header-read timeout (`head_timer`), and the lingering close (`linger`).
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use http::StatusCode;
@@ -19,7 +20,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::ctl::{ConnCtl, ConnRegistry, ABORT, NEW_UPSTREAM, SHUTDOWN};
+use super::ctl::{ConnCtl, ConnRegistry, ABORT, NEW_UPSTREAM, SHUTDOWN, SLOW_HEAD};
+use super::head_timer::{Expiry, Timed};
 use super::linger::{linger, LINGER};
 use super::link::{UpstreamConn, UpstreamLink};
 use super::rejects::{problem_response, reject_status};
@@ -70,7 +72,12 @@ impl AsyncRead for FaultIo {
         if self.held.is_some() {
             ready!(self.poll_release(cx))?;
         }
-        Pin::new(&mut self.stream).poll_read(cx, buf)
+        let read = Pin::new(&mut self.stream).poll_read(cx, buf);
+        // Ready means bytes or EOF; an EOF marks a head begun on a connection that is ending.
+        if read.is_ready() {
+            self.ctl.head.read();
+        }
+        read
     }
 }
 
@@ -147,21 +154,31 @@ enum Ended {
     Aborted,
     /// hyper's connection finished, well or not.
     Served(hyper::Result<()>),
+    /// A request head took longer than the header-read timeout; `started`: a byte of it came.
+    SlowHead { started: bool },
 }
 
 impl FaultIo {
     /// Ends the connection after hyper's part: the answer hyper could not give (a problem for a
-    /// head it could not parse, or its held response), then a lingering close, bounded by
-    /// [`LINGER`] and the proxy's shutdown.
-    async fn finish(mut self, ended: Ended, who: Speaker, shared: &Shared) {
+    /// head it could not parse or that came too slowly, or its held response), then a lingering
+    /// close, bounded by [`LINGER`] and the proxy's shutdown.
+    async fn finish(mut self, ended: Ended, who: Speaker, timeout: Duration, shared: &Shared) {
         let answer = match (ended, self.held.take()) {
-            (Ended::Aborted, _) => return,
+            (Ended::Aborted, _) | (Ended::SlowHead { started: false }, None) => return,
             (Ended::Served(Err(err)), Some(held)) if err.is_parse() => {
                 let status = StatusCode::from_u16(held.status).expect("a status hyper sent");
                 let detail = format!("{} could not parse the request: {err}", who.name());
                 problem_response(status, &detail)
             }
             (_, Some(held)) => held.bytes[held.written..].to_vec(),
+            (Ended::SlowHead { started: true }, None) => {
+                let detail = format!(
+                    "{} did not receive a whole request head within {}",
+                    who.name(),
+                    humantime::format_duration(timeout)
+                );
+                problem_response(StatusCode::REQUEST_TIMEOUT, &detail)
+            }
             (Ended::Served(_), None) => Vec::new(),
         };
         let stream = &mut self.stream;
@@ -186,11 +203,13 @@ struct Upstreams {
 
 /// A downstream connection's task: hyper's server connection and the upstream connections its
 /// requests opened (polled here, so an exchange never hops between tasks or threads). Ends when
-/// the server connection does or a fault aborts it; a shutdown lets the exchange in progress
-/// end.
+/// the server connection does, a fault aborts it or the header-read sweep finds its head
+/// overdue; a shutdown lets the exchange in progress end.
 struct ConnTask<S: HttpService<Incoming>> {
     conn: http1::Connection<TokioIo<FaultIo>, S>,
     upstream: Option<Upstreams>,
+    /// The header-read timeout.
+    head: Option<Duration>,
     ctl: Arc<ConnCtl>,
     graceful: bool,
 }
@@ -225,6 +244,16 @@ where
                 }
             }
         }
+        if flags & SLOW_HEAD != 0 {
+            this.ctl.clear(SLOW_HEAD);
+            // Checked again: the head may have completed since the sweep looked.
+            if let Some(timeout) = this.head {
+                if let Expiry::Expired { started } = this.ctl.head.check(timeout) {
+                    tracing::debug!(started, "request head too slow, closing the connection");
+                    return Poll::Ready(Ended::SlowHead { started });
+                }
+            }
+        }
         match Pin::new(&mut this.conn).poll(cx) {
             Poll::Ready(result) => {
                 if let Err(err) = &result {
@@ -237,8 +266,8 @@ where
     }
 }
 
-/// Serves `stream` with `service` until the client closes it, a fault ends it or the proxy shuts
-/// down (idle keep-alive connections close at once, busy ones after their
+/// Serves `stream` with `service` until the client closes it, a fault ends it, a head is too slow
+/// or the proxy shuts down (idle keep-alive connections close at once, busy ones after their
 /// exchange), then ends it (see [`FaultIo::finish`]). `link`: the proxy's upstream connections
 /// for this connection, which outlive it for exchanges still at the upstream.
 async fn serve<S, B>(
@@ -261,17 +290,20 @@ async fn serve<S, B>(
         held: None,
     });
     // Small messages are copied into one buffer and sent with one `send`, which costs the
-    // kernel less than a `writev` of head and body (measured, docs/BENCHMARKS.md).
+    // kernel less than a `writev` of head and body (measured, docs/BENCHMARKS.md). hyper's own
+    // header-read timeout stays off (no timer is given): `head_timer` is cheaper.
     let conn = http1::Builder::new()
         .writev(false)
         .keep_alive(true)
         .serve_connection(io, service);
+    let timeout = shared.header_read_timeout;
     let mut task = ConnTask {
         conn,
         upstream: link.map(|link| Upstreams {
             conns: FuturesUnordered::new(),
             link,
         }),
+        head: timeout,
         ctl,
         graceful: false,
     };
@@ -302,11 +334,12 @@ async fn serve<S, B>(
             });
         }
     }
-    io.into_inner().finish(ended, who, &shared).await;
+    let timeout = timeout.unwrap_or_default();
+    io.into_inner().finish(ended, who, timeout, &shared).await;
 }
 
-/// Serves one downstream connection of the proxy until the client closes it, a fault ends it, or
-/// the proxy shuts down.
+/// Serves one downstream connection of the proxy until the client closes it, a fault ends it, a
+/// head is too slow, or the proxy shuts down.
 pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     let ctl = Arc::new(ConnCtl::default());
     let link = Arc::new(UpstreamLink::new(ctl.clone()));
@@ -322,6 +355,6 @@ pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
 /// Serves one connection of the control API with `router`, at the same edges as the proxy's.
 pub(crate) async fn serve_control(stream: TcpStream, shared: Arc<Shared>, router: axum::Router) {
     let ctl = Arc::new(ConnCtl::default());
-    let service = TowerToHyperService::new(router);
+    let service = Timed::new(TowerToHyperService::new(router), ctl.clone());
     serve(stream, shared, ctl, service, None, Speaker::Control).await;
 }

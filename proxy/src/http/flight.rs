@@ -7,15 +7,12 @@
 //! [`Reply`]'s: send the upstream's response (whole, late, or cut), a problem response, or none
 //! (abort the downstream connection). Every method records what it did in the request's event.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::body::{RequestBody, ResponseBody, Source};
-use super::ctl::ConnCtl;
 use super::ctx::RequestCtx;
 use super::headers::downstream_head;
 use super::link::UpstreamLink;
@@ -37,8 +34,6 @@ pub(super) struct Reply<'a> {
     ctx: RequestCtx,
     fwd: &'a Forwarder,
     link: &'a UpstreamLink,
-    /// The downstream connection the request came on: a fault closes or resets it through this.
-    conn: &'a Arc<ConnCtl>,
     shared: &'a Shared,
 }
 
@@ -68,13 +63,12 @@ async fn collect(body: Incoming) -> Result<Bytes, hyper::Error> {
 
 impl<'a> Flight<'a> {
     /// `req` (already prepared for the upstream, see [`Forwarder::prepare`]) with its context,
-    /// arriving on the downstream connection `conn` whose upstream link is `link`.
+    /// arriving on a downstream connection whose upstream link is `link`.
     pub(super) fn new(
         req: Request<RequestBody>,
         ctx: RequestCtx,
         fwd: &'a Forwarder,
         link: &'a UpstreamLink,
-        conn: &'a Arc<ConnCtl>,
         shared: &'a Shared,
     ) -> Self {
         Self {
@@ -83,7 +77,6 @@ impl<'a> Flight<'a> {
                 ctx,
                 fwd,
                 link,
-                conn,
                 shared,
             },
         }
@@ -190,12 +183,8 @@ impl Reply<'_> {
     ) -> Response<ResponseBody> {
         let (parts, body) = downstream_head(resp);
         self.ctx.event.client_status = Some(parts.status.as_u16());
-        let body = ResponseBody::cut(
-            Source::Stream(body),
-            self.ctx,
-            after_bytes,
-            self.conn.clone(),
-        );
+        let conn = self.ctx.conn().clone();
+        let body = ResponseBody::cut(Source::Stream(body), self.ctx, after_bytes, conn);
         Response::from_parts(parts, body)
     }
 
@@ -268,7 +257,7 @@ impl Reply<'_> {
     /// another byte. Never resolves: the connection's end drops it.
     pub(super) async fn abort(mut self, reset: bool) -> Response<ResponseBody> {
         self.ctx.commit();
-        self.conn.abort(reset);
+        self.ctx.conn().abort(reset);
         std::future::pending().await
     }
 }

@@ -14,9 +14,11 @@
 //! ```
 //!
 //! - `conn`, `ctl`: the downstream connection's task, and the signals (close, reset, shutdown,
-//!   new upstream connection) that reach it. The control API's connections are served by
-//!   `conn` too, for the same edges: `rejects` (hyper's own answers to unparseable heads, given
-//!   a problem body), `linger` (a close that lets a client still sending read its answer).
+//!   new upstream connection, slow head) that reach it. The control API's connections are
+//!   served by `conn` too, for the same edges: `rejects` (hyper's own answers to unparseable
+//!   or slow heads, given a problem body), `head_timer` (the header-read timeout: one sweep per
+//!   proxy, no timer per request or connection), `linger` (a close that lets a client still
+//!   sending read its answer).
 //! - `service`: one request: its [`ctx::RequestCtx`], its rule, and the dispatch.
 //! - `flight`: what a fault works with: [`flight::Flight`] (the request, not yet forwarded) and
 //!   [`flight::Reply`] (the way back to the client).
@@ -37,6 +39,7 @@ mod ctx;
 mod detach;
 mod faults;
 mod flight;
+mod head_timer;
 mod headers;
 mod linger;
 mod link;
@@ -48,5 +51,6 @@ mod upstream;
 
 pub(crate) use conn::{serve_connection, serve_control};
 pub(crate) use ctl::ConnRegistry;
+pub(crate) use head_timer::sweep as sweep_slow_heads;
 pub(crate) use synthetic::{problem_document, PROBLEM_JSON};
 pub(crate) use upstream::Forwarder;

@@ -1,4 +1,4 @@
-//! hyper's own answers to requests it cannot parse, rewritten with a problem body.
+//! hyper's own answers, rewritten: requests hyper cannot parse, and heads that come too slowly.
 //!
 //! hyper answers a request head it cannot parse (bad header bytes, a URI over its limit, too many
 //! headers) with an empty `400`, `414` or `431` and closes, before any service sees a request;

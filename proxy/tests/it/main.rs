@@ -7,5 +7,6 @@ mod faults;
 mod malformed;
 mod matching;
 mod passthrough;
+mod slow_clients;
 mod support;
 mod tcp;
