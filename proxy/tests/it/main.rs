@@ -4,6 +4,7 @@
 mod control;
 mod early_answers;
 mod faults;
+mod fuzz;
 mod malformed;
 mod matching;
 mod passthrough;

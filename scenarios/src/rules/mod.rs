@@ -31,4 +31,6 @@ pub use tcp::{Direction, TcpFault, TcpMatch, TcpRule};
 pub use values::{duplicate_name, Count, HttpMethod, Probability, Status};
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
