@@ -9,6 +9,8 @@
 //! | `GET /events?since=SEQ` | the events with `seq > SEQ` (all without `since`), oldest first |
 //! | `POST /reset` | reset rule counters and forget events (seqs keep counting) → 204 |
 //!
+//! Any other path gets `404`, and a method a path does not take `405`, each with a problem body.
+//!
 //! A body that is not valid JSON, or not valid rules, gets `400` with an RFC 9457
 //! `application/problem+json` body whose `detail` says what was wrong, with the extension
 //! members `pointer` (a JSON pointer to the value at fault, `/0/fault/respond/status`), `line`
@@ -51,7 +53,37 @@ pub fn router(handle: ProxyHandle) -> Router {
         )
         .route("/events", get(events))
         .route("/reset", post(reset))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(handle)
+}
+
+/// A path the control API does not have.
+async fn not_found(uri: axum::http::Uri) -> Response {
+    Refusal {
+        status: StatusCode::NOT_FOUND,
+        title: "no such resource",
+        detail: format!(
+            "the control API has no `{}`; it serves /rules, /events and /reset",
+            uri.path()
+        ),
+        at: None,
+    }
+    .into_response()
+}
+
+/// A method a path of the control API does not take.
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    Refusal {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        title: "method not allowed",
+        detail: format!(
+            "`{}` does not take {method} (/rules: GET, PUT, POST, DELETE; /events: GET; /reset: POST)",
+            uri.path()
+        ),
+        at: None,
+    }
+    .into_response()
 }
 
 /// Serves the control API for `handle` on `listener` until the proxy `shared` shuts down; then

@@ -269,3 +269,32 @@ async fn unservable_rules_are_rejected_with_a_pointer_to_the_field() {
     assert_eq!(proxy.rules()[0].name, "keep");
     proxy.shutdown().await;
 }
+
+/// Every error of the control API is a problem: an unknown path and a method a path does not
+/// take too, not only refused rules.
+#[tokio::test]
+async fn unknown_paths_and_methods_get_a_problem_body() {
+    let upstream = Upstream::start().await;
+    let proxy = start(ProxyConfig {
+        upstream: upstream.url(),
+        control: Some("127.0.0.1:0".parse().unwrap()),
+        ..ProxyConfig::default()
+    })
+    .await
+    .unwrap();
+    let control = format!("http://{}", proxy.control_addr().unwrap());
+    let client = http();
+    for (req, status) in [
+        (client.get(format!("{control}/nowhere")), 404),
+        (client.post(format!("{control}/events")), 405),
+        (client.patch(format!("{control}/rules")), 405),
+    ] {
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), status);
+        assert_eq!(resp.headers()["content-type"], "application/problem+json");
+        let problem: Value = resp.json().await.unwrap();
+        assert_eq!(problem["status"], status, "{problem}");
+        assert!(problem["detail"].as_str().is_some_and(|d| !d.is_empty()));
+    }
+    proxy.shutdown().await;
+}
