@@ -97,25 +97,15 @@ pub(crate) fn spawn(
 ) -> JoinHandle<()> {
     let app = router(handle);
     tokio::spawn(async move {
-        let mut conns = JoinSet::new();
-        loop {
-            tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _peer)) => {
-                        let _ = stream.set_nodelay(true);
-                        conns.spawn(crate::http::serve_control(stream, shared.clone(), app.clone()));
-                    }
-                    Err(err) => {
-                        // Typically EMFILE; back off instead of spinning.
-                        tracing::warn!(error = %err, "control API: accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                    }
-                },
-                Some(_) = conns.join_next(), if !conns.is_empty() => {}
-                () = shared.shutting_down() => break,
-            }
-        }
-        drop(listener);
+        let serve = |conns: &mut JoinSet<()>, stream| {
+            conns.spawn(crate::http::serve_control(
+                stream,
+                shared.clone(),
+                app.clone(),
+            ));
+        };
+        let mut conns =
+            crate::server::accept_until_shutdown(listener, &shared, "control API", serve).await;
         while conns.join_next().await.is_some() {}
     })
 }

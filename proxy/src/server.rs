@@ -152,8 +152,15 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     }
 }
 
-/// Accepts connections until shutdown, then drains them.
-pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
+/// Accepts connections on `listener` and hands each (TCP_NODELAY set) to `serve` until the proxy
+/// shuts down; returns the connections still running. `what` names the listener in logs. The
+/// proxy's port and the control API's are served by it.
+pub(crate) async fn accept_until_shutdown(
+    listener: TcpListener,
+    shared: &Shared,
+    what: &'static str,
+    mut serve: impl FnMut(&mut JoinSet<()>, TcpStream),
+) -> JoinSet<()> {
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -161,11 +168,11 @@ pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
                 Ok((stream, _peer)) => {
                     // Latency matters more than packet count for a test proxy.
                     let _ = stream.set_nodelay(true);
-                    spawn_connection(&mut conns, stream, &shared);
+                    serve(&mut conns, stream);
                 }
                 Err(err) => {
                     // Typically EMFILE; back off instead of spinning.
-                    tracing::warn!(error = %err, "accept failed");
+                    tracing::warn!(error = %err, listener = what, "accept failed");
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             },
@@ -173,7 +180,15 @@ pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
             () = shared.shutting_down() => break,
         }
     }
-    drop(listener);
+    conns
+}
+
+/// Accepts connections until shutdown, then drains them.
+pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
+    let mut conns = accept_until_shutdown(listener, &shared, "proxy", |conns, stream| {
+        spawn_connection(conns, stream, &shared)
+    })
+    .await;
     shared.http_conns.shutdown_all();
     let drained = tokio::time::timeout(shared.grace, async {
         while conns.join_next().await.is_some() {}

@@ -104,6 +104,10 @@ impl AsyncWrite for FaultIo {
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
+    // Vectored writes are not passed on: tokio's default sends the first buffer through
+    // `poll_write`, so every byte meets the check above (hyper writes one flattened buffer
+    // here anyway, `writev(false)`).
+
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let ready = Pin::new(&mut self.stream).poll_flush(cx);
         // hyper flushes after writing each batch; once the truncated body is out, reset.

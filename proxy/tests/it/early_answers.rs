@@ -56,14 +56,7 @@ fn post_head(path: &str, len: usize) -> String {
 
 #[tokio::test]
 async fn an_oversized_control_body_gets_a_413_problem_the_client_can_read() {
-    let upstream = Upstream::start().await;
-    let proxy = start(ProxyConfig {
-        upstream: upstream.url(),
-        control: Some("127.0.0.1:0".parse().unwrap()),
-        ..ProxyConfig::default()
-    })
-    .await
-    .unwrap();
+    let (proxy, _upstream) = proxied_with(with_control()).await;
     let control = proxy.control_addr().unwrap();
     for method in ["PUT", "POST"] {
         let head = format!("{method} /rules HTTP/1.1\r\nHost: t\r\nContent-Length: {BIG}\r\n\r\n");

@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use idemspec_proxy::{start, ProxyConfig, ProxyHandle};
+use idemspec_proxy::ProxyHandle;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
@@ -25,19 +25,9 @@ fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
         let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let (proxy, upstream) = rt.block_on(async {
-            let upstream = Upstream::start().await;
-            let proxy = start(ProxyConfig {
-                upstream: upstream.url(),
-                control: Some("127.0.0.1:0".parse().unwrap()),
-                ..ProxyConfig::default()
-            })
-            .await
-            .expect("proxy starts");
-            (proxy, upstream)
-        });
+        let (proxy, upstream) = rt.block_on(proxied_with(with_control()));
         Fixture {
-            control: format!("http://{}/rules", proxy.control_addr().unwrap()),
+            control: format!("{}/rules", control_url(&proxy)),
             client: http(),
             rt,
             _proxy: proxy,

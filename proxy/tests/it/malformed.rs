@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use idemspec_proxy::{start, ProxyConfig, Side};
+use idemspec_proxy::Side;
 
 use crate::support::*;
 
@@ -83,14 +83,7 @@ async fn unparseable_requests_get_a_problem_body_from_the_proxy(threads: usize) 
 
 #[tokio::test]
 async fn unparseable_requests_get_a_problem_body_from_the_control_api() {
-    let upstream = Upstream::start().await;
-    let proxy = start(ProxyConfig {
-        upstream: upstream.url(),
-        control: Some("127.0.0.1:0".parse().unwrap()),
-        ..ProxyConfig::default()
-    })
-    .await
-    .unwrap();
+    let (proxy, _upstream) = proxied_with(with_control()).await;
     let control = proxy.control_addr().unwrap();
     for (what, request, status) in unparseable() {
         let got = raw(control, &request).await;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use idemspec_proxy::{start, ProxyConfig, ProxyHandle};
+use idemspec_proxy::{ProxyConfig, ProxyHandle};
 
 use crate::malformed::assert_problem;
 use crate::support::*;
@@ -21,17 +21,12 @@ use crate::support::*;
 const HEAD_TIMEOUT: Duration = Duration::from_millis(300);
 
 async fn proxy_with_head_timeout(threads: usize, timeout: Duration) -> (ProxyHandle, Upstream) {
-    let upstream = Upstream::start().await;
-    let proxy = start(ProxyConfig {
-        upstream: upstream.url(),
+    proxied_with(ProxyConfig {
         io_threads: threads,
         header_read_timeout: Some(timeout),
-        control: Some("127.0.0.1:0".parse().unwrap()),
-        ..ProxyConfig::default()
+        ..with_control()
     })
     .await
-    .expect("proxy starts");
-    (proxy, upstream)
 }
 
 /// The open file descriptors of this process (the proxy runs in it).
