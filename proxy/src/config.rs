@@ -42,8 +42,9 @@ pub struct ProxyConfig {
     /// How long a client may take to send a request head, on the proxy's port and the control
     /// API's: from the accept to the first head, and from the first byte of each later head to
     /// its end. A head not whole by then gets `408` with a problem body (a connection that sent
-    /// nothing is closed without one). Idle keep-alive connections between requests, request
-    /// bodies and responses are not timed. Default 10 s; `None` (or zero): no limit.
+    /// nothing is closed without one), within an eighth of the timeout (at most 1 s) after it.
+    /// Idle keep-alive connections between requests, request bodies and responses are not
+    /// timed. Default 10 s; `None` (or zero): no limit.
     pub header_read_timeout: Option<std::time::Duration>,
     /// Thread-per-core serving: 0 (default) serves every connection on the runtime that called
     /// [`crate::start`]; N ≥ 1 starts N threads, each with a single-threaded runtime, and pins
