@@ -63,7 +63,10 @@ fuzz_target!(|body: &[u8]| {
                     let (again, relisted) = call(&f.handle, Method::PUT, listed).await;
                     assert_eq!((again, &relisted), (200, &answer));
                 }
-                400 => assert!(answer["pointer"].is_string(), "{method} unlocated: {answer}"),
+                400 => assert!(
+                    answer["pointer"].is_string(),
+                    "{method} unlocated: {answer}"
+                ),
                 other => panic!("{method}: {other} {answer}"),
             }
         }
