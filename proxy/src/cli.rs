@@ -35,6 +35,10 @@ pub struct ProxyArgs {
     /// (as haproxy's `nbthread`). Default: one per CPU. 0 serves them on the main runtime.
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// How long a client may take to send a request head (`10s`, `500ms`); a slower head gets
+    /// 408 and the connection closes. `0` turns the limit off. Default 10s.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub header_read_timeout: Option<std::time::Duration>,
 }
 
 /// The proxy mode as a command-line value.
@@ -117,6 +121,10 @@ pub fn config(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
         rules,
         tcp_rules,
         control: args.control,
+        header_read_timeout: Some(
+            args.header_read_timeout
+                .unwrap_or(ProxyConfig::HEADER_READ_TIMEOUT),
+        ),
         io_threads: args.threads.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         }),
@@ -179,6 +187,20 @@ mod tests {
         );
         let flags = ["--upstream", "http://a:1", "--threads", "0"];
         assert_eq!(config(&parse(&flags)).unwrap().io_threads, 0);
+        assert_eq!(
+            from_file.header_read_timeout,
+            Some(ProxyConfig::HEADER_READ_TIMEOUT),
+            "10 s by default"
+        );
+        let flags = ["--upstream", "http://a:1", "--header-read-timeout", "250ms"];
+        assert_eq!(
+            config(&parse(&flags)).unwrap().header_read_timeout,
+            Some(std::time::Duration::from_millis(250))
+        );
+        let flags = ["--upstream", "http://a:1", "--header-read-timeout", "0s"];
+        let off = config(&parse(&flags)).unwrap().header_read_timeout;
+        assert!(off.is_some_and(|t| t.is_zero()), "0 is passed on: no limit");
+        assert!(Cli::try_parse_from(["x", "--header-read-timeout", "10"]).is_err());
         std::fs::remove_file(path).unwrap();
     }
 

@@ -39,6 +39,13 @@ pub struct ProxyConfig {
     pub event_capacity: usize,
     /// How long a shutdown waits for in-flight exchanges before cutting them. Default 5 s.
     pub shutdown_grace: std::time::Duration,
+    /// How long a client may take to send a request head, on the proxy's port and the control
+    /// API's: from the accept to the first head, and from the first byte of each later head to
+    /// its end. A head not whole by then gets `408` with a problem body (a connection that sent
+    /// nothing is closed without one), within an eighth of the timeout (at most 1 s) after it.
+    /// Idle keep-alive connections between requests, request bodies and responses are not
+    /// timed. Default 10 s; `None` (or zero): no limit.
+    pub header_read_timeout: Option<std::time::Duration>,
     /// Thread-per-core serving: 0 (default) serves every connection on the runtime that called
     /// [`crate::start`]; N ≥ 1 starts N threads, each with a single-threaded runtime, and pins
     /// each accepted connection (with its upstream connection) to one of them, round-robin, as
@@ -54,6 +61,11 @@ impl ProxyConfig {
     /// The most [`ProxyConfig::io_threads`] a proxy accepts: more threads than cores only adds
     /// switching, and each costs a few file descriptors.
     pub const MAX_IO_THREADS: usize = 1024;
+
+    /// The default [`ProxyConfig::header_read_timeout`]: 10 s, as long as a client on a slow
+    /// network needs for a head of a few KiB, and short enough that slow connections do not pile
+    /// up (nginx's `client_header_timeout` is 60 s, haproxy's examples use 10 s).
+    pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 }
 
 impl Default for ProxyConfig {
@@ -67,6 +79,7 @@ impl Default for ProxyConfig {
             control: None,
             event_capacity: 100_000,
             shutdown_grace: std::time::Duration::from_secs(5),
+            header_read_timeout: Some(Self::HEADER_READ_TIMEOUT),
             io_threads: 0,
             key_header: crate::http::IDEMPOTENCY_KEY,
         }

@@ -9,26 +9,37 @@
 //! | `GET /events?since=SEQ` | the events with `seq > SEQ` (all without `since`), oldest first |
 //! | `POST /reset` | reset rule counters and forget events (seqs keep counting) → 204 |
 //!
-//! A body that is not valid JSON, or not a valid rule, gets `400` with an RFC 9457
-//! `application/problem+json` body whose `detail` says what was wrong and where (line, column).
+//! Any other path gets `404`, and a method a path does not take `405`, each with a problem body.
+//!
+//! A body that is not valid JSON, or not valid rules, gets `400` with an RFC 9457
+//! `application/problem+json` body whose `detail` says what was wrong, with the extension
+//! members `pointer` (a JSON pointer to the value at fault, `/0/fault/respond/status`), `line`
+//! and `column` (where the parser stopped). A body over [`BODY_LIMIT`] gets `413` with a problem
+//! body, and so does every other error, those of requests too malformed to parse among them.
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use idemspec_scenarios::rules::{Mode, Rule, TcpRule};
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
+use crate::error::ProxyError;
 use crate::handle::ProxyHandle;
-use crate::http::{problem_body, PROBLEM_JSON};
+use crate::http::{problem_document, PROBLEM_JSON};
 use crate::server::Shared;
+
+/// The largest request body the control API reads, in bytes (2 MiB; a rule list is a few KiB).
+/// A larger one gets `413` with a problem body.
+pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
 
 /// The control API's routes for `handle`.
 pub fn router(handle: ProxyHandle) -> Router {
@@ -42,10 +53,43 @@ pub fn router(handle: ProxyHandle) -> Router {
         )
         .route("/events", get(events))
         .route("/reset", post(reset))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(handle)
 }
 
-/// Serves the control API for `handle` on `listener` until the proxy `shared` shuts down.
+/// A path the control API does not have.
+async fn not_found(uri: axum::http::Uri) -> Response {
+    Refusal {
+        status: StatusCode::NOT_FOUND,
+        title: "no such resource",
+        detail: format!(
+            "the control API has no `{}`; it serves /rules, /events and /reset",
+            uri.path()
+        ),
+        at: None,
+    }
+    .into_response()
+}
+
+/// A method a path of the control API does not take.
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    Refusal {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        title: "method not allowed",
+        detail: format!(
+            "`{}` does not take {method} (/rules: GET, PUT, POST, DELETE; /events: GET; /reset: POST)",
+            uri.path()
+        ),
+        at: None,
+    }
+    .into_response()
+}
+
+/// Serves the control API for `handle` on `listener` until the proxy `shared` shuts down; then
+/// waits for the connections in progress (the handle's shutdown cuts them after the grace
+/// period). Each connection is served as the proxy's are (`http::serve_control`): a problem body
+/// for every error, the header-read timeout, the lingering close.
 pub(crate) fn spawn(
     listener: TcpListener,
     handle: ProxyHandle,
@@ -53,26 +97,141 @@ pub(crate) fn spawn(
 ) -> JoinHandle<()> {
     let app = router(handle);
     tokio::spawn(async move {
-        let serve = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { shared.shutting_down().await });
-        if let Err(err) = serve.await {
-            tracing::warn!(error = %err, "control API stopped");
+        let serve = |conns: &mut JoinSet<()>, stream| {
+            conns.spawn(crate::http::serve_control(
+                stream,
+                shared.clone(),
+                app.clone(),
+            ));
+        };
+        let mut conns =
+            crate::server::accept_until_shutdown(listener, &shared, "control API", serve).await;
+        while conns.join_next().await.is_some() {}
+    })
+}
+
+/// Where in a request body a value is wrong.
+#[derive(Debug)]
+struct Location {
+    /// A JSON pointer (RFC 6901) to the value, `""` for the whole body.
+    pointer: String,
+    /// The 1-based line and column where the parser stopped; 0 when it did not parse.
+    line: usize,
+    column: usize,
+}
+
+/// Why a control request was refused, rendered as an RFC 9457 problem response.
+#[derive(Debug)]
+struct Refusal {
+    status: StatusCode,
+    title: &'static str,
+    detail: String,
+    at: Option<Location>,
+}
+
+impl Refusal {
+    fn invalid_rules(detail: String, at: Location) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            title: "invalid rules",
+            detail,
+            at: Some(at),
+        }
+    }
+
+    /// A rule set the proxy refused after it parsed; `one` when the body was a single rule.
+    fn rejected(err: ProxyError, one: bool) -> Self {
+        let pointer = match &err {
+            ProxyError::DuplicateRuleName { index, .. } if one => "/name".to_owned(),
+            ProxyError::DuplicateRuleName { index, .. } => format!("/{index}/name"),
+            _ => String::new(),
+        };
+        let at = Location {
+            pointer,
+            line: 0,
+            column: 0,
+        };
+        Self::invalid_rules(format!("failed to {err}"), at)
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let mut doc = problem_document(self.status, self.title, &self.detail);
+        if let Some(at) = self.at {
+            doc.insert("pointer".into(), at.pointer.into());
+            if at.line > 0 {
+                doc.insert("line".into(), at.line.into());
+                doc.insert("column".into(), at.column.into());
+            }
+        }
+        (
+            self.status,
+            [(header::CONTENT_TYPE, PROBLEM_JSON)],
+            serde_json::Value::Object(doc).to_string(),
+        )
+            .into_response()
+    }
+}
+
+/// Reads a request body of at most [`BODY_LIMIT`] bytes.
+async fn read_body(body: Body) -> Result<Bytes, Refusal> {
+    axum::body::to_bytes(body, BODY_LIMIT).await.map_err(|err| {
+        let too_large =
+            std::iter::successors(Some(&err as &(dyn std::error::Error + 'static)), |e| {
+                e.source()
+            })
+            .any(|e| e.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            Refusal {
+                status: StatusCode::PAYLOAD_TOO_LARGE,
+                title: "request body too large",
+                detail: format!("the control API reads bodies of at most {BODY_LIMIT} bytes"),
+                at: None,
+            }
+        } else {
+            Refusal {
+                status: StatusCode::BAD_REQUEST,
+                title: "unreadable request body",
+                detail: format!("the request body could not be read: {err}"),
+                at: None,
+            }
         }
     })
 }
 
-/// An RFC 9457 problem response.
-fn problem(status: StatusCode, title: &str, detail: String) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, PROBLEM_JSON)],
-        problem_body(status, title, &detail),
-    )
-        .into_response()
+/// A JSON pointer (RFC 6901) for a path serde took through the document.
+fn pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    path.iter()
+        .filter_map(|segment| match segment {
+            Segment::Seq { index } => Some(index.to_string()),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                Some(key.replace('~', "~0").replace('/', "~1"))
+            }
+            Segment::Unknown => None,
+        })
+        .fold(String::new(), |mut out, token| {
+            out.push('/');
+            out.push_str(&token);
+            out
+        })
 }
 
-fn invalid(detail: impl std::fmt::Display) -> String {
-    detail.to_string()
+/// Parses `body` as JSON into `T`, with the checks of the rule schema; an error says where.
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Refusal> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let mut track = serde_path_to_error::Track::new();
+    let value = T::deserialize(serde_path_to_error::Deserializer::new(&mut de, &mut track))
+        .and_then(|value| de.end().map(|()| value));
+    value.map_err(|err| {
+        let at = Location {
+            pointer: pointer(&track.path()),
+            line: err.line(),
+            column: err.column(),
+        };
+        Refusal::invalid_rules(err.to_string(), at)
+    })
 }
 
 fn current(handle: &ProxyHandle) -> Response {
@@ -86,37 +245,33 @@ async fn list_rules(State(handle): State<ProxyHandle>) -> Response {
     current(&handle)
 }
 
-async fn replace_rules(State(handle): State<ProxyHandle>, body: Bytes) -> Response {
-    let applied = match handle.mode() {
-        Mode::Http => serde_json::from_slice::<Vec<Rule>>(&body)
-            .map_err(invalid)
-            .and_then(|rules| handle.set_rules(rules).map_err(invalid)),
-        Mode::Tcp => serde_json::from_slice::<Vec<TcpRule>>(&body)
-            .map_err(invalid)
-            .and_then(|rules| handle.set_tcp_rules(rules).map_err(invalid)),
+async fn replace_rules(State(handle): State<ProxyHandle>, body: Body) -> Response {
+    let applied = async {
+        let body = read_body(body).await?;
+        match handle.mode() {
+            Mode::Http => handle.set_rules(parse::<Vec<Rule>>(&body)?),
+            Mode::Tcp => handle.set_tcp_rules(parse::<Vec<TcpRule>>(&body)?),
+        }
+        .map_err(|e| Refusal::rejected(e, false))
     };
-    match applied {
+    match applied.await {
         Ok(()) => current(&handle),
-        Err(detail) => problem(StatusCode::BAD_REQUEST, "invalid rules", detail),
+        Err(refusal) => refusal.into_response(),
     }
 }
 
-async fn add_rule(State(handle): State<ProxyHandle>, body: Bytes) -> Response {
-    let applied = match handle.mode() {
-        Mode::Http => serde_json::from_slice::<Rule>(&body)
-            .map_err(invalid)
-            .and_then(|rule| handle.add_rule(rule).map_err(invalid)),
-        Mode::Tcp => serde_json::from_slice::<TcpRule>(&body)
-            .map_err(invalid)
-            .and_then(|rule| {
-                let mut rules = handle.tcp_rules();
-                rules.push(rule);
-                handle.set_tcp_rules(rules).map_err(invalid)
-            }),
+async fn add_rule(State(handle): State<ProxyHandle>, body: Body) -> Response {
+    let applied = async {
+        let body = read_body(body).await?;
+        match handle.mode() {
+            Mode::Http => handle.add_rule(parse::<Rule>(&body)?),
+            Mode::Tcp => handle.add_tcp_rule(parse::<TcpRule>(&body)?),
+        }
+        .map_err(|e| Refusal::rejected(e, true))
     };
-    match applied {
+    match applied.await {
         Ok(()) => current(&handle),
-        Err(detail) => problem(StatusCode::BAD_REQUEST, "invalid rules", detail),
+        Err(refusal) => refusal.into_response(),
     }
 }
 
@@ -136,11 +291,13 @@ async fn events(
 ) -> Response {
     match query {
         Ok(Query(q)) => Json(handle.events_since(q.since.unwrap_or(0))).into_response(),
-        Err(err) => problem(
-            StatusCode::BAD_REQUEST,
-            "invalid query",
-            format!("{err} (expected ?since=SEQ, a non-negative integer)"),
-        ),
+        Err(err) => Refusal {
+            status: StatusCode::BAD_REQUEST,
+            title: "invalid query",
+            detail: format!("{err} (expected ?since=SEQ, a non-negative integer)"),
+            at: None,
+        }
+        .into_response(),
     }
 }
 

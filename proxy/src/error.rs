@@ -39,6 +39,15 @@ pub enum ProxyError {
         /// What is wrong with it.
         reason: String,
     },
+    /// Two rules of one set have the same name: events name the rule that applied, so each
+    /// needs its own.
+    #[error("accept rule {}: its name `{name}` is taken by an earlier rule, and events name the rule that applied", index + 1)]
+    DuplicateRuleName {
+        /// The name.
+        name: String,
+        /// The 0-based position of the rule that repeats it, in the set it would be part of.
+        index: usize,
+    },
     /// HTTP rules were given to a TCP-mode proxy, or TCP rules to an HTTP-mode one.
     #[error("use {given} rules on a proxy in {mode} mode")]
     WrongMode {

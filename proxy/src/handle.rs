@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::ProxyError;
 use crate::event::ProxyEvent;
-use crate::matcher::{CompiledRule, RuleSet, TcpRuleSet};
+use crate::matcher::{unique_names, CompiledRule, RuleSet, TcpRuleSet};
 use crate::server::Shared;
 
 /// A running proxy. Cheap to clone; every clone controls the same proxy.
@@ -93,7 +93,8 @@ impl ProxyHandle {
     }
 
     fn replace_http(&self, set: RuleSet) {
-        self.inner.shared.replace_http_rules(|_| set);
+        let replaced: Result<(), ProxyError> = self.inner.shared.replace_http_rules(|_| Ok(set));
+        replaced.expect("a replacement that cannot fail");
     }
 
     /// Replaces the HTTP rules atomically, with fresh counters. Requests already in flight keep
@@ -104,19 +105,26 @@ impl ProxyHandle {
         Ok(())
     }
 
-    /// Appends one HTTP rule; the other rules keep their counters.
+    /// Appends one HTTP rule; the other rules keep their counters. Errors: an invalid rule, a
+    /// rule of that name already in force, or a TCP-mode proxy.
     pub fn add_rule(&self, rule: Rule) -> Result<(), ProxyError> {
         self.require(Mode::Http, "http")?;
         let compiled = Arc::new(CompiledRule::new(rule)?);
         self.inner.shared.replace_http_rules(|current| {
+            let names = current
+                .rules
+                .iter()
+                .map(|r| &r.rule)
+                .chain([&compiled.rule]);
+            unique_names(names.map(|r| r.name.as_str()))?;
             let mut rules = current.rules.clone();
             rules.push(compiled);
-            RuleSet { rules }
-        });
-        Ok(())
+            Ok(RuleSet { rules })
+        })
     }
 
-    /// Replaces the TCP rules atomically, with fresh counters. Errors: an HTTP-mode proxy.
+    /// Replaces the TCP rules atomically, with fresh counters. Errors: an invalid rule, two
+    /// rules with one name, or an HTTP-mode proxy.
     pub fn set_tcp_rules(&self, rules: Vec<TcpRule>) -> Result<(), ProxyError> {
         self.require(Mode::Tcp, "tcp")?;
         let set = TcpRuleSet::compile(rules)?;
@@ -126,6 +134,22 @@ impl ProxyHandle {
             .tcp_rules
             .write()
             .expect("rule lock is never poisoned") = Arc::new(set);
+        Ok(())
+    }
+
+    /// Appends one TCP rule, with fresh counters for all (as [`ProxyHandle::set_tcp_rules`]).
+    /// Errors: as there, and a rule of that name already in force.
+    pub fn add_tcp_rule(&self, rule: TcpRule) -> Result<(), ProxyError> {
+        self.require(Mode::Tcp, "tcp")?;
+        let mut guard = self
+            .inner
+            .shared
+            .tcp_rules
+            .write()
+            .expect("rule lock is never poisoned");
+        let mut rules = guard.to_rules();
+        rules.push(rule);
+        *guard = Arc::new(TcpRuleSet::compile(rules)?);
         Ok(())
     }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use globset::GlobMatcher;
 use http::request::Parts;
-use idemspec_scenarios::rules::{Match, Rule, TcpMatch, TcpRule};
+use idemspec_scenarios::rules::{duplicate_name, Match, Rule, TcpMatch, TcpRule};
 
 use crate::error::ProxyError;
 
@@ -112,6 +112,24 @@ impl Gate {
     }
 }
 
+fn invalid(rule: &str, reason: String) -> ProxyError {
+    ProxyError::InvalidRule {
+        rule: rule.to_owned(),
+        reason,
+    }
+}
+
+/// Rejects a list in which two rules share a name: events name the rule that applied.
+pub(crate) fn unique_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), ProxyError> {
+    match duplicate_name(names) {
+        Some((index, name)) => Err(ProxyError::DuplicateRuleName {
+            name: name.to_owned(),
+            index,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// An HTTP rule ready to match.
 #[derive(Debug)]
 pub(crate) struct CompiledRule {
@@ -121,30 +139,17 @@ pub(crate) struct CompiledRule {
 }
 
 impl CompiledRule {
+    /// Compiles `rule`, after the checks its schema makes while parsing (a rule built in code
+    /// skipped them).
     pub(crate) fn new(rule: Rule) -> Result<Self, ProxyError> {
+        rule.check().map_err(|reason| invalid(&rule.name, reason))?;
         let m = &rule.matcher;
-        let paths = [&m.path, &m.path_prefix, &m.path_glob];
-        if paths.iter().filter(|p| p.is_some()).count() > 1 {
-            return Err(ProxyError::InvalidRule {
-                rule: rule.name.clone(),
-                reason: "give at most one of `path`, `path_prefix` and `path_glob`".into(),
-            });
-        }
-        if m.probability.is_some() != m.seed.is_some() {
-            return Err(ProxyError::InvalidRule {
-                rule: rule.name.clone(),
-                reason: "`probability` and `seed` go together".into(),
-            });
-        }
         let glob = match &m.path_glob {
             Some(g) => Some(
                 globset::GlobBuilder::new(g)
                     .literal_separator(true)
                     .build()
-                    .map_err(|e| ProxyError::InvalidRule {
-                        rule: rule.name.clone(),
-                        reason: e.to_string(),
-                    })?
+                    .map_err(|e| invalid(&rule.name, e.to_string()))?
                     .compile_matcher(),
             ),
             None => None,
@@ -194,7 +199,9 @@ pub(crate) struct RuleSet {
 }
 
 impl RuleSet {
+    /// Compiles `rules`. Errors: a rule breaks its schema, or two share a name.
     pub(crate) fn compile(rules: Vec<Rule>) -> Result<Self, ProxyError> {
+        unique_names(rules.iter().map(|r| r.name.as_str()))?;
         let rules = rules
             .into_iter()
             .map(|r| CompiledRule::new(r).map(Arc::new))
@@ -230,17 +237,14 @@ pub(crate) struct TcpRuleSet {
 }
 
 impl TcpRuleSet {
+    /// Compiles `rules`. Errors: a rule breaks its schema, or two share a name.
     pub(crate) fn compile(rules: Vec<TcpRule>) -> Result<Self, ProxyError> {
+        unique_names(rules.iter().map(|r| r.name.as_str()))?;
         let rules = rules
             .into_iter()
             .map(|rule| {
+                rule.check().map_err(|reason| invalid(&rule.name, reason))?;
                 let m: &TcpMatch = &rule.matcher;
-                if m.probability.is_some() != m.seed.is_some() {
-                    return Err(ProxyError::InvalidRule {
-                        rule: rule.name.clone(),
-                        reason: "`probability` and `seed` go together".into(),
-                    });
-                }
                 let gate = Gate::new(
                     m.nth.map(|n| n.get()),
                     m.probability.map(|p| p.get()),

@@ -30,6 +30,8 @@ pub(crate) struct Shared {
     /// Turns `true` once when the proxy shuts down.
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) grace: Duration,
+    /// How long a downstream connection may take to send a request head; `None`: no limit.
+    pub(crate) header_read_timeout: Option<Duration>,
     /// The single-threaded runtimes connections are pinned to; `None`: the caller's runtime.
     pub(crate) workers: Option<crate::workers::Workers>,
     /// The request header recorded as each event's key ([`crate::ProxyConfig::key_header`]).
@@ -47,14 +49,15 @@ pub(crate) enum Upstream {
 
 impl Shared {
     /// Shared state for a proxy with these rule sets, event log (and the header it records as a
-    /// request's key), upstream and shutdown signal.
+    /// request's key), upstream, shutdown signal, and times (the shutdown's grace period, the
+    /// header-read timeout).
     pub(crate) fn new(
         mode: Mode,
         (http_rules, tcp_rules): (RuleSet, TcpRuleSet),
         (events, key_header): (Arc<EventLog>, http::HeaderName),
         upstream: Upstream,
         shutdown: watch::Receiver<bool>,
-        grace: Duration,
+        (grace, header_read_timeout): (Duration, Option<Duration>),
         workers: Option<crate::workers::Workers>,
     ) -> Self {
         Self {
@@ -66,22 +69,27 @@ impl Shared {
             upstream,
             shutdown,
             grace,
+            header_read_timeout,
             workers,
             key_header,
             http_conns: crate::http::ConnRegistry::default(),
         }
     }
 
-    /// Replaces the HTTP rule set with `make(current)`, atomically.
-    pub(crate) fn replace_http_rules(&self, make: impl FnOnce(&RuleSet) -> RuleSet) {
+    /// Replaces the HTTP rule set with `make(current)`, atomically; an error leaves it as it was.
+    pub(crate) fn replace_http_rules<E>(
+        &self,
+        make: impl FnOnce(&RuleSet) -> Result<RuleSet, E>,
+    ) -> Result<(), E> {
         let mut guard = self
             .http_rules
             .write()
             .expect("rule lock is never poisoned");
-        let set = make(&guard);
+        let set = make(&guard)?;
         let any = !set.rules.is_empty();
         *guard = Arc::new(set);
         self.any_http_rules.store(any, Ordering::Release);
+        Ok(())
     }
 
     /// The rules a new request is matched against; `None` when there are none (pass-through).
@@ -148,8 +156,15 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     }
 }
 
-/// Accepts connections until shutdown, then drains them.
-pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
+/// Accepts connections on `listener` and hands each (TCP_NODELAY set) to `serve` until the proxy
+/// shuts down; returns the connections still running. `what` names the listener in logs. The
+/// proxy's port and the control API's are served by it.
+pub(crate) async fn accept_until_shutdown(
+    listener: TcpListener,
+    shared: &Shared,
+    what: &'static str,
+    mut serve: impl FnMut(&mut JoinSet<()>, TcpStream),
+) -> JoinSet<()> {
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -157,11 +172,11 @@ pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
                 Ok((stream, _peer)) => {
                     // Latency matters more than packet count for a test proxy.
                     let _ = stream.set_nodelay(true);
-                    spawn_connection(&mut conns, stream, &shared);
+                    serve(&mut conns, stream);
                 }
                 Err(err) => {
                     // Typically EMFILE; back off instead of spinning.
-                    tracing::warn!(error = %err, "accept failed");
+                    tracing::warn!(error = %err, listener = what, "accept failed");
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             },
@@ -169,7 +184,15 @@ pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
             () = shared.shutting_down() => break,
         }
     }
-    drop(listener);
+    conns
+}
+
+/// Accepts connections until shutdown, then drains them.
+pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
+    let mut conns = accept_until_shutdown(listener, &shared, "proxy", |conns, stream| {
+        spawn_connection(conns, stream, &shared)
+    })
+    .await;
     shared.http_conns.shutdown_all();
     let drained = tokio::time::timeout(shared.grace, async {
         while conns.join_next().await.is_some() {}

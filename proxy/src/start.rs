@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use idemspec_scenarios::rules::{check_upstream, Mode};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 
 use crate::config::ProxyConfig;
@@ -16,10 +16,24 @@ use crate::http::Forwarder;
 use crate::matcher::{RuleSet, TcpRuleSet};
 use crate::server::{Shared, Upstream};
 
-async fn bind(addr: SocketAddr) -> Result<TcpListener, ProxyError> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| ProxyError::Bind { addr, source })
+/// How many connections the kernel queues for `accept`. tokio's `bind` asks for 128, as std
+/// does: a burst of more (200 clients at once, or slow clients arriving with real ones) has its
+/// surplus SYNs dropped, and those clients wait out the 1 s retransmission timeout. Linux caps
+/// it at `net.core.somaxconn` (4096 by default since 5.4).
+const BACKLOG: u32 = 1024;
+
+/// A listener on `addr` with room for a burst of connections.
+fn bind(addr: SocketAddr) -> Result<TcpListener, ProxyError> {
+    let err = |source| ProxyError::Bind { addr, source };
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4(),
+        SocketAddr::V6(_) => TcpSocket::new_v6(),
+    }
+    .map_err(err)?;
+    // As tokio's `bind`: a restarted proxy can bind the port its predecessor left in TIME_WAIT.
+    socket.set_reuseaddr(true).map_err(err)?;
+    socket.bind(addr).map_err(err)?;
+    socket.listen(BACKLOG).map_err(err)
 }
 
 /// Starts a proxy: binds `config.listen` (and `config.control`), then serves in the background.
@@ -52,15 +66,18 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
             ),
         });
     }
+    // Zero would cut every connection before its first byte: it means no limit, as `0` does
+    // for the command-line flag.
+    let header_read_timeout = config.header_read_timeout.filter(|t| !t.is_zero());
     let http_rules = RuleSet::compile(config.rules)?;
     let tcp_rules = TcpRuleSet::compile(config.tcp_rules)?;
-    let listener = bind(config.listen).await?;
+    let listener = bind(config.listen)?;
     let addr = listener.local_addr().map_err(|source| ProxyError::Bind {
         addr: config.listen,
         source,
     })?;
     let control = match config.control {
-        Some(c) => Some(bind(c).await?),
+        Some(c) => Some(bind(c)?),
         None => None,
     };
     let workers = match config.io_threads {
@@ -82,10 +99,16 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         ),
         upstream,
         stopped,
-        config.shutdown_grace,
+        (config.shutdown_grace, header_read_timeout),
         workers,
     ));
     let mut tasks = vec![tokio::spawn(crate::server::run(listener, shared.clone()))];
+    if let Some(timeout) = header_read_timeout {
+        tasks.push(tokio::spawn(crate::http::sweep_slow_heads(
+            shared.clone(),
+            timeout,
+        )));
+    }
     let control_addr = control.as_ref().and_then(|l| l.local_addr().ok());
     let handle = ProxyHandle::new(shared.clone(), addr, control_addr, stop);
     if let Some(listener) = control {

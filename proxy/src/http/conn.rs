@@ -1,28 +1,66 @@
 //! One downstream connection: hyper's HTTP/1.1 server over a [`FaultIo`] that lets a fault close
-//! or reset the connection from inside a request.
+//! or reset the connection from inside a request. The control API's connections are served the
+//! same way, for the same edges: hyper's own rejections rewritten with a problem body
+//! (`rejects`), the header-read timeout (`head_timer`), and the lingering close (`linger`).
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
+use http::StatusCode;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
-use hyper::service::service_fn;
+use hyper::service::{service_fn, HttpService};
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::ctl::{ConnCtl, ConnRegistry, ABORT, NEW_UPSTREAM, SHUTDOWN};
+use super::ctl::{ConnCtl, ConnRegistry, ABORT, NEW_UPSTREAM, SHUTDOWN, SLOW_HEAD};
+use super::head_timer::{Expiry, Timed};
+use super::linger::{linger, LINGER};
 use super::link::{UpstreamConn, UpstreamLink};
+use super::rejects::{problem_response, reject_status};
 
 use crate::server::Shared;
 
-/// The downstream socket, with the hooks [`ConnCtl`] needs.
+/// hyper's answer to a request head it could not parse, held back until the connection's end
+/// says what it was (see `rejects`).
+#[derive(Debug)]
+struct Held {
+    status: u16,
+    bytes: Vec<u8>,
+    /// How much of `bytes` is already out, when they turned out to be a response like any other.
+    written: usize,
+}
+
+/// The downstream socket, with the hooks [`ConnCtl`] and the connection's edges need.
 struct FaultIo {
     stream: TcpStream,
     ctl: Arc<ConnCtl>,
+    held: Option<Held>,
+}
+
+impl FaultIo {
+    /// Writes out held bytes: hyper went on after them, so they were a response like any other.
+    fn poll_release(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while let Some(held) = &mut self.held {
+            if held.written == held.bytes.len() {
+                self.held = None;
+                break;
+            }
+            let n = ready!(Pin::new(&mut self.stream).poll_write(cx, &held.bytes[held.written..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            held.written += n;
+        }
+        Poll::Ready(Ok(()))
+    }
 }
 
 impl AsyncRead for FaultIo {
@@ -31,7 +69,15 @@ impl AsyncRead for FaultIo {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
+        if self.held.is_some() {
+            ready!(self.poll_release(cx))?;
+        }
+        let read = Pin::new(&mut self.stream).poll_read(cx, buf);
+        // Ready means bytes or EOF; an EOF marks a head begun on a connection that is ending.
+        if read.is_ready() {
+            self.ctl.head.read();
+        }
+        read
     }
 }
 
@@ -41,20 +87,26 @@ impl AsyncWrite for FaultIo {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        if self.held.is_some() {
+            ready!(self.poll_release(cx))?;
+        }
+        // One prefix comparison per write, on bytes in cache: the price of the problem bodies.
+        if buf.starts_with(b"HTTP/1.1 4") {
+            if let Some(status) = reject_status(buf) {
+                self.held = Some(Held {
+                    status,
+                    bytes: buf.to_vec(),
+                    written: 0,
+                });
+                return Poll::Ready(Ok(buf.len()));
+            }
+        }
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
+    // Vectored writes are not passed on: tokio's default sends the first buffer through
+    // `poll_write`, so every byte meets the check above (hyper writes one flattened buffer
+    // here anyway, `writev(false)`).
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let ready = Pin::new(&mut self.stream).poll_flush(cx);
@@ -66,6 +118,10 @@ impl AsyncWrite for FaultIo {
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.held.is_some() {
+            // The connection's end writes what is held (or its replacement) and shuts down.
+            return Poll::Ready(Ok(()));
+        }
         Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
@@ -79,131 +135,230 @@ impl Drop for FaultIo {
     }
 }
 
+/// Who answers on a connection, as its problem details name it.
+#[derive(Debug, Clone, Copy)]
+enum Speaker {
+    Proxy,
+    Control,
+}
+
+impl Speaker {
+    fn name(self) -> &'static str {
+        match self {
+            Speaker::Proxy => "idemspec-proxy",
+            Speaker::Control => "the idemspec-proxy control API",
+        }
+    }
+}
+
+/// How hyper's side of a connection ended.
+#[derive(Debug)]
+enum Ended {
+    /// A fault (or the shutdown's cut) ended it: no answer, no lingering.
+    Aborted,
+    /// hyper's connection finished, well or not.
+    Served(hyper::Result<()>),
+    /// A request head took longer than the header-read timeout; `started`: a byte of it came.
+    SlowHead { started: bool },
+}
+
+impl FaultIo {
+    /// Ends the connection after hyper's part: the answer hyper could not give (a problem for a
+    /// head it could not parse or that came too slowly, or its held response), then a lingering
+    /// close, bounded by [`LINGER`] and the proxy's shutdown.
+    async fn finish(mut self, ended: Ended, who: Speaker, timeout: Duration, shared: &Shared) {
+        let answer = match (ended, self.held.take()) {
+            (Ended::Aborted, _) | (Ended::SlowHead { started: false }, None) => return,
+            (Ended::Served(Err(err)), Some(held)) if err.is_parse() => {
+                let status = StatusCode::from_u16(held.status).expect("a status hyper sent");
+                let detail = format!("{} could not parse the request: {err}", who.name());
+                problem_response(status, &detail)
+            }
+            (_, Some(held)) => held.bytes[held.written..].to_vec(),
+            (Ended::SlowHead { started: true }, None) => {
+                let detail = format!(
+                    "{} did not receive a whole request head within {}",
+                    who.name(),
+                    humantime::format_duration(timeout)
+                );
+                problem_response(StatusCode::REQUEST_TIMEOUT, &detail)
+            }
+            (Ended::Served(_), None) => Vec::new(),
+        };
+        let stream = &mut self.stream;
+        let end = async {
+            if answer.is_empty() || stream.write_all(&answer).await.is_ok() {
+                linger(stream, shared.shutting_down()).await;
+            }
+        };
+        // A client that reads nothing cannot hold the answer's write past the lingering time.
+        let _ = tokio::time::timeout(LINGER, end).await;
+    }
+}
+
 /// How long upstream exchanges may run on after their downstream connection closed.
 const UPSTREAM_AFTERLIFE: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// A downstream connection's task: hyper's server connection, and the upstream connections its
-/// requests opened (polled here, so an exchange never hops between tasks or threads). Ends when
-/// the server connection does or a fault aborts it; a shutdown lets the exchange in progress end.
-struct ConnTask<C> {
-    conn: Pin<Box<C>>,
-    upstream: FuturesUnordered<UpstreamConn>,
+/// The upstream connections a downstream connection's requests opened.
+struct Upstreams {
+    conns: FuturesUnordered<UpstreamConn>,
     link: Arc<UpstreamLink>,
+}
+
+/// A downstream connection's task: hyper's server connection and the upstream connections its
+/// requests opened (polled here, so an exchange never hops between tasks or threads). Ends when
+/// the server connection does, a fault aborts it or the header-read sweep finds its head
+/// overdue; a shutdown lets the exchange in progress end.
+struct ConnTask<S: HttpService<Incoming>> {
+    conn: http1::Connection<TokioIo<FaultIo>, S>,
+    upstream: Option<Upstreams>,
+    /// The header-read timeout.
+    head: Option<Duration>,
     ctl: Arc<ConnCtl>,
     graceful: bool,
 }
 
-impl<C> Future for ConnTask<C>
+impl<S, B> Future for ConnTask<S>
 where
-    C: Future<Output = hyper::Result<()>> + GracefulShutdown,
+    S: HttpService<Incoming, ResBody = B> + Unpin,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    type Output = ();
+    type Output = Ended;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Ended> {
         let this = &mut *self;
         let flags = this.ctl.poll_flags(cx.waker());
         if flags & ABORT != 0 {
-            return Poll::Ready(());
+            return Poll::Ready(Ended::Aborted);
         }
         if flags & SHUTDOWN != 0 && !this.graceful {
             this.graceful = true;
-            this.conn.as_mut().graceful_shutdown();
+            Pin::new(&mut this.conn).graceful_shutdown();
         }
-        if flags & NEW_UPSTREAM != 0 {
-            this.ctl.clear(NEW_UPSTREAM);
-            this.link.drain(&mut this.upstream, false);
-        }
-        while let Poll::Ready(Some(result)) = this.upstream.poll_next_unpin(cx) {
-            if let Err(err) = result {
-                tracing::debug!(error = %err, side = "upstream", "upstream connection ended with an error");
+        if let Some(up) = &mut this.upstream {
+            if flags & NEW_UPSTREAM != 0 {
+                this.ctl.clear(NEW_UPSTREAM);
+                up.link.drain(&mut up.conns, false);
+            }
+            while let Poll::Ready(Some(result)) = up.conns.poll_next_unpin(cx) {
+                if let Err(err) = result {
+                    tracing::debug!(error = %err, side = "upstream", "upstream connection ended with an error");
+                }
             }
         }
-        match this.conn.as_mut().poll(cx) {
+        if flags & SLOW_HEAD != 0 {
+            this.ctl.clear(SLOW_HEAD);
+            // Checked again: the head may have completed since the sweep looked.
+            if let Some(timeout) = this.head {
+                if let Expiry::Expired { started } = this.ctl.head.check(timeout) {
+                    tracing::debug!(started, "request head too slow, closing the connection");
+                    return Poll::Ready(Ended::SlowHead { started });
+                }
+            }
+        }
+        match Pin::new(&mut this.conn).poll(cx) {
             Poll::Ready(result) => {
-                if let Err(err) = result {
+                if let Err(err) = &result {
                     tracing::debug!(error = %err, side = "downstream", "connection ended with an error");
                 }
-                Poll::Ready(())
+                Poll::Ready(Ended::Served(result))
             }
             Poll::Pending => Poll::Pending,
         }
     }
 }
 
-/// What [`ConnTask`] needs of hyper's server connection besides polling it.
-trait GracefulShutdown {
-    fn graceful_shutdown(self: Pin<&mut Self>);
-}
-
-impl<I, S> GracefulShutdown for http1::Connection<I, S>
-where
-    S: hyper::service::HttpService<hyper::body::Incoming>,
+/// Serves `stream` with `service` until the client closes it, a fault ends it, a head is too slow
+/// or the proxy shuts down (idle keep-alive connections close at once, busy ones after their
+/// exchange), then ends it (see [`FaultIo::finish`]). `link`: the proxy's upstream connections
+/// for this connection, which outlive it for exchanges still at the upstream.
+async fn serve<S, B>(
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    ctl: Arc<ConnCtl>,
+    service: S,
+    link: Option<Arc<UpstreamLink>>,
+    who: Speaker,
+) where
+    S: HttpService<Incoming, ResBody = B> + Unpin,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin,
-    S::ResBody: hyper::body::Body + 'static,
-    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    fn graceful_shutdown(self: Pin<&mut Self>) {
-        http1::Connection::graceful_shutdown(self);
-    }
-}
-
-/// Serves one downstream connection until the client closes it, a fault ends it, or the proxy
-/// shuts down (idle keep-alive connections close at once, busy ones after their exchange).
-pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
-    let ctl = Arc::new(ConnCtl::default());
     let _registration = ConnRegistry::register(&shared, &ctl);
-    let link = Arc::new(UpstreamLink::new(ctl.clone()));
     let io = TokioIo::new(FaultIo {
         stream,
         ctl: ctl.clone(),
+        held: None,
     });
+    // Small messages are copied into one buffer and sent with one `send`, which costs the
+    // kernel less than a `writev` of head and body (measured, docs/BENCHMARKS.md). hyper's own
+    // header-read timeout stays off (no timer is given): `head_timer` is cheaper.
+    let conn = http1::Builder::new()
+        .writev(false)
+        .keep_alive(true)
+        .serve_connection(io, service);
+    let timeout = shared.header_read_timeout;
+    let mut task = ConnTask {
+        conn,
+        upstream: link.map(|link| Upstreams {
+            conns: FuturesUnordered::new(),
+            link,
+        }),
+        head: timeout,
+        ctl,
+        graceful: false,
+    };
+    let ended = (&mut task).await;
+    let ConnTask { conn, upstream, .. } = task;
+    // Dropping the service drops the link's idle upstream sender; exchanges still at the
+    // upstream finish in the background (see `detach`), bounded in time and by the shutdown.
+    let hyper::server::conn::http1::Parts { io, service, .. } = conn.into_parts();
+    drop(service);
+    if let Some(up) = upstream {
+        let Upstreams { mut conns, link } = up;
+        link.drain(&mut conns, true);
+        drop(link);
+        if !conns.is_empty() {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let drive = async {
+                    while let Some(result) = conns.next().await {
+                        if let Err(err) = result {
+                            tracing::debug!(error = %err, side = "upstream", "upstream connection ended with an error");
+                        }
+                    }
+                };
+                tokio::select! {
+                    _ = tokio::time::timeout(UPSTREAM_AFTERLIFE, drive) => {}
+                    () = shared.shutting_down() => {}
+                }
+            });
+        }
+    }
+    let timeout = timeout.unwrap_or_default();
+    io.into_inner().finish(ended, who, timeout, &shared).await;
+}
+
+/// Serves one downstream connection of the proxy until the client closes it, a fault ends it, a
+/// head is too slow, or the proxy shuts down.
+pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
+    let ctl = Arc::new(ConnCtl::default());
+    let link = Arc::new(UpstreamLink::new(ctl.clone()));
     let service = {
         let (shared, ctl, link) = (shared.clone(), ctl.clone(), link.clone());
         service_fn(move |req| {
             super::service::handle(shared.clone(), ctl.clone(), link.clone(), req)
         })
     };
-    // Small messages are copied into one buffer and sent with one `send`, which costs the
-    // kernel less than a `writev` of head and body (measured, docs/BENCHMARKS.md).
-    let conn = http1::Builder::new()
-        .writev(false)
-        .keep_alive(true)
-        .serve_connection(io, service);
-    let mut task = ConnTask {
-        conn: Box::pin(conn),
-        upstream: FuturesUnordered::new(),
-        link,
-        ctl,
-        graceful: false,
-    };
-    (&mut task).await;
-    // Dropping the downstream side drops the service and with it the link's idle upstream
-    // sender; exchanges still at the upstream finish in the background (see `detach`), bounded
-    // in time and by the proxy's shutdown.
-    let ConnTask {
-        conn,
-        mut upstream,
-        link,
-        ..
-    } = task;
-    drop(conn);
-    link.drain(&mut upstream, true);
-    drop(link);
-    if upstream.is_empty() {
-        return;
-    }
-    tokio::spawn(async move {
-        let drive = async {
-            while let Some(result) = upstream.next().await {
-                if let Err(err) = result {
-                    tracing::debug!(error = %err, side = "upstream", "upstream connection ended with an error");
-                }
-            }
-        };
-        tokio::select! {
-            _ = tokio::time::timeout(UPSTREAM_AFTERLIFE, drive) => {}
-            () = shared.shutting_down() => {}
-        }
-    });
+    serve(stream, shared, ctl, service, Some(link), Speaker::Proxy).await;
+}
+
+/// Serves one connection of the control API with `router`, at the same edges as the proxy's.
+pub(crate) async fn serve_control(stream: TcpStream, shared: Arc<Shared>, router: axum::Router) {
+    let ctl = Arc::new(ConnCtl::default());
+    let service = Timed::new(TowerToHyperService::new(router), ctl.clone());
+    serve(stream, shared, ctl, service, None, Speaker::Control).await;
 }

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use futures::task::AtomicWaker;
 
+use super::head_timer::HeadClock;
 use crate::server::Shared;
 
 /// End the connection now.
@@ -23,13 +24,29 @@ const ABORT_AFTER_FLUSH: u8 = 1 << 2;
 pub(super) const SHUTDOWN: u8 = 1 << 3;
 /// The upstream link has connections for the task to drive.
 pub(super) const NEW_UPSTREAM: u8 = 1 << 4;
+/// The header-read timer found a request head overdue (`head_timer`).
+pub(super) const SLOW_HEAD: u8 = 1 << 5;
 
-/// Lets a request's fault, the upstream link and a shutdown reach the connection's task: close
-/// (FIN) or reset (RST), now or after the bytes written so far have been flushed.
-#[derive(Debug, Default)]
+/// Lets a request's fault, the upstream link, a shutdown and the header-read sweep reach the
+/// connection's task: close (FIN) or reset (RST), now or after the bytes written so far have
+/// been flushed. Also where the connection is in reading request heads, for the sweep.
+#[derive(Debug)]
 pub(crate) struct ConnCtl {
     flags: AtomicU8,
     waker: AtomicWaker,
+    /// Updated by the socket's reads and each request; read by `head_timer::sweep`.
+    pub(crate) head: HeadClock,
+}
+
+impl Default for ConnCtl {
+    /// The signals of a connection accepted now.
+    fn default() -> Self {
+        Self {
+            flags: AtomicU8::new(0),
+            waker: AtomicWaker::new(),
+            head: HeadClock::new(),
+        }
+    }
 }
 
 impl ConnCtl {
@@ -52,6 +69,11 @@ impl ConnCtl {
     /// Asks the connection to close once its exchange in progress is over.
     pub(super) fn shutdown(&self) {
         self.raise(SHUTDOWN);
+    }
+
+    /// Wakes the task: a request head is overdue.
+    pub(super) fn slow_head(&self) {
+        self.raise(SLOW_HEAD);
     }
 
     /// Wakes the task: the link has new upstream connections for it.
@@ -117,6 +139,14 @@ impl ConnRegistry {
         Registration {
             shared: shared.clone(),
             id,
+        }
+    }
+
+    /// Calls `f` with every live connection's signals (under the registry's lock: keep it short).
+    pub(crate) fn each(&self, mut f: impl FnMut(&ConnCtl)) {
+        let live = self.live.lock().expect("registry lock is never poisoned");
+        for ctl in live.values().filter_map(Weak::upgrade) {
+            f(&ctl);
         }
     }
 

@@ -8,6 +8,7 @@ use http::header::HeaderName;
 use http::request::Parts;
 use idemspec_scenarios::rules::Rule;
 
+use super::ctl::ConnCtl;
 use super::receipt::Receipt;
 use crate::event::{EventLog, ProxyEvent, Side};
 
@@ -27,6 +28,9 @@ pub(crate) struct RequestCtx {
     started: Instant,
     receipt: Arc<Receipt>,
     committed: bool,
+    /// The downstream connection the request came on: a fault closes or resets it through
+    /// this, and the context tells its header-read clock when the request begins and ends.
+    conn: Arc<ConnCtl>,
 }
 
 /// A header's value as text; the name is pre-parsed, so the lookup does not re-validate it.
@@ -38,8 +42,17 @@ fn header(parts: &Parts, name: &HeaderName) -> Option<String> {
 }
 
 impl RequestCtx {
-    /// The context of the request `parts`, recording the value of `key_header` as its key.
-    pub(crate) fn new(log: Arc<EventLog>, parts: &Parts, key_header: &HeaderName) -> Self {
+    /// The context of the request with head `parts`, arriving on `conn`, recording the value of
+    /// `key_header` as its key; its event goes to `log`. From now until the context is dropped
+    /// (with the response body, when hyper is done with it), the connection's header-read clock is
+    /// stopped.
+    pub(crate) fn new(
+        log: Arc<EventLog>,
+        parts: &Parts,
+        key_header: &HeaderName,
+        conn: Arc<ConnCtl>,
+    ) -> Self {
+        conn.head.busy();
         let path = parts
             .uri
             .path_and_query()
@@ -54,7 +67,13 @@ impl RequestCtx {
             started: Instant::now(),
             receipt: Receipt::new(log),
             committed: false,
+            conn,
         }
+    }
+
+    /// The downstream connection the request came on.
+    pub(crate) fn conn(&self) -> &Arc<ConnCtl> {
+        &self.conn
     }
 
     /// What the request's upstream exchanges report to, even after the client left.
@@ -109,6 +128,7 @@ impl RequestCtx {
 
 impl Drop for RequestCtx {
     fn drop(&mut self) {
+        self.conn.head.idle();
         if !self.committed {
             self.event.client_disconnected = true;
             if self.event.error_side.is_none() {

@@ -7,20 +7,17 @@
 //! [`Reply`]'s: send the upstream's response (whole, late, or cut), a problem response, or none
 //! (abort the downstream connection). Every method records what it did in the request's event.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::body::{RequestBody, ResponseBody, Source};
-use super::ctl::ConnCtl;
 use super::ctx::RequestCtx;
 use super::headers::downstream_head;
 use super::link::UpstreamLink;
 use super::synthetic;
-use super::upstream::{Forwarder, UpstreamError};
+use super::upstream::{client_left, Forwarder, NoResponse};
 use crate::event::{ProxyEvent, Side};
 use crate::server::Shared;
 
@@ -37,8 +34,6 @@ pub(super) struct Reply<'a> {
     ctx: RequestCtx,
     fwd: &'a Forwarder,
     link: &'a UpstreamLink,
-    /// The downstream connection the request came on: a fault closes or resets it through this.
-    conn: &'a Arc<ConnCtl>,
     shared: &'a Shared,
 }
 
@@ -68,13 +63,12 @@ async fn collect(body: Incoming) -> Result<Bytes, hyper::Error> {
 
 impl<'a> Flight<'a> {
     /// `req` (already prepared for the upstream, see [`Forwarder::prepare`]) with its context,
-    /// arriving on the downstream connection `conn` whose upstream link is `link`.
+    /// arriving on a downstream connection whose upstream link is `link`.
     pub(super) fn new(
         req: Request<RequestBody>,
         ctx: RequestCtx,
         fwd: &'a Forwarder,
         link: &'a UpstreamLink,
-        conn: &'a Arc<ConnCtl>,
         shared: &'a Shared,
     ) -> Self {
         Self {
@@ -83,15 +77,14 @@ impl<'a> Flight<'a> {
                 ctx,
                 fwd,
                 link,
-                conn,
                 shared,
             },
         }
     }
 
     /// Sends the request upstream (its body streamed) and returns the response head, or why
-    /// there is none; the send and the status (or the error) are in the event.
-    pub(super) async fn forward(self) -> (Reply<'a>, Result<Response<Incoming>, String>) {
+    /// there is none; the send and the status are in the event.
+    pub(super) async fn forward(self) -> (Reply<'a>, Result<Response<Incoming>, NoResponse>) {
         let Flight { req, mut reply } = self;
         let ctx = &mut reply.ctx;
         let answer = reply.fwd.send(reply.link, ctx.receipt(), req).await;
@@ -105,17 +98,18 @@ impl<'a> Flight<'a> {
             }
             Err(err) => {
                 ctx.event.upstream_sends += u8::from(err.sent);
-                Err(err.message)
+                Err(err)
             }
         };
         (reply, answer)
     }
 
-    /// Pass-through: forwards the request and streams the response back (502 without one).
+    /// Pass-through: forwards the request and streams the response back (without one, see
+    /// [`Reply::no_response`]).
     pub(super) async fn pass(self) -> Response<ResponseBody> {
         match self.forward().await {
             (reply, Ok(resp)) => reply.send(resp),
-            (reply, Err(message)) => reply.bad_gateway(message),
+            (reply, Err(err)) => reply.no_response(err),
         }
     }
 
@@ -128,14 +122,21 @@ impl<'a> Flight<'a> {
         self.reply
     }
 
-    /// Reads the whole request body (to send copies), or says why it could not be read.
-    pub(super) async fn buffer(self) -> (Reply<'a>, Result<Buffered, hyper::Error>) {
+    /// Reads the whole request body (to send copies), or says why it could not be read (the
+    /// client's fault).
+    pub(super) async fn buffer(self) -> (Reply<'a>, Result<Buffered, NoResponse>) {
         let (parts, body) = self.req.into_parts();
-        let body = body.collect().await.map(|collected| Buffered {
+        let body = body.collect().await.map_err(|err| NoResponse {
+            sent: false,
+            side: Side::Downstream,
+            client_left: client_left(&err),
+            message: format!("the request body from the client could not be read: {err}"),
+        });
+        let buffered = body.map(|collected| Buffered {
             parts,
             body: collected.to_bytes(),
         });
-        (self.reply, body)
+        (self.reply, buffered)
     }
 
     /// Answers with a response of the proxy's own; the request is not forwarded.
@@ -182,12 +183,8 @@ impl Reply<'_> {
     ) -> Response<ResponseBody> {
         let (parts, body) = downstream_head(resp);
         self.ctx.event.client_status = Some(parts.status.as_u16());
-        let body = ResponseBody::cut(
-            Source::Stream(body),
-            self.ctx,
-            after_bytes,
-            self.conn.clone(),
-        );
+        let conn = self.ctx.conn().clone();
+        let body = ResponseBody::cut(Source::Stream(body), self.ctx, after_bytes, conn);
         Response::from_parts(parts, body)
     }
 
@@ -201,32 +198,37 @@ impl Reply<'_> {
         Response::from_parts(parts, ResponseBody::new(Source::Full(Some(body)), self.ctx))
     }
 
-    /// Sends a problem response for a failure on `side`, recorded in the event.
-    pub(super) fn problem(
-        self,
-        status: StatusCode,
-        side: Side,
-        detail: String,
-    ) -> Response<ResponseBody> {
-        synthetic::problem(self.ctx, status, side, detail)
-    }
-
-    /// Sends 502: the upstream gave no response (`message` says why).
-    pub(super) fn bad_gateway(self, message: String) -> Response<ResponseBody> {
-        synthetic::bad_gateway(self.ctx, message)
+    /// Answers a request that got no upstream response: 502 when the upstream failed, 400 when
+    /// the request's body from the client did (and the event says whether the client left).
+    pub(super) fn no_response(mut self, err: NoResponse) -> Response<ResponseBody> {
+        match err.side {
+            Side::Upstream => synthetic::bad_gateway(self.ctx, err.message),
+            Side::Downstream => {
+                self.ctx.event.client_disconnected |= err.client_left;
+                synthetic::problem(
+                    self.ctx,
+                    StatusCode::BAD_REQUEST,
+                    Side::Downstream,
+                    err.message,
+                )
+            }
+        }
     }
 
     /// Reads the upstream's whole response and discards it, so that the upstream has finished
     /// the work; a failure (no response, or a broken body) goes into the event.
-    pub(super) async fn discard(&mut self, answer: Result<Response<Incoming>, String>) {
-        let failure = match answer {
+    pub(super) async fn discard(&mut self, answer: Result<Response<Incoming>, NoResponse>) {
+        let (side, failure) = match answer {
             Ok(resp) => match collect(resp.into_body()).await {
                 Ok(_) => return,
-                Err(err) => format!("upstream body failed: {err}"),
+                Err(err) => (Side::Upstream, format!("upstream body failed: {err}")),
             },
-            Err(message) => message,
+            Err(err) => {
+                self.ctx.event.client_disconnected |= err.client_left;
+                (err.side, err.message)
+            }
         };
-        self.ctx.failed(Side::Upstream, failure);
+        self.ctx.failed(side, failure);
     }
 
     /// Sends one buffered copy of the request upstream and reads its whole response. Not
@@ -234,11 +236,13 @@ impl Reply<'_> {
     pub(super) async fn exchange(
         &self,
         req: Request<RequestBody>,
-    ) -> Result<(http::response::Parts, Bytes), UpstreamError> {
+    ) -> Result<(http::response::Parts, Bytes), NoResponse> {
         let resp = self.fwd.send(self.link, self.ctx.receipt(), req).await?;
         let (parts, body) = downstream_head(resp);
-        let body = collect(body).await.map_err(|e| UpstreamError {
+        let body = collect(body).await.map_err(|e| NoResponse {
             sent: true,
+            side: Side::Upstream,
+            client_left: false,
             message: format!("response body failed: {e}"),
         })?;
         Ok((parts, body))
@@ -253,7 +257,7 @@ impl Reply<'_> {
     /// another byte. Never resolves: the connection's end drops it.
     pub(super) async fn abort(mut self, reset: bool) -> Response<ResponseBody> {
         self.ctx.commit();
-        self.conn.abort(reset);
+        self.ctx.conn().abort(reset);
         std::future::pending().await
     }
 }

@@ -10,11 +10,15 @@
 //!                                                               reset_mid_response
 //! Flight:  forward | pass | drain | buffer | synthetic | abort
 //!   └─ forward ─► upstream (Forwarder) over the connection's UpstreamLink ─► upstream
-//!                 └─► Reply: send | send_cut | send_buffered | discard | problem | abort
+//!                 └─► Reply: send | send_cut | send_buffered | discard | no_response | abort
 //! ```
 //!
 //! - `conn`, `ctl`: the downstream connection's task, and the signals (close, reset, shutdown,
-//!   new upstream connection) that reach it.
+//!   new upstream connection, slow head) that reach it. The control API's connections are
+//!   served by `conn` too, for the same edges: `rejects` (hyper's own answers to unparseable
+//!   or slow heads, given a problem body), `head_timer` (the header-read timeout: one sweep per
+//!   proxy, no timer per request or connection), `linger` (a close that lets a client still
+//!   sending read its answer).
 //! - `service`: one request: its [`ctx::RequestCtx`], its rule, and the dispatch.
 //! - `flight`: what a fault works with: [`flight::Flight`] (the request, not yet forwarded) and
 //!   [`flight::Reply`] (the way back to the client).
@@ -35,15 +39,19 @@ mod ctx;
 mod detach;
 mod faults;
 mod flight;
+mod head_timer;
 mod headers;
+mod linger;
 mod link;
 mod receipt;
+mod rejects;
 mod service;
 mod synthetic;
 mod upstream;
 
-pub(crate) use conn::serve_connection;
+pub(crate) use conn::{serve_connection, serve_control};
 pub(crate) use ctl::ConnRegistry;
 pub(crate) use ctx::IDEMPOTENCY_KEY;
-pub(crate) use synthetic::{problem_body, PROBLEM_JSON};
+pub(crate) use head_timer::sweep as sweep_slow_heads;
+pub(crate) use synthetic::{problem_document, PROBLEM_JSON};
 pub(crate) use upstream::Forwarder;

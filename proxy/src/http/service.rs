@@ -26,7 +26,7 @@ pub(super) async fn handle(
         unreachable!("HTTP connections are only served in HTTP mode")
     };
     let (mut parts, body) = req.into_parts();
-    let mut ctx = RequestCtx::new(shared.events.clone(), &parts, &shared.key_header);
+    let mut ctx = RequestCtx::new(shared.events.clone(), &parts, &shared.key_header, ctl);
     // Pass-through (no rules in force) takes no lock and no reference count.
     let rule = shared
         .http_rules_for_request()
@@ -35,11 +35,11 @@ pub(super) async fn handle(
     forwarder.prepare(&mut parts);
     let req = Request::from_parts(parts, RequestBody(Source::Stream(body)));
     let Some(rule) = rule else {
-        return Ok(Flight::new(req, ctx, forwarder, &link, &ctl, &shared)
+        return Ok(Flight::new(req, ctx, forwarder, &link, &shared)
             .pass()
             .await);
     };
     ctx.apply(&rule.rule);
-    let flight = Flight::new(req, ctx, forwarder, &link, &ctl, &shared);
+    let flight = Flight::new(req, ctx, forwarder, &link, &shared);
     Ok(faults::apply(&rule.rule.fault, flight).await)
 }

@@ -13,15 +13,19 @@ use crate::event::Side;
 /// The media type of an RFC 9457 problem body.
 pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
 
-/// An RFC 9457 problem body: `type` `about:blank`, with `title`, `status` and `detail`.
-pub(crate) fn problem_body(status: StatusCode, title: &str, detail: &str) -> String {
-    serde_json::json!({
-        "type": "about:blank",
-        "title": title,
-        "status": status.as_u16(),
-        "detail": detail,
-    })
-    .to_string()
+/// An RFC 9457 problem document: `type` `about:blank`, with `title`, `status` and `detail`; a
+/// caller may add extension members (the control API adds where a rule is wrong).
+pub(crate) fn problem_document(
+    status: StatusCode,
+    title: &str,
+    detail: &str,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut doc = serde_json::Map::new();
+    doc.insert("type".into(), "about:blank".into());
+    doc.insert("title".into(), title.into());
+    doc.insert("status".into(), status.as_u16().into());
+    doc.insert("detail".into(), detail.into());
+    doc
 }
 
 /// A response with `status`, `content_type` and `body`; recorded as the client's status.
@@ -49,12 +53,13 @@ pub(super) fn problem(
     side: Side,
     detail: String,
 ) -> Response<ResponseBody> {
-    let body = problem_body(
+    let body = problem_document(
         status,
         status.canonical_reason().unwrap_or("Error"),
         &detail,
     );
     ctx.failed(side, detail);
+    let body = serde_json::Value::Object(body).to_string();
     response(ctx, status, PROBLEM_JSON, Bytes::from(body))
 }
 

@@ -18,6 +18,7 @@ use super::headers;
 use super::link::UpstreamLink;
 use super::receipt::Receipt;
 use crate::error::ProxyError;
+use crate::event::Side;
 
 /// Where requests go: the upstream's address and the `Host` to send when the client sent none.
 #[derive(Debug)]
@@ -29,12 +30,30 @@ pub(crate) struct Forwarder {
     base: String,
 }
 
-/// Why a request got no upstream response.
+/// Why a request got no upstream response: the upstream failed, or the request's own body from
+/// the client did (a broken chunk, a body shorter than its `Content-Length`), which is the
+/// downstream side's fault.
 #[derive(Debug)]
-pub(super) struct UpstreamError {
+pub(super) struct NoResponse {
     /// Whether the request may have reached the upstream (false: the connection failed).
     pub(super) sent: bool,
+    /// Which side failed.
+    pub(super) side: Side,
+    /// The client closed its side before its body was whole (downstream failures only).
+    pub(super) client_left: bool,
     pub(super) message: String,
+}
+
+/// Whether a body error from the downstream connection says the client closed its side early.
+pub(super) fn client_left(err: &hyper::Error) -> bool {
+    err.is_incomplete_message()
+        || std::iter::successors(Some(err as &(dyn std::error::Error + 'static)), |e| {
+            e.source()
+        })
+        .any(|e| {
+            e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::UnexpectedEof)
+        })
 }
 
 /// Renders an error with its sources, `outer: inner: innermost`.
@@ -94,18 +113,39 @@ impl Forwarder {
         }
     }
 
-    fn failed(&self, sent: bool, err: &(dyn std::error::Error + 'static)) -> UpstreamError {
-        UpstreamError {
+    fn failed(&self, sent: bool, err: &(dyn std::error::Error + 'static)) -> NoResponse {
+        NoResponse {
             sent,
+            side: Side::Upstream,
+            client_left: false,
             message: format!("{}: {}", self.base, error_chain(err)),
         }
     }
 
+    /// A failed send: the upstream's fault, unless hyper's client says the request body it was
+    /// streaming failed (a user error whose cause is the downstream connection's body error).
+    fn send_failed(&self, sent: bool, err: &hyper::Error) -> NoResponse {
+        let body = err
+            .is_user()
+            .then(|| std::error::Error::source(err))
+            .flatten()
+            .and_then(|cause| cause.downcast_ref::<hyper::Error>());
+        match body {
+            Some(cause) => NoResponse {
+                sent,
+                side: Side::Downstream,
+                client_left: client_left(cause),
+                message: format!(
+                    "the request body from the client is malformed or incomplete: {}",
+                    error_chain(cause)
+                ),
+            },
+            None => self.failed(sent, err),
+        }
+    }
+
     /// Opens a new upstream connection and hands its I/O half to the link's task.
-    async fn connect(
-        &self,
-        link: &UpstreamLink,
-    ) -> Result<SendRequest<RequestBody>, UpstreamError> {
+    async fn connect(&self, link: &UpstreamLink) -> Result<SendRequest<RequestBody>, NoResponse> {
         let stream = TcpStream::connect(self.authority.as_str())
             .await
             .map_err(|e| self.failed(false, &e))?;
@@ -126,7 +166,7 @@ impl Forwarder {
         link: &UpstreamLink,
         receipt: &Arc<Receipt>,
         mut req: Request<RequestBody>,
-    ) -> Result<Response<Incoming>, UpstreamError> {
+    ) -> Result<Response<Incoming>, NoResponse> {
         for attempt in 0..2 {
             let mut sender = match link.take() {
                 Some(sender) => sender,
@@ -151,7 +191,7 @@ impl Forwarder {
                     }
                     match unsent {
                         Some(unsent) if attempt == 0 => req = unsent,
-                        unsent => return Err(self.failed(unsent.is_none(), err.error())),
+                        unsent => return Err(self.send_failed(unsent.is_none(), err.error())),
                     }
                 }
             }

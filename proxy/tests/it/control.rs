@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use idemspec_proxy::{start, ProxyConfig};
+use idemspec_proxy::ProxyConfig;
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -19,15 +19,8 @@ async fn status(req: reqwest::RequestBuilder) -> u16 {
 
 #[tokio::test]
 async fn rules_change_while_traffic_flows_and_events_match_the_upstream() {
-    let upstream = Upstream::start().await;
-    let proxy = start(ProxyConfig {
-        upstream: upstream.url(),
-        control: Some("127.0.0.1:0".parse().unwrap()),
-        ..ProxyConfig::default()
-    })
-    .await
-    .unwrap();
-    let control = format!("http://{}", proxy.control_addr().unwrap());
+    let (proxy, upstream) = proxied_with(with_control()).await;
+    let control = control_url(&proxy);
     let client = http();
     // Traffic: a steady stream of tagged requests on keep-alive connections.
     let addr = proxy.addr();
@@ -107,46 +100,88 @@ async fn rules_change_while_traffic_flows_and_events_match_the_upstream() {
     proxy.shutdown().await;
 }
 
+/// Invalid rules, and rules the proxy could not serve as written, are refused with a problem
+/// that points at the rule and field (a JSON pointer into the body); the rules in force stay.
 #[tokio::test]
-async fn invalid_rules_get_400_problem_and_change_nothing() {
-    let upstream = Upstream::start().await;
-    let proxy = start(ProxyConfig {
-        upstream: upstream.url(),
+async fn invalid_rules_get_a_400_problem_that_points_at_the_field_and_change_nothing() {
+    let (proxy, _upstream) = proxied_with(ProxyConfig {
         rules: rules("- name: keep\n  match: {path: /k}\n  fault: refuse\n"),
-        control: Some("127.0.0.1:0".parse().unwrap()),
-        ..ProxyConfig::default()
+        ..with_control()
     })
-    .await
-    .unwrap();
-    let control = format!("http://{}", proxy.control_addr().unwrap());
+    .await;
+    let control = control_url(&proxy);
     let client = http();
-    for (body, expect) in [
+    let one = |rule: Value| json!([rule]);
+    let respond = |options: Value| one(json!({"name": "r", "fault": {"respond": options}}));
+    let cases = [
         (
-            json!([{"name": "z", "match": {"nth": 0}, "fault": "refuse"}]),
+            "PUT",
+            one(json!({"name": "z", "match": {"nth": 0}, "fault": "refuse"})),
+            "/0/match/nth",
             "at least 1",
         ),
         (
-            json!([{"name": "p", "match": {"probability": 0.5}, "fault": "refuse"}]),
+            "PUT",
+            one(json!({"name": "p", "match": {"probability": 0.5}, "fault": "refuse"})),
+            "/0/match",
             "seed",
         ),
-        (json!([{"name": "u", "fault": {"explode": {}}}]), "explode"),
         (
-            json!([{"name": "f", "fault": "refuse", "bogus": 1}]),
+            "PUT",
+            one(json!({"name": "u", "fault": {"explode": {}}})),
+            "/0/fault/explode",
+            "explode",
+        ),
+        (
+            "PUT",
+            one(json!({"name": "f", "fault": "refuse", "bogus": 1})),
+            "/0/bogus",
             "bogus",
         ),
-    ] {
-        let resp = client
-            .put(format!("{control}/rules"))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        (
+            "PUT",
+            respond(json!({"status": 502, "content_type": "a\nb"})),
+            "/0/fault/respond/content_type",
+            "media type",
+        ),
+        (
+            "PUT",
+            respond(json!({"status": 101})),
+            "/0/fault/respond/status",
+            "200..=599",
+        ),
+        (
+            "PUT",
+            one(json!({"name": "", "fault": "refuse"})),
+            "/0/name",
+            "empty",
+        ),
+        (
+            "PUT",
+            json!([{"name": "a", "fault": "refuse"}, {"name": "b", "fault": "refuse"}, {"name": "a", "fault": "refuse"}]),
+            "/2/name",
+            "`a`",
+        ),
+        (
+            "POST",
+            json!({"name": "keep", "fault": "refuse"}),
+            "/name",
+            "`keep`",
+        ),
+    ];
+    for (method, body, pointer, says) in cases {
+        let req = match method {
+            "PUT" => client.put(format!("{control}/rules")),
+            _ => client.post(format!("{control}/rules")),
+        };
+        let resp = req.json(&body).send().await.unwrap();
         assert_eq!(resp.status(), 400, "{body}");
         assert_eq!(resp.headers()["content-type"], "application/problem+json");
         let problem: Value = resp.json().await.unwrap();
+        assert_eq!(problem["pointer"], pointer, "{body}: {problem}");
         assert!(
-            problem["detail"].as_str().unwrap().contains(expect),
-            "{problem}"
+            problem["detail"].as_str().unwrap().contains(says),
+            "{body}: {problem}"
         );
     }
     let resp = client
@@ -171,15 +206,11 @@ async fn invalid_rules_get_400_problem_and_change_nothing() {
 /// period (axum's graceful shutdown would wait for it forever).
 #[tokio::test]
 async fn a_half_sent_control_request_does_not_hold_the_shutdown() {
-    let upstream = Upstream::start().await;
-    let proxy = start(ProxyConfig {
-        upstream: upstream.url(),
-        control: Some("127.0.0.1:0".parse().unwrap()),
+    let (proxy, _upstream) = proxied_with(ProxyConfig {
         shutdown_grace: std::time::Duration::from_millis(200),
-        ..ProxyConfig::default()
+        ..with_control()
     })
-    .await
-    .unwrap();
+    .await;
     let mut stalled = tokio::net::TcpStream::connect(proxy.control_addr().unwrap())
         .await
         .unwrap();
@@ -194,4 +225,26 @@ async fn a_half_sent_control_request_does_not_hold_the_shutdown() {
         .expect("shutdown returns within the grace period and its second");
     assert!(started.elapsed() >= std::time::Duration::from_millis(200));
     drop(stalled);
+}
+
+/// Every error of the control API is a problem: an unknown path and a method a path does not
+/// take too, not only refused rules.
+#[tokio::test]
+async fn unknown_paths_and_methods_get_a_problem_body() {
+    let (proxy, _upstream) = proxied_with(with_control()).await;
+    let control = control_url(&proxy);
+    let client = http();
+    for (req, status) in [
+        (client.get(format!("{control}/nowhere")), 404),
+        (client.post(format!("{control}/events")), 405),
+        (client.patch(format!("{control}/rules")), 405),
+    ] {
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), status);
+        assert_eq!(resp.headers()["content-type"], "application/problem+json");
+        let problem: Value = resp.json().await.unwrap();
+        assert_eq!(problem["status"], status, "{problem}");
+        assert!(problem["detail"].as_str().is_some_and(|d| !d.is_empty()));
+    }
+    proxy.shutdown().await;
 }

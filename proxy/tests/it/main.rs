@@ -2,8 +2,12 @@
 //! received (`support::upstream`), the proxy in between, and real clients.
 
 mod control;
+mod early_answers;
 mod faults;
+mod fuzz;
+mod malformed;
 mod matching;
 mod passthrough;
+mod slow_clients;
 mod support;
 mod tcp;

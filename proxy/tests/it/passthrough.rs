@@ -254,3 +254,37 @@ async fn too_many_io_threads_is_a_clear_error_not_a_panic() {
         assert!(text.contains("at most 1024"), "{text}");
     }
 }
+
+/// A burst of connections is not made to wait: each is accepted into the listen queue at once.
+/// With a queue shorter than the burst (tokio's `bind` asks for 128), the kernel drops the
+/// surplus SYNs and those clients retry after the 1 s retransmission timeout.
+#[apply(both_runtimes)]
+async fn a_burst_of_connections_is_queued_without_retransmission(threads: usize) {
+    let (proxy, _upstream) = proxied(threads, vec![]).await;
+    let addr = proxy.addr();
+    let barrier = Arc::new(tokio::sync::Barrier::new(500));
+    let connects: Vec<_> = (0..500)
+        .map(|_| {
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let started = std::time::Instant::now();
+                let stream = TcpStream::connect(addr).await.unwrap();
+                (started.elapsed(), stream)
+            })
+        })
+        .collect();
+    let mut slowest = std::time::Duration::ZERO;
+    let mut streams = Vec::new();
+    for c in connects {
+        let (took, stream) = c.await.unwrap();
+        slowest = slowest.max(took);
+        streams.push(stream);
+    }
+    assert!(
+        slowest < std::time::Duration::from_millis(900),
+        "a connection waited {slowest:?}: its SYN was dropped and retransmitted"
+    );
+    drop(streams);
+    proxy.shutdown().await;
+}

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::values::{duplicate_message, duplicate_name};
 use super::{Rule, TcpRule};
 use crate::load::{from_yaml, LoadError, Spanned};
 
@@ -56,9 +57,31 @@ struct RawProxyFile {
     #[serde(default)]
     mode: Option<Spanned<Mode>>,
     #[serde(default)]
-    rules: Option<Spanned<Vec<Rule>>>,
+    rules: Option<Spanned<Vec<Spanned<Rule>>>>,
     #[serde(default)]
-    tcp_rules: Option<Spanned<Vec<TcpRule>>>,
+    tcp_rules: Option<Spanned<Vec<Spanned<TcpRule>>>>,
+}
+
+/// The rules of one list, without their positions, once their names are known to be unique;
+/// a repeated name is an error at the rule that repeats it.
+fn unique<T>(
+    file: &str,
+    rules: Option<Spanned<Vec<Spanned<T>>>>,
+    name: impl Fn(&T) -> &str,
+) -> Result<Vec<T>, LoadError> {
+    let rules = rules.map(|r| r.value).unwrap_or_default();
+    if let Some((index, repeated)) = duplicate_name(rules.iter().map(|r| name(&r.value))) {
+        let first = rules
+            .iter()
+            .position(|r| name(&r.value) == repeated)
+            .unwrap_or_default();
+        return Err(LoadError::at(
+            file,
+            &rules[index].referenced,
+            duplicate_message(index, repeated, first),
+        ));
+    }
+    Ok(rules.into_iter().map(|r| r.value).collect())
 }
 
 impl ProxyFile {
@@ -66,7 +89,8 @@ impl ProxyFile {
     ///
     /// Errors: YAML syntax, unknown fields, bad values (located by the parser), and the
     /// cross-field checks: `version` other than 1, an upstream that does not fit the mode, a
-    /// listen address that is not `ip:port`, rules of the other mode's kind.
+    /// listen address that is not `ip:port`, rules of the other mode's kind, two rules of a list
+    /// with one name.
     pub fn load(file: &str, text: &str) -> Result<Self, LoadError> {
         let raw: RawProxyFile = from_yaml(file, text)?;
         if raw.version.value != 1 {
@@ -110,8 +134,8 @@ impl ProxyFile {
             listen: raw.listen.map(|l| l.value),
             upstream: raw.upstream.value,
             mode,
-            rules: raw.rules.map(|r| r.value).unwrap_or_default(),
-            tcp_rules: raw.tcp_rules.map(|r| r.value).unwrap_or_default(),
+            rules: unique(file, raw.rules, |r: &Rule| &r.name)?,
+            tcp_rules: unique(file, raw.tcp_rules, |r: &TcpRule| &r.name)?,
         })
     }
 }

@@ -5,7 +5,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::values::{
-    bare_verb, check_seed, duration, Count, HttpMethod, Probability, ResponseHeaders, Status,
+    bare_verb, check_media_type, check_name, check_seed, checked, duration, is_token, Count,
+    HttpMethod, Probability, ResponseHeaders, Status,
 };
 
 /// One proxy rule: requests that satisfy `match` get `fault`, at most `times` times.
@@ -16,7 +17,9 @@ use super::values::{
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
-    /// A name for the event log and the control API (e.g. `lose-first-create`).
+    /// A name for the event log and the control API (e.g. `lose-first-create`): not empty, no
+    /// control characters, unique in its list ([`crate::rules::duplicate_name`]).
+    #[serde(deserialize_with = "checked::name")]
     pub name: String,
     /// Which requests the rule is about; omitted, it matches every request.
     #[serde(rename = "match", default)]
@@ -38,6 +41,16 @@ impl Rule {
             fault,
             times: None,
         }
+    }
+
+    /// Checks what parsing checks, for a rule built in code: the name, the match's cross-field
+    /// rules and the fault's values. Not the uniqueness of the name, which needs the list.
+    ///
+    /// Errors: the message says what is wrong, as the YAML loader would.
+    pub fn check(&self) -> Result<(), String> {
+        check_name(&self.name)?;
+        self.matcher.check()?;
+        self.fault.check()
     }
 }
 
@@ -100,8 +113,7 @@ impl TryFrom<RawHeaderMatch> for HeaderMatch {
     type Error = String;
 
     fn try_from(raw: RawHeaderMatch) -> Result<Self, String> {
-        let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-        if raw.name.is_empty() || !raw.name.chars().all(tchar) {
+        if !is_token(&raw.name) {
             return Err(format!("`{}` is not a valid header name", raw.name));
         }
         Ok(Self {
@@ -134,27 +146,34 @@ struct RawMatch {
     seed: Option<u64>,
 }
 
-impl TryFrom<RawMatch> for Match {
-    type Error = String;
-
-    fn try_from(raw: RawMatch) -> Result<Self, String> {
-        let paths = [&raw.path, &raw.path_prefix, &raw.path_glob];
+impl Match {
+    /// The cross-field rules: at most one path matcher, paths that start with `/`, a valid glob,
+    /// `probability` with its `seed`.
+    fn check(&self) -> Result<(), String> {
+        let paths = [&self.path, &self.path_prefix, &self.path_glob];
         if paths.iter().filter(|p| p.is_some()).count() > 1 {
             return Err("give at most one of `path`, `path_prefix` and `path_glob`".into());
         }
-        for p in [&raw.path, &raw.path_prefix].into_iter().flatten() {
+        for p in [&self.path, &self.path_prefix].into_iter().flatten() {
             if !p.starts_with('/') {
                 return Err(format!("path `{p}` must start with `/`"));
             }
         }
-        if let Some(glob) = &raw.path_glob {
+        if let Some(glob) = &self.path_glob {
             globset::GlobBuilder::new(glob)
                 .literal_separator(true)
                 .build()
                 .map_err(|e| format!("`{glob}` is not a valid path glob: {e}"))?;
         }
-        check_seed(raw.probability, raw.seed)?;
-        Ok(Self {
+        check_seed(self.probability, self.seed)
+    }
+}
+
+impl TryFrom<RawMatch> for Match {
+    type Error = String;
+
+    fn try_from(raw: RawMatch) -> Result<Self, String> {
+        let m = Self {
             method: raw.method,
             path: raw.path,
             path_prefix: raw.path_prefix,
@@ -164,7 +183,9 @@ impl TryFrom<RawMatch> for Match {
             nth: raw.nth,
             probability: raw.probability,
             seed: raw.seed,
-        })
+        };
+        m.check()?;
+        Ok(m)
     }
 }
 
@@ -184,13 +205,18 @@ pub enum Fault {
     },
     /// Answer with a synthetic response; the request is not forwarded.
     Respond {
-        /// The status code, 100–599 (e.g. 502, 503, 504).
+        /// The status code, a final one: 200–599 (e.g. 502, 503, 504).
         status: Status,
         /// The response body, sent as is.
         #[serde(default)]
         body: String,
-        /// The `Content-Type` of `body`; omitted, `text/plain; charset=utf-8`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        /// The `Content-Type` of `body`, a media type (`application/problem+json`); omitted,
+        /// `text/plain; charset=utf-8`.
+        #[serde(
+            default,
+            deserialize_with = "checked::media_type",
+            skip_serializing_if = "Option::is_none"
+        )]
         content_type: Option<String>,
         /// Further response headers, e.g. `{Retry-After: "1"}` on a 429 or 503.
         #[serde(default, skip_serializing_if = "ResponseHeaders::is_empty")]
@@ -236,6 +262,18 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// Checks the values parsing checks for a fault built in code (`respond`'s content type;
+    /// the other values are checked by their types).
+    fn check(&self) -> Result<(), String> {
+        match self {
+            Fault::Respond {
+                content_type: Some(content_type),
+                ..
+            } => check_media_type(content_type),
+            _ => Ok(()),
+        }
+    }
+
     /// The verb as written in YAML and recorded in events (`drop_response`, …).
     pub fn verb(&self) -> &'static str {
         match self {

@@ -11,11 +11,14 @@
 //! - [`TcpRule`] / [`TcpFault`]: the byte-level subset for TCP mode.
 //! - [`ProxyFile`]: `version: 1`, `listen`, `upstream`, `mode`, `rules` / `tcp_rules`.
 //!
-//! Values that are wrong on their own (`nth: 0`, `probability: 1.5`, a bad glob, `250 ms`) are
-//! rejected while parsing, so the error points at the value. Cross-field problems (a probability
+//! Values that are wrong on their own (`nth: 0`, `probability: 1.5`, a bad glob, `250 ms`, an
+//! empty rule name, `status: 101`, a content type that is no media type) are rejected while
+//! parsing, so the error points at the value. Cross-field problems (a probability
 //! without a seed, two path matchers) are rejected when the enclosing mapping is converted from
-//! its raw form, and the error points at that mapping. Either way a [`crate::LoadError`] names file,
-//! line and column, and the control API's JSON gets the same checks.
+//! its raw form, and the error points at that mapping; two rules of one list with the same name are
+//! rejected where the list is loaded ([`ProxyFile`]; [`duplicate_name`] for other lists). Either
+//! way a [`crate::LoadError`] names file, line and column, and the control API's JSON gets the same
+//! checks. [`Rule::check`] and [`TcpRule::check`] apply them to rules built in code.
 
 mod file;
 mod http;
@@ -25,7 +28,9 @@ mod values;
 pub use file::{check_upstream, Mode, ProxyFile};
 pub use http::{DuplicateMode, Fault, HeaderMatch, Match, Rule};
 pub use tcp::{Direction, TcpFault, TcpMatch, TcpRule};
-pub use values::{Count, HttpMethod, Probability, ResponseHeaders, Status};
+pub use values::{duplicate_name, Count, HttpMethod, Probability, ResponseHeaders, Status};
 
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 mod tests;

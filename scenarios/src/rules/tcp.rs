@@ -4,14 +4,15 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::values::{bare_verb, check_seed, duration, Count, Probability};
+use super::values::{bare_verb, check_name, check_seed, checked, duration, Count, Probability};
 
 /// One TCP-mode rule: connections that satisfy `match` get `fault`, at most `times` times.
 /// Evaluated in order per accepted connection; the first rule that applies wins.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpRule {
-    /// A name for the event log.
+    /// A name for the event log: not empty, no control characters, unique in its list.
+    #[serde(deserialize_with = "checked::name")]
     pub name: String,
     /// Which connections; omitted, every connection.
     #[serde(rename = "match", default)]
@@ -22,6 +23,17 @@ pub struct TcpRule {
     /// Apply at most this many times (at least 1); omitted, no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub times: Option<Count>,
+}
+
+impl TcpRule {
+    /// Checks what parsing checks, for a rule built in code: the name and `probability` with
+    /// its `seed`. Not the uniqueness of the name, which needs the list.
+    ///
+    /// Errors: the message says what is wrong, as the YAML loader would.
+    pub fn check(&self) -> Result<(), String> {
+        check_name(&self.name)?;
+        check_seed(self.matcher.probability, self.matcher.seed)
+    }
 }
 
 /// Which connections a TCP rule selects: the nth accepted connection (1-based, counted per rule)

@@ -191,6 +191,45 @@ fn proxy_file_errors_are_located() {
 }
 
 #[test]
+fn duplicate_rule_names_in_a_proxy_file_are_located() {
+    let e = ProxyFile::load(
+        "p.yaml",
+        "version: 1\nupstream: http://a:1\nrules:\n  - name: a\n    fault: refuse\n  - name: b\n    fault: refuse\n  - name: a\n    fault: drop_response\n",
+    )
+    .unwrap_err();
+    assert_eq!((e.line, e.column), (8, 5), "{e}");
+    assert!(
+        e.message.contains("`a`") && e.message.contains("rule 1"),
+        "{e}"
+    );
+    let e = ProxyFile::load(
+        "p.yaml",
+        "version: 1\nmode: tcp\nupstream: a:1\ntcp_rules:\n  - name: t\n    fault: refuse\n  - name: t\n    fault: blackhole\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.line, 7, "{e}");
+}
+
+#[test]
+fn rules_built_in_code_get_the_same_checks() {
+    let mut rule = Rule::new("r", Match::default(), Fault::Refuse { reset: false });
+    assert_eq!(rule.check(), Ok(()));
+    rule.name = String::new();
+    assert!(rule.check().unwrap_err().contains("empty"));
+    rule.name = "r".into();
+    rule.fault = Fault::Respond {
+        status: Status::new(503).expect("a final status"),
+        body: String::new(),
+        content_type: Some("text/plain\r\nx-injected: 1".into()),
+        headers: Default::default(),
+    };
+    assert!(rule.check().unwrap_err().contains("media type"));
+    assert_eq!(Status::new(101), None, "an interim status is no answer");
+    assert_eq!(duplicate_name(["a", "b", "a", "b"]), Some((2, "a")));
+    assert_eq!(duplicate_name(["a", "b"]), None);
+}
+
+#[test]
 fn tcp_rules_parse() {
     let f = ProxyFile::load(
         "p.yaml",
@@ -268,6 +307,19 @@ fn error_messages_snapshot() {
             "- name: a\n  match: {method: \"PO ST\"}\n  fault: refuse\n",
         ),
         ("missing-fault", "- name: a\n  match: {path: /a}\n"),
+        (
+            "content-type-not-a-media-type",
+            "- name: a\n  fault: {respond: {status: 502, content_type: \"a\\nb\"}}\n",
+        ),
+        (
+            "interim-status",
+            "- name: a\n  fault: {respond: {status: 101}}\n",
+        ),
+        ("empty-name", "- name: \"\"\n  fault: refuse\n"),
+        (
+            "control-character-in-name",
+            "- name: \"a\\tb\"\n  fault: refuse\n",
+        ),
     ];
     let rendered: Vec<String> = cases
         .iter()

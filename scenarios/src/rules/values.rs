@@ -83,6 +83,90 @@ pub(crate) fn check_seed(
     }
 }
 
+/// Whether `s` is an RFC 9110 §5.6.2 `token` (method names, header names, media type parts).
+pub(crate) fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
+}
+
+/// The rule for a rule's name: at least one visible character, no control characters. Names are
+/// how the event log and the control API say which rule applied, so they are also unique in
+/// their list ([`duplicate_name`]).
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        return Err("a rule name must not be empty (events name the rule that applied)".into());
+    }
+    if name.chars().any(char::is_control) {
+        return Err(format!(
+            "rule name {name:?} has a control character; use letters, digits and punctuation"
+        ));
+    }
+    Ok(())
+}
+
+/// The first name in `names` that an earlier one already has: its index and the name.
+///
+/// Rule names are unique within a rule list (a scenario's `faults:`, a proxy file's `rules:` or
+/// `tcp_rules:`, the control API's rule set), because an event names the rule that applied.
+pub fn duplicate_name<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<(usize, &'a str)> {
+    let mut seen = std::collections::HashSet::new();
+    names
+        .into_iter()
+        .enumerate()
+        .find(|(_, name)| !seen.insert(*name))
+}
+
+/// The message for the rule at index `index` (0-based) whose `name` an earlier rule has.
+pub(crate) fn duplicate_message(index: usize, name: &str, first: usize) -> String {
+    format!(
+        "rule {} is named `{name}` like rule {}; names say which rule applied, so give each its own",
+        index + 1,
+        first + 1
+    )
+}
+
+/// The rule for a synthetic response's `Content-Type`: a media type `type/subtype`, optionally
+/// with parameters (RFC 9110 §8.3.1), in the characters a header value may carry (visible ASCII,
+/// space and tab), so that the response carries exactly what the rule says.
+pub(crate) fn check_media_type(value: &str) -> Result<(), String> {
+    let expected = "expected `type/subtype`, e.g. application/json";
+    if !value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
+    {
+        return Err(format!(
+            "content type {value:?} is not a media type: it has a control or non-ASCII character ({expected})"
+        ));
+    }
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    match essence.split_once('/') {
+        Some((kind, subtype)) if is_token(kind) && is_token(subtype) => Ok(()),
+        _ => Err(format!(
+            "content type {value:?} is not a media type ({expected})"
+        )),
+    }
+}
+
+/// Serde helpers that apply a `check_*` rule while parsing, so the error points at the value.
+pub(crate) mod checked {
+    use super::*;
+
+    /// A rule's name ([`check_name`]).
+    pub(crate) fn name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        let name = String::deserialize(d)?;
+        check_name(&name).map_err(de::Error::custom)?;
+        Ok(name)
+    }
+
+    /// An optional media type ([`check_media_type`]); called only when the field is present.
+    pub(crate) fn media_type<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        let value = String::deserialize(d)?;
+        check_media_type(&value).map_err(de::Error::custom)?;
+        Ok(Some(value))
+    }
+}
+
 /// An HTTP method token, upper-cased (`post` reads as `POST`), as in RFC 9110 §9.1.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
@@ -91,8 +175,7 @@ pub struct HttpMethod(String);
 impl HttpMethod {
     /// Parses a method token; `None` for an empty string or a character outside RFC 9110's `tchar`.
     pub fn new(s: &str) -> Option<Self> {
-        let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-        (!s.is_empty() && s.chars().all(tchar)).then(|| Self(s.to_ascii_uppercase()))
+        is_token(s).then(|| Self(s.to_ascii_uppercase()))
     }
 
     /// The upper-cased method, e.g. `POST`.
@@ -157,15 +240,18 @@ pub(crate) mod duration {
     }
 }
 
-/// An HTTP status code in 100–599, as a synthetic response carries it (RFC 9110 §15).
+/// A final HTTP status code in 200–599, as a synthetic response carries it (RFC 9110 §15).
+///
+/// 1xx codes are rejected: they are interim responses (RFC 9110 §15.2), so a client sent one as
+/// the answer keeps waiting for a final response that never comes (101 even switches protocols).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
 pub struct Status(u16);
 
 impl Status {
-    /// `Some` when `100 <= code <= 599`.
+    /// `Some` when `200 <= code <= 599`.
     pub const fn new(code: u16) -> Option<Self> {
-        if code >= 100 && code <= 599 {
+        if code >= 200 && code <= 599 {
             Some(Self(code))
         } else {
             None
@@ -182,7 +268,9 @@ impl<'de> Deserialize<'de> for Status {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let code = u16::deserialize(d)?;
         Status::new(code).ok_or_else(|| {
-            de::Error::custom(format_args!("status must be in 100..=599, got {code}"))
+            de::Error::custom(format_args!(
+                "status must be in 200..=599 (a final status: 1xx are interim responses), got {code}"
+            ))
         })
     }
 }

@@ -33,7 +33,7 @@ pub(super) async fn apply(
                 tokio::time::sleep(duration).await;
                 reply.send(resp)
             }
-            (reply, Err(message)) => reply.bad_gateway(message),
+            (reply, Err(err)) => reply.no_response(err),
         },
     }
 }

@@ -1,26 +1,20 @@
 //! `duplicate`: send the request upstream twice and answer with the first response, as a
 //! misbehaving intermediary would. The body is buffered so both copies carry the same bytes.
 
-use http::{Response, StatusCode};
+use http::Response;
 use idemspec_scenarios::rules::DuplicateMode;
 
-use crate::event::Side;
 use crate::http::body::ResponseBody;
 use crate::http::flight::Flight;
 
 /// Buffers the request, sends two copies one after the other or both at once (`mode`), and
-/// answers with the first copy's response (502 when it got none).
+/// answers with the first copy's response (without one, as a pass-through answers; a body the
+/// client broke gets 400).
 pub(super) async fn apply(flight: Flight<'_>, mode: DuplicateMode) -> Response<ResponseBody> {
     let (mut reply, buffered) = flight.buffer().await;
     let req = match buffered {
         Ok(req) => req,
-        Err(err) => {
-            return reply.problem(
-                StatusCode::BAD_REQUEST,
-                Side::Downstream,
-                format!("the request body could not be read: {err}"),
-            )
-        }
+        Err(err) => return reply.no_response(err),
     };
     let (first, second) = match mode {
         DuplicateMode::Sequential => {
@@ -46,6 +40,6 @@ pub(super) async fn apply(flight: Flight<'_>, mode: DuplicateMode) -> Response<R
             reply.event().upstream_status = Some(parts.status.as_u16());
             reply.send_buffered(parts, body)
         }
-        Err(err) => reply.bad_gateway(err.message),
+        Err(err) => reply.no_response(err),
     }
 }

@@ -19,7 +19,7 @@ pub(super) fn apply(
     content_type: Option<&str>,
     headers: &ResponseHeaders,
 ) -> Response<ResponseBody> {
-    let status = StatusCode::from_u16(status.get()).expect("Status is validated to 100..=599");
+    let status = StatusCode::from_u16(status.get()).expect("Status is validated to 200..=599");
     let mut response = flight.synthetic(
         status,
         content_type.unwrap_or(DEFAULT_CONTENT_TYPE),

@@ -18,16 +18,38 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 /// Starts a counting upstream and an HTTP proxy in front of it with `rules`, serving its
 /// connections on the test's runtime (`io_threads` 0) or on that many threads of its own.
 pub async fn proxied(io_threads: usize, rules: Vec<Rule>) -> (ProxyHandle, Upstream) {
-    let upstream = Upstream::start().await;
-    let proxy = start(ProxyConfig {
-        upstream: upstream.url(),
+    proxied_with(ProxyConfig {
         rules,
         io_threads,
         ..ProxyConfig::default()
     })
     .await
+}
+
+/// Starts a counting upstream and a proxy in front of it configured by `config` (whose
+/// `upstream` is set to the counting upstream).
+pub async fn proxied_with(config: ProxyConfig) -> (ProxyHandle, Upstream) {
+    let upstream = Upstream::start().await;
+    let proxy = start(ProxyConfig {
+        upstream: upstream.url(),
+        ..config
+    })
+    .await
     .expect("proxy starts");
     (proxy, upstream)
+}
+
+/// The default configuration with a control API on a free port.
+pub fn with_control() -> ProxyConfig {
+    ProxyConfig {
+        control: Some("127.0.0.1:0".parse().expect("an address")),
+        ..ProxyConfig::default()
+    }
+}
+
+/// The control API's base URL, `http://ADDR`.
+pub fn control_url(proxy: &ProxyHandle) -> String {
+    format!("http://{}", proxy.control_addr().expect("a control API"))
 }
 
 /// Runs a test twice: with the proxy's connections served on the test's runtime (`threads` 0)

@@ -45,9 +45,13 @@ pub fn pattern(len: usize) -> Vec<u8> {
 
 impl Upstream {
     pub async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
+        // A queue for 1024 connections, as the proxy's: with `bind`'s 128, a test that opens
+        // 200 at once waits out a SYN retransmission (1 s).
+        let socket = tokio::net::TcpSocket::new_v4().expect("upstream socket");
+        socket
+            .bind("127.0.0.1:0".parse().unwrap())
             .expect("bind upstream");
+        let listener = socket.listen(1024).expect("listen");
         let addr = listener.local_addr().expect("local addr");
         let state = Arc::new(State_::default());
         let app = Router::new().fallback(handle).with_state(state.clone());
