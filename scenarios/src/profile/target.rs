@@ -64,6 +64,21 @@ pub struct ProcessSpec {
     /// directory; the report names it).
     #[serde(default)]
     pub log: Option<String>,
+    /// How long after the abandoned request is sent the kill lands (default 300 ms).
+    #[serde(default)]
+    pub kill_after: Option<crate::value::HumanDuration>,
+}
+
+impl TargetProfile {
+    /// How long after a request is sent a crash that does not arm kills the target: the
+    /// `process`'s or the `crash` hook's `kill_after`, default 300 ms.
+    pub fn kill_after(&self) -> std::time::Duration {
+        self.process
+            .as_ref()
+            .and_then(|p| p.kill_after)
+            .or_else(|| self.hooks.crash.as_ref().and_then(|c| c.kill_after))
+            .map_or(std::time::Duration::from_millis(300), |d| d.0)
+    }
 }
 
 /// How to tell the target is ready: exactly one of an HTTP URL that answers (any status) or a TCP
@@ -292,6 +307,10 @@ pub struct HookSpec {
     /// For `crash`: the hook arms a crash of the next mutating request instead of killing at once.
     #[serde(default)]
     pub arms: bool,
+    /// For a `crash` that does not arm: how long after the next request is sent the hook runs
+    /// (default 300 ms).
+    #[serde(default)]
+    pub kill_after: Option<crate::value::HumanDuration>,
 }
 
 #[derive(Deserialize)]
@@ -303,6 +322,8 @@ struct RawHookSpec {
     request: Option<HttpHook>,
     #[serde(default)]
     arms: bool,
+    #[serde(default)]
+    kill_after: Option<crate::value::HumanDuration>,
 }
 
 impl TryFrom<RawHookSpec> for HookSpec {
@@ -316,6 +337,7 @@ impl TryFrom<RawHookSpec> for HookSpec {
             command: raw.command,
             request: raw.request,
             arms: raw.arms,
+            kill_after: raw.kill_after,
         })
     }
 }

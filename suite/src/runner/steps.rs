@@ -14,9 +14,6 @@ use super::assert::{status_matches, within, Needs};
 use super::check::{CheckRun, Sender, StepMeta};
 use crate::client::RequestSpec;
 
-/// How long after a doomed request starts a non-arming `crash` hook kills the server.
-const KILL_AFTER: Duration = Duration::from_millis(300);
-
 /// Runs every step in order; background steps are awaited at the end. `needs` says what the
 /// assertions want prepared on the way (a list probe before the first DELETE).
 pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
@@ -71,7 +68,7 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
         ));
         if kill_during_next {
             kill_during_next = false;
-            tokio::time::sleep(KILL_AFTER).await;
+            tokio::time::sleep(run.env().profile.kill_after()).await;
             if let Err(e) = run.env().hooks.run(HookName::Crash).await {
                 // Recorded on the request step: its outcome cannot be read as a crash.
                 let mut meta = join(task).await;
