@@ -116,24 +116,9 @@ pub struct ClientArgs {
     /// How many runs of the command go on at once.
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub parallel: u16,
-    /// Write a JUnit XML report here.
-    #[arg(long, value_name = "FILE")]
-    pub report_junit: Option<PathBuf>,
-    /// Write a JSON report here (schema: docs/reading-reports.md).
-    #[arg(long, value_name = "FILE")]
-    pub report_json: Option<PathBuf>,
-    /// Write a Markdown report here.
-    #[arg(long, value_name = "FILE")]
-    pub report_markdown: Option<PathBuf>,
-    /// Write a self-contained HTML report here.
-    #[arg(long, value_name = "FILE")]
-    pub report_html: Option<PathBuf>,
-    /// Do not fail the run when a check is UNKNOWN.
-    #[arg(long)]
-    pub allow_unknown: bool,
-    /// Exit 0 even when no check judged anything.
-    #[arg(long)]
-    pub allow_nothing_judged: bool,
+    /// Reports and what the run may end with.
+    #[command(flatten)]
+    pub reports: ReportArgs,
 }
 
 const RUN_EXAMPLES: &str = "\
@@ -173,22 +158,9 @@ pub struct RunArgs {
     /// Do not run these checks (repeatable).
     #[arg(long, value_name = "ID")]
     pub skip: Vec<String>,
-    /// Write a JUnit XML report here.
-    #[arg(long, value_name = "FILE")]
-    pub report_junit: Option<PathBuf>,
-    /// Write a JSON report here (schema: docs/reading-reports.md).
-    #[arg(long, value_name = "FILE")]
-    pub report_json: Option<PathBuf>,
-    /// Write a Markdown report here (e.g. "$GITHUB_STEP_SUMMARY").
-    #[arg(long, value_name = "FILE")]
-    pub report_markdown: Option<PathBuf>,
-    /// Write a self-contained HTML report here: every check, its evidence and a timeline of its
-    /// requests.
-    #[arg(long, value_name = "FILE")]
-    pub report_html: Option<PathBuf>,
-    /// Do not fail the run when a check is UNKNOWN (could not decide).
-    #[arg(long)]
-    pub allow_unknown: bool,
+    /// Reports and what the run may end with.
+    #[command(flatten)]
+    pub reports: ReportArgs,
     /// How long one check may run before it is UNKNOWN (e.g. `90s`, `10m`; at most 24h).
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = bounded_duration)]
     pub check_timeout: std::time::Duration,
@@ -199,10 +171,6 @@ pub struct RunArgs {
     /// a key still locked then is a WARN with the time measured (at most 1h).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = bounded_duration)]
     pub lockout_bound: std::time::Duration,
-    /// Exit 0 even when no check judged anything (every check skipped, only recorded, or
-    /// allowed UNKNOWN); without it such a run exits 4.
-    #[arg(long)]
-    pub allow_nothing_judged: bool,
 }
 
 /// `idemspec init`.
@@ -241,4 +209,29 @@ fn bounded_duration(text: &str) -> Result<std::time::Duration, String> {
         return Err(format!("`{text}` is out of range; expected 1s to 24h"));
     }
     Ok(d)
+}
+
+/// The report files and the exit policy, shared by `run` and `client`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Write a JUnit XML report here.
+    #[arg(long, value_name = "FILE", help_heading = "Reports")]
+    pub report_junit: Option<PathBuf>,
+    /// Write a JSON report here (schema: docs/reading-reports.md).
+    #[arg(long, value_name = "FILE", help_heading = "Reports")]
+    pub report_json: Option<PathBuf>,
+    /// Write a Markdown report here (e.g. "$GITHUB_STEP_SUMMARY").
+    #[arg(long, value_name = "FILE", help_heading = "Reports")]
+    pub report_markdown: Option<PathBuf>,
+    /// Write a self-contained HTML report here: every check, its evidence and a timeline of its
+    /// requests.
+    #[arg(long, value_name = "FILE", help_heading = "Reports")]
+    pub report_html: Option<PathBuf>,
+    /// Do not fail the run when a check is UNKNOWN (could not decide).
+    #[arg(long, help_heading = "Reports")]
+    pub allow_unknown: bool,
+    /// Exit 0 even when no check judged anything (every check skipped, only recorded, or
+    /// allowed UNKNOWN); without it such a run exits 4.
+    #[arg(long, help_heading = "Reports")]
+    pub allow_nothing_judged: bool,
 }

@@ -3,12 +3,11 @@
 
 use anyhow::Context as _;
 use idemspec::client_check::{self, ClientError, ClientOptions};
-use idemspec::model::{ExitCode, ExitPolicy, RunReport};
-use idemspec::report::{Progress, ReportFiles, Reporter, ReporterOptions, TerminalOptions};
+use idemspec::model::ExitCode;
 use idemspec_scenarios::client_profile::ClientProfile;
 
 use super::args::ClientArgs;
-use super::{inputs, Failure};
+use super::{follow, inputs, Failure};
 use crate::output::Printer;
 
 /// Runs `idemspec client`.
@@ -22,27 +21,7 @@ pub fn client(args: ClientArgs, printer: &Printer) -> Result<ExitCode, Failure> 
         idemspec_scenarios::profile::check_url(url)
             .map_err(|m| Failure::usage(anyhow::anyhow!("--upstream: {m}")))?;
     }
-    let files = ReportFiles {
-        junit: args.report_junit.clone(),
-        json: args.report_json.clone(),
-        markdown: args.report_markdown.clone(),
-        html: args.report_html.clone(),
-    };
-    files
-        .check()
-        .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
-    let policy = ExitPolicy {
-        allow_unknown: args.allow_unknown,
-        allow_nothing_judged: args.allow_nothing_judged,
-    };
-    let reporter_options = ReporterOptions {
-        terminal: TerminalOptions {
-            palette: printer.stdout,
-            policy,
-        },
-        summary_only: printer.quiet,
-        files,
-    };
+    let (reporter_options, policy) = follow::reporting(&args.reports, printer)?;
     let mut options = ClientOptions::new(profile, args.exec.clone());
     options.upstream = args.upstream.clone();
     options.only = args.only.clone();
@@ -50,7 +29,12 @@ pub fn client(args: ClientArgs, printer: &Printer) -> Result<ExitCode, Failure> 
     options.timeout = args.command_timeout;
     options.parallelism = usize::from(args.parallel);
     let runtime = super::servers::runtime()?;
-    let report = runtime.block_on(drive(options, reporter_options, printer))?;
+    let report = runtime.block_on(follow::follow(
+        |sink| client_check::run(options, sink),
+        client_failure,
+        reporter_options,
+        printer,
+    ))?;
     Ok(report.stats.exit_code(policy))
 }
 
@@ -69,57 +53,23 @@ fn load_profile(args: &ClientArgs) -> Result<ClientProfile, Failure> {
         })
 }
 
-/// Runs the client checks while the reporter follows their events.
-async fn drive(
-    options: ClientOptions,
-    reporter_options: ReporterOptions,
-    printer: &Printer,
-) -> Result<RunReport, Failure> {
-    let (sink, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let progress = Progress::new(printer.progress_mode(), printer.stderr);
-    let mut reporter = Reporter::new(progress, reporter_options, printer);
-    let mut runner = tokio::spawn(client_check::run(options, sink));
-    let mut written = Ok(());
-    let follow = async {
-        while let Some(event) = events.recv().await {
-            if let Err(e) = reporter.write_event(&event) {
-                written = Err(e);
-            }
-        }
-    };
-    tokio::select! {
-        () = follow => {}
-        _ = tokio::signal::ctrl_c() => {
-            // Dropping the run kills the commands it started (kill_on_drop).
-            runner.abort();
-            let _ = (&mut runner).await;
-            reporter.abandon();
-            return Err(Failure::interrupted(anyhow::anyhow!("interrupted by Ctrl-C; no report was written")));
-        }
+/// A client run's error as the user sees it, with the check ids for an unknown one.
+fn client_failure(e: ClientError) -> Failure {
+    let hint = matches!(
+        e,
+        ClientError::UnknownCheck(_) | ClientError::NothingSelected
+    );
+    let failure = Failure::usage(anyhow::Error::new(e));
+    if hint {
+        failure.hint(format!(
+            "the client checks are: {}",
+            client_check::checks::list()
+                .iter()
+                .map(|c| c.id)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    } else {
+        failure
     }
-    let report = runner
-        .await
-        .context("the client run stopped unexpectedly")
-        .map_err(Failure::usage)?
-        .map_err(|e| {
-            let hint = matches!(
-                e,
-                ClientError::UnknownCheck(_) | ClientError::NothingSelected
-            );
-            let failure = Failure::usage(anyhow::Error::new(e));
-            if hint {
-                failure.hint(format!(
-                    "the client checks are: {}",
-                    client_check::checks::list()
-                        .iter()
-                        .map(|c| c.id)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            } else {
-                failure
-            }
-        })?;
-    written.map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
-    Ok(report)
 }

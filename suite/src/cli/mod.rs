@@ -5,6 +5,7 @@
 mod args;
 mod client;
 mod failure;
+mod follow;
 mod init;
 mod inputs;
 mod list;

@@ -2,15 +2,14 @@
 //! progress display, print the terminal report, write the report files, and exit by the verdicts.
 
 use anyhow::Context as _;
-use idemspec::model::{ExitCode, ExitPolicy, RunReport};
+use idemspec::model::ExitCode;
 use idemspec::reference::ReferenceOptions;
-use idemspec::report::{Progress, ReportFiles, Reporter, ReporterOptions, TerminalOptions};
 use idemspec::runner::{self, RunError, RunOptions, Target, Unreachable};
 use idemspec_scenarios::profile::TargetProfile;
 
 use super::args::RunArgs;
 use super::list::load_scenario;
-use super::{inputs, Failure};
+use super::{follow, inputs, Failure};
 use crate::output::Printer;
 
 /// Runs `idemspec run`.
@@ -27,32 +26,16 @@ pub fn run(args: RunArgs, printer: &Printer) -> Result<ExitCode, Failure> {
             flaw_names(&args).join(", --flaw ")
         ));
     }
-    let files = ReportFiles {
-        junit: args.report_junit,
-        json: args.report_json,
-        markdown: args.report_markdown,
-        html: args.report_html,
-    };
-    // Before anything runs: two reports in one file would lose the first after a long run.
-    files
-        .check()
-        .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
-    let policy = ExitPolicy {
-        allow_unknown: args.allow_unknown,
-        allow_nothing_judged: args.allow_nothing_judged,
-    };
-    let reporter_options = ReporterOptions {
-        terminal: TerminalOptions {
-            palette: printer.stdout,
-            policy,
-        },
-        summary_only: printer.quiet,
-        files,
-    };
+    let (reporter_options, policy) = follow::reporting(&args.reports, printer)?;
     let runtime = tokio::runtime::Runtime::new()
         .context("failed to start the async runtime")
         .map_err(Failure::usage)?;
-    let report = runtime.block_on(drive(options, reporter_options, printer))?;
+    let report = runtime.block_on(follow::follow(
+        |sink| runner::run(options, sink),
+        run_failure,
+        reporter_options,
+        printer,
+    ))?;
     Ok(report.stats.exit_code(policy))
 }
 
@@ -110,59 +93,6 @@ fn options(args: &RunArgs, verbose: bool) -> Result<RunOptions, Failure> {
     options.run_timeout = args.run_timeout;
     options.lockout_bound = args.lockout_bound;
     Ok(options)
-}
-
-/// Runs the checks while the reporter follows their events.
-async fn drive(
-    options: RunOptions,
-    reporter_options: ReporterOptions,
-    printer: &Printer,
-) -> Result<RunReport, Failure> {
-    let (sink, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let progress = Progress::new(printer.progress_mode(), printer.stderr);
-    let mut reporter = Reporter::new(progress, reporter_options, printer);
-    let mut runner = tokio::spawn(runner::run(options, sink));
-    let mut written = Ok(());
-    let follow = async {
-        while let Some(event) = events.recv().await {
-            if let Err(e) = reporter.write_event(&event) {
-                written = Err(e);
-            }
-        }
-    };
-    tokio::select! {
-        () = follow => {}
-        signal = shutdown_signal() => {
-            // Dropping the run drops the reference server's child process (killed on drop).
-            runner.abort();
-            let _ = (&mut runner).await;
-            reporter.abandon();
-            return Err(Failure::interrupted(anyhow::anyhow!("interrupted by {signal}; no report was written")));
-        }
-    }
-    let report = runner
-        .await
-        .context("the runner stopped unexpectedly")
-        .map_err(Failure::usage)?
-        .map_err(run_failure)?;
-    written.map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
-    Ok(report)
-}
-
-/// Waits for Ctrl-C or (on Unix) SIGTERM, and names the signal.
-async fn shutdown_signal() -> &'static str {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => return "Ctrl-C",
-                _ = term.recv() => return "SIGTERM",
-            }
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
-    "Ctrl-C"
 }
 
 /// The built-in check id nearest to `id` (at most two edits away), for a "did you mean" hint.
