@@ -56,7 +56,7 @@ def delay(failures, retry_after, flaw):
     """How long to wait after the nth failure: exponential, jittered, at least Retry-After."""
     if flaw == "no-backoff":
         return 0.0
-    wait = min(MAX_DELAY, BASE_DELAY * 2 ** (failures - 1)) * random.uniform(0.5, 1.5)
+    wait = min(MAX_DELAY, BASE_DELAY * 2 ** (failures - 1)) * random.uniform(0.25, 1.75)
     if retry_after is not None and retry_after.isdigit():
         wait = max(wait, float(retry_after))
     return wait
