@@ -181,8 +181,9 @@ fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judged> {
             Finding::Broken(
                 Level::Should,
                 format!(
-                    "{} runs waited the same delays ({shown}): without jitter, clients that failed together retry together",
-                    runs.len()
+                    "the {} runs waited the same delays at every retry (within {} ms or a quarter): without jitter, clients that failed together retry together",
+                    runs.len(),
+                    JITTER.as_millis()
                 ),
             )
         }));
