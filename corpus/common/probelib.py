@@ -76,11 +76,12 @@ def probe(base: str, cfg: dict) -> None:
 
     # replay: the same request twice with one key.
     k, lab = _key(), _label()
-    s1, d1, _ = api.call("POST", "/v1/workers", key=k, body={"image": "small", "label": lab})
+    s1, d1, h1 = api.call("POST", "/v1/workers", key=k, body={"image": "small", "label": lab})
     s2, d2, h2 = api.call("POST", "/v1/workers", key=k, body={"image": "small", "label": lab})
     marks = [h for h in ("Idempotent-Replayed", "Idempotency-Replayed") if h2.get(h)]
     out("replay", f"{s1} then {s2}, same id {_id(d1) == _id(d2)}, body equal {d1 == d2}, "
-        f"{api.count(lab)} created, replay header {marks or 'none'}")
+        f"{api.count(lab)} created, replay header {marks or 'none'}, Location on the first "
+        f"{h1.get('Location') is not None}")
 
     # mismatch: one key, a different body.
     k, lab = _key(), _label()
@@ -114,8 +115,12 @@ def probe(base: str, cfg: dict) -> None:
     sm = [api.call("POST", "/v1/workers", body={"image": "small", "label": lab})[0] for _ in range(2)]
     se, de, _ = api.call("POST", "/v1/workers", key="", body={"image": "small", "label": _label()})
     sl, _, _ = api.call("POST", "/v1/workers", key="k" * 300, body={"image": "small", "label": _label()})
+    # A UTF-8 key, sent as raw bytes (http.client writes header values as Latin-1).
+    raw = "clé-ключ".encode().decode("latin-1")
+    lab2 = _label()
+    sn, _, _ = api.call("POST", "/v1/workers", key=raw, body={"image": "small", "label": lab2})
     out("key-validation", f"no key twice -> {sm} ({api.count(lab)} created); empty key -> {se}; "
-        f"300-char key -> {sl}")
+        f"300-char key -> {sl}; non-ASCII key -> {sn} ({api.count(lab2)} created)")
 
     # failed once: the same key after a 5xx.
     k, lab = _key(), _label()
