@@ -21,12 +21,14 @@ for lib in "${libs[@]}"; do
   echo "==> $lib: probe"
   port=$(free_port)
   state=$(mktemp -d)
-  (cd "$dir" && PORT=$port STATE_DIR=$state exec setsid ./start.sh >"$results/$lib.probe.log" 2>&1) &
-  app=$!
+  # A session of its own, so the whole app (start.sh and what it runs) is killed at once; the
+  # leader's pid is written to a file because setsid may fork.
+  (cd "$dir" && PORT=$port STATE_DIR=$state setsid sh -c 'echo $$ >"$0"; exec ./start.sh' "$state/pid" \
+    >"$results/$lib.probe.log" 2>&1 &)
   for _ in $(seq 1 120); do curl -s -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.5; done
   timeout 180 python3 "$dir/probe.py" "http://127.0.0.1:$port" | tee "$results/$lib.probe.txt" || true
-  kill -- -"$app" 2>/dev/null || true
-  wait "$app" 2>/dev/null || true
+  # SIGKILL: a hanging handler would hold a graceful shutdown for its hour.
+  kill -KILL -- -"$(cat "$state/pid")" 2>/dev/null || true
   rm -rf "$state"
 
   echo "==> $lib: idemspec run"

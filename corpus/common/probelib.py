@@ -4,8 +4,8 @@ statuses, counts and times so a reader can compare them with idemspec's verdicts
 
 Every corpus app serves the same provisioning API (see provisioning.py); ``probe(base, cfg)``
 drives it. ``cfg`` may set ``header`` (the key header), ``ttl`` (seconds a lease is held, where
-the library documents one), ``delete_keyed`` and ``action_keyed`` (whether the library covers
-DELETE and the action).
+the library documents one), ``lock_probe_seconds`` (how long to watch an abandoned key) and
+``session_cookie`` (send each principal's session cookie, for a library that caches per session).
 """
 
 import concurrent.futures
@@ -20,14 +20,17 @@ import uuid
 class Api:
     """A small HTTP client for the provisioning API."""
 
-    def __init__(self, base: str, header: str):
-        self.base, self.header = base.rstrip("/"), header
+    def __init__(self, base: str, header: str, session_cookie: bool = False):
+        self.base, self.header, self.session_cookie = base.rstrip("/"), header, session_cookie
 
     def call(self, method, path, who="alpha", key=None, body=None, timeout=10.0):
         """(status, json or None, headers); status None when no answer came within timeout."""
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.base + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {who}")
+        if self.session_cookie:
+            # A session id is 22 base64url characters; each principal has a fixed one.
+            req.add_header("Cookie", f"session={(who * 22)[:20]}AA")
         if data is not None:
             req.add_header("Content-Type", "application/json")
         if key is not None:
@@ -71,7 +74,7 @@ def _id(doc):
 
 def probe(base: str, cfg: dict) -> None:
     """Prints one line per behaviour of the idempotency layer at ``base``."""
-    api = Api(base, cfg.get("header", "Idempotency-Key"))
+    api = Api(base, cfg.get("header", "Idempotency-Key"), cfg.get("session_cookie", False))
     out = lambda name, text: print(f"{name}: {text}", flush=True)  # noqa: E731
 
     # replay: the same request twice with one key.
