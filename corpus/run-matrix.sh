@@ -33,7 +33,7 @@ for lib in "${libs[@]}"; do
 
   echo "==> $lib: idemspec run"
   state=$(mktemp -d)
-  (cd "$dir" && CORPUS_PORT=$(free_port) CORPUS_STATE=$state timeout 900 "$idemspec" run --target profile.yaml \
+  (cd "$dir" && CORPUS_PORT=$(free_port) CORPUS_STATE=$state CORPUS_LOG=$results/$lib.target.log timeout 900 "$idemspec" run --target profile.yaml \
     --color never --report-json "$results/$lib.json" >"$results/$lib.txt" 2>&1) || true
   tail -n 1 "$results/$lib.txt"
   rm -rf "$state"

@@ -25,7 +25,10 @@ settings.configure(
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.path.join(provisioning.STATE_DIR, "django.db"),
-            "OPTIONS": {"timeout": 20},
+            # Writers take the lock when their transaction begins (and wait for it), so
+            # concurrent requests queue instead of failing with "database is locked".
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE",
+                        "init_command": "PRAGMA journal_mode=WAL"},
         }
     },
     REST_FRAMEWORK={"DEFAULT_AUTHENTICATION_CLASSES": [], "DEFAULT_PERMISSION_CLASSES": [],
