@@ -8,6 +8,7 @@
 //! chooses the behaviour (`fail-always`, `fail-once-<tag>`, `slow-<N>ms`, `hang`), as in
 //! `../common/provisioning.py`, which the Python apps share.
 
+use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -228,16 +229,16 @@ async fn main() {
     let idempotent_options = IdempotentOptions::default()
         .use_idempotency_key_header(Some("Idempotency-Key"), true)
         .expire_after(60 * 5); // Cache responses for 5 minutes
-    let keyed = |route: MethodRouter<Arc<Db>>| {
+    let keyed = |route: MethodRouter<Arc<Db>>| -> MethodRouter<Arc<Db>> {
         route
-            .layer(IdempotentLayer::<MokaStore>::new(
+            .layer::<_, Infallible>(IdempotentLayer::<MokaStore>::new(
                 idempotent_options.clone(),
             ))
-            .layer(
+            .layer::<_, Infallible>(
                 SessionLayer::new(store.clone())
                     .with_cookie_options(CookieOptions::build().name("session")),
             )
-            .layer(CookieManagerLayer::new())
+            .layer::<_, Infallible>(CookieManagerLayer::new())
     };
     let app = Router::new()
         .route("/v1/workers", keyed(post(create)).get(list))
