@@ -65,9 +65,23 @@ def section(results: str, lib: str) -> str:
     return "\n".join(rows) + "\n"
 
 
+def overview(results: str, libs: list) -> str:
+    """One table, check × library → verdict; a library with no report is "not run"."""
+    verdicts = {}
+    for lib in libs:
+        report = os.path.join(results, f"{lib}.json")
+        if os.path.exists(report):
+            verdicts[lib] = {c["id"]: c["verdict"] for c in json.load(open(report, encoding="utf-8"))["checks"]}
+    rows = ["| check | " + " | ".join(libs) + " |", "|---|" + "---|" * len(libs)]
+    for check in PROBE_OF:
+        cells = [verdicts[lib].get(check, "-") if lib in verdicts else "not run" for lib in libs]
+        rows.append(f"| {check} | " + " | ".join(cells) + " |")
+    return "## Overview\n\n" + "\n".join(rows) + "\n\n## Each library, beside the probe\n"
+
+
 def main() -> None:
     results, md, libs = sys.argv[1], sys.argv[2], sys.argv[3:]
-    body = "\n".join(section(results, lib) for lib in libs)
+    body = overview(results, libs) + "\n" + "\n".join(section(results, lib) for lib in libs)
     text = open(md, encoding="utf-8").read() if os.path.exists(md) else f"{BEGIN}\n{END}\n"
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END)
