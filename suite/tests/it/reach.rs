@@ -101,6 +101,45 @@ async fn a_lock_that_never_expires_is_not_pass_under_article() {
     );
 }
 
+/// A target that takes longer than its in-flight TTL to restart, and whose first answer after the
+/// restart finds the abandoned key free, did not hold the lock past the TTL: the time the target
+/// was down is not a lock. The same slow restart with a lock that is never reclaimed still fails,
+/// on the refusals seen past the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_restart_is_not_a_lock_held_past_the_ttl() {
+    // The fixture's TTL is 2 s and stuck-in-flight allows 5 s of slack: 8 s of restart is past both.
+    let slow_restart = std::time::Duration::from_secs(8);
+    for (never_reclaim, expected) in [(false, Verdict::Pass), (true, Verdict::Fail)] {
+        let api = alt_api::start_with(alt_api::Options {
+            never_reclaim,
+            restart_delay: slow_restart,
+            ..alt_api::Options::default()
+        })
+        .await;
+        // Without the `hangs` variant the abandoned request is the default create, which the
+        // armed crash kills after its work began (a hanging handler never reaches the crash).
+        let crash_mid_create = |text: &str| {
+            let hangs = "      hangs: {body: '{\"flavor\":\"hang\",\"tag\":\"{{marker}}\"}'}\n";
+            assert!(
+                text.contains(hangs),
+                "the fixture declares the hangs variant"
+            );
+            text.replace(hangs, "")
+        };
+        let report = run_profile(profile(&api, crash_mid_create), &["stuck-in-flight"]).await;
+        let o = crate::support::reference::outcome(&report, "stuck-in-flight");
+        assert_eq!(
+            o.verdict,
+            expected,
+            "never_reclaim {never_reclaim}: {}",
+            table(&report)
+        );
+        if !never_reclaim {
+            assert!(o.summary.contains("found the key free"), "{}", o.summary);
+        }
+    }
+}
+
 /// An API that accepts only UUID keys passes the whole catalogue once its profile says so: every
 /// check sends UUID keys, unique per check and run, and key-validation still sends the invalid
 /// ones.

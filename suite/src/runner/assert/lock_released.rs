@@ -3,6 +3,8 @@
 //! request's start to the first retry that was not refused as in flight — judged by the contract:
 //! beyond a declared in-flight TTL (plus slack) is a broken MUST; with no TTL declared, a key still
 //! locked at the run's lockout bound is a broken SHOULD, with the time and the article's advice.
+//! Only a refusal seen past the limit breaks the rule: where the first retry came late (a target
+//! that took longer than the TTL to restart) and found the key free, no lock past the TTL was seen.
 
 use idemspec_scenarios::scenario::{Level, LockReleased};
 
@@ -41,6 +43,25 @@ impl Rule for LockReleased {
         match (released, ttl) {
             (Some(r), Some(ttl)) => {
                 let locked = r.started.saturating_duration_since(from);
+                // The last refusal before the release: the latest moment the lock was seen held.
+                let last_refused = retries
+                    .exchanges
+                    .iter()
+                    .take_while(|e| !std::ptr::eq(*e, r))
+                    .last()
+                    .map(|e| e.started.saturating_duration_since(from));
+                if locked > limit && last_refused.is_none_or(|t| t <= limit) {
+                    return Held(format!(
+                        "the first retry the target answered after the abandoned request came {} later \
+                         and found the key free ({}); {} (declared in-flight TTL {})",
+                        secs(locked),
+                        r.describe(),
+                        last_refused.map_or("no retry was refused as in flight".to_owned(), |t| {
+                            format!("the last in-flight refusal came {} after it", secs(t))
+                        }),
+                        secs(ttl)
+                    ));
+                }
                 if locked <= limit {
                     Held(format!(
                         "the key was locked for {} after the abandoned request (declared in-flight TTL {}), then `{}` got {}",

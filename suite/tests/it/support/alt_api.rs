@@ -92,6 +92,8 @@ pub struct Options {
     pub uuid_keys: bool,
     /// Never reclaim an in-flight record (a lock that outlives any TTL: the defect under test).
     pub never_reclaim: bool,
+    /// How long a restart takes before the API listens again (a target that boots slowly).
+    pub restart_delay: Duration,
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -700,6 +702,7 @@ async fn restart(State(app): State<App>) -> Response {
     {
         return StatusCode::NO_CONTENT.into_response();
     }
+    tokio::time::sleep(app.options.restart_delay).await;
     // The address was just released by the crash; binding may need a moment on a loaded machine.
     for _ in 0..50 {
         if let Ok(listener) = TcpListener::bind(app.addr).await {

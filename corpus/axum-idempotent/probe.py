@@ -1,0 +1,10 @@
+"""Probes axum-idempotent without idemspec; prints one line per behaviour. Usage: probe.py BASE_URL"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import probelib  # noqa: E402
+
+CFG = {"session_cookie": True}  # README: responses are cached per session
+probelib.probe(sys.argv[1], CFG)
