@@ -234,6 +234,9 @@ mod tests {
         let off = config(&parse(&flags)).unwrap().header_read_timeout;
         assert!(off.is_some_and(|t| t.is_zero()), "0 is passed on: no limit");
         assert!(Cli::try_parse_from(["x", "--header-read-timeout", "10"]).is_err());
+        let toxi = parse(&["--toxiproxy-api", "127.0.0.1:8474"]).toxiproxy_api;
+        assert_eq!(toxi.map(|a| a.port()), Some(8474));
+        assert!(Cli::try_parse_from(["x", "--toxiproxy-api", "8474"]).is_err());
         std::fs::remove_file(path).unwrap();
     }
 

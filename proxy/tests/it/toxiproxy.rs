@@ -150,6 +150,18 @@ async fn proxies_are_created_listed_shown_updated_and_deleted() {
     );
     assert_eq!(round_trip(listen, b"again").await.0.bytes, b"again");
 
+    // A new listen address restarts the proxy there; the old one is closed.
+    let moved = json!({"listen": "127.0.0.1:0"});
+    let (_, moved) = api.call("POST", "/proxies/echo", Some(moved)).await;
+    let new_listen: SocketAddr = moved["listen"].as_str().unwrap().parse().unwrap();
+    assert_ne!(new_listen, listen);
+    assert_eq!(round_trip(new_listen, b"moved").await.0.bytes, b"moved");
+    assert_eq!(
+        TcpStream::connect(listen).await.unwrap_err().kind(),
+        ErrorKind::ConnectionRefused
+    );
+    let listen = new_listen;
+
     let (status, _) = api.call("DELETE", "/proxies/echo", None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     assert_error(
