@@ -18,15 +18,49 @@ mod toxics;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 pub use api::BODY_LIMIT;
 
 /// The Toxiproxy API version served, as `GET /version` reports it: the Toxiproxy release whose
 /// API (routes, fields, status codes) this module follows.
 pub const VERSION: &str = "2.12.0";
+
+/// How long a client may take to send a request head, as Toxiproxy's read timeout (15 s); a
+/// slower one has its connection closed.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Serves `app` on `listener`, one HTTP/1.1 connection per task, until `stopped`; then closes
+/// every connection.
+async fn serve(listener: TcpListener, app: axum::Router, mut stopped: oneshot::Receiver<()>) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut stopped => break,
+            Some(_) = conns.join_next() => {}
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                let service = TowerToHyperService::new(app.clone());
+                conns.spawn(async move {
+                    let mut http = hyper::server::conn::http1::Builder::new();
+                    http.timer(TokioTimer::new())
+                        .header_read_timeout(HEADER_READ_TIMEOUT);
+                    let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+        }
+    }
+    drop(listener);
+    conns.shutdown().await;
+}
 
 /// A running Toxiproxy API server.
 #[derive(Debug)]
@@ -47,14 +81,7 @@ impl ToxiproxyServer {
         let app = api::router(registry.clone());
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await;
-            if let Err(err) = served {
-                tracing::warn!(%err, "toxiproxy API stopped");
-            }
+            serve(listener, app, stopped).await;
             registry.stop_all().await;
         });
         Ok(Self { addr, stop, task })
