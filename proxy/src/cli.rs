@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use idemspec_scenarios::rules::{Mode, ProxyFile};
 
+use crate::toxiproxy::ToxiproxyServer;
 use crate::{start, ProxyConfig};
 
 /// `idemspec proxy`: run the fault-injecting proxy until Ctrl-C.
@@ -39,6 +40,11 @@ pub struct ProxyArgs {
     /// 408 and the connection closes. `0` turns the limit off. Default 10s.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub header_read_timeout: Option<std::time::Duration>,
+    /// Serve Toxiproxy's REST API on ADDR (Toxiproxy listens on 127.0.0.1:8474): proxies and
+    /// toxics per TCP connection, driven by Toxiproxy's own clients. Without `--upstream` or
+    /// `--scenario` only this API runs. See docs/toxiproxy.md.
+    #[arg(long, value_name = "ADDR")]
+    pub toxiproxy_api: Option<SocketAddr>,
 }
 
 /// The proxy mode as a command-line value.
@@ -51,11 +57,28 @@ pub enum CliMode {
 }
 
 /// Runs the proxy until Ctrl-C. Prints `idemspec-proxy listening on http://ADDR` (`tcp://` in TCP
-/// mode) and, with `--control`, `idemspec-proxy control on http://ADDR`, one line each, on stdout.
+/// mode) and, with `--control`, `idemspec-proxy control on http://ADDR`, one line each, on stdout;
+/// with `--toxiproxy-api`, first `idemspec-proxy toxiproxy API on http://ADDR`.
 ///
 /// Errors: an unreadable or invalid scenario file (with file, line and column), no upstream,
 /// an address that cannot be bound.
 pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
+    let toxiproxy = match args.toxiproxy_api {
+        Some(addr) => Some(
+            ToxiproxyServer::start(addr)
+                .await
+                .with_context(|| format!("failed to serve the Toxiproxy API on {addr}"))?,
+        ),
+        None => None,
+    };
+    if let Some(server) = &toxiproxy {
+        println!("idemspec-proxy toxiproxy API on http://{}", server.addr());
+        if args.upstream.is_none() && args.scenario.is_none() {
+            wait_for_ctrl_c().await?;
+            server_shutdown(toxiproxy).await;
+            return Ok(());
+        }
+    }
     let config = config(&args)?;
     let mode = config.mode;
     let handle = start(config)
@@ -73,15 +96,25 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     drop(out);
-    tokio::signal::ctrl_c()
-        .await
-        .context("failed to wait for Ctrl-C")?;
+    wait_for_ctrl_c().await?;
     eprintln!("idemspec-proxy: shutting down, letting exchanges in progress finish; Ctrl-C again to stop now");
     tokio::select! {
-        () = handle.shutdown() => {}
+        () = async { handle.shutdown().await; server_shutdown(toxiproxy).await } => {}
         _ = tokio::signal::ctrl_c() => {}
     }
     Ok(())
+}
+
+async fn wait_for_ctrl_c() -> anyhow::Result<()> {
+    tokio::signal::ctrl_c()
+        .await
+        .context("failed to wait for Ctrl-C")
+}
+
+async fn server_shutdown(server: Option<ToxiproxyServer>) {
+    if let Some(server) = server {
+        server.shutdown().await;
+    }
 }
 
 /// The proxy configuration the flags and the scenario file describe; flags win over the file.
@@ -201,6 +234,9 @@ mod tests {
         let off = config(&parse(&flags)).unwrap().header_read_timeout;
         assert!(off.is_some_and(|t| t.is_zero()), "0 is passed on: no limit");
         assert!(Cli::try_parse_from(["x", "--header-read-timeout", "10"]).is_err());
+        let toxi = parse(&["--toxiproxy-api", "127.0.0.1:8474"]).toxiproxy_api;
+        assert_eq!(toxi.map(|a| a.port()), Some(8474));
+        assert!(Cli::try_parse_from(["x", "--toxiproxy-api", "8474"]).is_err());
         std::fs::remove_file(path).unwrap();
     }
 

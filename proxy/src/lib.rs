@@ -13,6 +13,8 @@
 //! - Rules, matches and faults are `idemspec_scenarios::rules` (shared with scenario files).
 //! - [`ProxyEvent`] / [`EventLog`]: one record per request (HTTP) or connection (TCP).
 //! - [`cli`]: `idemspec proxy` (`ProxyArgs` + `run`).
+//! - [`toxiproxy`]: a Toxiproxy-compatible REST API over per-connection TCP relays
+//!   (`idemspec proxy --toxiproxy-api ADDR`).
 //!
 //! Layout: `server` (accept loop, shutdown), `workers` (thread-per-core: connections pinned to
 //! single-threaded runtimes, [`ProxyConfig::io_threads`]), `http/` (the connection and its
@@ -36,6 +38,7 @@ mod matcher;
 mod server;
 mod start;
 mod tcp;
+pub mod toxiproxy;
 mod workers;
 
 pub use config::ProxyConfig;

@@ -11,3 +11,4 @@ mod passthrough;
 mod slow_clients;
 mod support;
 mod tcp;
+mod toxiproxy;

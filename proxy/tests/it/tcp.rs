@@ -11,21 +11,6 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::support::*;
 
-/// An upstream that echoes every byte back until the client half-closes.
-async fn echo_upstream() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
-    addr
-}
-
 async fn tcp_proxy(yaml: &str) -> ProxyHandle {
     let tcp_rules: Vec<TcpRule> = idemspec_scenarios::from_yaml("tcp.yaml", yaml).unwrap();
     start(ProxyConfig {

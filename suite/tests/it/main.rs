@@ -9,6 +9,7 @@ mod reach;
 mod reference_run;
 mod report;
 mod support;
+mod toxiproxy_clients;
 mod trust;
 mod user_scenarios;
 mod verdicts;

@@ -1,0 +1,263 @@
+//! The REST surface: Toxiproxy's routes (`api.go`), their status codes and bodies.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, Method, Request, StatusCode, Uri};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Map, Value};
+
+use super::error::ApiError;
+use super::registry::{field, Registry, Spec};
+
+/// The largest request body read, bytes (1 MiB).
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+type Shared = Arc<Registry>;
+
+/// The routes, over `registry`.
+pub(crate) fn router(registry: Shared) -> Router {
+    Router::new()
+        .route("/reset", post(reset))
+        .route("/proxies", get(list).post(create))
+        .route("/populate", post(populate))
+        .route(
+            "/proxies/{proxy}",
+            get(show).post(update).patch(update).delete(remove),
+        )
+        .route("/proxies/{proxy}/toxics", get(toxics).post(add_toxic))
+        .route(
+            "/proxies/{proxy}/toxics/{toxic}",
+            get(show_toxic)
+                .post(update_toxic)
+                .patch(update_toxic)
+                .delete(remove_toxic),
+        )
+        .route("/version", get(version))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn(no_browsers))
+        .with_state(registry)
+}
+
+/// Toxiproxy refuses browsers (a page must not drive it): a `User-Agent` starting `Mozilla/`
+/// gets 403.
+async fn no_browsers(request: Request<Body>, next: Next) -> Response {
+    let browser = request
+        .headers()
+        .get(header::USER_AGENT)
+        .is_some_and(|ua| ua.as_bytes().starts_with(b"Mozilla/"));
+    if browser {
+        return ApiError::new(StatusCode::FORBIDDEN, "User agent not allowed").into_response();
+    }
+    next.run(request).await
+}
+
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::not_found(format!(
+        "404 page not found: `{}` (the Toxiproxy API serves /proxies, /populate, /reset, /version)",
+        uri.path()
+    ))
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("`{}` does not take {method}", uri.path()),
+    )
+}
+
+/// The body as JSON: `bad request body: …` with line and column when it does not parse.
+async fn json_body(body: Body) -> Result<Value, ApiError> {
+    let bytes = axum::body::to_bytes(body, BODY_LIMIT)
+        .await
+        .map_err(|err| {
+            let too_large =
+                std::iter::successors(Some(&err as &(dyn std::error::Error + 'static)), |e| {
+                    e.source()
+                })
+                .any(|e| e.is::<http_body_util::LengthLimitError>());
+            if too_large {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("bad request body: over {BODY_LIMIT} bytes"),
+                )
+            } else {
+                ApiError::bad_request(format!("bad request body: {err}"))
+            }
+        })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("bad request body: {e}")))
+}
+
+async fn object_body(body: Body) -> Result<Map<String, Value>, ApiError> {
+    match json_body(body).await? {
+        Value::Object(map) => Ok(map),
+        other => Err(ApiError::bad_request(format!(
+            "bad request body: expected a JSON object, got {other}"
+        ))),
+    }
+}
+
+/// A proxy of a create or populate body; `which` names it in errors (`name at proxy 2`).
+fn spec(body: &Map<String, Value>, which: &str) -> Result<Spec, ApiError> {
+    let missing = |f: &str| ApiError::bad_request(format!("missing required field: {f}{which}"));
+    let name = field(body, "name")?.filter(|n| !n.is_empty());
+    let upstream = field(body, "upstream")?.filter(|u| !u.is_empty());
+    let enabled = match body.get("enabled") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "bad request body: enabled must be a boolean, got {other}"
+            )))
+        }
+    };
+    Ok(Spec {
+        name: name.ok_or_else(|| missing("name"))?,
+        upstream: upstream.ok_or_else(|| missing("upstream"))?,
+        listen: field(body, "listen")?.unwrap_or_default(),
+        enabled,
+    })
+}
+
+fn reply(result: Result<Value, ApiError>) -> Response {
+    match result {
+        Ok(value) => Json(value).into_response(),
+        Err(err) => err.into_response(),
+    }
+}
+
+fn no_content(result: Result<(), ApiError>) -> Response {
+    match result {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn reset(State(r): State<Shared>) -> Response {
+    no_content(r.reset().await)
+}
+
+async fn list(State(r): State<Shared>) -> Response {
+    Json(r.list().await).into_response()
+}
+
+async fn create(State(r): State<Shared>, body: Body) -> Response {
+    let created = async { r.create(spec(&object_body(body).await?, "")?).await };
+    match created.await {
+        Ok(value) => (StatusCode::CREATED, Json(value)).into_response(),
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn populate(State(r): State<Shared>, body: Body) -> Response {
+    let specs = async {
+        let Value::Array(items) = json_body(body).await? else {
+            return Err(ApiError::bad_request(
+                "bad request body: expected a JSON array of proxies",
+            ));
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::Object(map) => spec(map, &format!(" at proxy {}", i + 1)),
+                _ => Err(ApiError::bad_request(format!(
+                    "bad request body: proxy {} is not an object",
+                    i + 1
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let (done, err) = match specs.await {
+        Ok(specs) => r.populate(specs).await,
+        Err(err) => (Vec::new(), Some(err)),
+    };
+    match err {
+        None => (StatusCode::CREATED, Json(json!({ "proxies": done }))).into_response(),
+        Some(err) => {
+            let mut doc = err.document();
+            doc.insert("proxies".into(), Value::Array(done));
+            (
+                err.status,
+                [(header::CONTENT_TYPE, crate::http::PROBLEM_JSON)],
+                Value::Object(doc).to_string(),
+            )
+                .into_response()
+        }
+    }
+}
+
+async fn show(State(r): State<Shared>, Path(proxy): Path<String>) -> Response {
+    reply(r.get(&proxy).await)
+}
+
+async fn update(State(r): State<Shared>, Path(proxy): Path<String>, body: Body) -> Response {
+    // A missing proxy is a 404 before the body is looked at, as in Toxiproxy.
+    if let Err(err) = r.get(&proxy).await {
+        return err.into_response();
+    }
+    let updated = async { r.update(&proxy, &object_body(body).await?).await };
+    reply(updated.await)
+}
+
+async fn remove(State(r): State<Shared>, Path(proxy): Path<String>) -> Response {
+    no_content(r.delete(&proxy).await)
+}
+
+async fn toxics(State(r): State<Shared>, Path(proxy): Path<String>) -> Response {
+    reply(r.toxics(&proxy).await)
+}
+
+async fn add_toxic(State(r): State<Shared>, Path(proxy): Path<String>, body: Body) -> Response {
+    if let Err(err) = r.get(&proxy).await {
+        return err.into_response();
+    }
+    let added = async { r.add_toxic(&proxy, &object_body(body).await?).await };
+    reply(added.await)
+}
+
+async fn show_toxic(
+    State(r): State<Shared>,
+    Path((proxy, toxic)): Path<(String, String)>,
+) -> Response {
+    reply(r.toxic(&proxy, &toxic).await)
+}
+
+async fn update_toxic(
+    State(r): State<Shared>,
+    Path((proxy, toxic)): Path<(String, String)>,
+    body: Body,
+) -> Response {
+    if let Err(err) = r.toxic(&proxy, &toxic).await {
+        return err.into_response();
+    }
+    let updated = async {
+        r.update_toxic(&proxy, &toxic, &object_body(body).await?)
+            .await
+    };
+    reply(updated.await)
+}
+
+async fn remove_toxic(
+    State(r): State<Shared>,
+    Path((proxy, toxic)): Path<(String, String)>,
+) -> Response {
+    no_content(r.delete_toxic(&proxy, &toxic).await)
+}
+
+async fn version(_headers: HeaderMap) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json;charset=utf-8")],
+        format!(
+            "{}\n",
+            json!({ "version": super::VERSION, "server": concat!("idemspec-proxy ", env!("CARGO_PKG_VERSION")) })
+        ),
+    )
+        .into_response()
+}

@@ -1,0 +1,409 @@
+//! The proxies of a Toxiproxy API server: by name, each with its listen address, upstream,
+//! enabled flag, toxics, and, while enabled, the accept loop that relays its connections.
+//!
+//! As in Toxiproxy's `ProxyCollection`, one lock orders every change; disabling a proxy closes
+//! its listener and every connection it relays, and is complete when the call returns.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, watch, Mutex};
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::error::ApiError;
+use super::link;
+use super::toxics::Toxic;
+
+/// The most proxies one server holds.
+pub(crate) const MAX_PROXIES: usize = 1024;
+/// The most toxics one proxy holds.
+pub(crate) const MAX_TOXICS: usize = 64;
+/// The longest accepted proxy name or address, bytes.
+pub(crate) const MAX_FIELD: usize = 256;
+
+/// What a client asks a proxy to be (create, update, populate).
+#[derive(Debug, Clone)]
+pub(crate) struct Spec {
+    pub name: String,
+    pub listen: String,
+    pub upstream: String,
+    pub enabled: bool,
+}
+
+struct Running {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+struct Entry {
+    listen: String,
+    upstream: String,
+    running: Option<Running>,
+    toxics: watch::Sender<Arc<Vec<Toxic>>>,
+}
+
+impl Entry {
+    fn toxics(&self) -> Arc<Vec<Toxic>> {
+        self.toxics.borrow().clone()
+    }
+
+    fn to_json(&self, name: &str) -> Value {
+        json!({
+            "name": name,
+            "listen": self.listen,
+            "upstream": self.upstream,
+            "enabled": self.running.is_some(),
+            "toxics": self.toxics().iter().map(Toxic::to_json).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Binds `self.listen` and starts relaying; `listen` becomes the bound address.
+    async fn start(&mut self) -> Result<(), ApiError> {
+        if self.running.is_some() {
+            return Ok(());
+        }
+        let listener = bind(&self.listen).await?;
+        self.listen = listener
+            .local_addr()
+            .map_err(|e| ApiError::bad_request(format!("listen {}: {e}", self.listen)))?
+            .to_string();
+        let (stop, stopped) = oneshot::channel();
+        let task = tokio::spawn(accept(
+            listener,
+            self.upstream.clone(),
+            self.toxics.subscribe(),
+            stopped,
+        ));
+        self.running = Some(Running { stop, task });
+        Ok(())
+    }
+
+    /// Closes the listener and every connection; returns once they are closed.
+    async fn stop(&mut self) {
+        if let Some(running) = self.running.take() {
+            let _ = running.stop.send(());
+            let _ = running.task.await;
+        }
+    }
+}
+
+/// `host:port` resolved (IPv4 first, as Go's resolver prefers) and bound. An empty host is
+/// every interface (`:8474`), an empty address `127.0.0.1:0`.
+async fn bind(listen: &str) -> Result<TcpListener, ApiError> {
+    let text = match listen {
+        "" => "127.0.0.1:0".to_owned(),
+        l if l.starts_with(':') => format!("0.0.0.0{l}"),
+        l => l.to_owned(),
+    };
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host(text.as_str())
+        .await
+        .map_err(|e| ApiError::bad_request(format!("listen {listen}: {e}")))?
+        .collect();
+    let addr = addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .ok_or_else(|| ApiError::bad_request(format!("listen {listen}: no address")))?;
+    TcpListener::bind(addr).await.map_err(|e| {
+        let message = format!("listen tcp {addr}: {e}");
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            ApiError::conflict(message)
+        } else {
+            ApiError::bad_request(message)
+        }
+    })
+}
+
+async fn accept(
+    listener: TcpListener,
+    upstream: String,
+    toxics: link::Toxics,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut stopped => break,
+            Some(_) = conns.join_next() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((down, _)) => {
+                    conns.spawn(link::relay(down, upstream.clone(), toxics.clone()));
+                }
+                Err(err) => {
+                    tracing::warn!(%err, "toxiproxy API: accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    conns.shutdown().await;
+}
+
+/// All proxies of one server.
+#[derive(Default)]
+pub(crate) struct Registry {
+    proxies: Mutex<BTreeMap<String, Entry>>,
+    next_toxic: AtomicU64,
+}
+
+fn not_found() -> ApiError {
+    ApiError::not_found("proxy not found")
+}
+
+fn toxic_not_found() -> ApiError {
+    ApiError::not_found("toxic not found")
+}
+
+/// Whether `listen` names the address `current` is bound to (so that an update or a populate
+/// with the same address does not restart the proxy).
+async fn same_listen(listen: &str, current: &str) -> bool {
+    if listen == current {
+        return true;
+    }
+    match tokio::net::lookup_host(listen).await {
+        Ok(mut addrs) => addrs.any(|a| a.to_string() == current),
+        Err(_) => false,
+    }
+}
+
+impl Registry {
+    /// `GET /proxies`: every proxy by name.
+    pub(crate) async fn list(&self) -> Value {
+        let proxies = self.proxies.lock().await;
+        Value::Object(
+            proxies
+                .iter()
+                .map(|(name, e)| (name.clone(), e.to_json(name)))
+                .collect(),
+        )
+    }
+
+    /// `POST /proxies`. Errors: 409 "proxy already exists", a listen address that cannot be
+    /// bound, more than [`MAX_PROXIES`].
+    pub(crate) async fn create(&self, spec: Spec) -> Result<Value, ApiError> {
+        let mut proxies = self.proxies.lock().await;
+        if proxies.contains_key(&spec.name) {
+            return Err(ApiError::conflict("proxy already exists"));
+        }
+        if proxies.len() >= MAX_PROXIES {
+            return Err(ApiError::bad_request(format!(
+                "a server holds at most {MAX_PROXIES} proxies"
+            )));
+        }
+        let entry = new_entry(&spec).await?;
+        let shown = entry.to_json(&spec.name);
+        proxies.insert(spec.name, entry);
+        Ok(shown)
+    }
+
+    /// `POST /populate`: each proxy created, or replaced when its listen address or upstream
+    /// differs; the proxies as they now are. On an error, the ones done before it and the error.
+    pub(crate) async fn populate(&self, specs: Vec<Spec>) -> (Vec<Value>, Option<ApiError>) {
+        let mut proxies = self.proxies.lock().await;
+        let mut done = Vec::new();
+        for spec in specs {
+            if let Some(existing) = proxies.get_mut(&spec.name) {
+                if existing.upstream == spec.upstream
+                    && same_listen(&spec.listen, &existing.listen).await
+                {
+                    done.push(existing.to_json(&spec.name));
+                    continue;
+                }
+                existing.stop().await;
+                proxies.remove(&spec.name);
+            } else if proxies.len() >= MAX_PROXIES {
+                let err =
+                    ApiError::bad_request(format!("a server holds at most {MAX_PROXIES} proxies"));
+                return (done, Some(err));
+            }
+            match new_entry(&spec).await {
+                Ok(entry) => {
+                    done.push(entry.to_json(&spec.name));
+                    proxies.insert(spec.name, entry);
+                }
+                Err(err) => return (done, Some(err)),
+            }
+        }
+        (done, None)
+    }
+
+    /// `GET /proxies/{name}`.
+    pub(crate) async fn get(&self, name: &str) -> Result<Value, ApiError> {
+        let proxies = self.proxies.lock().await;
+        proxies
+            .get(name)
+            .map(|e| e.to_json(name))
+            .ok_or_else(not_found)
+    }
+
+    /// `POST`/`PATCH /proxies/{name}`: `listen`, `upstream`, `enabled` (each defaulting to the
+    /// current value). A changed address or upstream restarts the proxy.
+    pub(crate) async fn update(
+        &self,
+        name: &str,
+        body: &Map<String, Value>,
+    ) -> Result<Value, ApiError> {
+        let mut proxies = self.proxies.lock().await;
+        let entry = proxies.get_mut(name).ok_or_else(not_found)?;
+        let listen = field(body, "listen")?.unwrap_or_else(|| entry.listen.clone());
+        let upstream = field(body, "upstream")?.unwrap_or_else(|| entry.upstream.clone());
+        let enabled = match body.get("enabled") {
+            None | Some(Value::Null) => entry.running.is_some(),
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "bad request body: enabled must be a boolean, got {other}"
+                )))
+            }
+        };
+        let differs = upstream != entry.upstream || !same_listen(&listen, &entry.listen).await;
+        if differs || !enabled {
+            entry.stop().await;
+        }
+        if differs {
+            entry.listen = listen;
+            entry.upstream = upstream;
+        }
+        if enabled {
+            entry.start().await?;
+        }
+        Ok(entry.to_json(name))
+    }
+
+    /// `DELETE /proxies/{name}`: stops and forgets it.
+    pub(crate) async fn delete(&self, name: &str) -> Result<(), ApiError> {
+        let mut proxies = self.proxies.lock().await;
+        let mut entry = proxies.remove(name).ok_or_else(not_found)?;
+        entry.stop().await;
+        Ok(())
+    }
+
+    /// `POST /reset`: every proxy enabled, every toxic removed.
+    pub(crate) async fn reset(&self) -> Result<(), ApiError> {
+        let mut proxies = self.proxies.lock().await;
+        for entry in proxies.values_mut() {
+            entry.start().await?;
+            entry.toxics.send_replace(Arc::new(Vec::new()));
+        }
+        Ok(())
+    }
+
+    /// Stops every proxy (the server is shutting down).
+    pub(crate) async fn stop_all(&self) {
+        let mut proxies = self.proxies.lock().await;
+        for entry in proxies.values_mut() {
+            entry.stop().await;
+        }
+    }
+
+    /// `GET /proxies/{name}/toxics`.
+    pub(crate) async fn toxics(&self, name: &str) -> Result<Value, ApiError> {
+        let proxies = self.proxies.lock().await;
+        let entry = proxies.get(name).ok_or_else(not_found)?;
+        Ok(Value::Array(
+            entry.toxics().iter().map(Toxic::to_json).collect(),
+        ))
+    }
+
+    /// `POST /proxies/{name}/toxics`. Errors: 404, 400 (see [`Toxic::create`]), 409 "toxic
+    /// already exists", more than [`MAX_TOXICS`].
+    pub(crate) async fn add_toxic(
+        &self,
+        name: &str,
+        body: &Map<String, Value>,
+    ) -> Result<Value, ApiError> {
+        let proxies = self.proxies.lock().await;
+        let entry = proxies.get(name).ok_or_else(not_found)?;
+        let id = self.next_toxic.fetch_add(1, Ordering::Relaxed);
+        let toxic = Toxic::create(id, body).map_err(ApiError::from)?;
+        let mut toxics = entry.toxics().as_ref().clone();
+        if toxics.iter().any(|t| t.name == toxic.name) {
+            return Err(ApiError::conflict("toxic already exists"));
+        }
+        if toxics.len() >= MAX_TOXICS {
+            return Err(ApiError::bad_request(format!(
+                "a proxy holds at most {MAX_TOXICS} toxics"
+            )));
+        }
+        let shown = toxic.to_json();
+        toxics.push(toxic);
+        entry.toxics.send_replace(Arc::new(toxics));
+        Ok(shown)
+    }
+
+    /// `GET /proxies/{name}/toxics/{toxic}`.
+    pub(crate) async fn toxic(&self, name: &str, toxic: &str) -> Result<Value, ApiError> {
+        let proxies = self.proxies.lock().await;
+        let entry = proxies.get(name).ok_or_else(not_found)?;
+        let toxics = entry.toxics();
+        let found = toxics.iter().find(|t| t.name == toxic);
+        found.map(Toxic::to_json).ok_or_else(toxic_not_found)
+    }
+
+    /// `POST`/`PATCH /proxies/{name}/toxics/{toxic}`: attributes and toxicity.
+    pub(crate) async fn update_toxic(
+        &self,
+        name: &str,
+        toxic: &str,
+        body: &Map<String, Value>,
+    ) -> Result<Value, ApiError> {
+        let proxies = self.proxies.lock().await;
+        let entry = proxies.get(name).ok_or_else(not_found)?;
+        let mut toxics = entry.toxics().as_ref().clone();
+        let slot = toxics
+            .iter_mut()
+            .find(|t| t.name == toxic)
+            .ok_or_else(toxic_not_found)?;
+        *slot = slot.updated(body).map_err(ApiError::from)?;
+        let shown = slot.to_json();
+        entry.toxics.send_replace(Arc::new(toxics));
+        Ok(shown)
+    }
+
+    /// `DELETE /proxies/{name}/toxics/{toxic}`.
+    pub(crate) async fn delete_toxic(&self, name: &str, toxic: &str) -> Result<(), ApiError> {
+        let proxies = self.proxies.lock().await;
+        let entry = proxies.get(name).ok_or_else(not_found)?;
+        let mut toxics = entry.toxics().as_ref().clone();
+        let before = toxics.len();
+        toxics.retain(|t| t.name != toxic);
+        if toxics.len() == before {
+            return Err(toxic_not_found());
+        }
+        entry.toxics.send_replace(Arc::new(toxics));
+        Ok(())
+    }
+}
+
+async fn new_entry(spec: &Spec) -> Result<Entry, ApiError> {
+    let mut entry = Entry {
+        listen: spec.listen.clone(),
+        upstream: spec.upstream.clone(),
+        running: None,
+        toxics: watch::Sender::new(Arc::new(Vec::new())),
+    };
+    if spec.enabled {
+        entry.start().await?;
+    }
+    Ok(entry)
+}
+
+/// A string member of a request body, at most [`MAX_FIELD`] bytes; `None` when absent or null.
+pub(crate) fn field(body: &Map<String, Value>, name: &str) -> Result<Option<String>, ApiError> {
+    match body.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.len() > MAX_FIELD => Err(ApiError::bad_request(format!(
+            "{name} is {} bytes; at most {MAX_FIELD}",
+            s.len()
+        ))),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "bad request body: {name} must be a string, got {other}"
+        ))),
+    }
+}

@@ -1,0 +1,572 @@
+//! The Toxiproxy-compatible API (`idemspec_proxy::toxiproxy`) over real sockets: every endpoint
+//! with its status codes and error bodies, and each toxic's observable effect on a relayed
+//! connection to a TCP echo upstream.
+
+use std::io::ErrorKind;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idemspec_proxy::toxiproxy::ToxiproxyServer;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::support::*;
+
+struct Api {
+    server: ToxiproxyServer,
+    http: reqwest::Client,
+    echo: SocketAddr,
+}
+
+impl Api {
+    async fn start() -> Self {
+        Self {
+            server: ToxiproxyServer::start("127.0.0.1:0".parse().unwrap())
+                .await
+                .unwrap(),
+            http: reqwest::Client::new(),
+            echo: echo_upstream().await,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.server.addr())
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let mut req = self.http.request(method.parse().unwrap(), self.url(path));
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+        };
+        (status, value)
+    }
+
+    /// Creates proxy `name` on a free loopback port to the echo upstream; its listen address.
+    async fn proxy(&self, name: &str) -> SocketAddr {
+        let body =
+            json!({"name": name, "listen": "127.0.0.1:0", "upstream": self.echo.to_string()});
+        let (status, proxy) = self.call("POST", "/proxies", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{proxy}");
+        proxy["listen"].as_str().unwrap().parse().unwrap()
+    }
+
+    async fn toxic(&self, proxy: &str, toxic: Value) -> Value {
+        let path = format!("/proxies/{proxy}/toxics");
+        let (status, body) = self.call("POST", &path, Some(toxic)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    }
+}
+
+/// Toxiproxy's error body: `error` and `status`, here inside a problem document.
+fn assert_error(got: &(StatusCode, Value), status: u16, error: &str) {
+    assert_eq!(got.0.as_u16(), status, "{}", got.1);
+    assert_eq!(got.1["status"], status, "{}", got.1);
+    let message = got.1["error"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(error),
+        "`{message}` should start with `{error}`"
+    );
+    assert_eq!(got.1["detail"], got.1["error"]);
+}
+
+/// Sends `data`, half-closes, reads to the end: what came back, the read error, and how long.
+async fn round_trip(addr: SocketAddr, data: &[u8]) -> (Raw, Duration) {
+    let started = Instant::now();
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let _ = s.write_all(data).await;
+    let _ = s.shutdown().await;
+    let raw = read_to_end(&mut s).await;
+    (raw, started.elapsed())
+}
+
+#[tokio::test]
+async fn proxies_are_created_listed_shown_updated_and_deleted() {
+    let api = Api::start().await;
+    let (status, version) = api.call("GET", "/version", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(version["version"], idemspec_proxy::toxiproxy::VERSION);
+
+    let listen = api.proxy("echo").await;
+    assert_eq!(round_trip(listen, b"hello").await.0.bytes, b"hello");
+    let (_, shown) = api.call("GET", "/proxies/echo", None).await;
+    assert_eq!(shown["name"], "echo");
+    assert_eq!(shown["enabled"], true);
+    assert_eq!(shown["upstream"], api.echo.to_string());
+    assert_eq!(shown["listen"], listen.to_string());
+    assert_eq!(shown["toxics"], json!([]));
+    let (_, all) = api.call("GET", "/proxies", None).await;
+    assert_eq!(all["echo"], shown);
+
+    let dup = json!({"name": "echo", "listen": "127.0.0.1:0", "upstream": "127.0.0.1:1"});
+    assert_error(
+        &api.call("POST", "/proxies", Some(dup)).await,
+        409,
+        "proxy already exists",
+    );
+    let nameless = json!({"upstream": "127.0.0.1:1"});
+    let got = api.call("POST", "/proxies", Some(nameless)).await;
+    assert_error(&got, 400, "missing required field: name");
+    let got = api
+        .call("POST", "/proxies", Some(json!({"name": "x"})))
+        .await;
+    assert_error(&got, 400, "missing required field: upstream");
+    assert_error(
+        &api.call("GET", "/proxies/nope", None).await,
+        404,
+        "proxy not found",
+    );
+    let in_use = json!({"name": "b", "listen": listen.to_string(), "upstream": "127.0.0.1:1"});
+    assert_error(
+        &api.call("POST", "/proxies", Some(in_use)).await,
+        409,
+        "listen tcp",
+    );
+
+    // Disabled: the listener is closed; enabled again, on the same address.
+    let (status, off) = api
+        .call("POST", "/proxies/echo", Some(json!({"enabled": false})))
+        .await;
+    assert_eq!((status, &off["enabled"]), (StatusCode::OK, &json!(false)));
+    let refused = TcpStream::connect(listen).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::ConnectionRefused);
+    let (_, on) = api
+        .call("PATCH", "/proxies/echo", Some(json!({"enabled": true})))
+        .await;
+    assert_eq!(
+        (&on["enabled"], &on["listen"]),
+        (&json!(true), &shown["listen"])
+    );
+    assert_eq!(round_trip(listen, b"again").await.0.bytes, b"again");
+
+    // A new listen address restarts the proxy there; the old one is closed.
+    let moved = json!({"listen": "127.0.0.1:0"});
+    let (_, moved) = api.call("POST", "/proxies/echo", Some(moved)).await;
+    let new_listen: SocketAddr = moved["listen"].as_str().unwrap().parse().unwrap();
+    assert_ne!(new_listen, listen);
+    assert_eq!(round_trip(new_listen, b"moved").await.0.bytes, b"moved");
+    assert_eq!(
+        TcpStream::connect(listen).await.unwrap_err().kind(),
+        ErrorKind::ConnectionRefused
+    );
+    let listen = new_listen;
+
+    let (status, _) = api.call("DELETE", "/proxies/echo", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_error(
+        &api.call("DELETE", "/proxies/echo", None).await,
+        404,
+        "proxy not found",
+    );
+    assert_eq!(
+        TcpStream::connect(listen).await.unwrap_err().kind(),
+        ErrorKind::ConnectionRefused
+    );
+    api.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn disabling_closes_open_connections() {
+    let api = Api::start().await;
+    let listen = api.proxy("p").await;
+    let mut open = TcpStream::connect(listen).await.unwrap();
+    open.write_all(b"x").await.unwrap();
+    let mut one = [0u8; 1];
+    open.read_exact(&mut one).await.unwrap();
+    api.call("POST", "/proxies/p", Some(json!({"enabled": false})))
+        .await;
+    let rest = read_to_end(&mut open).await;
+    assert!(
+        rest.bytes.is_empty(),
+        "the connection is closed, not left open"
+    );
+}
+
+#[tokio::test]
+async fn populate_creates_keeps_and_replaces_and_reset_restores() {
+    let api = Api::start().await;
+    let upstream = api.echo.to_string();
+    let body = json!([
+        {"name": "a", "listen": "127.0.0.1:0", "upstream": upstream},
+        {"name": "b", "listen": "127.0.0.1:0", "upstream": upstream, "enabled": false},
+    ]);
+    let (status, got) = api.call("POST", "/populate", Some(body)).await;
+    assert_eq!(status, StatusCode::CREATED, "{got}");
+    let proxies = got["proxies"].as_array().unwrap();
+    assert_eq!(proxies.len(), 2);
+    assert_eq!(
+        (&proxies[0]["enabled"], &proxies[1]["enabled"]),
+        (&json!(true), &json!(false))
+    );
+    let a_listen = proxies[0]["listen"].clone();
+    // The same address and upstream: kept as it is (same port).
+    let again = json!([{"name": "a", "listen": a_listen, "upstream": upstream}]);
+    let (_, kept) = api.call("POST", "/populate", Some(again)).await;
+    assert_eq!(kept["proxies"][0]["listen"], a_listen);
+
+    let bad = json!([{"name": "c", "upstream": upstream}, {"upstream": upstream}]);
+    let got = api.call("POST", "/populate", Some(bad)).await;
+    assert_error(&got, 400, "missing required field: name at proxy 2");
+    assert_eq!(
+        got.1["proxies"],
+        json!([]),
+        "nothing is created from an invalid list"
+    );
+    let got = api
+        .call("POST", "/populate", Some(json!({"name": "x"})))
+        .await;
+    assert_error(&got, 400, "bad request body");
+
+    api.toxic(
+        "a",
+        json!({"type": "latency", "attributes": {"latency": 10}}),
+    )
+    .await;
+    let (status, _) = api.call("POST", "/reset", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, all) = api.call("GET", "/proxies", None).await;
+    assert_eq!(all["a"]["toxics"], json!([]), "toxics removed");
+    assert_eq!(all["b"]["enabled"], true, "every proxy enabled");
+    let b: SocketAddr = all["b"]["listen"].as_str().unwrap().parse().unwrap();
+    assert_eq!(round_trip(b, b"b").await.0.bytes, b"b");
+}
+
+#[tokio::test]
+async fn toxics_are_created_shown_updated_and_deleted_with_toxiproxy_errors() {
+    let api = Api::start().await;
+    api.proxy("p").await;
+    let created = api
+        .toxic(
+            "p",
+            json!({"type": "latency", "stream": "upstream", "attributes": {"latency": 5}}),
+        )
+        .await;
+    assert_eq!(
+        created,
+        json!({"name": "latency_upstream", "type": "latency", "stream": "upstream",
+               "toxicity": 1.0, "attributes": {"latency": 5, "jitter": 0}})
+    );
+    let again = json!({"type": "latency", "stream": "upstream"});
+    let got = api.call("POST", "/proxies/p/toxics", Some(again)).await;
+    assert_error(&got, 409, "toxic already exists");
+    let got = api
+        .call("POST", "/proxies/p/toxics", Some(json!({"type": "melt"})))
+        .await;
+    assert_error(&got, 400, "invalid toxic type");
+    let sideways = json!({"type": "latency", "stream": "sideways"});
+    let got = api.call("POST", "/proxies/p/toxics", Some(sideways)).await;
+    assert_error(
+        &got,
+        400,
+        "stream was invalid, can be either upstream or downstream",
+    );
+    let got = api
+        .call(
+            "POST",
+            "/proxies/q/toxics",
+            Some(json!({"type": "latency"})),
+        )
+        .await;
+    assert_error(&got, 404, "proxy not found");
+    let huge = json!({"type": "latency", "name": "h", "attributes": {"latency": 86_400_000}});
+    let got = api.call("POST", "/proxies/p/toxics", Some(huge)).await;
+    assert_error(&got, 400, "latency must be from 0 to 3600000 ms");
+
+    let (_, shown) = api
+        .call("GET", "/proxies/p/toxics/latency_upstream", None)
+        .await;
+    assert_eq!(shown, created);
+    let (_, list) = api.call("GET", "/proxies/p/toxics", None).await;
+    assert_eq!(list, json!([created]));
+    let got = api.call("GET", "/proxies/p/toxics/none", None).await;
+    assert_error(&got, 404, "toxic not found");
+
+    let change = json!({"attributes": {"jitter": 2}, "toxicity": 0.5});
+    let (status, updated) = api
+        .call("POST", "/proxies/p/toxics/latency_upstream", Some(change))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(updated["attributes"], json!({"latency": 5, "jitter": 2}));
+    assert_eq!(updated["toxicity"], 0.5);
+    let got = api
+        .call("PATCH", "/proxies/p/toxics/none", Some(json!({})))
+        .await;
+    assert_error(&got, 404, "toxic not found");
+
+    let (status, _) = api
+        .call("DELETE", "/proxies/p/toxics/latency_upstream", None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let got = api
+        .call("DELETE", "/proxies/p/toxics/latency_upstream", None)
+        .await;
+    assert_error(&got, 404, "toxic not found");
+}
+
+#[tokio::test]
+async fn garbage_gets_a_4xx_with_where_it_went_wrong() {
+    let api = Api::start().await;
+    let resp = api
+        .http
+        .post(api.url("/proxies"))
+        .body("{\"name\": \"x\",\n  \"upstream\": }")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(resp.headers()["content-type"], "application/problem+json");
+    let body: Value = resp.json().await.unwrap();
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("bad request body") && error.contains("line 2 column"),
+        "{error}"
+    );
+    let resp = api
+        .http
+        .get(api.url("/proxies"))
+        .header("user-agent", "Mozilla/5.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    assert_error(
+        &api.call("GET", "/nowhere", None).await,
+        404,
+        "404 page not found",
+    );
+    assert_error(
+        &api.call("PUT", "/proxies", None).await,
+        405,
+        "`/proxies` does not take PUT",
+    );
+    let big = "x".repeat(idemspec_proxy::toxiproxy::BODY_LIMIT + 1);
+    let resp = api
+        .http
+        .post(api.url("/populate"))
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+#[tokio::test]
+async fn simultaneous_creates_of_one_name_make_one_proxy() {
+    let api = Arc::new(Api::start().await);
+    for round in 0..5 {
+        let name = format!("race-{round}");
+        let barrier = Arc::new(tokio::sync::Barrier::new(8));
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let (api, barrier, name) = (api.clone(), barrier.clone(), name.clone());
+                tokio::spawn(async move {
+                    let body = json!({"name": name, "listen": "127.0.0.1:0", "upstream": api.echo.to_string()});
+                    barrier.wait().await;
+                    api.call("POST", "/proxies", Some(body)).await.0
+                })
+            })
+            .collect();
+        let mut statuses = Vec::new();
+        for t in tasks {
+            statuses.push(t.await.unwrap().as_u16());
+        }
+        statuses.sort_unstable();
+        assert_eq!(
+            statuses,
+            [201, 409, 409, 409, 409, 409, 409, 409],
+            "round {round}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn latency_delays_each_direction_by_at_least_its_value() {
+    let api = Api::start().await;
+    let listen = api.proxy("p").await;
+    api.toxic(
+        "p",
+        json!({"type": "latency", "attributes": {"latency": 300, "jitter": 50}}),
+    )
+    .await;
+    let (raw, took) = round_trip(listen, b"ping").await;
+    assert_eq!(raw.bytes, b"ping");
+    assert!(took >= Duration::from_millis(250), "{took:?}");
+    api.toxic(
+        "p",
+        json!({"type": "latency", "stream": "upstream", "attributes": {"latency": 300}}),
+    )
+    .await;
+    let (raw, took) = round_trip(listen, b"ping").await;
+    assert_eq!(raw.bytes, b"ping");
+    assert!(took >= Duration::from_millis(550), "both ways: {took:?}");
+}
+
+#[tokio::test]
+async fn bandwidth_bounds_the_rate() {
+    let api = Api::start().await;
+    let listen = api.proxy("p").await;
+    api.toxic(
+        "p",
+        json!({"type": "bandwidth", "attributes": {"rate": 100}}),
+    )
+    .await;
+    let data = pattern(50_000);
+    let (raw, took) = round_trip(listen, &data).await;
+    assert!(raw.bytes == data, "every byte arrives");
+    // 50 KB at 100 KB/s.
+    assert!(took >= Duration::from_millis(500), "{took:?}");
+}
+
+#[tokio::test]
+async fn slow_close_delays_the_close() {
+    let api = Api::start().await;
+    let listen = api.proxy("p").await;
+    api.toxic(
+        "p",
+        json!({"type": "slow_close", "attributes": {"delay": 400}}),
+    )
+    .await;
+    let (raw, took) = round_trip(listen, b"bye").await;
+    assert_eq!((raw.bytes.as_slice(), raw.error), (b"bye".as_slice(), None));
+    assert!(took >= Duration::from_millis(400), "{took:?}");
+}
+
+#[tokio::test]
+async fn timeout_drops_data_and_closes_after_its_time_or_holds_at_zero() {
+    let api = Api::start().await;
+    let listen = api.proxy("p").await;
+    api.toxic(
+        "p",
+        json!({"type": "timeout", "name": "t", "attributes": {"timeout": 300}}),
+    )
+    .await;
+    let started = Instant::now();
+    let mut s = TcpStream::connect(listen).await.unwrap();
+    s.write_all(b"lost").await.unwrap();
+    let raw = read_to_end(&mut s).await;
+    assert!(raw.bytes.is_empty(), "no data passes");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+
+    api.call(
+        "POST",
+        "/proxies/p/toxics/t",
+        Some(json!({"attributes": {"timeout": 0}})),
+    )
+    .await;
+    let mut s = TcpStream::connect(listen).await.unwrap();
+    s.write_all(b"held").await.unwrap();
+    let mut buf = [0u8; 16];
+    let held = tokio::time::timeout(Duration::from_millis(600), s.read(&mut buf)).await;
+    assert!(held.is_err(), "held open with nothing delivered: {held:?}");
+    // Removing the toxic lets the connection's next bytes through.
+    api.call("DELETE", "/proxies/p/toxics/t", None).await;
+    s.write_all(b"free").await.unwrap();
+    let n = tokio::time::timeout(PATIENCE, s.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&buf[..n], b"free");
+}
+
+#[tokio::test]
+async fn reset_peer_resets_the_connection() {
+    let api = Api::start().await;
+    let listen = api.proxy("p").await;
+    api.toxic(
+        "p",
+        json!({"type": "reset_peer", "attributes": {"timeout": 100}}),
+    )
+    .await;
+    for _ in 0..3 {
+        let mut s = TcpStream::connect(listen).await.unwrap();
+        s.write_all(b"boom").await.unwrap();
+        let raw = read_to_end(&mut s).await;
+        assert!(raw.bytes.is_empty());
+        assert_eq!(raw.error, Some(ErrorKind::ConnectionReset));
+    }
+}
+
+#[tokio::test]
+async fn slicer_delivers_every_byte_in_pieces() {
+    let api = Api::start().await;
+    let listen = api.proxy("p").await;
+    let slicer = json!({"type": "slicer", "attributes": {"average_size": 64, "size_variation": 16, "delay": 2000}});
+    api.toxic("p", slicer).await;
+    let data = pattern(4096);
+    let mut s = TcpStream::connect(listen).await.unwrap();
+    s.write_all(&data).await.unwrap();
+    s.shutdown().await.unwrap();
+    let (mut got, mut reads) = (Vec::new(), 0);
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = tokio::time::timeout(PATIENCE, s.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        if n == 0 {
+            break;
+        }
+        reads += 1;
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(got == data, "all {} bytes, in order", data.len());
+    assert!(reads >= 8, "delivered in pieces: {reads} reads");
+}
+
+#[tokio::test]
+async fn limit_data_closes_after_its_bytes_in_its_stream() {
+    let api = Api::start().await;
+    let listen = api.proxy("p").await;
+    api.toxic(
+        "p",
+        json!({"type": "limit_data", "name": "l", "attributes": {"bytes": 1000}}),
+    )
+    .await;
+    let data = pattern(5000);
+    let (raw, _) = round_trip(listen, &data).await;
+    assert!(
+        raw.bytes == data[..1000],
+        "exactly 1000 bytes: {}",
+        raw.bytes.len()
+    );
+    api.call("DELETE", "/proxies/p/toxics/l", None).await;
+    let upstream = json!({"type": "limit_data", "stream": "upstream", "attributes": {"bytes": 10}});
+    api.toxic("p", upstream).await;
+    let (raw, _) = round_trip(listen, &data).await;
+    assert!(
+        raw.bytes.len() <= 10,
+        "only 10 bytes reached the echo: {}",
+        raw.bytes.len()
+    );
+    assert!(raw.bytes == data[..raw.bytes.len()]);
+}
+
+#[tokio::test]
+async fn toxicity_zero_never_applies_and_one_always_does() {
+    let api = Api::start().await;
+    let listen = api.proxy("p").await;
+    let never =
+        json!({"type": "limit_data", "name": "never", "toxicity": 0.0, "attributes": {"bytes": 0}});
+    api.toxic("p", never).await;
+    let data = pattern(3000);
+    for _ in 0..20 {
+        assert!(round_trip(listen, &data).await.0.bytes == data);
+    }
+    let always = json!({"attributes": {"bytes": 0}, "toxicity": 1.0});
+    api.call("POST", "/proxies/p/toxics/never", Some(always))
+        .await;
+    for _ in 0..5 {
+        assert!(round_trip(listen, &data).await.0.bytes.is_empty());
+    }
+}
