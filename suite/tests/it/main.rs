@@ -8,6 +8,7 @@ mod html_report;
 mod reach;
 mod reference_run;
 mod report;
+mod storm_keys;
 mod support;
 mod trust;
 mod user_scenarios;
