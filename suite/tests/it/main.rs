@@ -7,6 +7,7 @@ mod flaw_matrix;
 mod html_report;
 mod reach;
 mod reference_run;
+mod replicas;
 mod report;
 mod storm_keys;
 mod support;

@@ -89,9 +89,32 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
     judge(run, clients, plan.keys, runs).await
 }
 
+/// Sends `send()` until a 2xx or a permanent refusal, with exponential backoff and jitter, for at
+/// most the plan's attempts and time; every exchange, in order.
+async fn retry<F: std::future::Future<Output = Exchange>>(
+    mut send: impl FnMut() -> F,
+    rng: &mut rand::rngs::StdRng,
+    plan: Plan,
+) -> Vec<Exchange> {
+    let started = Instant::now();
+    let mut exchanges = Vec::new();
+    for attempt in 0..plan.attempts {
+        let ex = send().await;
+        let done = ex.is_success() || ex.status.is_some_and(is_permanent_refusal);
+        exchanges.push(ex);
+        if done || started.elapsed() > plan.within {
+            break;
+        }
+        let backoff = (BASE_BACKOFF_MS << attempt.min(4)).min(MAX_BACKOFF_MS);
+        let jittered = rng.gen_range(backoff / 2..=backoff + backoff / 2);
+        tokio::time::sleep(Duration::from_millis(jittered)).await;
+    }
+    exchanges
+}
+
 /// One client: retries its create with exponential backoff and jitter, keeping its key, until a
-/// 2xx, its attempts or its time run out; then asks once more, direct, whether the key still names
-/// the same resource.
+/// 2xx, its attempts or its time run out; then asks again, direct, whether the key still names
+/// the same resource, until a definitive answer.
 async fn client(sender: &Sender, index: u32, plan: Plan) -> ClientRun {
     let mut rng = rand::rngs::StdRng::seed_from_u64(plan.seed.wrapping_add(u64::from(index)));
     let step = format!("storm-{index}");
@@ -104,27 +127,18 @@ async fn client(sender: &Sender, index: u32, plan: Plan) -> ClientRun {
             .via(via)
             .timeout(Some(Duration::from_secs(5)))
     };
-    let started = Instant::now();
-    let mut exchanges = Vec::new();
-    let mut id = None;
-    for attempt in 0..plan.attempts {
-        let ex = request(Via::Proxy).send().await;
-        let ok = ex.is_success();
-        if ok {
-            id = sender.env().created_id(&ex);
-        }
-        let refused = ex.status.is_some_and(is_permanent_refusal);
-        exchanges.push(ex);
-        if ok || refused || started.elapsed() > plan.within {
-            break;
-        }
-        let backoff = (BASE_BACKOFF_MS << attempt.min(4)).min(MAX_BACKOFF_MS);
-        let jittered = rng.gen_range(backoff / 2..=backoff + backoff / 2);
-        tokio::time::sleep(Duration::from_millis(jittered)).await;
-    }
-    // Once the storm is over, the key must still name the same resource.
+    let exchanges = retry(|| request(Via::Proxy).send(), &mut rng, plan).await;
+    let id = exchanges
+        .last()
+        .filter(|e| e.is_success())
+        .and_then(|e| sender.env().created_id(e));
+    // Once the client is done, the key must still name the same resource. Asked directly, and
+    // again while the answer is "try again" (no response: a replica may be down; 409: a record
+    // reclaimed after its in-flight TTL is being finished by another request).
     let confirm = match id {
-        Some(_) => Some(request(Via::Direct).send().await),
+        Some(_) => retry(|| request(Via::Direct).send(), &mut rng, plan)
+            .await
+            .pop(),
         None => None,
     };
     ClientRun {
@@ -209,9 +223,33 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
     }
     let mut inconsistent = Vec::new();
     let mut inconsistent_steps = Vec::new();
+    // A confirmation that never got a definitive answer says nothing about the key.
+    let definitive = |c: &Exchange| c.is_success() || c.status.is_some_and(is_permanent_refusal);
+    let unconfirmed: Vec<&ClientRun> = runs
+        .iter()
+        .filter(|r| r.id.is_some() && !r.confirm.as_ref().is_some_and(definitive))
+        .collect();
+    if !unconfirmed.is_empty() {
+        let finding = Finding::Undecided(format!(
+            "{} of {clients} clients could not ask again, after the storm, what their key names (last: {})",
+            unconfirmed.len(),
+            unconfirmed
+                .first()
+                .and_then(|r| r.confirm.as_ref())
+                .map(Exchange::describe)
+                .unwrap_or_default()
+        ));
+        let steps = unconfirmed.iter().map(|r| r.step.clone());
+        judgements.push(Judgement::new(scenario, finding).on_steps(steps));
+    }
+    let mut reported_keys = Vec::new();
     for r in runs.iter().filter(|r| r.id.is_some()) {
-        let confirmed = r.confirm.as_ref().and_then(|c| run.env().created_id(c));
-        if confirmed != r.id {
+        let Some(confirm) = r.confirm.as_ref().filter(|c| definitive(c)) else {
+            continue;
+        };
+        let confirmed = run.env().created_id(confirm);
+        if confirmed != r.id && !reported_keys.contains(&r.key_index) {
+            reported_keys.push(r.key_index);
             inconsistent.push(format!(
                 "key {} got {} during the storm but {} afterwards",
                 r.key,
