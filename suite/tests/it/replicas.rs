@@ -83,6 +83,15 @@ async fn storm_across_replicas(storm: Storm) {
     }
     db.drop().await;
 
+    // The figures docs/RELIABILITY.md records (`--no-capture` shows them).
+    eprintln!(
+        "{} replicas, {} clients on {} keys, one killed after {:?}: {} | {stats}",
+        storm.replicas,
+        storm.clients,
+        storm.keys,
+        storm.kill_after,
+        outcome(&report, "replica-storm").summary
+    );
     assert!(
         killed_mid_storm,
         "the storm ended before the kill: {}",
