@@ -24,3 +24,8 @@ pub mod template;
 pub mod value;
 
 pub use scenario::Level;
+
+#[cfg(test)]
+mod fuzz;
+#[cfg(test)]
+mod mutate;

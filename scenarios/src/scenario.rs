@@ -32,7 +32,7 @@ pub use assertion::{
 pub use step::{BodyVariant, HookName, KeySpec, Operation, RetrySpec, Step, Via, Within};
 
 use crate::load::{from_yaml, LoadError, Spanned};
-use crate::rules::{Fault, Rule};
+use crate::rules::{duplicate_message, duplicate_name, Fault, Rule};
 use crate::value::HumanDuration;
 
 /// How binding a check's rule is, as in RFC 2119: a broken MUST is a FAIL, a broken SHOULD a WARN.
@@ -111,9 +111,14 @@ pub enum Procedure {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Parameters {
-    /// Number of keys / concurrent clients.
+    /// Number of concurrent clients (retry-storm: 1 to 10000, default 12).
     #[serde(default)]
     pub clients: Option<u32>,
+    /// How many keys the clients share (retry-storm: client N uses key N mod `keys`, so
+    /// `clients: 1000, keys: 100` is 10 clients per key, released together). 1 to `clients`, and
+    /// only with `clients`; default one key per client.
+    #[serde(default)]
+    pub keys: Option<u32>,
     /// Maximum attempts per client.
     #[serde(default)]
     pub attempts: Option<u32>,
@@ -145,9 +150,10 @@ pub struct Scenario {
     /// Run alone, not beside other checks (it uses global hooks or counters).
     #[serde(default)]
     pub exclusive: bool,
-    /// Proxy rules active during the steps (the proxy's rule schema).
+    /// Proxy rules active during the steps (the proxy's rule schema), with where each was written;
+    /// names are unique in the list ([`crate::rules::duplicate_name`]).
     #[serde(default)]
-    pub faults: Vec<Rule>,
+    pub faults: Vec<Spanned<Rule>>,
     /// A runner-implemented procedure instead of (or before) the steps.
     #[serde(default)]
     pub procedure: Option<Procedure>,
@@ -178,7 +184,7 @@ impl Scenario {
     }
 
     /// Cross-field rules: version 1; a kebab-case id; steps or a procedure; each step exactly one
-    /// of `op`, `wait`, `hook`; unique step names; every step reference names an earlier step;
+    /// of `op`, `wait`, `hook`; unique step names; unique fault rule names; every step reference names an earlier step;
     /// each assertion exactly one kind.
     ///
     /// # Errors
@@ -230,7 +236,20 @@ impl Scenario {
                 err(&a.referenced, m);
             }
         }
-        for rule in &self.faults {
+        if let Some((index, name)) =
+            duplicate_name(self.faults.iter().map(|r| r.value.name.as_str()))
+        {
+            let first = self
+                .faults
+                .iter()
+                .position(|r| r.value.name == name)
+                .unwrap_or_default();
+            err(
+                &self.faults[index].referenced,
+                duplicate_message(index, name, first),
+            );
+        }
+        for Spanned { value: rule, .. } in &self.faults {
             let delay = match &rule.fault {
                 Fault::DelayRequest { duration } => Some(("delay_request.duration", duration)),
                 Fault::DelayResponse { duration } => Some(("delay_response.duration", duration)),
@@ -249,6 +268,17 @@ impl Scenario {
                 &self.id.referenced,
                 "parameters.clients must be 1 to 10000".into(),
             );
+        }
+        match (p.keys, p.clients) {
+            (Some(keys), Some(clients)) if !(1..=clients).contains(&keys) => err(
+                &self.id.referenced,
+                format!("parameters.keys must be 1 to parameters.clients ({clients}), not {keys}"),
+            ),
+            (Some(_), None) => err(
+                &self.id.referenced,
+                "parameters.keys needs parameters.clients (how many clients share the keys)".into(),
+            ),
+            _ => {}
         }
         if p.attempts.is_some_and(|n| !(1..=1_000).contains(&n)) {
             err(

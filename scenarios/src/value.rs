@@ -43,11 +43,33 @@ pub struct JsonPathExpr {
 }
 
 impl JsonPathExpr {
+    /// The longest path accepted, in bytes: a profile's paths select an id, a list's items or a
+    /// counter, and are a few dozen bytes.
+    pub const MAX_LEN: usize = 1024;
+
+    /// The deepest nesting of brackets and parentheses accepted. The compiler (serde_json_path)
+    /// descends recursively, and a few thousand open parentheses overflow a thread's stack.
+    pub const MAX_DEPTH: usize = 32;
+
     /// Compiles `source`.
     ///
     /// # Errors
-    /// A message naming the path and the parser's complaint.
+    /// A message naming the path and the parser's complaint; or the limit it passes
+    /// ([`Self::MAX_LEN`], [`Self::MAX_DEPTH`]).
     pub fn parse(source: &str) -> Result<Self, String> {
+        if source.len() > Self::MAX_LEN {
+            return Err(format!(
+                "JSONPath of {} bytes is longer than the limit of {} bytes",
+                source.len(),
+                Self::MAX_LEN
+            ));
+        }
+        if nesting(source) > Self::MAX_DEPTH {
+            return Err(format!(
+                "invalid JSONPath `{source}`: brackets and parentheses nested deeper than {}",
+                Self::MAX_DEPTH
+            ));
+        }
         serde_json_path::JsonPath::parse(source)
             .map(|path| Self {
                 source: source.to_owned(),
@@ -72,6 +94,30 @@ impl JsonPathExpr {
     }
 }
 
+/// The deepest nesting of `[` and `(` in `source`, outside string literals (RFC 9535 §2.3.1.1: in
+/// `'…'` or `"…"`, with `\\` escapes).
+fn nesting(source: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in source.chars() {
+        match (quote, c) {
+            (Some(_), _) if escaped => escaped = false,
+            (Some(_), '\\') => escaped = true,
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '[' | '(') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (None, ']' | ')') => depth = depth.saturating_sub(1),
+            (None, _) => {}
+        }
+    }
+    deepest
+}
+
 impl<'de> Deserialize<'de> for JsonPathExpr {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
@@ -82,5 +128,21 @@ impl<'de> Deserialize<'de> for JsonPathExpr {
 impl Serialize for JsonPathExpr {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deep_or_long_jsonpaths_are_refused_not_a_stack_overflow() {
+        let deep = |n: usize| format!("$[?{}@.a{}]", "(".repeat(n), ")".repeat(n));
+        let err = JsonPathExpr::parse(&deep(300)).unwrap_err();
+        assert!(err.contains("nested deeper than 32"), "{err}");
+        assert!(JsonPathExpr::parse(&deep(30)).is_ok());
+        assert!(JsonPathExpr::parse("$['((((((((((((((((((((((((((((((((((((']").is_ok());
+        let err = JsonPathExpr::parse(&format!("${}", ".a".repeat(600))).unwrap_err();
+        assert!(err.contains("longer than the limit of 1024 bytes"), "{err}");
     }
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 
 use super::*;
+use crate::mutate::{apply, edit};
 
 /// Valid files to mutate: every verb, both modes.
 const SEEDS: &[&str] = &[
@@ -15,66 +16,6 @@ const SEEDS: &[&str] = &[
     "version: 1\nlisten: 127.0.0.1:0\nupstream: http://a:1/api\nrules:\n  - name: slow\n    match:\n      header: {name: X-Idemspec-Step, equals: s1}\n      path_glob: /v1/*/reboot\n    fault:\n      delay_request: {duration: 250ms}\n  - name: twice\n    fault: {duplicate: {mode: concurrent}}\n  - name: cut\n    fault: {reset_mid_response: {after_bytes: 10}}\n  - name: hold\n    fault: hang\n",
     "version: 1\nmode: tcp\nupstream: 127.0.0.1:5432\ntcp_rules:\n  - name: lag\n    fault: {latency: {duration: 20ms, jitter: 5ms, direction: downstream}}\n  - name: cut\n    match: {nth: 3}\n    fault: {close_after: {bytes: 100, reset: true}}\n",
 ];
-
-/// What an edit puts in: YAML's structure characters, and values the schema treats specially.
-const PIECES: &[&str] = &[
-    ":",
-    "-",
-    " ",
-    "  ",
-    "\n",
-    "{",
-    "}",
-    "[",
-    "]",
-    ",",
-    "#",
-    "'",
-    "\"",
-    "&a",
-    "*a",
-    "!!str",
-    "|",
-    ">",
-    "\t",
-    "\\n",
-    "0",
-    "101",
-    "-1",
-    "1.5",
-    "999999999999999999999",
-    "~",
-    "null",
-    "refuse",
-    "name",
-    "nth: 0",
-    "seed",
-    "\u{0}",
-    "é",
-    "\u{1b}",
-    "<<: *a",
-];
-
-/// One edit: at a position (a fraction of the text), delete some bytes and insert a piece.
-fn edit() -> impl Strategy<Value = (f64, usize, &'static str)> {
-    (0.0..1.0f64, 0..4usize, prop::sample::select(PIECES))
-}
-
-fn apply(seed: &str, edits: &[(f64, usize, &str)]) -> String {
-    let mut text = seed.to_owned();
-    for (at, delete, piece) in edits {
-        let mut i = (at * text.len() as f64) as usize;
-        while !text.is_char_boundary(i) {
-            i -= 1;
-        }
-        let mut end = (i + delete).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        text.replace_range(i..end, piece);
-    }
-    text
-}
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]

@@ -24,6 +24,7 @@ mod file;
 mod http;
 mod tcp;
 mod values;
+pub(crate) use values::duplicate_message;
 
 pub use file::{check_upstream, Mode, ProxyFile};
 pub use http::{DuplicateMode, Fault, HeaderMatch, Match, Rule};

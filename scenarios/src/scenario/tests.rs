@@ -105,3 +105,45 @@ fn every_validation_error_of_a_file_is_reported() {
     assert_eq!(lines, [2, 10], "{err}");
     assert!(err.to_string().contains("kebab-case") && err.to_string().contains("`retri`"));
 }
+
+#[test]
+fn two_faults_of_one_name_are_rejected_at_the_second() {
+    let text = LOST.replace(
+        "steps:",
+        "faults:\n  - {name: lose, fault: {drop_response: {}}}\n  - {name: lose, fault: refuse}\nsteps:",
+    );
+    let err = Scenario::load("s.yaml", &text).unwrap_err();
+    assert_eq!((err.line, err.column), (8, 5), "{err}");
+    assert!(
+        err.message.contains("rule 2 is named `lose` like rule 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn storm_keys_are_bounded_by_the_clients() {
+    const STORM: &str =
+        "version: 1\nid: s\ntitle: t\nlevel: MUST\nreference: r\nprocedure: retry-storm\n";
+    let ok = Scenario::load(
+        "s.yaml",
+        &format!("{STORM}parameters: {{clients: 60, keys: 6}}\n"),
+    )
+    .expect("60 clients on 6 keys load");
+    assert_eq!(ok.parameters.keys, Some(6));
+    let err = Scenario::load(
+        "s.yaml",
+        &format!("{STORM}parameters: {{clients: 6, keys: 7}}\n"),
+    )
+    .unwrap_err();
+    assert!(
+        err.message
+            .contains("keys must be 1 to parameters.clients (6), not 7"),
+        "{err}"
+    );
+    assert!(err.line >= 1 && err.column >= 1, "{err}");
+    let err = Scenario::load("s.yaml", &format!("{STORM}parameters: {{keys: 0}}\n")).unwrap_err();
+    assert!(
+        err.message.contains("keys needs parameters.clients"),
+        "{err}"
+    );
+}

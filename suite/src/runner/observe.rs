@@ -166,26 +166,37 @@ pub(crate) fn effect_of(env: &Env, ex: &Exchange) -> Result<i64, String> {
         })
 }
 
+/// A GET for an observation, on the next base URL; where one gives no response (a replica down),
+/// on the next, each at most once: what is observed is the shared state, not one replica.
 async fn get(env: &Env, principal: &Principal, path: &str, step: &str) -> Exchange {
-    let headers = principal
+    let headers: Vec<(String, String)> = principal
         .headers
         .iter()
         .map(|(n, v)| (n.clone(), v.clone()))
         .collect();
-    env.client
-        .send(RequestSpec {
-            step: step.into(),
-            base_url: env.pick(&env.profile.base_urls.value).to_owned(),
-            method: "GET".into(),
-            path: path.to_owned(),
-            principal: principal.name.clone(),
-            headers,
-            key: None,
-            body: None,
-            timeout: OBSERVE_TIMEOUT,
-            via_proxy: false,
-        })
-        .await
+    let urls = &env.profile.base_urls.value;
+    let mut tries = urls.len();
+    loop {
+        let ex = env
+            .client
+            .send(RequestSpec {
+                step: step.into(),
+                base_url: env.pick(urls).to_owned(),
+                method: "GET".into(),
+                path: path.to_owned(),
+                principal: principal.name.clone(),
+                headers: headers.clone(),
+                key: None,
+                body: None,
+                timeout: OBSERVE_TIMEOUT,
+                via_proxy: false,
+            })
+            .await;
+        tries -= 1;
+        if ex.status.is_some() || tries == 0 {
+            return ex;
+        }
+    }
 }
 
 fn json_of<'a>(ex: &'a Exchange, what: &str) -> Result<&'a serde_json::Value, String> {

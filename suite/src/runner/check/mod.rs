@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use idemspec_proxy::ProxyEvent;
 use idemspec_scenarios::profile::Contract;
+use idemspec_scenarios::rules::Rule;
 use idemspec_scenarios::scenario::Scenario;
 
 use super::assert::{self, Needs};
@@ -223,7 +224,8 @@ pub(crate) async fn run_check(
     let proxy = if scenario.faults.is_empty() {
         None
     } else {
-        match FaultProxy::start(&env.profile.base_urls.value, &scenario.faults).await {
+        let rules: Vec<Rule> = scenario.faults.iter().map(|r| r.value.clone()).collect();
+        match FaultProxy::start(&env.profile.base_urls.value, &rules).await {
             Ok(p) => Some(p),
             Err(e) => {
                 let why = format!("could not start the fault-injecting proxy: {e}");

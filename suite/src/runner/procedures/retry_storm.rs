@@ -1,6 +1,7 @@
-//! retry-storm: many clients, one key each, seeded random faults from the proxy; each client retries
-//! with exponential backoff and jitter, keeping its key, until it gets a 2xx. Afterwards the resources
-//! created equal the keys, exactly, and every client holds the same id for its key (article: retries
+//! retry-storm: many clients on one key each, or sharing keys (`parameters.keys`: client N uses key
+//! N mod keys), seeded random faults from the proxy; each client retries with exponential backoff and
+//! jitter, keeping its key, until it gets a 2xx. Afterwards the resources created equal the keys,
+//! exactly, and every client of a key holds the same id, before and after the storm (article: retries
 //! with backoff; ietf-draft-07 §2.6).
 
 use std::sync::Arc;
@@ -24,6 +25,8 @@ const MAX_BACKOFF_MS: u64 = 640;
 struct ClientRun {
     /// The client's step name (`storm-N`), which tags its requests.
     step: String,
+    /// Which of the storm's keys the client uses (0-based; client N uses N mod keys).
+    key_index: u32,
     key: String,
     exchanges: Vec<Exchange>,
     id: Option<String>,
@@ -49,6 +52,8 @@ fn is_permanent_refusal(status: u16) -> bool {
 /// How each client behaves.
 #[derive(Debug, Clone, Copy)]
 struct Plan {
+    /// How many keys the clients share (client N uses key N mod keys).
+    keys: u32,
     seed: u64,
     attempts: u32,
     within: Duration,
@@ -58,6 +63,8 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
     let p = &run.scenario.parameters;
     let clients = p.clients.unwrap_or(CLIENTS);
     let plan = Plan {
+        // The loader holds `keys` to at most `clients`; `min` keeps every key used all the same.
+        keys: p.keys.unwrap_or(clients).clamp(1, clients.max(1)),
         seed: p.seed.unwrap_or(0),
         attempts: p.attempts.unwrap_or(ATTEMPTS),
         within: p.within.map_or(WITHIN, |w| w.0),
@@ -79,16 +86,40 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
             runs.push(run);
         }
     }
-    judge(run, clients, runs).await
+    judge(run, clients, plan.keys, runs).await
+}
+
+/// Sends `send()` until a 2xx or a permanent refusal, with exponential backoff and jitter, for at
+/// most the plan's attempts and time; every exchange, in order.
+async fn retry<F: std::future::Future<Output = Exchange>>(
+    mut send: impl FnMut() -> F,
+    rng: &mut rand::rngs::StdRng,
+    plan: Plan,
+) -> Vec<Exchange> {
+    let started = Instant::now();
+    let mut exchanges = Vec::new();
+    for attempt in 0..plan.attempts {
+        let ex = send().await;
+        let done = ex.is_success() || ex.status.is_some_and(is_permanent_refusal);
+        exchanges.push(ex);
+        if done || started.elapsed() > plan.within {
+            break;
+        }
+        let backoff = (BASE_BACKOFF_MS << attempt.min(4)).min(MAX_BACKOFF_MS);
+        let jittered = rng.gen_range(backoff / 2..=backoff + backoff / 2);
+        tokio::time::sleep(Duration::from_millis(jittered)).await;
+    }
+    exchanges
 }
 
 /// One client: retries its create with exponential backoff and jitter, keeping its key, until a
-/// 2xx, its attempts or its time run out; then asks once more, direct, whether the key still names
-/// the same resource.
+/// 2xx, its attempts or its time run out; then asks again, direct, whether the key still names
+/// the same resource, until a definitive answer.
 async fn client(sender: &Sender, index: u32, plan: Plan) -> ClientRun {
     let mut rng = rand::rngs::StdRng::seed_from_u64(plan.seed.wrapping_add(u64::from(index)));
     let step = format!("storm-{index}");
-    let key = KeySpec::Named(step.clone());
+    let key_index = index % plan.keys;
+    let key = KeySpec::Named(format!("storm-key-{key_index}"));
     let request = |via: Via| {
         sender
             .request(&step, Operation::Create)
@@ -96,31 +127,23 @@ async fn client(sender: &Sender, index: u32, plan: Plan) -> ClientRun {
             .via(via)
             .timeout(Some(Duration::from_secs(5)))
     };
-    let started = Instant::now();
-    let mut exchanges = Vec::new();
-    let mut id = None;
-    for attempt in 0..plan.attempts {
-        let ex = request(Via::Proxy).send().await;
-        let ok = ex.is_success();
-        if ok {
-            id = sender.env().created_id(&ex);
-        }
-        let refused = ex.status.is_some_and(is_permanent_refusal);
-        exchanges.push(ex);
-        if ok || refused || started.elapsed() > plan.within {
-            break;
-        }
-        let backoff = (BASE_BACKOFF_MS << attempt.min(4)).min(MAX_BACKOFF_MS);
-        let jittered = rng.gen_range(backoff / 2..=backoff + backoff / 2);
-        tokio::time::sleep(Duration::from_millis(jittered)).await;
-    }
-    // Once the storm is over, the key must still name the same resource.
+    let exchanges = retry(|| request(Via::Proxy).send(), &mut rng, plan).await;
+    let id = exchanges
+        .last()
+        .filter(|e| e.is_success())
+        .and_then(|e| sender.env().created_id(e));
+    // Once the client is done, the key must still name the same resource. Asked directly, and
+    // again while the answer is "try again" (no response: a replica may be down; 409: a record
+    // reclaimed after its in-flight TTL is being finished by another request).
     let confirm = match id {
-        Some(_) => Some(request(Via::Direct).send().await),
+        Some(_) => retry(|| request(Via::Direct).send(), &mut rng, plan)
+            .await
+            .pop(),
         None => None,
     };
     ClientRun {
         key: sender.key_value(&key).unwrap_or_default(),
+        key_index,
         step,
         exchanges,
         id,
@@ -128,7 +151,31 @@ async fn client(sender: &Sender, index: u32, plan: Plan) -> ClientRun {
     }
 }
 
-async fn judge(run: &CheckRun, clients: u32, runs: Vec<ClientRun>) -> Vec<Judgement> {
+/// What the clients of one key ended with, together.
+struct KeyRun<'a> {
+    clients: Vec<&'a ClientRun>,
+}
+
+impl KeyRun<'_> {
+    /// The ids the key's clients got during the storm, each once.
+    fn ids(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = self
+            .clients
+            .iter()
+            .filter_map(|r| r.id.as_deref())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// Refused for good: no client of the key got a 2xx, and one got a permanent 4xx.
+    fn refused(&self) -> bool {
+        self.ids().is_empty() && self.clients.iter().any(|r| r.refusal().is_some())
+    }
+}
+
+async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) -> Vec<Judgement> {
     let scenario = &run.scenario;
     let mut judgements = Vec::new();
     let sent: usize = runs.iter().map(|r| r.exchanges.len()).sum();
@@ -137,9 +184,15 @@ async fn judge(run: &CheckRun, clients: u32, runs: Vec<ClientRun>) -> Vec<Judgem
         .flat_map(|r| &r.exchanges)
         .filter(|e| e.status.is_none())
         .count();
+    let by_key: Vec<KeyRun> = (0..keys)
+        .map(|k| KeyRun {
+            clients: runs.iter().filter(|r| r.key_index == k).collect(),
+        })
+        .collect();
     // A client refused with a permanent 4xx got a definitive answer: it stops, as a client should,
     // and its key must have created nothing.
     let refused: Vec<&ClientRun> = runs.iter().filter(|r| r.refusal().is_some()).collect();
+    let refused_keys = by_key.iter().filter(|k| k.refused()).count() as u64;
     if !refused.is_empty() {
         let mut seen: Vec<String> = Vec::new();
         for r in &refused {
@@ -170,9 +223,33 @@ async fn judge(run: &CheckRun, clients: u32, runs: Vec<ClientRun>) -> Vec<Judgem
     }
     let mut inconsistent = Vec::new();
     let mut inconsistent_steps = Vec::new();
+    // A confirmation that never got a definitive answer says nothing about the key.
+    let definitive = |c: &Exchange| c.is_success() || c.status.is_some_and(is_permanent_refusal);
+    let unconfirmed: Vec<&ClientRun> = runs
+        .iter()
+        .filter(|r| r.id.is_some() && !r.confirm.as_ref().is_some_and(definitive))
+        .collect();
+    if !unconfirmed.is_empty() {
+        let finding = Finding::Undecided(format!(
+            "{} of {clients} clients could not ask again, after the storm, what their key names (last: {})",
+            unconfirmed.len(),
+            unconfirmed
+                .first()
+                .and_then(|r| r.confirm.as_ref())
+                .map(Exchange::describe)
+                .unwrap_or_default()
+        ));
+        let steps = unconfirmed.iter().map(|r| r.step.clone());
+        judgements.push(Judgement::new(scenario, finding).on_steps(steps));
+    }
+    let mut reported_keys = Vec::new();
     for r in runs.iter().filter(|r| r.id.is_some()) {
-        let confirmed = r.confirm.as_ref().and_then(|c| run.env().created_id(c));
-        if confirmed != r.id {
+        let Some(confirm) = r.confirm.as_ref().filter(|c| definitive(c)) else {
+            continue;
+        };
+        let confirmed = run.env().created_id(confirm);
+        if confirmed != r.id && !reported_keys.contains(&r.key_index) {
+            reported_keys.push(r.key_index);
             inconsistent.push(format!(
                 "key {} got {} during the storm but {} afterwards",
                 r.key,
@@ -185,25 +262,51 @@ async fn judge(run: &CheckRun, clients: u32, runs: Vec<ClientRun>) -> Vec<Judgem
             inconsistent_steps.push(r.step.clone());
         }
     }
-    let mut ids: Vec<&str> = runs.iter().filter_map(|r| r.id.as_deref()).collect();
+    for k in &by_key {
+        let ids = k.ids();
+        let key = k.clients.first().map(|r| r.key.as_str()).unwrap_or("?");
+        if ids.len() > 1 {
+            inconsistent.push(format!(
+                "the {} clients of key {key} got {} different ids ({})",
+                k.clients.len(),
+                ids.len(),
+                ids.join(", ")
+            ));
+            inconsistent_steps.extend(k.clients.iter().map(|r| r.step.clone()));
+        } else if let (Some(id), Some(refusal)) =
+            (ids.first(), k.clients.iter().find_map(|r| r.refusal()))
+        {
+            inconsistent.push(format!(
+                "key {key} created {id} for one client and refused another for good ({})",
+                refusal.describe()
+            ));
+            inconsistent_steps.extend(k.clients.iter().map(|r| r.step.clone()));
+        }
+    }
+    let mut ids: Vec<&str> = by_key.iter().flat_map(KeyRun::ids).collect();
+    let finished_keys = by_key.iter().filter(|k| !k.ids().is_empty()).count();
     ids.sort_unstable();
     ids.dedup();
-    let finished = runs.iter().filter(|r| r.id.is_some()).count();
-    if ids.len() != finished {
+    if ids.len() != finished_keys {
         inconsistent.push(format!(
-            "{finished} keys got only {} distinct ids",
+            "{finished_keys} keys got only {} distinct ids",
             ids.len()
         ));
     }
-    let finding = if inconsistent.is_empty() {
+    let finished = runs.iter().filter(|r| r.id.is_some()).count();
+    let finding = if inconsistent.is_empty() && keys == clients {
         Finding::Held(format!("{finished} clients each kept one id for their key"))
+    } else if inconsistent.is_empty() {
+        Finding::Held(format!(
+            "{finished} clients on {finished_keys} keys kept one id per key"
+        ))
     } else {
         Finding::Broken(inconsistent.join("; "))
     };
     judgements.push(Judgement::new(scenario, finding).on_steps(inconsistent_steps));
     // Every key that was not refused must end as one resource (an unanswered one may still be
     // running, which only makes too few undecidable).
-    let expected = u64::from(clients) - refused.len() as u64;
+    let expected = u64::from(keys) - refused_keys;
     let finding = match run.count(None).await {
         Err(e) => Finding::Undecided(format!("could not count resources: {e}")),
         Ok(n) if n == expected => Finding::Held(format!(
