@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, TryFutureExt};
+use futures::TryFutureExt;
 
 use super::sql::{Dialect, SqlStore, Statement};
 use super::StoreError;
@@ -313,7 +313,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         lease_id: &'a str,
         boot_id: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(async move {
+        self.timed("release_leftovers", async move {
             let mut tx = self.begin().await?;
             let held = Statement::new(LEASE_HOLDERS)
                 .text(lease_id)
@@ -341,7 +341,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
 
     fn seed_nodes(&self, pool_size: i64) -> BoxFuture<'_, Result<(), StoreError>> {
         let seed = Statement::new(SEED_NODES).int(pool_size);
-        self.changes(seed).map_ok(drop).boxed()
+        self.timed("seed_nodes", self.changes(seed).map_ok(drop))
     }
 
     fn allocate_node<'a>(
@@ -349,7 +349,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         allocation_id: &'a str,
         now: i64,
     ) -> BoxFuture<'a, Result<Option<i64>, StoreError>> {
-        Box::pin(async move {
+        self.timed("allocate_node", async move {
             let existing = || async {
                 let row = Statement::new(NODE_OF_ALLOCATION)
                     .text(allocation_id)
@@ -386,14 +386,14 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
             .int(node_id)
             .text(principal)
             .int(now);
-        self.changes(lease).map_ok(drop).boxed()
+        self.timed("ensure_lease", self.changes(lease).map_ok(drop))
     }
 
     fn find_boot<'a>(
         &'a self,
         boot_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<BootRow>, StoreError>> {
-        Box::pin(async move {
+        self.timed("find_boot", async move {
             let row = Statement::new(FIND_BOOT)
                 .text(boot_id)
                 .fetch_optional(self.db())
@@ -420,7 +420,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
             .text(worker_id)
             .int(node_id)
             .int(now);
-        self.changes(pending).map_ok(drop).boxed()
+        self.timed("insert_pending_boot", self.changes(pending).map_ok(drop))
     }
 
     fn complete_boot<'a>(
@@ -431,7 +431,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         let done = Statement::new(COMPLETE_BOOT)
             .text(instance_id)
             .text(boot_id);
-        self.changes(done).map_ok(drop).boxed()
+        self.timed("complete_boot", self.changes(done).map_ok(drop))
     }
 
     fn hypervisor_record_instance<'a>(
@@ -441,7 +441,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         node_id: i64,
         now: i64,
     ) -> BoxFuture<'a, Result<String, StoreError>> {
-        Box::pin(async move {
+        self.timed("hypervisor_record_instance", async move {
             Statement::new(RECORD_INSTANCE)
                 .text(instance_id)
                 .text(tag)
@@ -461,7 +461,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         &'a self,
         tag: &'a str,
     ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
-        Box::pin(async move {
+        self.timed("hypervisor_list_by_tag", async move {
             let rows = Statement::new(INSTANCES_BY_TAG)
                 .text(tag)
                 .fetch_all(self.db())
@@ -477,7 +477,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         &'a self,
         worker: &'a NewWorker,
     ) -> BoxFuture<'a, Result<Worker, StoreError>> {
-        Box::pin(async move {
+        self.timed("insert_worker", async move {
             let labels = serde_json::to_string(&worker.labels)
                 .map_err(|e| StoreError::Corrupt(format!("worker labels: {e}")))?;
             Statement::new(INSERT_WORKER)
@@ -507,7 +507,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         principal: &'a str,
         id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Worker>, StoreError>> {
-        Box::pin(async move {
+        self.timed("get_worker", async move {
             let row = Statement::new(PRINCIPALS_WORKER)
                 .text(principal)
                 .text(id)
@@ -521,7 +521,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         &'a self,
         principal: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Worker>, StoreError>> {
-        Box::pin(async move {
+        self.timed("list_workers", async move {
             let rows = Statement::new(PRINCIPALS_WORKERS)
                 .text(principal)
                 .fetch_all(self.db())
@@ -535,7 +535,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         principal: &'a str,
         id: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(async move {
+        self.timed("delete_worker", async move {
             let mut tx = self.begin().await?;
             // The DELETE comes first so exactly one of two concurrent deletes sees the row.
             let gone = Statement::new(DELETE_WORKER)
@@ -579,7 +579,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         reboot_id: &'a str,
         now: i64,
     ) -> BoxFuture<'a, Result<Option<Worker>, StoreError>> {
-        Box::pin(async move {
+        self.timed("reboot_worker", async move {
             let mut tx = self.begin().await?;
             // Lock the worker row first (a write), then apply the reboot once per reboot id.
             let touched = Statement::new(LOCK_WORKER)

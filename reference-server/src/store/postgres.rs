@@ -8,11 +8,17 @@ use sqlx::Postgres;
 
 use super::sql::{Dialect, SqlStore};
 use super::{IdempotencyRecord, StoreError};
+use crate::metrics::StoreLatency;
 
 impl SqlStore<Postgres> {
     /// Connects to `url` with up to `max_connections` connections and migrates the schema
-    /// (sqlx's migrator takes an advisory lock, so replicas starting together are safe).
-    pub(super) async fn open(url: &str, max_connections: u32) -> Result<Self, StoreError> {
+    /// (sqlx's migrator takes an advisory lock, so replicas starting together are safe); its calls
+    /// are timed into `latency`.
+    pub(super) async fn open(
+        url: &str,
+        max_connections: u32,
+        latency: StoreLatency,
+    ) -> Result<Self, StoreError> {
         // One direct attempt first, bounded: a pool that cannot connect retries until its acquire
         // timeout and then reports only "pool timed out", hiding the cause (refused, no such
         // database, authentication) that an operator needs to see.
@@ -42,7 +48,7 @@ impl SqlStore<Postgres> {
             .connect(url)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        Ok(Self::new(pool))
+        Ok(Self::new(pool, latency))
     }
 }
 
