@@ -161,6 +161,8 @@ async fn commit_rate(url: &str, total: usize, concurrency: usize) -> f64 {
             let pool = sqlx::postgres::PgPoolOptions::new()
                 .max_connections(u32::try_from(concurrency).expect("concurrency fits"))
                 .min_connections(u32::try_from(concurrency).expect("concurrency fits"))
+                // The store's own rate: no ping round trip before each statement.
+                .test_before_acquire(false)
                 .connect(&url)
                 .await
                 .expect("connect for the commit rate");

@@ -69,11 +69,13 @@ enum Decision {
     /// This request owns the record (claim token `started_at`): run it and record the outcome.
     /// Its side-effect sub-keys are salted with the record's `nonce`: kept across retries of one
     /// record (they resume), new for a record created after the old one expired (a new operation).
-    /// `how` is [`Outcome::Claimed`] or [`Outcome::Reclaimed`] (an in-flight record past the TTL).
+    /// `how` is [`Outcome::Claimed`] or [`Outcome::Reclaimed`] (an in-flight record past the TTL);
+    /// `first` says the nonce is new (no attempt of this operation ran before: nothing to resume).
     Run {
         started_at: i64,
         nonce: String,
         how: Outcome,
+        first: bool,
     },
     /// Run without owning the record (flaws only): fresh sub-keys, nothing recorded.
     RunUnowned,
@@ -146,9 +148,13 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
     };
     match decision {
         Decision::Run {
-            started_at, nonce, ..
+            started_at,
+            nonce,
+            first,
+            ..
         } => {
             let seed = seed.salted(&nonce);
+            let seed = if first { seed.first_attempt() } else { seed };
             let req = rebuild(parts, body, seed);
             run_owned(&state, scope, started_at, req, next).await
         }
@@ -231,12 +237,16 @@ async fn claim(
             started_at: claim.record.started_at,
             nonce: claim.record.nonce,
             how: Outcome::Claimed,
+            first: true,
         });
     }
     let record = claim.record;
     // Reclaiming a failed or stuck record keeps its nonce (the retry resumes its side effects); an
     // expired record is a new operation and gets a new one.
+    let record_nonce = record.nonce.as_str();
     let take_over = |nonce: String, how: Outcome| async move {
+        // A nonce other than the record's is new: no attempt of this operation ran before.
+        let first = nonce != record_nonce;
         let won = store
             .take_over(
                 scope,
@@ -254,6 +264,7 @@ async fn claim(
                 started_at: now.max(record.started_at + 1),
                 nonce,
                 how,
+                first,
             }
         } else {
             Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs))
@@ -330,6 +341,7 @@ async fn check_then_act(
         found => {
             // A racer that found nothing writes a nonce of its own (so the race shows as several
             // workers); a retry of a failed or stuck record keeps the record's nonce and resumes.
+            let first = found.is_none();
             let nonce = found.map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.nonce);
             // The window between the check and the act, wide enough that simultaneous requests all pass.
             tokio::time::sleep(CHECK_THEN_ACT_WINDOW).await;
@@ -348,6 +360,7 @@ async fn check_then_act(
                 started_at,
                 nonce,
                 how: Outcome::Claimed,
+                first,
             })
         }
     }

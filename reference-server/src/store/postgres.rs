@@ -42,8 +42,13 @@ impl SqlStore<Postgres> {
                 .into())
             }
         }
+        // No ping before each acquire: it is a round trip per statement (half of a create's), and a
+        // connection the server dropped fails its next statement as a store error, which the
+        // idempotency layer already survives (the record stays in flight or is marked failed, and
+        // the retry resumes); sqlx then discards that connection.
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(30))
             .connect(url)
             .await?;

@@ -29,6 +29,9 @@ impl SqlStore<Sqlite> {
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
+            // An in-process file connection has nothing to ping; a ping per statement is a trip
+            // through sqlx's worker thread.
+            .test_before_acquire(false)
             .idle_timeout(None)
             .max_lifetime(None)
             .acquire_timeout(Duration::from_secs(60))
