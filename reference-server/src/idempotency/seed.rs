@@ -92,4 +92,23 @@ mod tests {
         );
         assert_ne!(OpSeed::random(), OpSeed::random());
     }
+
+    #[test]
+    fn only_a_first_attempt_is_fresh() {
+        let derived = OpSeed::derive("alice", "POST /v1/workers", "k1");
+        assert!(
+            !derived.is_fresh(),
+            "a retry derives the same seed: it may resume"
+        );
+        assert!(!derived.salted("nonce").is_fresh());
+        let first = derived.salted("nonce").first_attempt();
+        assert!(first.is_fresh());
+        assert_eq!(
+            first.sub_key("alloc"),
+            derived.salted("nonce").sub_key("alloc"),
+            "freshness does not change the sub-keys"
+        );
+        assert!(OpSeed::random().is_fresh());
+        assert!(OpSeed::random().salted("nonce").is_fresh());
+    }
 }
