@@ -45,6 +45,7 @@
 //! - [`store`]: one trait per domain ([`store::RecordStore`], [`store::FleetStore`],
 //!   [`store::StatsStore`]), one implementation over SQLite and PostgreSQL, migrations.
 //! - [`fleet`]: node pool, leases, the simulated hypervisor and its faults.
+//! - [`metrics`]: the Prometheus metrics on the admin listener (`GET /metrics`).
 //! - [`sweeper`], [`flaw`], [`auth`].
 //! - `testing` (cargo feature `testing`): a throwaway PostgreSQL database per test, leasebroker as a
 //!   child process that can be killed, and the crash soak, for this crate's tests and examples and
@@ -59,6 +60,7 @@ pub mod flaw;
 pub mod fleet;
 pub mod idempotency;
 pub mod listener;
+pub mod metrics;
 pub mod server;
 pub mod state;
 pub mod store;

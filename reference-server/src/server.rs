@@ -15,6 +15,7 @@ use crate::flaw::Behaviour;
 use crate::fleet::{Faults, Fleet, Hypervisor};
 use crate::idempotency::IdempotencyConfig;
 use crate::listener::{serve, Timeouts};
+use crate::metrics::Metrics;
 use crate::state::AppState;
 use crate::store::{connect, DatabaseUrl, StoreError, Stores};
 use crate::sweeper;
@@ -113,7 +114,13 @@ impl RunningServer {
 
 /// Opens the store, seeds the pool, binds the listeners and starts serving.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
-    let stores = connect(&config.database, config.max_connections).await?;
+    let metrics = Arc::new(Metrics::default());
+    let stores = connect(
+        &config.database,
+        config.max_connections,
+        metrics.store_latency().clone(),
+    )
+    .await?;
     stores.fleet.seed_nodes(config.pool_size).await?;
     let faults = Arc::new(Faults::default());
     let hypervisor = Hypervisor::new(stores.fleet.clone(), faults.clone(), config.boot_latency);
@@ -130,6 +137,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         behaviour,
         auth: Arc::new(config.auth.clone()),
         faults,
+        metrics,
     };
     let bind = |addr: SocketAddr| async move {
         TcpListener::bind(addr)

@@ -6,6 +6,7 @@ use crate::auth::Auth;
 use crate::flaw::Behaviour;
 use crate::fleet::{Faults, Fleet};
 use crate::idempotency::IdempotencyConfig;
+use crate::metrics::Metrics;
 use crate::store::Stores;
 
 /// Shared state (cheap to clone).
@@ -23,4 +24,6 @@ pub struct AppState {
     pub auth: Arc<Auth>,
     /// Injected hypervisor faults.
     pub faults: Arc<Faults>,
+    /// The counters and histograms `GET /metrics` serves.
+    pub metrics: Arc<Metrics>,
 }

@@ -1,20 +1,24 @@
-//! The admin router (only on `--admin-listen`): statistics and hypervisor fault controls.
+//! The admin router (only on `--admin-listen`): statistics, Prometheus metrics and hypervisor fault
+//! controls.
 
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use http::StatusCode;
+use http::{header, StatusCode};
 
 use super::router::{method_not_allowed, not_found};
 use super::{ApiError, JsonBody};
 use crate::fleet::FaultSettings;
+use crate::metrics::CONTENT_TYPE;
 use crate::state::AppState;
 use crate::store::Stats;
 
-/// `GET /v1/admin/stats` and `POST /v1/admin/faults` (body [`FaultSettings`], any subset → 204).
+/// `GET /v1/admin/stats`, `GET /metrics` (the text exposition of [`crate::metrics`]) and
+/// `POST /v1/admin/faults` (body [`FaultSettings`], any subset → 204).
 pub fn admin_app(state: AppState) -> Router {
     Router::new()
         .route("/v1/admin/stats", get(stats))
+        .route("/metrics", get(metrics))
         .route("/v1/admin/faults", post(faults))
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
@@ -30,6 +34,15 @@ async fn stats(State(state): State<AppState>) -> Result<Json<Stats>, ApiError> {
             .await
             .map_err(ApiError::internal)?,
     ))
+}
+
+async fn metrics(
+    State(state): State<AppState>,
+) -> ([(header::HeaderName, &'static str); 1], String) {
+    (
+        [(header::CONTENT_TYPE, CONTENT_TYPE)],
+        state.metrics.render(),
+    )
 }
 
 async fn faults(

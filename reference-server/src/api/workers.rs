@@ -13,6 +13,7 @@ use super::{ApiError, JsonBody};
 use crate::auth::Principal;
 use crate::fleet::{FleetError, WorkerSpec};
 use crate::idempotency::OpSeed;
+use crate::metrics::CreateResult;
 use crate::state::AppState;
 use crate::store::Worker;
 
@@ -126,11 +127,13 @@ pub(super) async fn create(
     seed: Option<Extension<OpSeed>>,
     JsonBody(body): JsonBody<CreateWorker>,
 ) -> Result<Response, ApiError> {
-    let spec = body.validate()?;
-    let worker = state
-        .fleet
-        .create(&principal.0, spec, &seed_of(seed))
-        .await?;
+    let created = create_worker(&state, &principal, seed, body).await;
+    state.metrics.create(if created.is_ok() {
+        CreateResult::Created
+    } else {
+        CreateResult::Error
+    });
+    let worker = created?;
     let location = format!("/v1/workers/{}", worker.id);
     let mut response = (StatusCode::CREATED, Json(WorkerView::from(worker))).into_response();
     if state.behaviour.create_location {
@@ -139,6 +142,19 @@ pub(super) async fn create(
         }
     }
     Ok(response)
+}
+
+async fn create_worker(
+    state: &AppState,
+    principal: &Principal,
+    seed: Option<Extension<OpSeed>>,
+    body: CreateWorker,
+) -> Result<Worker, ApiError> {
+    let spec = body.validate()?;
+    Ok(state
+        .fleet
+        .create(&principal.0, spec, &seed_of(seed))
+        .await?)
 }
 
 pub(super) async fn list(

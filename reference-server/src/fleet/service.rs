@@ -89,7 +89,8 @@ impl Fleet {
     }
 
     /// Creates a worker: node (sub-key `alloc`) → lease (`lease`) → two-phase boot (`boot`) → worker
-    /// (`worker`). A retry with the same seed finds each step done and continues after it.
+    /// (`worker`). A retry with the same seed finds each step done and continues after it; a
+    /// [fresh](OpSeed::is_fresh) seed has nothing to find, so its create skips the look-ups.
     pub async fn create(
         &self,
         principal: &str,
@@ -97,14 +98,17 @@ impl Fleet {
         seed: &OpSeed,
     ) -> Result<Worker, FleetError> {
         let worker_id = format!("wkr-{}", seed.sub_key("worker"));
-        if let Some(worker) = self.store.get_worker(principal, &worker_id).await? {
-            return Ok(worker);
+        let resuming = !seed.is_fresh();
+        if resuming {
+            if let Some(worker) = self.store.get_worker(principal, &worker_id).await? {
+                return Ok(worker);
+            }
         }
         let ids = CreateIds::of(seed);
         let now = now_ms();
         let node_id = self
             .store
-            .allocate_node(&ids.allocation_id, now)
+            .allocate_node(&ids.allocation_id, now, resuming)
             .await?
             .ok_or(FleetError::PoolExhausted)?;
         let CreateIds {
@@ -114,7 +118,9 @@ impl Fleet {
             .ensure_lease(&lease_id, node_id, principal, now)
             .await?;
         self.faults.crash_if(CrashPoint::AfterLease);
-        let booted = self.boot(&boot_id, &worker_id, node_id, &spec.image).await;
+        let booted = self
+            .boot(&boot_id, &worker_id, node_id, &spec.image, resuming)
+            .await;
         let worker = |instance_id: String| NewWorker {
             id: worker_id,
             principal: principal.to_owned(),
@@ -141,15 +147,22 @@ impl Fleet {
 
     /// The two-phase boot: a `pending` row is committed before the call, the call carries `boot_id` as
     /// its tag, then the row is completed. A retry that finds the row pending reconciles by listing the
-    /// hypervisor's instances by tag before booting again. No transaction is held across the call.
+    /// hypervisor's instances by tag before booting again (only when `resuming`: a first attempt has
+    /// no row to find). No transaction is held across the call.
     async fn boot(
         &self,
         boot_id: &str,
         worker_id: &str,
         node_id: i64,
         image: &str,
+        resuming: bool,
     ) -> Result<String, FleetError> {
-        match self.store.find_boot(boot_id).await? {
+        let found = if resuming {
+            self.store.find_boot(boot_id).await?
+        } else {
+            None
+        };
+        match found {
             Some(row) if row.state == "done" => {
                 if let Some(instance_id) = row.instance_id {
                     return Ok(instance_id);

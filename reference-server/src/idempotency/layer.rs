@@ -26,6 +26,7 @@ use crate::api::{read_body, ApiError};
 use crate::auth::Principal;
 use crate::flaw::{Behaviour, Flaws};
 use crate::fleet::CrashPoint;
+use crate::metrics::{Metrics, Outcome};
 use crate::state::AppState;
 use crate::store::{IdempotencyRecord, RecordState, RecordStore, Scope};
 
@@ -68,7 +69,14 @@ enum Decision {
     /// This request owns the record (claim token `started_at`): run it and record the outcome.
     /// Its side-effect sub-keys are salted with the record's `nonce`: kept across retries of one
     /// record (they resume), new for a record created after the old one expired (a new operation).
-    Run { started_at: i64, nonce: String },
+    /// `how` is [`Outcome::Claimed`] or [`Outcome::Reclaimed`] (an in-flight record past the TTL);
+    /// `first` says the nonce is new (no attempt of this operation ran before: nothing to resume).
+    Run {
+        started_at: i64,
+        nonce: String,
+        how: Outcome,
+        first: bool,
+    },
     /// Run without owning the record (flaws only): fresh sub-keys, nothing recorded.
     RunUnowned,
     /// Replay a stored outcome.
@@ -132,14 +140,21 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
     } else {
         check_then_act(records, &scope, &fingerprint, &cfg).await?
     };
+    count(&state.metrics, &decision);
     let seed = if behaviour.resumable_side_effects {
         OpSeed::derive(&principal.0, &endpoint, key.as_str())
     } else {
         OpSeed::random()
     };
     match decision {
-        Decision::Run { started_at, nonce } => {
+        Decision::Run {
+            started_at,
+            nonce,
+            first,
+            ..
+        } => {
             let seed = seed.salted(&nonce);
+            let seed = if first { seed.first_attempt() } else { seed };
             let req = rebuild(parts, body, seed);
             run_owned(&state, scope, started_at, req, next).await
         }
@@ -152,6 +167,19 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
         }
         Decision::Refuse(err) => Err(err),
     }
+}
+
+/// Counts the decision's [`Outcome`] (running without owning the record, a flaw's, counts nothing).
+fn count(metrics: &Metrics, decision: &Decision) {
+    let outcome = match decision {
+        Decision::Run { how, .. } => *how,
+        Decision::RunUnowned => return,
+        Decision::Replay(_) => Outcome::Replayed,
+        Decision::Refuse(ApiError::KeyMismatch) => Outcome::Mismatch,
+        Decision::Refuse(ApiError::InProgress(_)) => Outcome::InFlightConflict,
+        Decision::Refuse(_) => return,
+    };
+    metrics.outcome(outcome);
 }
 
 /// The record's scope, (principal, endpoint, key), and the fingerprint to store. The
@@ -208,12 +236,17 @@ async fn claim(
         return Ok(Decision::Run {
             started_at: claim.record.started_at,
             nonce: claim.record.nonce,
+            how: Outcome::Claimed,
+            first: true,
         });
     }
     let record = claim.record;
     // Reclaiming a failed or stuck record keeps its nonce (the retry resumes its side effects); an
     // expired record is a new operation and gets a new one.
-    let take_over = |nonce: String| async move {
+    let record_nonce = record.nonce.as_str();
+    let take_over = |nonce: String, how: Outcome| async move {
+        // A nonce other than the record's is new: no attempt of this operation ran before.
+        let first = nonce != record_nonce;
         let won = store
             .take_over(
                 scope,
@@ -230,6 +263,8 @@ async fn claim(
             Decision::Run {
                 started_at: now.max(record.started_at + 1),
                 nonce,
+                how,
+                first,
             }
         } else {
             Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs))
@@ -246,7 +281,7 @@ async fn claim(
         } else {
             uuid::Uuid::new_v4().to_string()
         };
-        return take_over(nonce).await;
+        return take_over(nonce, Outcome::Claimed).await;
     }
     if record.fingerprint != fingerprint && behaviour.compare_fingerprint {
         // Without the endpoint in the scope, a completed hit recorded on another route is replayed.
@@ -259,7 +294,7 @@ async fn claim(
     }
     match record.state {
         RecordState::Completed => Ok(Decision::Replay(record)),
-        RecordState::Failed => take_over(record.nonce.clone()).await,
+        RecordState::Failed => take_over(record.nonce.clone(), Outcome::Claimed).await,
         RecordState::InFlight => {
             let expired = now - record.started_at >= ms(cfg.in_flight_ttl);
             if expired && behaviour.in_flight_ttl {
@@ -268,7 +303,7 @@ async fn claim(
                 } else {
                     uuid::Uuid::new_v4().to_string()
                 };
-                take_over(nonce).await
+                take_over(nonce, Outcome::Reclaimed).await
             } else if behaviour.refuse_in_flight {
                 Ok(Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs)))
             } else {
@@ -306,6 +341,7 @@ async fn check_then_act(
         found => {
             // A racer that found nothing writes a nonce of its own (so the race shows as several
             // workers); a retry of a failed or stuck record keeps the record's nonce and resumes.
+            let first = found.is_none();
             let nonce = found.map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.nonce);
             // The window between the check and the act, wide enough that simultaneous requests all pass.
             tokio::time::sleep(CHECK_THEN_ACT_WINDOW).await;
@@ -320,7 +356,12 @@ async fn check_then_act(
                 )
                 .await
                 .map_err(ApiError::internal)?;
-            Ok(Decision::Run { started_at, nonce })
+            Ok(Decision::Run {
+                started_at,
+                nonce,
+                how: Outcome::Claimed,
+                first,
+            })
         }
     }
 }
@@ -336,11 +377,13 @@ async fn run_owned(
 ) -> Result<Response, ApiError> {
     let store = state.stores.records.clone();
     let faults = state.faults.clone();
+    let metrics = state.metrics.clone();
     let retention = ms(state.idempotency.retention);
     let store_5xx = !state.behaviour.fail_on_5xx;
     let task = tokio::spawn(async move {
         let mut guard = FailOnDrop {
             store: Some(store.clone()),
+            metrics: metrics.clone(),
             scope: scope.clone(),
             started_at,
         };
@@ -362,6 +405,7 @@ async fn run_owned(
                 .complete(&scope, started_at, &stored, now_ms() + retention)
                 .await
         } else {
+            metrics.outcome(Outcome::Failed);
             store.fail(&scope, started_at).await
         };
         match recorded {
@@ -382,6 +426,7 @@ async fn run_owned(
 /// Marks the record failed when dropped while still armed (the handler task unwound).
 struct FailOnDrop {
     store: Option<Arc<dyn RecordStore>>,
+    metrics: Arc<Metrics>,
     scope: Scope,
     started_at: i64,
 }
@@ -391,6 +436,7 @@ impl Drop for FailOnDrop {
         let Some(store) = self.store.take() else {
             return;
         };
+        self.metrics.outcome(Outcome::Failed);
         let scope = self.scope.clone();
         let started_at = self.started_at;
         if let Ok(rt) = tokio::runtime::Handle::try_current() {

@@ -6,6 +6,7 @@ use sqlx::{Postgres, Sqlite};
 
 use super::sql::{Dialect, SqlStore};
 use super::{FleetStore, RecordStore, StatsStore, StoreError};
+use crate::metrics::StoreLatency;
 
 /// A parsed `--database-url`: a `postgres://` URL, a `sqlite:` URL, or a plain file path (SQLite).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,12 +55,21 @@ impl Stores {
 }
 
 /// Opens the store and runs its migrations. `max_connections` applies to PostgreSQL (SQLite uses one).
-pub async fn connect(url: &DatabaseUrl, max_connections: u32) -> Result<Stores, StoreError> {
+/// Every store call's duration is recorded in `latency`.
+pub async fn connect(
+    url: &DatabaseUrl,
+    max_connections: u32,
+    latency: StoreLatency,
+) -> Result<Stores, StoreError> {
     Ok(match url {
         DatabaseUrl::Postgres(u) => {
-            Stores::over(SqlStore::<Postgres>::open(u, max_connections).await?)
+            Stores::over(SqlStore::<Postgres>::open(u, max_connections, latency).await?)
         }
-        DatabaseUrl::SqliteUrl(u) => Stores::over(SqlStore::<Sqlite>::open(u, true).await?),
-        DatabaseUrl::SqlitePath(p) => Stores::over(SqlStore::<Sqlite>::open(p, false).await?),
+        DatabaseUrl::SqliteUrl(u) => {
+            Stores::over(SqlStore::<Sqlite>::open(u, true, latency).await?)
+        }
+        DatabaseUrl::SqlitePath(p) => {
+            Stores::over(SqlStore::<Sqlite>::open(p, false, latency).await?)
+        }
     })
 }

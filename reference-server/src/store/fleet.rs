@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, TryFutureExt};
+use futures::TryFutureExt;
 
 use super::sql::{Dialect, SqlStore, Statement};
 use super::StoreError;
@@ -95,11 +95,14 @@ pub trait FleetStore: Send + Sync + 'static {
     fn seed_nodes(&self, pool_size: i64) -> BoxFuture<'_, Result<(), StoreError>>;
 
     /// Do or return the existing: the node held by `allocation_id`, else a free node claimed for it;
-    /// `None` when the pool is exhausted.
+    /// `None` when the pool is exhausted. Unless `resuming`, the caller knows `allocation_id` is new
+    /// and the look-up for a node it holds is skipped (a concurrent holder still loses the UNIQUE
+    /// constraint and gets the holder's node).
     fn allocate_node<'a>(
         &'a self,
         allocation_id: &'a str,
         now: i64,
+        resuming: bool,
     ) -> BoxFuture<'a, Result<Option<i64>, StoreError>>;
 
     /// Do or return the existing lease.
@@ -224,11 +227,13 @@ const INSERT_PENDING_BOOT: &str =
 const COMPLETE_BOOT: &str = "UPDATE boots SET state = 'done', instance_id = $1 WHERE boot_id = $2";
 
 /// Binds `$1` instance id, `$2` tag, `$3` node id, `$4` now. At most one running instance per tag
-/// (a partial unique index, migration 0002), so a second boot with the tag inserts nothing.
+/// (a partial unique index, migration 0002), so a second boot with the tag inserts nothing and
+/// returns no row; the first returns its `instance_id`.
 const RECORD_INSTANCE: &str =
     "INSERT INTO hypervisor_instances (instance_id, tag, node_id, state, created_at) \
      VALUES ($1, $2, $3, 'running', $4) \
-     ON CONFLICT (tag) WHERE state = 'running' DO NOTHING";
+     ON CONFLICT (tag) WHERE state = 'running' DO NOTHING \
+     RETURNING instance_id";
 
 /// The running instance tagged `$1`.
 const RUNNING_INSTANCE: &str =
@@ -239,12 +244,15 @@ const INSTANCES_BY_TAG: &str =
     "SELECT instance_id FROM hypervisor_instances WHERE tag = $1 ORDER BY created_at, instance_id";
 
 /// Binds `$1` id, `$2` principal, `$3` image, `$4` cpu, `$5` memory_gb, `$6` labels (JSON), `$7` node
-/// id, `$8` lease id, `$9` boot id, `$10` instance id, `$11` created_at.
+/// id, `$8` lease id, `$9` boot id, `$10` instance id, `$11` created_at. Returns the new row, or no
+/// row when the worker already existed.
 const INSERT_WORKER: &str =
     "INSERT INTO workers (id, principal, image, cpu, memory_gb, labels, node_id, \
        lease_id, boot_id, instance_id, state, reboot_count, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', 0, $11) \
-     ON CONFLICT (id) DO NOTHING";
+     ON CONFLICT (id) DO NOTHING \
+     RETURNING id, principal, image, cpu, memory_gb, labels, node_id, lease_id, \
+       instance_id, state, reboot_count, created_at";
 
 /// The worker `$1`, whoever owns it.
 const WORKER_BY_ID: &str =
@@ -313,7 +321,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         lease_id: &'a str,
         boot_id: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(async move {
+        self.timed("release_leftovers", async move {
             let mut tx = self.begin().await?;
             let held = Statement::new(LEASE_HOLDERS)
                 .text(lease_id)
@@ -341,15 +349,16 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
 
     fn seed_nodes(&self, pool_size: i64) -> BoxFuture<'_, Result<(), StoreError>> {
         let seed = Statement::new(SEED_NODES).int(pool_size);
-        self.changes(seed).map_ok(drop).boxed()
+        self.timed("seed_nodes", self.changes(seed).map_ok(drop))
     }
 
     fn allocate_node<'a>(
         &'a self,
         allocation_id: &'a str,
         now: i64,
+        resuming: bool,
     ) -> BoxFuture<'a, Result<Option<i64>, StoreError>> {
-        Box::pin(async move {
+        self.timed("allocate_node", async move {
             let existing = || async {
                 let row = Statement::new(NODE_OF_ALLOCATION)
                     .text(allocation_id)
@@ -357,8 +366,10 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
                     .await?;
                 row.map(|row| D::int(&row, "node_id")).transpose()
             };
-            if let Some(node_id) = existing().await? {
-                return Ok(Some(node_id));
+            if resuming {
+                if let Some(node_id) = existing().await? {
+                    return Ok(Some(node_id));
+                }
             }
             let allocated = Statement::new(D::ALLOCATE_NODE)
                 .text(allocation_id)
@@ -386,14 +397,14 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
             .int(node_id)
             .text(principal)
             .int(now);
-        self.changes(lease).map_ok(drop).boxed()
+        self.timed("ensure_lease", self.changes(lease).map_ok(drop))
     }
 
     fn find_boot<'a>(
         &'a self,
         boot_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<BootRow>, StoreError>> {
-        Box::pin(async move {
+        self.timed("find_boot", async move {
             let row = Statement::new(FIND_BOOT)
                 .text(boot_id)
                 .fetch_optional(self.db())
@@ -420,7 +431,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
             .text(worker_id)
             .int(node_id)
             .int(now);
-        self.changes(pending).map_ok(drop).boxed()
+        self.timed("insert_pending_boot", self.changes(pending).map_ok(drop))
     }
 
     fn complete_boot<'a>(
@@ -431,7 +442,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         let done = Statement::new(COMPLETE_BOOT)
             .text(instance_id)
             .text(boot_id);
-        self.changes(done).map_ok(drop).boxed()
+        self.timed("complete_boot", self.changes(done).map_ok(drop))
     }
 
     fn hypervisor_record_instance<'a>(
@@ -441,18 +452,24 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         node_id: i64,
         now: i64,
     ) -> BoxFuture<'a, Result<String, StoreError>> {
-        Box::pin(async move {
-            Statement::new(RECORD_INSTANCE)
+        self.timed("hypervisor_record_instance", async move {
+            let recorded = Statement::new(RECORD_INSTANCE)
                 .text(instance_id)
                 .text(tag)
                 .int(node_id)
                 .int(now)
-                .execute(self.db())
+                .fetch_optional(self.db())
                 .await?;
-            let running = Statement::new(RUNNING_INSTANCE)
-                .text(tag)
-                .fetch_one(self.db())
-                .await?;
+            // No row back: an instance with this tag was already running; that one is the answer.
+            let running = match recorded {
+                Some(row) => row,
+                None => {
+                    Statement::new(RUNNING_INSTANCE)
+                        .text(tag)
+                        .fetch_one(self.db())
+                        .await?
+                }
+            };
             Ok(D::text(&running, "instance_id")?)
         })
     }
@@ -461,7 +478,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         &'a self,
         tag: &'a str,
     ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
-        Box::pin(async move {
+        self.timed("hypervisor_list_by_tag", async move {
             let rows = Statement::new(INSTANCES_BY_TAG)
                 .text(tag)
                 .fetch_all(self.db())
@@ -477,10 +494,10 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         &'a self,
         worker: &'a NewWorker,
     ) -> BoxFuture<'a, Result<Worker, StoreError>> {
-        Box::pin(async move {
+        self.timed("insert_worker", async move {
             let labels = serde_json::to_string(&worker.labels)
                 .map_err(|e| StoreError::Corrupt(format!("worker labels: {e}")))?;
-            Statement::new(INSERT_WORKER)
+            let inserted = Statement::new(INSERT_WORKER)
                 .text(&worker.id)
                 .text(&worker.principal)
                 .text(&worker.image)
@@ -492,12 +509,18 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
                 .text(&worker.boot_id)
                 .text(&worker.instance_id)
                 .int(worker.created_at)
-                .execute(self.db())
+                .fetch_optional(self.db())
                 .await?;
-            let row = Statement::new(WORKER_BY_ID)
-                .text(&worker.id)
-                .fetch_one(self.db())
-                .await?;
+            // No row back: the worker existed (a concurrent attempt of the same operation wrote it).
+            let row = match inserted {
+                Some(row) => row,
+                None => {
+                    Statement::new(WORKER_BY_ID)
+                        .text(&worker.id)
+                        .fetch_one(self.db())
+                        .await?
+                }
+            };
             worker_from_row::<D>(&row)
         })
     }
@@ -507,7 +530,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         principal: &'a str,
         id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Worker>, StoreError>> {
-        Box::pin(async move {
+        self.timed("get_worker", async move {
             let row = Statement::new(PRINCIPALS_WORKER)
                 .text(principal)
                 .text(id)
@@ -521,7 +544,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         &'a self,
         principal: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Worker>, StoreError>> {
-        Box::pin(async move {
+        self.timed("list_workers", async move {
             let rows = Statement::new(PRINCIPALS_WORKERS)
                 .text(principal)
                 .fetch_all(self.db())
@@ -535,7 +558,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         principal: &'a str,
         id: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(async move {
+        self.timed("delete_worker", async move {
             let mut tx = self.begin().await?;
             // The DELETE comes first so exactly one of two concurrent deletes sees the row.
             let gone = Statement::new(DELETE_WORKER)
@@ -579,7 +602,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         reboot_id: &'a str,
         now: i64,
     ) -> BoxFuture<'a, Result<Option<Worker>, StoreError>> {
-        Box::pin(async move {
+        self.timed("reboot_worker", async move {
             let mut tx = self.begin().await?;
             // Lock the worker row first (a write), then apply the reboot once per reboot id.
             let touched = Statement::new(LOCK_WORKER)

@@ -28,4 +28,5 @@ pub use fleet::{BootRow, FleetStore, NewWorker, Worker};
 pub use records::{
     Claim, FailedRecord, IdempotencyRecord, RecordState, RecordStore, Scope, StoredResponse,
 };
+pub use sqlite::sqlite_options;
 pub use stats::{RecordCounts, Stats, StatsStore};

@@ -8,11 +8,17 @@ use sqlx::Postgres;
 
 use super::sql::{Dialect, SqlStore};
 use super::{IdempotencyRecord, StoreError};
+use crate::metrics::StoreLatency;
 
 impl SqlStore<Postgres> {
     /// Connects to `url` with up to `max_connections` connections and migrates the schema
-    /// (sqlx's migrator takes an advisory lock, so replicas starting together are safe).
-    pub(super) async fn open(url: &str, max_connections: u32) -> Result<Self, StoreError> {
+    /// (sqlx's migrator takes an advisory lock, so replicas starting together are safe); its calls
+    /// are timed into `latency`.
+    pub(super) async fn open(
+        url: &str,
+        max_connections: u32,
+        latency: StoreLatency,
+    ) -> Result<Self, StoreError> {
         // One direct attempt first, bounded: a pool that cannot connect retries until its acquire
         // timeout and then reports only "pool timed out", hiding the cause (refused, no such
         // database, authentication) that an operator needs to see.
@@ -36,13 +42,18 @@ impl SqlStore<Postgres> {
                 .into())
             }
         }
+        // No ping before each acquire: it is a round trip per statement (half of a create's), and a
+        // connection the server dropped fails its next statement as a store error, which the
+        // idempotency layer already survives (the record stays in flight or is marked failed, and
+        // the retry resumes); sqlx then discards that connection.
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(30))
             .connect(url)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        Ok(Self::new(pool))
+        Ok(Self::new(pool, latency))
     }
 }
 

@@ -4,7 +4,7 @@
 //! same text on both databases except the atomic claim and the batched sweeps ([`Dialect`]).
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, TryFutureExt};
+use futures::TryFutureExt;
 
 use super::sql::{Dialect, SqlStore, Statement};
 use super::StoreError;
@@ -254,7 +254,7 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
         now: i64,
         expires_at: i64,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        Box::pin(async move {
+        self.timed("claim", async move {
             let nonce = uuid::Uuid::new_v4().to_string();
             let row = Statement::new(D::CLAIM)
                 .scope(scope)
@@ -276,7 +276,7 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
         &'a self,
         scope: &'a Scope,
     ) -> BoxFuture<'a, Result<Option<IdempotencyRecord>, StoreError>> {
-        Box::pin(async move {
+        self.timed("find_record", async move {
             let row = Statement::new(FIND)
                 .scope(scope)
                 .fetch_optional(self.db())
@@ -299,7 +299,7 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
             .int(now)
             .int(expires_at)
             .text(nonce);
-        self.changes(overwrite).map_ok(drop).boxed()
+        self.timed("overwrite_record", self.changes(overwrite).map_ok(drop))
     }
 
     fn take_over<'a>(
@@ -320,7 +320,7 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
             .text(expected_state.as_str())
             .int(expected_started_at)
             .text(nonce);
-        self.changes(take_over).map_ok(|won| won == 1).boxed()
+        self.timed("take_over", self.changes(take_over).map_ok(|won| won == 1))
     }
 
     fn complete<'a>(
@@ -338,7 +338,7 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
             .int(expires_at)
             .scope(scope)
             .int(started_at);
-        self.changes(complete).map_ok(|ours| ours == 1).boxed()
+        self.timed("complete", self.changes(complete).map_ok(|ours| ours == 1))
     }
 
     fn fail<'a>(
@@ -347,11 +347,14 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
         started_at: i64,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let fail = Statement::new(FAIL).scope(scope).int(started_at);
-        self.changes(fail).map_ok(|ours| ours == 1).boxed()
+        self.timed("fail", self.changes(fail).map_ok(|ours| ours == 1))
     }
 
     fn sweep(&self, now: i64, batch: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
-        self.changes(Statement::new(D::SWEEP).int(now).int(batch))
+        self.timed(
+            "sweep",
+            self.changes(Statement::new(D::SWEEP).int(now).int(batch)),
+        )
     }
 
     fn sweep_failed(
@@ -359,7 +362,7 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
         now: i64,
         batch: i64,
     ) -> BoxFuture<'_, Result<Vec<FailedRecord>, StoreError>> {
-        Box::pin(async move {
+        self.timed("sweep_failed", async move {
             let rows = Statement::new(D::SWEEP_FAILED)
                 .int(now)
                 .int(batch)

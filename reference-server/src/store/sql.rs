@@ -10,11 +10,13 @@
 //! - [`Statement`]: a statement and its parameters, built with those binds.
 
 use std::future::Future;
+use std::time::Instant;
 
 use futures::future::BoxFuture;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Type};
 
 use super::{IdempotencyRecord, StoreError};
+use crate::metrics::StoreLatency;
 
 /// A sqlx query with the database's own argument buffer.
 type Query<'q, D> = sqlx::query::Query<'q, D, <D as Database>::Arguments<'q>>;
@@ -24,12 +26,28 @@ type Query<'q, D> = sqlx::query::Query<'q, D, <D as Database>::Arguments<'q>>;
 #[derive(Debug)]
 pub(super) struct SqlStore<D: Database> {
     pool: Pool<D>,
+    /// Where every store call's duration goes (`leasebroker_store_operation_seconds`).
+    latency: StoreLatency,
 }
 
 impl<D: Dialect> SqlStore<D> {
-    /// A store over `pool` (already migrated).
-    pub(super) fn new(pool: Pool<D>) -> Self {
-        Self { pool }
+    /// A store over `pool` (already migrated) that times its calls into `latency`.
+    pub(super) fn new(pool: Pool<D>, latency: StoreLatency) -> Self {
+        Self { pool, latency }
+    }
+
+    /// Runs `work`, one call of store method `operation`, and records how long it took.
+    pub(super) fn timed<'a, T: Send + 'a>(
+        &'a self,
+        operation: &'static str,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'a,
+    ) -> BoxFuture<'a, Result<T, StoreError>> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let result = work.await;
+            self.latency.observe(operation, started.elapsed());
+            result
+        })
     }
 
     /// The pool as an executor: each statement takes a connection for itself, as `&Pool` does.

@@ -56,7 +56,7 @@ const RECORDS_BY_STATE: &str =
 
 impl<D: Dialect> StatsStore for SqlStore<D> {
     fn stats(&self) -> BoxFuture<'_, Result<Stats, StoreError>> {
-        Box::pin(async move {
+        self.timed("stats", async move {
             let fleet = Statement::new(FLEET_COUNTS).fetch_one(self.db()).await?;
             let mut records = RecordCounts::default();
             for row in Statement::new(RECORDS_BY_STATE)

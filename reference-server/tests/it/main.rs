@@ -9,6 +9,7 @@ mod crash;
 mod flaws;
 mod generated;
 mod hostile;
+mod metrics;
 mod migrations;
 mod replicas;
 mod soak;
