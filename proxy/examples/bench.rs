@@ -1,160 +1,347 @@
-//! Pass-through benchmark: requests/s and p50/p99 latency direct to an upstream, through
-//! idemspec-proxy (no rule matching), and through haproxy, at 1 and 64 connections.
+//! Pass-through benchmark, measured as a new user would: an nginx upstream (one worker, a
+//! 200-byte JSON body), `wrk -t1` at 1 and 64 connections, direct, through haproxy (`nbthread N`,
+//! keep-alive on both sides) and through `idemspec proxy --threads N` (the installed binary, or
+//! any build of it), for each N, every target once per round, rounds interleaved.
 //!
 //! ```text
-//! apt-get install -y haproxy wrk
-//! cargo run --profile perf -p idemspec-proxy --example bench -- [--rounds 3] [--seconds 5] [--proxy-threads 2]
+//! apt-get install -y nginx-light haproxy wrk
+//! cargo install --path suite
+//! cargo run --release -p idemspec-proxy --example bench -- \
+//!     [--rounds 5] [--seconds 4] [--threads 1,2] [--proxy idemspec=$(which idemspec)]...
 //! ```
 //!
-//! The upstream runs in a child process (this binary re-executed with `--serve-upstream`),
-//! idemspec-proxy in this process as `idemspec proxy` runs it (`io_threads` = `--proxy-threads`
-//! single-threaded runtimes serving connections, 0: all on the accept thread's runtime),
-//! haproxy as a child process with as many threads (`nbthread`; keep-alive to the client and
-//! to the upstream, as the proxy does), and wrk with one thread (`-t1`). Targets are interleaved in rounds so drift on a shared machine hits them alike; the
-//! report gives the median and the min–max spread.
+//! `--proxy LABEL=PATH` may be given more than once (say a build before and after a change): each
+//! binary is run as `PATH proxy --listen 127.0.0.1:0 --upstream http://NGINX --threads N`, with
+//! its event log on as always. Every server listens on 127.0.0.1 (nginx and haproxy on a free
+//! port picked by binding port 0). Per round and per target, stderr gets one line with req/s,
+//! p50, p99, the server's CPU time per request (user + system of its process, µs) and the load
+//! average; stdout gets the Markdown table of medians (and min–max) and the ratios the issue
+//! asks for: req/s against haproxy's at 64 connections, added p50 and p99 at 1 connection
+//! (through the proxy minus direct, medians of the rounds) against haproxy's.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 
-/// The allocator the `idemspec` binary uses (so `idemspec proxy` is what is measured).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+/// Connection counts measured (wrk `-c`).
+const CONNS: [u32; 2] = [1, 64];
 
 /// One wrk measurement.
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     rps: f64,
-    /// CPU time the proxy process spent per request (µs); 0 for the direct target.
+    /// CPU time the server process spent per request (µs); 0 for the direct target.
     cpu_us: f64,
     p50_us: f64,
     p99_us: f64,
 }
 
-fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("--serve-upstream") {
-        return serve_upstream();
+/// One thing wrk is pointed at.
+struct Target {
+    /// `direct`, `haproxy`, or a `--proxy` label.
+    name: String,
+    /// Threads it serves with (0 for direct).
+    threads: usize,
+    addr: SocketAddr,
+    /// The process whose CPU time is counted (none for direct: nginx is shared by all).
+    pid: Option<u32>,
+    /// `samples[c]`: one per round at `CONNS[c]`.
+    samples: [Vec<Sample>; 2],
+}
+
+/// Child processes, killed when the run ends (also on an error).
+struct Children(Vec<Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
-    let flag = |name: &str, default: u64| -> u64 {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value = |name: &str| -> Vec<&str> {
+        args.windows(2)
+            .filter(|w| w[0] == name)
+            .map(|w| w[1].as_str())
+            .collect()
     };
-    let rounds = flag("--rounds", 3);
-    let seconds = flag("--seconds", 5);
-    for tool in ["wrk", "haproxy"] {
+    let number = |name: &str, default: u64| -> anyhow::Result<u64> {
+        match value(name).last() {
+            Some(v) => v
+                .parse()
+                .with_context(|| format!("{name} {v}: not a number")),
+            None => Ok(default),
+        }
+    };
+    let rounds = number("--rounds", 5)?.clamp(1, 50);
+    let seconds = number("--seconds", 4)?.clamp(1, 60);
+    let threads: Vec<usize> = match value("--threads").last() {
+        Some(list) => list
+            .split(',')
+            .map(|t| t.parse().context("--threads: a list like 1,2"))
+            .collect::<anyhow::Result<_>>()?,
+        None => vec![1, 2],
+    };
+    let mut proxies: Vec<(String, PathBuf)> = value("--proxy")
+        .iter()
+        .map(|spec| {
+            let (label, path) = spec
+                .split_once('=')
+                .context("--proxy LABEL=PATH (e.g. idemspec=/root/.cargo/bin/idemspec)")?;
+            Ok((label.to_owned(), PathBuf::from(path)))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    if proxies.is_empty() {
+        proxies.push(("idemspec".into(), PathBuf::from("idemspec")));
+    }
+    for tool in ["wrk", "haproxy", "nginx"] {
         if Command::new(tool).arg("-v").output().is_err() {
-            bail!("`{tool}` not found\nhint: apt-get update && apt-get install -y haproxy wrk");
+            bail!("`{tool}` not found\nhint: apt-get install -y nginx-light haproxy wrk");
         }
     }
 
-    let (mut upstream_child, upstream) = spawn_upstream()?;
-    let threads = flag("--proxy-threads", 2) as usize;
-    let config = idemspec_proxy::ProxyConfig {
-        upstream: format!("http://{upstream}"),
-        event_capacity: 1024,
-        io_threads: threads,
-        ..Default::default()
-    };
-    // The accept loop runs on a thread of its own, connections on the proxy's I/O threads.
-    let (handle_tx, handle_rx) = std::sync::mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let proxy_thread = std::thread::spawn(move || -> anyhow::Result<()> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        rt.block_on(async move {
-            let proxy = idemspec_proxy::start(config).await?;
-            handle_tx.send(proxy.clone())?;
-            let _ = stop_rx.await;
-            proxy.shutdown().await;
-            anyhow::Ok(())
-        })
-    });
-    let proxy = handle_rx
-        .recv()
-        .context("the proxy thread failed to start")?;
-    // haproxy gets as many threads as the proxy's runtime has workers (a current-thread runtime: 1).
-    let (mut haproxy_child, haproxy) = spawn_haproxy(upstream, threads.max(1))?;
-
-    let targets = [
-        ("direct", upstream, None),
-        ("idemspec-proxy", proxy.addr(), Some(std::process::id())),
-        ("haproxy", haproxy, Some(haproxy_child.id())),
-    ];
-    let conns = [1u32, 64];
-    // samples[target][conns] = Vec<Sample>
-    let mut samples = vec![vec![Vec::new(); conns.len()]; targets.len()];
-    for (_, addr, _) in &targets {
-        wrk(*addr, 8, 1)?; // warm-up: connections, caches
+    let dir = tempfile_dir()?;
+    let mut children = Children(Vec::new());
+    let upstream = spawn_nginx(&dir, &mut children)?;
+    let mut targets = vec![Target::new("direct", 0, upstream, None)];
+    for &n in &threads {
+        let (addr, pid) = spawn_haproxy(&dir, upstream, n, &mut children)?;
+        targets.push(Target::new("haproxy", n, addr, Some(pid)));
+        for (label, path) in &proxies {
+            let (addr, pid) = spawn_proxy(path, upstream, n, &mut children)?;
+            targets.push(Target::new(label, n, addr, Some(pid)));
+        }
+    }
+    for t in &targets {
+        wrk(t.addr, 8, 1)?; // warm-up: connections, caches, the CPU's frequency
     }
     for round in 1..=rounds {
-        for (c, &n) in conns.iter().enumerate() {
-            for (t, (name, addr, pid)) in targets.iter().enumerate() {
-                let before = pid.map(cpu_ticks).transpose()?;
-                let mut s = wrk(*addr, n, seconds)?;
-                if let (Some(pid), Some(before)) = (pid, before) {
-                    let ticks = cpu_ticks(*pid)? - before;
+        for (c, &conns) in CONNS.iter().enumerate() {
+            for t in &mut targets {
+                let before = t.pid.map(cpu_ticks).transpose()?;
+                let mut s = wrk(t.addr, conns, seconds)?;
+                if let (Some(pid), Some(before)) = (t.pid, before) {
+                    let ticks = cpu_ticks(pid)? - before;
                     s.cpu_us = ticks as f64 * 1e4 / (s.rps * seconds as f64);
                 }
                 eprintln!(
-                    "round {round} conns {n:>2} {name:<15} {:>9.0} req/s  p50 {:>7.0} us  p99 {:>7.0} us  cpu {:>5.1} us/req",
-                    s.rps, s.p50_us, s.p99_us, s.cpu_us
+                    "round {round} conns {conns:>2} {:<14} {:>9.0} req/s  p50 {:>6.0} us  p99 {:>6.0} us  cpu {:>5.1} us/req  load {}",
+                    t.label(), s.rps, s.p50_us, s.p99_us, s.cpu_us, loadavg()
                 );
-                samples[t][c].push(s);
+                t.samples[c].push(s);
             }
         }
     }
-    let _ = haproxy_child.kill();
-    let _ = upstream_child.kill();
-    let _ = stop_tx.send(());
-    proxy_thread.join().expect("proxy thread does not panic")?;
+    drop(children);
+    let _ = std::fs::remove_dir_all(&dir);
+    report(&targets, &proxies, &threads);
+    Ok(())
+}
 
-    println!("| target | conns | req/s (median, min–max) | p50 µs (median, min–max) | p99 µs (median, min–max) | proxy CPU µs/req |");
-    println!("|---|---|---|---|---|---|");
-    let med = |v: &mut Vec<f64>| -> (f64, f64, f64) {
-        v.sort_by(|a, b| a.total_cmp(b));
+impl Target {
+    fn new(name: &str, threads: usize, addr: SocketAddr, pid: Option<u32>) -> Self {
+        Self {
+            name: name.to_owned(),
+            threads,
+            addr,
+            pid,
+            samples: [Vec::new(), Vec::new()],
+        }
+    }
+
+    fn label(&self) -> String {
+        if self.threads == 0 {
+            self.name.clone()
+        } else {
+            format!("{} t{}", self.name, self.threads)
+        }
+    }
+
+    /// (median, min, max) of one figure at `CONNS[c]`.
+    fn stat(&self, c: usize, f: impl Fn(&Sample) -> f64) -> (f64, f64, f64) {
+        let mut v: Vec<f64> = self.samples[c].iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
         (v[v.len() / 2], v[0], v[v.len() - 1])
-    };
-    let mut medians = vec![vec![(0.0, 0.0); conns.len()]; targets.len()];
-    for (t, (name, _, _)) in targets.iter().enumerate() {
-        for (c, &n) in conns.iter().enumerate() {
-            let s = &samples[t][c];
-            let (rps, rps_lo, rps_hi) = med(&mut s.iter().map(|x| x.rps).collect());
-            let (p50, p50_lo, p50_hi) = med(&mut s.iter().map(|x| x.p50_us).collect());
-            let (p99, p99_lo, p99_hi) = med(&mut s.iter().map(|x| x.p99_us).collect());
-            let (cpu, _, _) = med(&mut s.iter().map(|x| x.cpu_us).collect());
-            medians[t][c] = (rps, p50);
+    }
+}
+
+/// Prints the table of medians and, per proxy and thread count, the figures against haproxy's.
+fn report(targets: &[Target], proxies: &[(String, PathBuf)], threads: &[usize]) {
+    println!("| target | conns | req/s median (min–max) | p50 µs median (min–max) | p99 µs median (min–max) | server CPU µs/req |");
+    println!("|---|---|---|---|---|---|");
+    for (c, conns) in CONNS.iter().enumerate() {
+        for t in targets {
+            let (rps, rps_lo, rps_hi) = t.stat(c, |s| s.rps);
+            let (p50, p50_lo, p50_hi) = t.stat(c, |s| s.p50_us);
+            let (p99, p99_lo, p99_hi) = t.stat(c, |s| s.p99_us);
+            let cpu = match t.pid {
+                Some(_) => format!("{:.1}", t.stat(c, |s| s.cpu_us).0),
+                None => "–".into(),
+            };
             println!(
-                "| {name} | {n} | {rps:.0} ({rps_lo:.0}–{rps_hi:.0}) | {p50:.0} ({p50_lo:.0}–{p50_hi:.0}) | {p99:.0} ({p99_lo:.0}–{p99_hi:.0}) | {cpu:.1} |"
+                "| {} | {conns} | {rps:.0} ({rps_lo:.0}–{rps_hi:.0}) | {p50:.0} ({p50_lo:.0}–{p50_hi:.0}) | {p99:.0} ({p99_lo:.0}–{p99_hi:.0}) | {cpu} |",
+                t.label()
             );
         }
     }
-    let (direct, ours, theirs) = (&medians[0], &medians[1], &medians[2]);
     println!();
-    println!(
-        "- req/s at 64 conns: idemspec-proxy / haproxy = {:.2} (target >= 0.90); idemspec-proxy / direct = {:.2}; haproxy / direct = {:.2}",
-        ours[1].0 / theirs[1].0,
-        ours[1].0 / direct[1].0,
-        theirs[1].0 / direct[1].0
+    let find = |name: &str, n: usize| targets.iter().find(|t| t.name == name && t.threads == n);
+    let direct = &targets[0];
+    let (d50, d99) = (
+        direct.stat(0, |s| s.p50_us).0,
+        direct.stat(0, |s| s.p99_us).0,
     );
-    println!(
-        "- added p50 at 1 conn: idemspec-proxy {:.0} µs vs haproxy {:.0} µs (target: no more than haproxy's)",
-        ours[0].1 - direct[0].1,
-        theirs[0].1 - direct[0].1
+    for &n in threads {
+        let Some(ha) = find("haproxy", n) else {
+            continue;
+        };
+        for (label, _) in proxies {
+            let Some(ours) = find(label, n) else { continue };
+            let per_round: Vec<String> = ours.samples[1]
+                .iter()
+                .zip(&ha.samples[1])
+                .map(|(o, h)| format!("{:.2}", o.rps / h.rps))
+                .collect();
+            println!(
+                "- {label} t{n}: req/s at 64 conns {:.2}× haproxy's (target ≥ 1.1; per round {}); CPU per request {:.1} vs {:.1} µs",
+                ours.stat(1, |s| s.rps).0 / ha.stat(1, |s| s.rps).0,
+                per_round.join(", "),
+                ours.stat(1, |s| s.cpu_us).0,
+                ha.stat(1, |s| s.cpu_us).0,
+            );
+            let (o50, h50) = (
+                ours.stat(0, |s| s.p50_us).0 - d50,
+                ha.stat(0, |s| s.p50_us).0 - d50,
+            );
+            let (o99, h99) = (
+                ours.stat(0, |s| s.p99_us).0 - d99,
+                ha.stat(0, |s| s.p99_us).0 - d99,
+            );
+            println!(
+                "  added at 1 conn: p50 {o50:.0} vs haproxy's {h50:.0} µs ({:.2}×, target ≤ 0.9), p99 {o99:.0} vs {h99:.0} µs (target ≤ haproxy's)",
+                o50 / h50
+            );
+        }
+    }
+}
+
+/// A fresh directory for the servers' configuration and logs.
+fn tempfile_dir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("idemspec-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// A port that was free a moment ago (nginx and haproxy cannot bind port 0 and say which).
+fn free_port() -> anyhow::Result<SocketAddr> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+}
+
+/// Waits until `addr` accepts connections (5 s at most).
+fn wait_listening(addr: SocketAddr, what: &str) -> anyhow::Result<()> {
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("{what} did not start on {addr}")
+}
+
+/// The upstream's body: a JSON object of exactly 200 bytes.
+fn json_body() -> String {
+    let head = r#"{"id":"ord_8c1f2a","status":"accepted","amount":1250,"currency":"EUR","note":""#;
+    let tail = r#""}"#;
+    let pad = 200 - head.len() - tail.len();
+    format!("{head}{}{tail}", "x".repeat(pad))
+}
+
+/// nginx with one worker answering every request with [`json_body`], keep-alive without a limit.
+fn spawn_nginx(dir: &Path, children: &mut Children) -> anyhow::Result<SocketAddr> {
+    let addr = free_port()?;
+    let d = dir.display();
+    let config = format!(
+        "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/nginx-error.log warn;\n\
+         events {{ worker_connections 1024; }}\n\
+         http {{\n  access_log off;\n  keepalive_requests 1000000;\n  keepalive_timeout 300s;\n\
+         client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fcgi;\n\
+         uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+         server {{\n    listen {addr};\n    location / {{ default_type application/json; return 200 '{}'; }}\n  }}\n}}\n",
+        json_body()
     );
-    Ok(())
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, config)?;
+    let child = Command::new("nginx")
+        .arg("-c")
+        .arg(&path)
+        .arg("-p")
+        .arg(dir)
+        .arg("-e")
+        .arg(dir.join("nginx-error.log"))
+        .spawn()
+        .context("failed to start nginx")?;
+    children.0.push(child);
+    wait_listening(addr, "nginx")?;
+    Ok(addr)
+}
+
+/// haproxy in `mode http` with keep-alive on both sides and `nbthread` threads; (address, pid).
+fn spawn_haproxy(
+    dir: &Path,
+    upstream: SocketAddr,
+    nbthread: usize,
+    children: &mut Children,
+) -> anyhow::Result<(SocketAddr, u32)> {
+    let addr = free_port()?;
+    let config = format!(
+        "global\n  maxconn 4096\n  nbthread {nbthread}\ndefaults\n  mode http\n  option http-keep-alive\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\nfrontend f\n  bind {addr}\n  default_backend b\nbackend b\n  server s1 {upstream}\n"
+    );
+    let path = dir.join(format!("haproxy-{nbthread}.cfg"));
+    std::fs::write(&path, config)?;
+    let child = Command::new("haproxy")
+        .arg("-f")
+        .arg(&path)
+        .spawn()
+        .context("failed to start haproxy")?;
+    let pid = child.id();
+    children.0.push(child);
+    wait_listening(addr, "haproxy")?;
+    Ok((addr, pid))
+}
+
+/// `BIN proxy --threads N` in front of `upstream`; (the address it printed, pid).
+fn spawn_proxy(
+    bin: &Path,
+    upstream: SocketAddr,
+    threads: usize,
+    children: &mut Children,
+) -> anyhow::Result<(SocketAddr, u32)> {
+    let mut child = Command::new(bin)
+        .args(["proxy", "--listen", "127.0.0.1:0", "--threads"])
+        .arg(threads.to_string())
+        .arg("--upstream")
+        .arg(format!("http://{upstream}"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("failed to start {}", bin.display()))?;
+    let stdout = child.stdout.take().context("proxy stdout")?;
+    let pid = child.id();
+    children.0.push(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    let addr = line
+        .trim()
+        .strip_prefix("idemspec-proxy listening on http://")
+        .with_context(|| format!("unexpected first line from the proxy: {line:?}"))?;
+    Ok((addr.parse()?, pid))
 }
 
 /// Runs `wrk -t1 -cN -dS --latency` against `addr`.
@@ -202,6 +389,14 @@ fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
     Ok(fields[11].parse::<u64>()? + fields[12].parse::<u64>()?)
 }
 
+/// The 1-minute load average.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_default()
+}
+
 /// wrk prints latencies as `812.00us`, `1.20ms` or `1.01s`.
 fn parse_us(v: &str) -> anyhow::Result<f64> {
     let (num, scale) = if let Some(n) = v.strip_suffix("us") {
@@ -214,62 +409,4 @@ fn parse_us(v: &str) -> anyhow::Result<f64> {
         bail!("unknown latency `{v}`")
     };
     Ok(num.parse::<f64>()? * scale)
-}
-
-fn spawn_upstream() -> anyhow::Result<(Child, SocketAddr)> {
-    let mut child = Command::new(std::env::current_exe()?)
-        .arg("--serve-upstream")
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().context("upstream stdout")?).read_line(&mut line)?;
-    Ok((child, line.trim().parse().context("upstream address")?))
-}
-
-/// haproxy in `mode http` with keep-alive on both sides and `nbthread` threads.
-fn spawn_haproxy(upstream: SocketAddr, nbthread: usize) -> anyhow::Result<(Child, SocketAddr)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
-    let config = format!(
-        "global\n  maxconn 4096\n  nbthread {nbthread}\ndefaults\n  mode http\n  option http-keep-alive\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\nfrontend f\n  bind {addr}\n  default_backend b\nbackend b\n  server s1 {upstream}\n"
-    );
-    let path = std::env::temp_dir().join(format!("idemspec-bench-haproxy-{port}.cfg"));
-    std::fs::File::create(&path)?.write_all(config.as_bytes())?;
-    let child = Command::new("haproxy").arg("-f").arg(&path).spawn()?;
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(addr).is_ok() {
-            return Ok((child, addr));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    bail!("haproxy did not start on {addr}")
-}
-
-/// A minimal keep-alive HTTP/1.1 upstream answering `200 ok` (a 2-worker runtime).
-fn serve_upstream() -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        println!("{}", listener.local_addr()?);
-        std::io::stdout().flush()?;
-        loop {
-            let (stream, _) = listener.accept().await?;
-            let _ = stream.set_nodelay(true);
-            tokio::spawn(async move {
-                let svc = service_fn(|_req| async {
-                    Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
-                        Bytes::from_static(b"ok"),
-                    )))
-                });
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    })
 }

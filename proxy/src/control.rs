@@ -8,6 +8,7 @@
 //! | `DELETE /rules` | remove every rule → 204 |
 //! | `GET /events?since=SEQ` | the events with `seq > SEQ` (all without `since`), oldest first |
 //! | `POST /reset` | reset rule counters and forget events (seqs keep counting) → 204 |
+//! | `GET /metrics` | Prometheus metrics, OpenMetrics text ([`crate::metrics`]) |
 //!
 //! Any other path gets `404`, and a method a path does not take `405`, each with a problem body.
 //!
@@ -53,6 +54,7 @@ pub fn router(handle: ProxyHandle) -> Router {
         )
         .route("/events", get(events))
         .route("/reset", post(reset))
+        .route("/metrics", get(metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(handle)
@@ -64,7 +66,7 @@ async fn not_found(uri: axum::http::Uri) -> Response {
         status: StatusCode::NOT_FOUND,
         title: "no such resource",
         detail: format!(
-            "the control API has no `{}`; it serves /rules, /events and /reset",
+            "the control API has no `{}`; it serves /rules, /events, /reset and /metrics",
             uri.path()
         ),
         at: None,
@@ -78,7 +80,7 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
         status: StatusCode::METHOD_NOT_ALLOWED,
         title: "method not allowed",
         detail: format!(
-            "`{}` does not take {method} (/rules: GET, PUT, POST, DELETE; /events: GET; /reset: POST)",
+            "`{}` does not take {method} (/rules: GET, PUT, POST, DELETE; /events: GET; /reset: POST; /metrics: GET)",
             uri.path()
         ),
         at: None,
@@ -304,4 +306,12 @@ async fn events(
 async fn reset(State(handle): State<ProxyHandle>) -> StatusCode {
     handle.reset();
     StatusCode::NO_CONTENT
+}
+
+async fn metrics(State(handle): State<ProxyHandle>) -> Response {
+    (
+        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        handle.metrics_text(),
+    )
+        .into_response()
 }

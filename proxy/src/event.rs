@@ -8,6 +8,8 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::Metrics;
+
 /// Which side of the proxy a failure happened on, in pingora's vocabulary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -102,6 +104,8 @@ impl ProxyEvent {
 pub struct EventLog {
     inner: Mutex<Inner>,
     capacity: usize,
+    /// Counts every event as it is pushed (`GET /metrics`).
+    metrics: Metrics,
 }
 
 #[derive(Debug, Default)]
@@ -119,11 +123,19 @@ impl EventLog {
                 next_seq: 1,
             }),
             capacity: capacity.max(1),
+            metrics: Metrics::default(),
         }
     }
 
-    /// Appends `event`, assigning its `seq` (the first event gets 1); returns the seq.
+    /// The metrics counted from this log's events.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Appends `event`, assigning its `seq` (the first event gets 1), and counts it in the
+    /// [`Metrics`]; returns the seq.
     pub fn push(&self, mut event: ProxyEvent) -> u64 {
+        self.metrics.record(&event);
         let mut inner = self.inner.lock().expect("event log lock is never poisoned");
         event.seq = inner.next_seq;
         inner.next_seq += 1;

@@ -174,6 +174,11 @@ impl ProxyHandle {
         self.inner.shared.events.since(since)
     }
 
+    /// The proxy's metrics in the OpenMetrics text format ([`crate::metrics`]).
+    pub fn metrics_text(&self) -> String {
+        self.inner.shared.events.metrics().encode()
+    }
+
     /// The seq of the newest event (0 if none yet): a cursor for [`ProxyHandle::events_since`].
     pub fn last_seq(&self) -> u64 {
         self.inner.shared.events.last_seq()

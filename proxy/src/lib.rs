@@ -35,6 +35,7 @@ mod event;
 mod handle;
 mod http;
 mod matcher;
+pub mod metrics;
 mod server;
 mod start;
 mod tcp;

@@ -35,7 +35,8 @@ impl Source {
     fn is_end_stream(&self) -> bool {
         match self {
             Source::Stream(body) => body.is_end_stream(),
-            Source::Full(bytes) => bytes.is_none(),
+            // An empty body is over before its first poll (hyper may never poll a zero length).
+            Source::Full(bytes) => bytes.as_ref().is_none_or(Bytes::is_empty),
         }
     }
 
@@ -91,7 +92,8 @@ pub(crate) struct ResponseBody {
 
 impl ResponseBody {
     /// Streams or sends `source` completely.
-    pub(crate) fn new(source: Source, ctx: RequestCtx) -> Self {
+    pub(crate) fn new(source: Source, mut ctx: RequestCtx) -> Self {
+        ctx.answered();
         Self {
             source,
             ctx: Some(ctx),
@@ -101,7 +103,8 @@ impl ResponseBody {
     }
 
     /// Sends at most `limit` bytes of `source` (never all of it), then resets the connection.
-    pub(crate) fn cut(source: Source, ctx: RequestCtx, limit: u64, ctl: Arc<ConnCtl>) -> Self {
+    pub(crate) fn cut(source: Source, mut ctx: RequestCtx, limit: u64, ctl: Arc<ConnCtl>) -> Self {
+        ctx.answered();
         // Never deliver the whole body: with a known length keep its last byte back.
         let limit = match source.size_hint().exact() {
             Some(len) if len > 0 => limit.min(len - 1),

@@ -2,7 +2,7 @@
 //! the phases. A fault's settings live in the rule; everything about this one request lives here.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use http::header::HeaderName;
 use http::request::Parts;
@@ -26,6 +26,10 @@ pub(crate) const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempote
 pub(crate) struct RequestCtx {
     pub(crate) event: ProxyEvent,
     started: Instant,
+    /// Time spent waiting for upstream answers (send to response head), not the proxy's.
+    upstream_wait: Duration,
+    /// Whether the response head's latency was observed.
+    answered: bool,
     receipt: Arc<Receipt>,
     committed: bool,
     /// The downstream connection the request came on: a fault closes or resets it through
@@ -65,6 +69,8 @@ impl RequestCtx {
         Self {
             event,
             started: Instant::now(),
+            upstream_wait: Duration::ZERO,
+            answered: false,
             receipt: Receipt::new(log),
             committed: false,
             conn,
@@ -93,6 +99,21 @@ impl RequestCtx {
             step = self.event.step.as_deref().unwrap_or(""),
             "applying fault"
         );
+    }
+
+    /// Adds `wait` to the time spent waiting for the upstream.
+    pub(crate) fn waited(&mut self, wait: Duration) {
+        self.upstream_wait += wait;
+    }
+
+    /// The response head is on its way to the client: observes what the proxy added to its
+    /// latency (arrival to now, less the upstream waits) in the metrics, once.
+    pub(crate) fn answered(&mut self) {
+        if !self.answered {
+            self.answered = true;
+            let added = self.started.elapsed().saturating_sub(self.upstream_wait);
+            self.receipt.log().metrics().added_latency(added);
+        }
     }
 
     /// Records a failure and the side it happened on.

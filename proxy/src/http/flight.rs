@@ -7,6 +7,8 @@
 //! [`Reply`]'s: send the upstream's response (whole, late, or cut), a problem response, or none
 //! (abort the downstream connection). Every method records what it did in the request's event.
 
+use std::time::Instant;
+
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
@@ -87,7 +89,9 @@ impl<'a> Flight<'a> {
     pub(super) async fn forward(self) -> (Reply<'a>, Result<Response<Incoming>, NoResponse>) {
         let Flight { req, mut reply } = self;
         let ctx = &mut reply.ctx;
+        let asked = Instant::now();
         let answer = reply.fwd.send(reply.link, ctx.receipt(), req).await;
+        ctx.waited(asked.elapsed());
         let answer = match answer {
             Ok(resp) => {
                 ctx.event.upstream_sends += 1;
@@ -232,7 +236,8 @@ impl Reply<'_> {
     }
 
     /// Sends one buffered copy of the request upstream and reads its whole response. Not
-    /// recorded in the event: the caller counts the copies.
+    /// recorded in the event: the caller counts the copies, and tells [`Reply::waited`] how long
+    /// they took (copies may overlap).
     pub(super) async fn exchange(
         &self,
         req: Request<RequestBody>,
@@ -246,6 +251,11 @@ impl Reply<'_> {
             message: format!("response body failed: {e}"),
         })?;
         Ok((parts, body))
+    }
+
+    /// Adds `wait` to the time the request spent waiting for the upstream (not the proxy's).
+    pub(super) fn waited(&mut self, wait: std::time::Duration) {
+        self.ctx.waited(wait);
     }
 
     /// Resolves when the proxy shuts down.

@@ -7,6 +7,7 @@ mod faults;
 mod fuzz;
 mod malformed;
 mod matching;
+mod metrics;
 mod passthrough;
 mod slow_clients;
 mod support;

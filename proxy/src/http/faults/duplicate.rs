@@ -1,6 +1,8 @@
 //! `duplicate`: send the request upstream twice and answer with the first response, as a
 //! misbehaving intermediary would. The body is buffered so both copies carry the same bytes.
 
+use std::time::Instant;
+
 use http::Response;
 use idemspec_scenarios::rules::DuplicateMode;
 
@@ -16,6 +18,7 @@ pub(super) async fn apply(flight: Flight<'_>, mode: DuplicateMode) -> Response<R
         Ok(req) => req,
         Err(err) => return reply.no_response(err),
     };
+    let asked = Instant::now();
     let (first, second) = match mode {
         DuplicateMode::Sequential => {
             let first = reply.exchange(req.copy()).await;
@@ -26,6 +29,7 @@ pub(super) async fn apply(flight: Flight<'_>, mode: DuplicateMode) -> Response<R
             tokio::join!(reply.exchange(req.copy()), reply.exchange(req.copy()))
         }
     };
+    reply.waited(asked.elapsed());
     for outcome in [&first, &second] {
         reply.event().upstream_sends += match outcome {
             Ok(_) => 1,
