@@ -6,7 +6,7 @@
 //! ```text
 //! apt-get install -y nginx-light haproxy wrk
 //! cargo install --path suite
-//! cargo run --release -p idemspec-proxy --example bench -- \
+//! cargo run --release -p idemspec-proxy --example proxy_bench -- \
 //!     [--rounds 5] [--seconds 4] [--threads 1,2] [--proxy idemspec=$(which idemspec)]...
 //! ```
 //!
