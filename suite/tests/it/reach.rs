@@ -101,6 +101,19 @@ async fn a_lock_that_never_expires_is_not_pass_under_article() {
     );
 }
 
+/// Without a declared in-flight TTL there is no TTL for a slow handler to outlive: the check is
+/// SKIP and says so, even when the profile has a `slow` variant (it PASSed vacuously before: the
+/// retry waited out the handler and got its replay).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_handler_without_a_declared_ttl_is_skipped_with_that_reason() {
+    let api = alt_api::start().await;
+    let no_ttl = |text: &str| failing_by_request(text).replace("  in_flight_ttl: 2s\n", "");
+    let report = run_profile(profile(&api, no_ttl), &["slow-handler-outlives-ttl"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Skip, "{}", table(&report));
+    assert!(o.summary.contains("in_flight_ttl"), "{}", o.summary);
+}
+
 /// A target that takes longer than its in-flight TTL to restart, and whose first answer after the
 /// restart finds the abandoned key free, did not hold the lock past the TTL: the time the target
 /// was down is not a lock. The same slow restart with a lock that is never reclaimed still fails,
