@@ -498,11 +498,12 @@ fn the_init_profile_runs_against_a_dev_reference_server() {
                 "restart",
                 "fail_next",
                 "side_effects",
-                "request variant"
+                "request variant",
+                "in_flight_ttl"
             ]
             .iter()
-            .any(|hook| check.summary.contains(hook)),
-            "{} is SKIP without naming the missing hook or variant: {}",
+            .any(|missing| check.summary.contains(missing)),
+            "{} is SKIP without naming the missing hook, variant or contract field: {}",
             check.id,
             check.summary
         );
