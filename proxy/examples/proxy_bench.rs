@@ -53,12 +53,23 @@ struct Target {
     samples: [Vec<Sample>; 2],
 }
 
-/// Child processes, killed when the run ends (also on an error).
+/// Child processes, stopped when the run ends (also on an error): SIGTERM first, so that nginx's
+/// master stops its worker (a SIGKILLed master leaves the worker running, orphaned), then SIGKILL
+/// for whatever has not exited within 2 s.
 struct Children(Vec<Child>);
 
 impl Drop for Children {
     fn drop(&mut self) {
         for child in &mut self.0 {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        for child in &mut self.0 {
+            while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
             let _ = child.kill();
             let _ = child.wait();
         }
