@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+use bytes::BytesMut;
 use futures::stream::{FuturesUnordered, StreamExt};
 use http::StatusCode;
 use hyper::body::Incoming;
@@ -26,7 +27,8 @@ use super::linger::{linger, LINGER};
 use super::link::{UpstreamConn, UpstreamLink};
 use super::rejects::{problem_response, reject_status};
 
-use crate::server::Shared;
+use super::fast::Exit;
+use crate::server::{Shared, Upstream};
 
 /// hyper's answer to a request head it could not parse, held back until the connection's end
 /// says what it was (see `rejects`).
@@ -43,6 +45,8 @@ struct FaultIo {
     stream: TcpStream,
     ctl: Arc<ConnCtl>,
     held: Option<Held>,
+    /// Bytes the fast path read and handed over, read before the socket's.
+    prefix: BytesMut,
 }
 
 impl FaultIo {
@@ -71,6 +75,12 @@ impl AsyncRead for FaultIo {
     ) -> Poll<io::Result<()>> {
         if self.held.is_some() {
             ready!(self.poll_release(cx))?;
+        }
+        if !self.prefix.is_empty() {
+            let n = self.prefix.len().min(buf.remaining());
+            buf.put_slice(&self.prefix.split_to(n));
+            self.ctl.head.read();
+            return Poll::Ready(Ok(()));
         }
         let read = Pin::new(&mut self.stream).poll_read(cx, buf);
         // Ready means bytes or EOF; an EOF marks a head begun on a connection that is ending.
@@ -276,6 +286,7 @@ where
 /// for this connection, which outlive it for exchanges still at the upstream.
 async fn serve<S, B>(
     stream: TcpStream,
+    prefix: BytesMut,
     shared: Arc<Shared>,
     ctl: Arc<ConnCtl>,
     service: S,
@@ -292,6 +303,7 @@ async fn serve<S, B>(
         stream,
         ctl: ctl.clone(),
         held: None,
+        prefix,
     });
     // Small messages are copied into one buffer and sent with one `send`, which costs the
     // kernel less than a `writev` of head and body (measured, docs/BENCHMARKS.md). hyper's own
@@ -343,9 +355,16 @@ async fn serve<S, B>(
 }
 
 /// Serves one downstream connection of the proxy until the client closes it, a fault ends it, a
-/// head is too slow, or the proxy shuts down.
+/// head is too slow, or the proxy shuts down: on the fast path while it can, then on hyper's.
 pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     let ctl = Arc::new(ConnCtl::default());
+    let Upstream::Http(fwd) = &shared.upstream else {
+        unreachable!("HTTP connections are only served in HTTP mode")
+    };
+    let (stream, prefix) = match super::fast::serve(stream, &shared, &ctl, fwd).await {
+        Exit::Done => return,
+        Exit::Handoff(stream, prefix) => (stream, prefix),
+    };
     let link = Arc::new(UpstreamLink::new(ctl.clone()));
     let service = {
         let (shared, ctl, link) = (shared.clone(), ctl.clone(), link.clone());
@@ -353,12 +372,30 @@ pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
             super::service::handle(shared.clone(), ctl.clone(), link.clone(), req)
         })
     };
-    serve(stream, shared, ctl, service, Some(link), Speaker::Proxy).await;
+    serve(
+        stream,
+        prefix,
+        shared,
+        ctl,
+        service,
+        Some(link),
+        Speaker::Proxy,
+    )
+    .await;
 }
 
 /// Serves one connection of the control API with `router`, at the same edges as the proxy's.
 pub(crate) async fn serve_control(stream: TcpStream, shared: Arc<Shared>, router: axum::Router) {
     let ctl = Arc::new(ConnCtl::default());
     let service = Timed::new(TowerToHyperService::new(router), ctl.clone());
-    serve(stream, shared, ctl, service, None, Speaker::Control).await;
+    serve(
+        stream,
+        BytesMut::new(),
+        shared,
+        ctl,
+        service,
+        None,
+        Speaker::Control,
+    )
+    .await;
 }

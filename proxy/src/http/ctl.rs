@@ -87,6 +87,11 @@ impl ConnCtl {
         self.flags.load(Ordering::Acquire)
     }
 
+    /// Whether any of `bits` is raised (no waker registered).
+    pub(super) fn raised(&self, bits: u8) -> bool {
+        self.flags.load(Ordering::Acquire) & bits != 0
+    }
+
     /// Clears `bits`.
     pub(super) fn clear(&self, bits: u8) {
         self.flags.fetch_and(!bits, Ordering::AcqRel);

@@ -56,16 +56,37 @@ impl RequestCtx {
         key_header: &HeaderName,
         conn: Arc<ConnCtl>,
     ) -> Self {
-        conn.head.busy();
         let path = parts
             .uri
             .path_and_query()
             .map_or_else(|| parts.uri.path().to_owned(), |pq| pq.as_str().to_owned());
+        Self::begin(
+            log,
+            parts.method.as_str().to_owned(),
+            path,
+            header(parts, key_header),
+            header(parts, &STEP_HEADER),
+            conn,
+        )
+    }
+
+    /// The context of a request read without hyper (the fast path): its method, its
+    /// request-target as sent, and the values of its key header and `X-Idemspec-Step`; otherwise
+    /// as [`RequestCtx::new`].
+    pub(crate) fn begin(
+        log: Arc<EventLog>,
+        method: String,
+        path: String,
+        key: Option<String>,
+        step: Option<String>,
+        conn: Arc<ConnCtl>,
+    ) -> Self {
+        conn.head.busy();
         let mut event = ProxyEvent::starting_now();
-        event.method = parts.method.as_str().to_owned();
+        event.method = method;
         event.path = path;
-        event.idempotency_key = header(parts, key_header);
-        event.step = header(parts, &STEP_HEADER);
+        event.idempotency_key = key;
+        event.step = step;
         Self {
             event,
             started: Instant::now(),

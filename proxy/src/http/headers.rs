@@ -20,7 +20,7 @@ const HOP_BY_HOP: [HeaderName; 8] = [
 ];
 
 /// The prefix of the request headers rules may match and the upstream never sees.
-const CONTROL_PREFIX: &str = "x-idemspec-";
+pub(super) const CONTROL_PREFIX: &str = "x-idemspec-";
 
 /// Removes the hop-by-hop headers, and the ones `Connection` names.
 pub(super) fn strip_hop_by_hop(headers: &mut HeaderMap) {

@@ -1,8 +1,13 @@
-//! HTTP mode: a hyper 1 HTTP/1.1 server per downstream connection, hyper's HTTP/1.1 client for
-//! the upstream, and a request's fault in between. `docs/design/proxy.md` walks through it.
+//! HTTP mode: a downstream connection starts on the fast path (`fast`: plain requests while no
+//! rule is in force, forwarded without hyper) and moves, when a request needs more, to a hyper 1
+//! HTTP/1.1 server, hyper's HTTP/1.1 client for the upstream, and a request's fault in between.
+//! `docs/design/proxy.md` walks through it.
 //!
 //! ```text
-//! downstream ──► conn (FaultIo; ctl: ConnCtl) ──► service: RequestCtx, match rule, prepare head
+//! downstream ──► fast: plain head, no rule ─► forwarded as bytes (RequestCtx, event) ─► upstream
+//!                  │ anything else: handoff, with the bytes read so far
+//!                  ▼
+//!                conn (FaultIo; ctl: ConnCtl) ──► service: RequestCtx, match rule, prepare head
 //!                                                   │
 //!                          no rule ─► Flight::pass ─┴─ rule ─► faults::apply(fault, Flight)
 //!                                                               refuse  respond  delay  hang
@@ -37,6 +42,7 @@ mod conn;
 mod ctl;
 mod ctx;
 mod detach;
+mod fast;
 mod faults;
 mod flight;
 mod head_timer;

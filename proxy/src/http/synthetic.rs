@@ -63,12 +63,18 @@ pub(super) fn problem(
     response(ctx, status, PROBLEM_JSON, Bytes::from(body))
 }
 
+/// The detail of a 502: the upstream could not be reached or failed before answering;
+/// `message`: the upstream's base URL and the error, `http://host:port: what failed`.
+pub(super) fn no_response_detail(message: &str) -> String {
+    format!("idemspec-proxy got no response from the upstream {message}")
+}
+
 /// 502 with a problem body: the upstream could not be reached or failed before answering.
 pub(super) fn bad_gateway(ctx: RequestCtx, message: String) -> Response<ResponseBody> {
     problem(
         ctx,
         StatusCode::BAD_GATEWAY,
         Side::Upstream,
-        format!("idemspec-proxy got no response from the upstream {message}"),
+        no_response_detail(&message),
     )
 }

@@ -89,6 +89,21 @@ impl Forwarder {
         })
     }
 
+    /// The upstream's `host:port`.
+    pub(super) fn authority(&self) -> &str {
+        self.authority.as_str()
+    }
+
+    /// The upstream URL's path without its trailing `/`, put before every request-target.
+    pub(super) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The upstream's base URL, as errors name it.
+    pub(super) fn base(&self) -> &str {
+        &self.base
+    }
+
     /// Makes the request an origin-form HTTP/1.1 request for the upstream and removes what must
     /// not be forwarded. A missing `Host` (HTTP/1.0 clients) becomes the upstream's authority.
     pub(super) fn prepare(&self, parts: &mut http::request::Parts) {

@@ -3,6 +3,7 @@
 
 mod control;
 mod early_answers;
+mod fast_path;
 mod faults;
 mod fuzz;
 mod malformed;

@@ -1,0 +1,509 @@
+//! The fast path: pass-through of plain HTTP/1.1 requests while no rule is in force, without
+//! hyper on either side.
+//!
+//! Every downstream connection starts here. A request head that is plain (see [`wire`]) while
+//! no HTTP rule is in force is forwarded by this module: its head rewritten as hyper's path
+//! rewrites it, its body and the response copied as they come, and its event recorded through
+//! the same [`RequestCtx`] (so the event log, the metrics and a departed client's receipt are
+//! the same). Anything else — a rule in force, a head hyper's parser must judge, a slow head, a
+//! shutdown while idle, an upstream that cannot be reached — hands the connection, with the
+//! bytes read but not yet handled, to hyper's path ([`super::conn`]) for the rest of its life,
+//! before anything of that request was sent: the fast path never answers what it does not know.
+//!
+//! What it saves per request (docs/BENCHMARKS.md): hyper's two HTTP/1 state machines, the
+//! `http::Request`/`Response` and `HeaderMap` of each message, and the boxed body streams; a head
+//! is parsed once with `httparse` into a stack array and copied once into a reused buffer.
+
+mod wire;
+
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BytesMut};
+use http::StatusCode;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::ctl::{ConnCtl, ConnRegistry, ABORT, SHUTDOWN, SLOW_HEAD};
+use super::ctx::RequestCtx;
+use super::linger::{linger, LINGER};
+use super::receipt::Receipt;
+use super::rejects::problem_response;
+use super::synthetic::no_response_detail;
+use super::upstream::Forwarder;
+use crate::event::Side;
+use crate::server::Shared;
+use wire::{Answer, Framing, Plan, Request, Response};
+
+/// How long an upstream exchange whose client left may run on to report the upstream's status
+/// (as hyper's path lets it, see `detach`).
+const AFTERLIFE: Duration = Duration::from_secs(120);
+/// Bytes read from a socket at a time.
+const READ: usize = 16 * 1024;
+
+/// How a connection leaves the fast path.
+pub(super) enum Exit {
+    /// It is over.
+    Done,
+    /// hyper's path takes it: the socket, and the bytes read from it and not yet handled (the
+    /// next request's head, whole or in part).
+    Handoff(TcpStream, BytesMut),
+}
+
+/// What one exchange leaves of the connection.
+enum After {
+    KeepAlive,
+    /// Close it the polite way (see `linger`): the response said `connection: close`.
+    Close,
+    /// Drop it: the client left, or the response was cut.
+    Gone,
+    Handoff,
+}
+
+/// The upstream connection of a downstream connection, reused request after request.
+struct Up {
+    stream: TcpStream,
+    /// Read from the upstream, not yet forwarded.
+    buf: BytesMut,
+}
+
+struct Conn<'a> {
+    shared: &'a Arc<Shared>,
+    ctl: &'a Arc<ConnCtl>,
+    fwd: &'a Forwarder,
+    down: TcpStream,
+    /// Read from the client, not yet handled.
+    buf: BytesMut,
+    up: Option<Up>,
+    /// The head being sent, either way, and the body bytes that go with it.
+    out: Vec<u8>,
+}
+
+/// Serves `stream`'s requests on the fast path until the connection ends or hyper's path must
+/// take it. `ctl`: the connection's signals, which hyper's path goes on with.
+pub(super) async fn serve(
+    stream: TcpStream,
+    shared: &Arc<Shared>,
+    ctl: &Arc<ConnCtl>,
+    fwd: &Forwarder,
+) -> Exit {
+    let _registration = ConnRegistry::register(shared, ctl);
+    let mut conn = Conn {
+        shared,
+        ctl,
+        fwd,
+        down: stream,
+        buf: BytesMut::with_capacity(READ),
+        up: None,
+        out: Vec::with_capacity(1024),
+    };
+    loop {
+        match conn.exchange().await {
+            After::KeepAlive => {}
+            After::Close => {
+                let _ = tokio::time::timeout(
+                    LINGER,
+                    linger(&mut conn.down, conn.shared.shutting_down()),
+                )
+                .await;
+                return Exit::Done;
+            }
+            After::Gone => return Exit::Done,
+            After::Handoff => return Exit::Handoff(conn.down, conn.buf),
+        }
+    }
+}
+
+/// Resolves with the connection's flags once one of `bits` is raised.
+async fn raised(ctl: &ConnCtl, bits: u8) -> u8 {
+    poll_fn(|cx| {
+        let flags = ctl.poll_flags(cx.waker());
+        if flags & bits != 0 {
+            Poll::Ready(flags)
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// Resolves when the idle upstream connection can carry no more requests: it closed, failed, or
+/// sent bytes nobody asked for.
+async fn unusable(up: Option<&Up>) {
+    let Some(up) = up else {
+        return std::future::pending().await;
+    };
+    loop {
+        if up.stream.readable().await.is_err() {
+            return;
+        }
+        let mut probe = [0u8; 1];
+        match up.stream.try_read(&mut probe) {
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
+            _ => return,
+        }
+    }
+}
+
+/// Reads more of `stream` into `buf`; `Ok(false)`: the peer closed its side.
+async fn fill(stream: &mut TcpStream, buf: &mut BytesMut) -> std::io::Result<bool> {
+    buf.reserve(READ);
+    Ok(stream.read_buf(buf).await? > 0)
+}
+
+/// How many bytes at the front of `bytes` belong to the response body, whether the body ends
+/// with them, and how many of them are body data (chunked framing excluded).
+fn body_part(framing: &mut Framing, bytes: &[u8]) -> Result<(usize, bool, u64), &'static str> {
+    Ok(match framing {
+        Framing::Empty => (0, true, 0),
+        Framing::Length(left) => {
+            let n = (*left).min(bytes.len() as u64);
+            *left -= n;
+            (n as usize, *left == 0, n)
+        }
+        Framing::Chunked(chunks) => {
+            let fed = chunks.feed(bytes)?;
+            (fed.used, fed.done, fed.data)
+        }
+        Framing::UntilClose => (bytes.len(), false, bytes.len() as u64),
+    })
+}
+
+impl Conn<'_> {
+    /// Reads the next plain request head, or says how the connection goes on instead.
+    async fn read_head(&mut self) -> Result<Plan, After> {
+        loop {
+            if !self.buf.is_empty() {
+                if self.shared.has_http_rules() {
+                    return Err(After::Handoff);
+                }
+                let key_header = self.shared.key_header.as_str();
+                match wire::analyse_request(&self.buf, self.fwd.prefix(), key_header, &mut self.out)
+                {
+                    Request::Plain(plan) => return Ok(plan),
+                    Request::Handoff => return Err(After::Handoff),
+                    Request::Partial => {}
+                }
+            }
+            let idle = self.buf.is_empty() && self.up.is_some();
+            tokio::select! {
+                biased;
+                flags = raised(self.ctl, ABORT | SHUTDOWN | SLOW_HEAD) => {
+                    // hyper's path sees the same flags at once and ends the connection its way
+                    // (a 408 for a slow head, a graceful close for a shutdown).
+                    return Err(if flags & ABORT != 0 { After::Gone } else { After::Handoff });
+                }
+                read = fill(&mut self.down, &mut self.buf) => match read {
+                    Ok(true) => self.ctl.head.read(),
+                    Ok(false) if self.buf.is_empty() => return Err(After::Gone),
+                    Ok(false) => return Err(After::Handoff),
+                    Err(_) => return Err(After::Gone),
+                },
+                () = unusable(self.up.as_ref()), if idle => self.up = None,
+            }
+        }
+    }
+
+    /// Serves one request, from its head to the end of its response.
+    async fn exchange(&mut self) -> After {
+        let plan = match self.read_head().await {
+            Ok(plan) => plan,
+            Err(after) => return after,
+        };
+        // The head is whole: from here the head clock stops, as for hyper's requests.
+        self.ctl.head.busy();
+        let fresh = self.up.is_none();
+        if fresh {
+            match TcpStream::connect(self.fwd.authority()).await {
+                Ok(stream) => {
+                    let _ = stream.set_nodelay(true);
+                    self.up = Some(Up {
+                        stream,
+                        buf: BytesMut::with_capacity(READ),
+                    });
+                }
+                // hyper's path connects again and answers the failure (502) its way.
+                Err(_) => return After::Handoff,
+            }
+        }
+        let Plan {
+            head_len,
+            body_len,
+            close,
+            head_method,
+            method,
+            path,
+            key,
+            step,
+        } = plan;
+        let mut ctx = RequestCtx::begin(
+            self.shared.events.clone(),
+            method,
+            path,
+            key,
+            step,
+            self.ctl.clone(),
+        );
+        self.buf.advance(head_len);
+        let with_head = body_len.min(self.buf.len() as u64) as usize;
+        self.out.extend_from_slice(&self.buf[..with_head]);
+        self.buf.advance(with_head);
+        let mut body_left = body_len - with_head as u64;
+        let receipt = ctx.receipt().clone();
+        receipt.handed();
+        let asked = Instant::now();
+        if let Err(err) = self.send_head(fresh).await {
+            receipt.unsent();
+            return self.bad_gateway(ctx, &err.to_string(), false).await;
+        }
+        while body_left > 0 {
+            match fill(&mut self.down, &mut self.buf).await {
+                Ok(true) => {}
+                Ok(false) | Err(_) => {
+                    // The upstream has part of a request: its connection goes.
+                    self.up = None;
+                    ctx.event.upstream_sends = 1;
+                    ctx.event.client_disconnected = true;
+                    let detail = "the request body from the client is malformed or incomplete: \
+                                  connection closed before message completed";
+                    return self
+                        .problem(
+                            ctx,
+                            StatusCode::BAD_REQUEST,
+                            Side::Downstream,
+                            detail.into(),
+                        )
+                        .await;
+                }
+            }
+            let n = body_left.min(self.buf.len() as u64) as usize;
+            let up = self.up.as_mut().expect("connected above");
+            if let Err(err) = up.stream.write_all(&self.buf[..n]).await {
+                return self.bad_gateway(ctx, &err.to_string(), true).await;
+            }
+            self.buf.advance(n);
+            body_left -= n as u64;
+        }
+        let close_down = close || self.ctl.raised(SHUTDOWN);
+        let answer = match self.response_head(head_method, close_down).await {
+            Ok(answer) => answer,
+            Err(Wait::Failed(why)) => return self.bad_gateway(ctx, &why, true).await,
+            Err(Wait::ClientLeft) => {
+                self.orphan(ctx, receipt, head_method);
+                return After::Gone;
+            }
+        };
+        ctx.waited(asked.elapsed());
+        ctx.event.upstream_sends = 1;
+        ctx.event.upstream_status = Some(answer.status);
+        ctx.event.client_status = Some(answer.status);
+        ctx.answered();
+        self.forward_body(ctx, answer, close_down).await
+    }
+
+    /// Writes the upstream head (and the body bytes with it); on a reused connection that turns
+    /// out dead, once more on a new one.
+    async fn send_head(&mut self, fresh: bool) -> std::io::Result<()> {
+        let up = self.up.as_mut().expect("connected before");
+        let Err(err) = up.stream.write_all(&self.out).await else {
+            return Ok(());
+        };
+        self.up = None;
+        if fresh {
+            return Err(err);
+        }
+        let stream = TcpStream::connect(self.fwd.authority()).await?;
+        let _ = stream.set_nodelay(true);
+        let up = self.up.insert(Up {
+            stream,
+            buf: BytesMut::with_capacity(READ),
+        });
+        let sent = up.stream.write_all(&self.out).await;
+        if sent.is_err() {
+            self.up = None;
+        }
+        sent
+    }
+
+    /// Waits for the final response head (forwarding 1xx heads), written to `out`.
+    async fn response_head(&mut self, head_method: bool, close_down: bool) -> Result<Answer, Wait> {
+        loop {
+            let up = self.up.as_mut().expect("connected before");
+            if !up.buf.is_empty() {
+                match wire::analyse_response(&up.buf, head_method, close_down, &mut self.out) {
+                    Response::Partial => {}
+                    Response::Invalid(why) => return Err(Wait::Failed(why)),
+                    Response::Interim { head_len } => {
+                        up.buf.advance(head_len);
+                        if self.down.write_all(&self.out).await.is_err() {
+                            return Err(Wait::ClientLeft);
+                        }
+                        continue;
+                    }
+                    Response::Final(answer) => return Ok(answer),
+                }
+            }
+            // The client's side is read too: its close means it gave up (pipelined bytes wait
+            // in the buffer, up to a head's worth).
+            let watch = self.buf.len() < wire::MAX_REQUEST_HEAD;
+            tokio::select! {
+                biased;
+                read = fill(&mut up.stream, &mut up.buf) => match read {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Err(Wait::Failed("connection closed before message completed".into()))
+                    }
+                    Err(err) => return Err(Wait::Failed(err.to_string())),
+                },
+                read = fill(&mut self.down, &mut self.buf), if watch => {
+                    if !matches!(read, Ok(true)) {
+                        return Err(Wait::ClientLeft);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends the response head in `out` and copies the body as it comes.
+    async fn forward_body(
+        &mut self,
+        mut ctx: RequestCtx,
+        answer: Answer,
+        close_down: bool,
+    ) -> After {
+        let Answer {
+            head_len,
+            mut framing,
+            upstream_closes,
+            ..
+        } = answer;
+        let until_close = framing == Framing::UntilClose;
+        let up = self.up.as_mut().expect("connected before");
+        up.buf.advance(head_len);
+        let mut part = body_part(&mut framing, &up.buf);
+        if let Ok((n, _, data)) = part {
+            self.out.extend_from_slice(&up.buf[..n]);
+            up.buf.advance(n);
+            ctx.event.client_bytes += data;
+        }
+        if self.down.write_all(&self.out).await.is_err() {
+            self.up = None;
+            return After::Gone;
+        }
+        loop {
+            let up = self.up.as_mut().expect("connected before");
+            let failure = match part {
+                Ok((_, true, _)) => break,
+                Err(why) => why.to_owned(),
+                Ok((_, false, _)) => match fill(&mut up.stream, &mut up.buf).await {
+                    Ok(true) => {
+                        part = body_part(&mut framing, &up.buf);
+                        if let Ok((n, _, data)) = part {
+                            if self.down.write_all(&up.buf[..n]).await.is_err() {
+                                self.up = None;
+                                return After::Gone;
+                            }
+                            up.buf.advance(n);
+                            ctx.event.client_bytes += data;
+                        }
+                        continue;
+                    }
+                    Ok(false) if until_close => break,
+                    Ok(false) => "connection closed before message completed".to_owned(),
+                    Err(err) => err.to_string(),
+                },
+            };
+            // The response is cut: the client sees the connection end before its end.
+            ctx.failed(Side::Upstream, format!("upstream body failed: {failure}"));
+            ctx.commit();
+            self.up = None;
+            return After::Gone;
+        }
+        ctx.complete();
+        let up = self.up.as_ref().expect("connected before");
+        if upstream_closes || !up.buf.is_empty() {
+            self.up = None;
+        }
+        if close_down || until_close {
+            After::Close
+        } else {
+            After::KeepAlive
+        }
+    }
+
+    /// Answers 502 with a problem body (the connection closes after it): the upstream failed
+    /// before its response head. `sent`: the request may have reached it.
+    async fn bad_gateway(&mut self, mut ctx: RequestCtx, cause: &str, sent: bool) -> After {
+        self.up = None;
+        ctx.event.upstream_sends = u8::from(sent);
+        let detail = no_response_detail(&format!("{}: {cause}", self.fwd.base()));
+        self.problem(ctx, StatusCode::BAD_GATEWAY, Side::Upstream, detail)
+            .await
+    }
+
+    /// Answers with a problem body for a failure on `side` (recorded in the event); the
+    /// connection closes after it.
+    async fn problem(
+        &mut self,
+        mut ctx: RequestCtx,
+        status: StatusCode,
+        side: Side,
+        detail: String,
+    ) -> After {
+        let bytes = problem_response(status, &detail);
+        ctx.failed(side, detail);
+        ctx.event.client_status = Some(status.as_u16());
+        ctx.answered();
+        if self.down.write_all(&bytes).await.is_err() {
+            return After::Gone;
+        }
+        ctx.complete();
+        After::Close
+    }
+
+    /// The client left while its request was at the upstream: its event is recorded now (by
+    /// the context's drop), and the exchange runs on without it, bounded, to record the
+    /// upstream's status when it comes.
+    fn orphan(&mut self, ctx: RequestCtx, receipt: Arc<Receipt>, head_method: bool) {
+        drop(ctx);
+        let Some(mut up) = self.up.take() else {
+            return;
+        };
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            let mut scratch = Vec::new();
+            let status = async {
+                loop {
+                    match wire::analyse_response(&up.buf, head_method, false, &mut scratch) {
+                        Response::Final(answer) => return Some(answer.status),
+                        Response::Interim { head_len } => up.buf.advance(head_len),
+                        Response::Invalid(_) => return None,
+                        Response::Partial => {
+                            if !matches!(fill(&mut up.stream, &mut up.buf).await, Ok(true)) {
+                                return None;
+                            }
+                        }
+                    }
+                }
+            };
+            tokio::select! {
+                status = tokio::time::timeout(AFTERLIFE, status) => {
+                    if let Ok(Some(status)) = status {
+                        receipt.answered(status);
+                    }
+                }
+                () = shared.shutting_down() => {}
+            }
+        });
+    }
+}
+
+/// Why no final response head came.
+enum Wait {
+    /// The upstream failed (closed, reset, sent no HTTP): why.
+    Failed(String),
+    /// The client closed its side first.
+    ClientLeft,
+}

@@ -1,0 +1,400 @@
+//! The fast path (plain requests while no rule is in force) against an upstream that answers
+//! with raw bytes: every framing a response can have, interim heads, an upstream that closes,
+//! and the hand-over to hyper's path when a rule arrives mid-connection.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use idemspec_proxy::{start, ProxyConfig, ProxyHandle};
+use rstest::rstest;
+use rstest_reuse::apply;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::support::*;
+
+/// A request head as the raw upstream received it.
+type Heads = Arc<Mutex<Vec<String>>>;
+
+/// An upstream that reads each request head (and its `Content-Length` body) and answers with
+/// the bytes `answer` gives for the path; `None` closes the connection at once. Answers
+/// ending in `\0` close the connection after writing (the `\0` is not sent).
+async fn raw_upstream(answer: fn(&str) -> Option<Vec<u8>>) -> (SocketAddr, Heads) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let heads = Heads::default();
+    let seen = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut pending = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        match stream.read(&mut buf).await {
+                            Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
+                            _ => return,
+                        }
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&pending[..end]).into_owned();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length: ")
+                                .map(str::to_owned)
+                        })
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    while pending.len() < end + 4 + len {
+                        match stream.read(&mut buf).await {
+                            Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
+                            _ => return,
+                        }
+                    }
+                    pending.drain(..end + 4 + len);
+                    let target = head.split(' ').nth(1).unwrap_or("");
+                    let path = target.strip_prefix("/base").unwrap_or(target).to_owned();
+                    seen.lock().unwrap().push(head);
+                    let Some(mut bytes) = answer(&path) else {
+                        return;
+                    };
+                    let close = bytes.last() == Some(&0);
+                    if close {
+                        bytes.pop();
+                    }
+                    if stream.write_all(&bytes).await.is_err() || close {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, heads)
+}
+
+fn script(path: &str) -> Option<Vec<u8>> {
+    let bytes: &[u8] = match path {
+        "/chunked" => b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\nX-Sum: 11\r\n\r\n",
+        "/until-close" => b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it\0",
+        "/hints" => b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+        "/closes" => b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nbye\0",
+        "/cut" => b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part\0",
+        "/garbage" => b"NOT HTTP AT ALL\r\n\r\n",
+        "/vanish" => return None,
+        "/head" => b"HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n",
+        _ => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive, x-hop\r\nX-Hop: gone\r\nKeep-Alive: timeout=5\r\n\r\nhi",
+    };
+    Some(bytes.to_vec())
+}
+
+async fn proxy_to(threads: usize, upstream: SocketAddr) -> ProxyHandle {
+    start(ProxyConfig {
+        upstream: format!("http://{upstream}/base"),
+        io_threads: threads,
+        ..ProxyConfig::default()
+    })
+    .await
+    .expect("proxy starts")
+}
+
+/// Reads one response (head and whole body, by its framing) from `stream`; `pending` keeps what
+/// was read past it.
+async fn response(
+    stream: &mut TcpStream,
+    pending: &mut Vec<u8>,
+    head_request: bool,
+) -> (String, Vec<u8>) {
+    let mut buf = [0u8; 8192];
+    loop {
+        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&pending[..end]).into_owned();
+            let lower = head.to_ascii_lowercase();
+            if lower.starts_with("http/1.1 1") {
+                pending.drain(..end + 4);
+                return (head, Vec::new());
+            }
+            let body_start = end + 4;
+            let done = |p: &Vec<u8>| -> Option<usize> {
+                if head_request {
+                    return Some(body_start);
+                }
+                if lower.contains("transfer-encoding: chunked") {
+                    // The test bodies' last chunk follows a chunk: `\r\n0\r\n`, trailers, `\r\n`.
+                    let tail = &p[body_start..];
+                    let zero = tail.windows(5).position(|w| w == b"\r\n0\r\n")? + 2;
+                    let end = tail[zero..].windows(4).position(|w| w == b"\r\n\r\n")?;
+                    return Some(body_start + zero + end + 4);
+                }
+                let len: Option<usize> = lower
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length: "))
+                    .and_then(|v| v.trim().parse().ok());
+                match len {
+                    Some(len) => (p.len() >= body_start + len).then_some(body_start + len),
+                    None => None,
+                }
+            };
+            loop {
+                if let Some(at) = done(pending) {
+                    let body = pending[body_start..at].to_vec();
+                    pending.drain(..at);
+                    return (head, body);
+                }
+                let n = stream.read(&mut buf).await.expect("read");
+                if n == 0 {
+                    // Close-delimited.
+                    let body = pending[body_start..].to_vec();
+                    pending.clear();
+                    return (head, body);
+                }
+                pending.extend_from_slice(&buf[..n]);
+            }
+        }
+        let n = stream.read(&mut buf).await.expect("read");
+        assert!(n > 0, "closed before a response");
+        pending.extend_from_slice(&buf[..n]);
+    }
+}
+
+async fn send(stream: &mut TcpStream, request: &str) {
+    stream.write_all(request.as_bytes()).await.unwrap();
+}
+
+#[apply(both_runtimes)]
+async fn every_response_framing_reaches_the_client_intact_on_one_connection(threads: usize) {
+    let (up, heads) = raw_upstream(script).await;
+    let proxy = proxy_to(threads, up).await;
+    let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
+    let mut pending = Vec::new();
+
+    send(&mut s, "GET /plain HTTP/1.1\r\nHost: t\r\nIdempotency-Key: k1\r\nX-Idemspec-Step: s1\r\nConnection: keep-alive\r\n\r\n").await;
+    let (head, body) = response(&mut s, &mut pending, false).await;
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert_eq!(body, b"hi");
+    let lower = head.to_ascii_lowercase();
+    for hop in ["x-hop", "keep-alive", "connection"] {
+        assert!(!lower.contains(hop), "{hop} is hop-by-hop: {head}");
+    }
+
+    send(&mut s, "GET /chunked HTTP/1.1\r\nHost: t\r\n\r\n").await;
+    let (head, body) = response(&mut s, &mut pending, false).await;
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "{head}"
+    );
+    assert_eq!(
+        body, b"5\r\nhello\r\n6;x=y\r\n world\r\n0\r\nX-Sum: 11\r\n\r\n",
+        "chunks and trailers pass as sent"
+    );
+
+    send(&mut s, "GET /hints HTTP/1.1\r\nHost: t\r\n\r\n").await;
+    let (interim, _) = response(&mut s, &mut pending, false).await;
+    assert!(interim.starts_with("HTTP/1.1 103 Early Hints"), "{interim}");
+    let (head, body) = response(&mut s, &mut pending, false).await;
+    assert!(head.starts_with("HTTP/1.1 201 Created"), "{head}");
+    assert_eq!(body, b"ok");
+
+    send(&mut s, "HEAD /head HTTP/1.1\r\nHost: t\r\n\r\n").await;
+    let (head, body) = response(&mut s, &mut pending, true).await;
+    assert!(head.contains("Content-Length: 1234"), "{head}");
+    assert!(body.is_empty());
+
+    // The upstream closes its connection after this one; the next request gets a new one.
+    send(
+        &mut s,
+        "POST /closes HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nabcd",
+    )
+    .await;
+    let (head, body) = response(&mut s, &mut pending, false).await;
+    assert!(
+        !head.to_ascii_lowercase().contains("connection: close"),
+        "the client's connection stays: {head}"
+    );
+    assert_eq!(body, b"bye");
+    send(&mut s, "GET /again HTTP/1.1\r\nHost: t\r\n\r\n").await;
+    let (_, body) = response(&mut s, &mut pending, false).await;
+    assert_eq!(body, b"hi");
+
+    // A body that runs to the upstream's close ends the client's connection too.
+    send(&mut s, "GET /until-close HTTP/1.1\r\nHost: t\r\n\r\n").await;
+    let (head, body) = response(&mut s, &mut pending, false).await;
+    assert!(head.contains("connection: close"), "{head}");
+    assert_eq!(body, b"all of it");
+
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 7, "{heads:?}");
+    assert!(
+        heads[0].starts_with("GET /base/plain HTTP/1.1\r\n"),
+        "{}",
+        heads[0]
+    );
+    assert!(heads[0].contains("Idempotency-Key: k1"), "{}", heads[0]);
+    let lower = heads[0].to_ascii_lowercase();
+    assert!(
+        !lower.contains("x-idemspec-step") && !lower.contains("connection"),
+        "{}",
+        heads[0]
+    );
+    assert!(heads[4].ends_with("Content-Length: 4"), "{}", heads[4]);
+
+    let events = proxy.events();
+    assert_eq!(events.len(), 7, "{events:#?}");
+    let first = &events[0];
+    assert_eq!(
+        (first.method.as_str(), first.path.as_str()),
+        ("GET", "/plain")
+    );
+    assert_eq!(first.idempotency_key.as_deref(), Some("k1"));
+    assert_eq!(first.step.as_deref(), Some("s1"));
+    assert_eq!(
+        (
+            first.upstream_sends,
+            first.upstream_status,
+            first.client_status
+        ),
+        (1, Some(200), Some(200))
+    );
+    assert!(first.client_complete && !first.client_disconnected);
+    assert_eq!(first.client_bytes, 2);
+    assert_eq!(events[1].client_bytes, 11, "chunk data, not framing");
+    assert_eq!(events[2].client_status, Some(201));
+    assert!(events.iter().all(|e| e.client_complete), "{events:#?}");
+    proxy.shutdown().await;
+}
+
+#[apply(both_runtimes)]
+async fn an_upstream_that_fails_before_or_during_its_answer_is_named(threads: usize) {
+    let (up, _) = raw_upstream(script).await;
+    let proxy = proxy_to(threads, up).await;
+    for (path, status) in [
+        ("/vanish", Some(502)),
+        ("/garbage", Some(502)),
+        ("/cut", Some(200)),
+    ] {
+        let got = raw(
+            proxy.addr(),
+            format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+        )
+        .await;
+        let text = got.text();
+        match status {
+            Some(502) => {
+                assert!(text.starts_with("HTTP/1.1 502"), "{path}: {text}");
+                assert!(text.contains("application/problem+json"), "{path}: {text}");
+                assert!(
+                    text.contains(&format!("http://{up}/base")),
+                    "{path} names the upstream: {text}"
+                );
+            }
+            _ => {
+                assert!(text.starts_with("HTTP/1.1 200"), "{path}: {text}");
+                assert!(
+                    text.ends_with("only part"),
+                    "{path}: the cut body, then the end: {text}"
+                );
+            }
+        }
+    }
+    eventually("three events", || proxy.events().len() == 3).await;
+    let events = proxy.events();
+    for e in &events[..2] {
+        assert_eq!(e.error_side, Some(idemspec_proxy::Side::Upstream), "{e:?}");
+        assert_eq!(e.client_status, Some(502), "{e:?}");
+        assert_eq!(e.upstream_sends, 1, "sent, no answer: {e:?}");
+    }
+    let cut = &events[2];
+    assert_eq!(cut.upstream_status, Some(200));
+    assert!(!cut.client_complete, "{cut:?}");
+    assert!(
+        cut.upstream_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("upstream body failed"),
+        "{cut:?}"
+    );
+    proxy.shutdown().await;
+}
+
+#[apply(both_runtimes)]
+async fn a_rule_that_arrives_mid_connection_applies_to_the_next_request(threads: usize) {
+    let (proxy, upstream) = proxied(threads, vec![]).await;
+    let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
+    let mut pending = Vec::new();
+    send(&mut s, "GET /one HTTP/1.1\r\nHost: t\r\n\r\n").await;
+    let (head, _) = response(&mut s, &mut pending, false).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    proxy
+        .set_rules(rules(
+            r#"[{"name": "teapot", "match": {"path": "/two"}, "fault": {"respond": {"status": 418}}}]"#,
+        ))
+        .unwrap();
+    // Pipelined: the rule's request and a plain one behind it, on the same connection.
+    send(
+        &mut s,
+        "GET /two HTTP/1.1\r\nHost: t\r\n\r\nGET /three HTTP/1.1\r\nHost: t\r\n\r\n",
+    )
+    .await;
+    let (head, _) = response(&mut s, &mut pending, false).await;
+    assert!(head.starts_with("HTTP/1.1 418"), "{head}");
+    let (head, body) = response(&mut s, &mut pending, false).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        String::from_utf8_lossy(&body).contains("/three"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let events = proxy.events();
+    assert_eq!(events.len(), 3, "{events:#?}");
+    assert_eq!(events[1].rule.as_deref(), Some("teapot"));
+    assert_eq!(
+        upstream.count(),
+        2,
+        "the rule's request never reached the upstream"
+    );
+    proxy.shutdown().await;
+}
+
+#[apply(both_runtimes)]
+async fn an_upstream_closing_an_idle_connection_costs_the_next_request_nothing(threads: usize) {
+    // Answers, then closes the connection a moment later, as servers with a short keep-alive do.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                        _ => return,
+                    }
+                }
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .await;
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            });
+        }
+    });
+    let proxy = proxy_to(threads, up).await;
+    let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
+    let mut pending = Vec::new();
+    for _ in 0..3 {
+        send(&mut s, "GET / HTTP/1.1\r\nHost: t\r\n\r\n").await;
+        let (head, body) = response(&mut s, &mut pending, false).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert_eq!(body, b"ok");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(
+        proxy.events().iter().all(|e| e.client_status == Some(200)),
+        "{:#?}",
+        proxy.events()
+    );
+    proxy.shutdown().await;
+}
