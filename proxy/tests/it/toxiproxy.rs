@@ -570,3 +570,147 @@ async fn toxicity_zero_never_applies_and_one_always_does() {
         assert!(round_trip(listen, &data).await.0.bytes.is_empty());
     }
 }
+
+impl Api {
+    /// The events of the proxies' connections, once `n` are recorded.
+    async fn events(&self, n: usize) -> Vec<idemspec_proxy::ProxyEvent> {
+        eventually("the events", || self.server.events_since(0).len() >= n).await;
+        self.server.events_since(0)
+    }
+}
+
+#[tokio::test]
+async fn each_connection_is_one_event_of_the_tcp_relay() {
+    let api = Api::start().await;
+    let listen = api.proxy("p").await;
+    assert_eq!(round_trip(listen, b"hello").await.0.bytes, b"hello");
+    let plain = api.events(1).await.remove(0);
+    assert_eq!(plain.proxy.as_deref(), Some("p"));
+    assert_eq!((plain.rule, plain.fault), (None, None), "no toxic acted");
+    assert_eq!(plain.upstream_sends, 1, "the upstream was connected");
+    assert_eq!(plain.client_bytes, 5);
+    assert!(plain.client_complete && plain.error_side.is_none());
+
+    api.toxic(
+        "p",
+        json!({"type": "latency", "attributes": {"latency": 200}}),
+    )
+    .await;
+    let (raw, took) = round_trip(listen, b"slow").await;
+    assert_eq!(raw.bytes, b"slow");
+    assert!(took >= Duration::from_millis(200), "{took:?}");
+    let slowed = api.events(2).await.remove(1);
+    assert_eq!(slowed.rule.as_deref(), Some("latency_downstream"));
+    assert_eq!(slowed.fault.as_deref(), Some("latency"));
+    assert!(slowed.duration_ms >= 200, "{}", slowed.duration_ms);
+    assert!(slowed.client_complete);
+
+    api.call("DELETE", "/proxies/p/toxics/latency_downstream", None)
+        .await;
+    api.toxic("p", json!({"type": "reset_peer", "stream": "upstream"}))
+        .await;
+    let (raw, _) = round_trip(listen, b"boom").await;
+    assert_eq!(raw.error, Some(ErrorKind::ConnectionReset));
+    let reset = api.events(3).await.remove(2);
+    assert_eq!(reset.fault.as_deref(), Some("reset_peer"));
+    assert_eq!(reset.client_bytes, 0);
+    assert!(!reset.client_complete);
+    api.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_upstream_is_an_upstream_error_event_and_a_reset() {
+    let api = Api::start().await;
+    // A port nothing listens on: bound, then closed.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let body = json!({"name": "down", "listen": "127.0.0.1:0", "upstream": upstream});
+    let (_, proxy) = api.call("POST", "/proxies", Some(body)).await;
+    let listen: SocketAddr = proxy["listen"].as_str().unwrap().parse().unwrap();
+    let mut s = TcpStream::connect(listen).await.unwrap();
+    let raw = read_to_end(&mut s).await;
+    assert_eq!(raw.error, Some(ErrorKind::ConnectionReset));
+    let event = api.events(1).await.remove(0);
+    assert_eq!(event.proxy.as_deref(), Some("down"));
+    assert_eq!(event.upstream_sends, 0);
+    assert_eq!(event.error_side, Some(idemspec_proxy::Side::Upstream));
+    let error = event.upstream_error.unwrap_or_default();
+    assert!(error.contains(&upstream), "{error}");
+}
+
+#[tokio::test]
+async fn a_connection_closed_by_disabling_is_recorded() {
+    let api = Api::start().await;
+    let listen = api.proxy("p").await;
+    let mut open = TcpStream::connect(listen).await.unwrap();
+    open.write_all(b"abc").await.unwrap();
+    let mut three = [0u8; 3];
+    open.read_exact(&mut three).await.unwrap();
+    api.call("POST", "/proxies/p", Some(json!({"enabled": false})))
+        .await;
+    // Recorded by the time the update returned.
+    let events = api.server.events_since(0);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].client_bytes, 3);
+    assert!(!events[0].client_complete, "cut, not finished");
+    assert!(read_to_end(&mut open).await.bytes.is_empty());
+}
+
+#[tokio::test]
+async fn requests_hyper_rejects_get_a_4xx_problem_body() {
+    let api = Api::start().await;
+    let oversized = format!(
+        "GET /proxies HTTP/1.1\r\nhost: x\r\nx-big: {}\r\n\r\n",
+        "a".repeat(1 << 20)
+    );
+    for (garbage, status) in [
+        (b"GARBAGE\r\n\r\n".to_vec(), 400),
+        (b"GET /version HTTP/1.1\r\nbad header\r\n\r\n".to_vec(), 400),
+        (oversized.into_bytes(), 431),
+    ] {
+        let got = raw(api.server.addr(), &garbage).await;
+        let text = got.text();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");
+        assert!(
+            head.contains("content-type: application/problem+json"),
+            "{head}"
+        );
+        let doc: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        assert_eq!(doc["status"], status, "{doc}");
+        assert!(
+            doc["detail"].as_str().unwrap().contains("could not parse"),
+            "{doc}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn malformed_json_gets_toxiproxys_error_shape_with_400_on_every_body_route() {
+    let api = Api::start().await;
+    api.proxy("p").await;
+    api.toxic("p", json!({"type": "latency", "name": "l"}))
+        .await;
+    for path in [
+        "/proxies",
+        "/populate",
+        "/proxies/p",
+        "/proxies/p/toxics",
+        "/proxies/p/toxics/l",
+    ] {
+        let resp = api
+            .http
+            .post(api.url(path))
+            .body("{\"oops\": ")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{path}");
+        let body: Value = resp.json().await.unwrap();
+        // Toxiproxy's shape: {"error": MESSAGE, "status": 400}.
+        assert_eq!(body["status"], 400, "{path}: {body}");
+        let error = body["error"].as_str().unwrap_or_default();
+        assert!(error.starts_with("bad request body"), "{path}: {error}");
+    }
+}
