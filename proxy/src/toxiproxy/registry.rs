@@ -221,6 +221,11 @@ impl Registry {
         }
     }
 
+    /// The events of the proxies' connections with `seq > since`, oldest first.
+    pub(crate) fn events_since(&self, since: u64) -> Vec<ProxyEvent> {
+        self.host.events.since(since)
+    }
+
     /// `GET /proxies`: every proxy by name.
     pub(crate) async fn list(&self) -> Value {
         let proxies = self.proxies.lock().await;

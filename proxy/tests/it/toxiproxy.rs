@@ -604,6 +604,14 @@ async fn each_connection_is_one_event_of_the_tcp_relay() {
     assert_eq!(slowed.fault.as_deref(), Some("latency"));
     assert!(slowed.duration_ms >= 200, "{}", slowed.duration_ms);
     assert!(slowed.client_complete);
+    // The same events over HTTP, after a cursor.
+    let (status, listed) = api.call("GET", "/events?since=1", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["proxy"], "p");
+    assert_eq!(listed[0]["fault"], "latency");
+    let bad = api.call("GET", "/events?since=x", None).await;
+    assert_eq!(bad.0, StatusCode::BAD_REQUEST, "{}", bad.1);
 
     api.call("DELETE", "/proxies/p/toxics/latency_downstream", None)
         .await;
