@@ -13,6 +13,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use rstest::rstest;
+use rstest_reuse::apply;
+
 use crate::support::*;
 
 struct Api {
@@ -23,8 +26,15 @@ struct Api {
 
 impl Api {
     async fn start() -> Self {
+        Self::start_with_threads(2).await
+    }
+
+    /// A server whose proxies' connections are served on `threads` I/O threads (0: the test's
+    /// runtime).
+    async fn start_with_threads(threads: usize) -> Self {
+        let addr = "127.0.0.1:0".parse().unwrap();
         Self {
-            server: ToxiproxyServer::start("127.0.0.1:0".parse().unwrap())
+            server: ToxiproxyServer::start_with_threads(addr, threads)
                 .await
                 .unwrap(),
             http: reqwest::Client::new(),
@@ -579,9 +589,9 @@ impl Api {
     }
 }
 
-#[tokio::test]
-async fn each_connection_is_one_event_of_the_tcp_relay() {
-    let api = Api::start().await;
+#[apply(both_runtimes)]
+async fn each_connection_is_one_event_of_the_tcp_relay(threads: usize) {
+    let api = Api::start_with_threads(threads).await;
     let listen = api.proxy("p").await;
     assert_eq!(round_trip(listen, b"hello").await.0.bytes, b"hello");
     let plain = api.events(1).await.remove(0);
@@ -721,4 +731,18 @@ async fn malformed_json_gets_toxiproxys_error_shape_with_400_on_every_body_route
         let error = body["error"].as_str().unwrap_or_default();
         assert!(error.starts_with("bad request body"), "{path}: {error}");
     }
+}
+
+#[tokio::test]
+async fn a_request_head_slower_than_toxiproxys_read_timeout_gets_408() {
+    let api = Api::start().await;
+    let started = Instant::now();
+    let got = raw(api.server.addr(), b"GET /version HTTP/1.1\r\nhost: x\r\n").await;
+    let took = started.elapsed();
+    let timeout = idemspec_proxy::toxiproxy::HEADER_READ_TIMEOUT;
+    assert!(took >= timeout, "{took:?}");
+    assert!(took < timeout + Duration::from_secs(3), "{took:?}");
+    let text = got.text();
+    assert!(text.starts_with("HTTP/1.1 408 "), "{text}");
+    assert!(text.contains("application/problem+json"), "{text}");
 }
