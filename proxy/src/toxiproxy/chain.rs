@@ -256,3 +256,91 @@ impl Transform for Chain {
         event.fault = Some(kinds.join(","));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(toxics: &[serde_json::Value]) -> Chain {
+        let toxics = toxics
+            .iter()
+            .enumerate()
+            .map(|(id, body)| {
+                let serde_json::Value::Object(body) = body else {
+                    panic!("an object")
+                };
+                Toxic::create(id as u64, body).expect("a valid toxic")
+            })
+            .collect();
+        // A receiver still reads the last value once its sender is gone.
+        Chain::new(watch::channel(Arc::new(toxics)).1)
+    }
+
+    #[test]
+    fn toxics_act_on_their_stream_in_the_documented_order() {
+        let c = chain(&[
+            serde_json::json!({"type": "latency", "attributes": {"latency": 20}}),
+            serde_json::json!({"type": "latency", "name": "more", "attributes": {"latency": 30}}),
+            serde_json::json!({"type": "limit_data", "attributes": {"bytes": 10}}),
+            serde_json::json!({"type": "reset_peer", "stream": "upstream", "attributes": {"timeout": 5}}),
+        ]);
+        assert_eq!(
+            c.chunk(Direction::Upstream, 100),
+            Plan::Reset(Duration::from_millis(5))
+        );
+        let Plan::Pass {
+            delay, take, then, ..
+        } = c.chunk(Direction::Downstream, 6)
+        else {
+            panic!("passed")
+        };
+        assert_eq!(
+            (delay, take, then),
+            (Duration::from_millis(50), 6, After::Continue)
+        );
+        let Plan::Pass { take, then, .. } = c.chunk(Direction::Downstream, 6) else {
+            panic!("passed")
+        };
+        assert_eq!((take, then), (4, After::Close), "10 bytes, then the close");
+        let mut event = ProxyEvent::starting_now();
+        c.record(&mut event);
+        assert_eq!(
+            event.rule.as_deref(),
+            Some("latency_downstream,more,limit_data_downstream,reset_peer_upstream")
+        );
+        assert_eq!(
+            event.fault.as_deref(),
+            Some("latency,latency,limit_data,reset_peer")
+        );
+        let timeout = chain(&[
+            serde_json::json!({"type": "reset_peer"}),
+            serde_json::json!({"type": "timeout"}),
+        ]);
+        assert_eq!(timeout.chunk(Direction::Downstream, 1), Plan::Discard);
+        assert_eq!(timeout.chunk(Direction::Upstream, 1), Plan::pass(1));
+    }
+
+    #[test]
+    fn slicer_and_bandwidth_pieces_cover_the_chunk() {
+        let c = chain(&[
+            serde_json::json!({"type": "slicer", "attributes": {"average_size": 300, "size_variation": 0, "delay": 1000}}),
+            // 100 bytes per 100 ms piece.
+            serde_json::json!({"type": "bandwidth", "attributes": {"rate": 1}}),
+        ]);
+        let Plan::Pass { pieces, .. } = c.chunk(Direction::Downstream, 1000) else {
+            panic!("passed")
+        };
+        assert_eq!(pieces.last().map(|p| p.end), Some(1000));
+        let mut start = 0;
+        for p in &pieces {
+            assert!(p.end > start && p.end - start <= 100, "{pieces:?}");
+            assert_eq!(
+                p.before,
+                Duration::from_micros((p.end - start) as u64 * 1000)
+            );
+            start = p.end;
+        }
+        let pauses = pieces.iter().filter(|p| !p.after.is_zero()).count();
+        assert!(pauses >= 3, "a pause after each slice: {pieces:?}");
+    }
+}
