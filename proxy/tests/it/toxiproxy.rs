@@ -187,23 +187,6 @@ async fn proxies_are_created_listed_shown_updated_and_deleted() {
 }
 
 #[tokio::test]
-async fn disabling_closes_open_connections() {
-    let api = Api::start().await;
-    let listen = api.proxy("p").await;
-    let mut open = TcpStream::connect(listen).await.unwrap();
-    open.write_all(b"x").await.unwrap();
-    let mut one = [0u8; 1];
-    open.read_exact(&mut one).await.unwrap();
-    api.call("POST", "/proxies/p", Some(json!({"enabled": false})))
-        .await;
-    let rest = read_to_end(&mut open).await;
-    assert!(
-        rest.bytes.is_empty(),
-        "the connection is closed, not left open"
-    );
-}
-
-#[tokio::test]
 async fn populate_creates_keeps_and_replaces_and_reset_restores() {
     let api = Api::start().await;
     let upstream = api.echo.to_string();
@@ -658,21 +641,37 @@ async fn an_unreachable_upstream_is_an_upstream_error_event_and_a_reset() {
 }
 
 #[tokio::test]
-async fn a_connection_closed_by_disabling_is_recorded() {
+async fn disabling_deleting_or_a_new_upstream_closes_open_connections_and_records_them() {
     let api = Api::start().await;
-    let listen = api.proxy("p").await;
-    let mut open = TcpStream::connect(listen).await.unwrap();
-    open.write_all(b"abc").await.unwrap();
-    let mut three = [0u8; 3];
-    open.read_exact(&mut three).await.unwrap();
-    api.call("POST", "/proxies/p", Some(json!({"enabled": false})))
-        .await;
-    // Recorded by the time the update returned.
-    let events = api.server.events_since(0);
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(events[0].client_bytes, 3);
-    assert!(!events[0].client_complete, "cut, not finished");
-    assert!(read_to_end(&mut open).await.bytes.is_empty());
+    let other = echo_upstream().await.to_string();
+    let changes = [
+        ("POST", json!({"enabled": false})),
+        ("PATCH", json!({"upstream": other})),
+        ("DELETE", Value::Null),
+    ];
+    for (round, (method, body)) in changes.into_iter().enumerate() {
+        let listen = api.proxy("p").await;
+        let mut open = TcpStream::connect(listen).await.unwrap();
+        open.write_all(b"abc").await.unwrap();
+        let mut three = [0u8; 3];
+        open.read_exact(&mut three).await.unwrap();
+        let body = (!body.is_null()).then_some(body);
+        let (status, _) = api.call(method, "/proxies/p", body).await;
+        assert!(status.is_success(), "{method}: {status}");
+        // Recorded by the time the call returned.
+        let events = api.server.events_since(round as u64);
+        assert_eq!(events.len(), 1, "{method}: {events:?}");
+        assert_eq!(events[0].client_bytes, 3, "{method}");
+        assert!(!events[0].client_complete, "{method}: cut, not finished");
+        let rest = read_to_end(&mut open).await;
+        assert!(
+            rest.bytes.is_empty() && rest.error.is_none(),
+            "{method}: {rest:?}"
+        );
+        if method != "DELETE" {
+            api.call("DELETE", "/proxies/p", None).await;
+        }
+    }
 }
 
 #[tokio::test]
