@@ -33,7 +33,8 @@ pub struct ProxyArgs {
     #[arg(long, value_enum)]
     pub mode: Option<CliMode>,
     /// Threads serving connections, each with its own event loop; a connection stays on one
-    /// (as haproxy's `nbthread`). Default: one per CPU. 0 serves them on the main runtime.
+    /// (as haproxy's `nbthread`), the Toxiproxy proxies' too. Default: one per CPU. 0 serves them on the
+    /// main runtime.
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     /// How long a client may take to send a request head (`10s`, `500ms`); a slower head gets
@@ -65,7 +66,7 @@ pub enum CliMode {
 pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     let toxiproxy = match args.toxiproxy_api {
         Some(addr) => Some(
-            ToxiproxyServer::start(addr)
+            ToxiproxyServer::start_with_threads(addr, io_threads(&args))
                 .await
                 .with_context(|| format!("failed to serve the Toxiproxy API on {addr}"))?,
         ),
@@ -117,6 +118,13 @@ async fn server_shutdown(server: Option<ToxiproxyServer>) {
     }
 }
 
+/// `--threads`, by default one per CPU.
+fn io_threads(args: &ProxyArgs) -> usize {
+    args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    })
+}
+
 /// The proxy configuration the flags and the scenario file describe; flags win over the file.
 ///
 /// Errors: an unreadable or invalid scenario file, no upstream, a bad `listen` in the file.
@@ -158,9 +166,7 @@ pub fn config(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
             args.header_read_timeout
                 .unwrap_or(ProxyConfig::HEADER_READ_TIMEOUT),
         ),
-        io_threads: args.threads.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-        }),
+        io_threads: io_threads(args),
         ..ProxyConfig::default()
     })
 }

@@ -282,17 +282,21 @@ async fn clear_rules(State(handle): State<ProxyHandle>) -> StatusCode {
     StatusCode::NO_CONTENT
 }
 
+/// The query of `GET /events`.
 #[derive(Deserialize)]
-struct EventsQuery {
+pub(crate) struct EventsQuery {
     since: Option<u64>,
 }
 
-async fn events(
-    State(handle): State<ProxyHandle>,
+/// `GET /events?since=SEQ`: the events `since` returns for SEQ (0 without it), as a JSON array;
+/// `400` with a problem body for a query that is not `since=` a non-negative integer. Served by
+/// the control API and the Toxiproxy API.
+pub(crate) fn events_reply(
+    since: impl FnOnce(u64) -> Vec<crate::ProxyEvent>,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     match query {
-        Ok(Query(q)) => Json(handle.events_since(q.since.unwrap_or(0))).into_response(),
+        Ok(Query(q)) => Json(since(q.since.unwrap_or(0))).into_response(),
         Err(err) => Refusal {
             status: StatusCode::BAD_REQUEST,
             title: "invalid query",
@@ -301,6 +305,13 @@ async fn events(
         }
         .into_response(),
     }
+}
+
+async fn events(
+    State(handle): State<ProxyHandle>,
+    query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    events_reply(|since| handle.events_since(since), query)
 }
 
 async fn reset(State(handle): State<ProxyHandle>) -> StatusCode {

@@ -1,4 +1,5 @@
-//! The event log: one [`ProxyEvent`] per proxied request (HTTP mode) or connection (TCP mode).
+//! The event log: one [`ProxyEvent`] per proxied request (HTTP mode) or connection (TCP mode and
+//! the Toxiproxy proxies).
 //!
 //! The log is the runner's ground truth for "did the server do the work": it records the rule that
 //! applied, the fault, what the upstream answered and whether the downstream client got it.
@@ -63,6 +64,11 @@ pub struct ProxyEvent {
     pub client_disconnected: bool,
     /// Milliseconds from the request's arrival until the event was recorded.
     pub duration_ms: u64,
+    /// The Toxiproxy proxy the connection came through (`crate::toxiproxy`), by name; `None`
+    /// for idemspec's own proxies. For such a connection `rule` and `fault` are the names and
+    /// types of the toxics that acted on it, joined by `,`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
 }
 
 impl ProxyEvent {
@@ -85,6 +91,7 @@ impl ProxyEvent {
         client_complete: false,
         client_disconnected: false,
         duration_ms: 0,
+        proxy: None,
     };
 
     /// An event for an exchange starting now, with nothing recorded yet.

@@ -1,6 +1,7 @@
 //! The accept loop shared by both modes: `run(listener, shared)` as in mini-redis, with graceful
 //! shutdown (stop accepting, let in-flight exchanges finish for a grace period, then cut them).
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -129,10 +130,19 @@ impl Shared {
     }
 }
 
-/// Serves `stream` on the next worker thread, or on the caller's runtime without workers.
-fn spawn_connection(conns: &mut JoinSet<()>, stream: TcpStream, shared: &Arc<Shared>) {
-    let Some(workers) = &shared.workers else {
-        conns.spawn(serve(stream, shared.clone()));
+/// Serves `stream` with `serve` on the next of `workers`' threads, or on the caller's runtime
+/// without workers; the task joins `conns`.
+pub(crate) fn spawn_on_workers<F, Fut>(
+    conns: &mut JoinSet<()>,
+    stream: TcpStream,
+    workers: Option<&crate::workers::Workers>,
+    serve: F,
+) where
+    F: FnOnce(TcpStream) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let Some(workers) = workers else {
+        conns.spawn(serve(stream));
         return;
     };
     // A tokio socket reports readiness to the runtime it was registered with: hand the worker
@@ -145,10 +155,9 @@ fn spawn_connection(conns: &mut JoinSet<()>, stream: TcpStream, shared: &Arc<Sha
             return;
         }
     };
-    let shared = shared.clone();
     workers.spawn_into(conns, async move {
         match TcpStream::from_std(stream) {
-            Ok(stream) => serve(stream, shared).await,
+            Ok(stream) => serve(stream).await,
             Err(err) => tracing::warn!(error = %err, "could not register a connection"),
         }
     });
@@ -168,9 +177,22 @@ pub(crate) async fn accept_until_shutdown(
     listener: TcpListener,
     shared: &Shared,
     what: &'static str,
+    serve: impl FnMut(&mut JoinSet<()>, TcpStream),
+) -> JoinSet<()> {
+    accept_until(listener, shared.shutting_down(), what, serve).await
+}
+
+/// Accepts connections on `listener` and hands each (TCP_NODELAY set) to `serve` until `stop`
+/// resolves; returns the connections still running (the listener is closed). `what` names the
+/// listener in logs. Every accept loop of the crate is this one.
+pub(crate) async fn accept_until(
+    listener: TcpListener,
+    stop: impl Future<Output = ()>,
+    what: &'static str,
     mut serve: impl FnMut(&mut JoinSet<()>, TcpStream),
 ) -> JoinSet<()> {
     let mut conns = JoinSet::new();
+    tokio::pin!(stop);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -186,7 +208,7 @@ pub(crate) async fn accept_until_shutdown(
                 }
             },
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            () = shared.shutting_down() => break,
+            () = &mut stop => break,
         }
     }
     conns
@@ -195,7 +217,10 @@ pub(crate) async fn accept_until_shutdown(
 /// Accepts connections until shutdown, then drains them.
 pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
     let mut conns = accept_until_shutdown(listener, &shared, "proxy", |conns, stream| {
-        spawn_connection(conns, stream, &shared)
+        let conn_shared = shared.clone();
+        spawn_on_workers(conns, stream, shared.workers.as_ref(), move |stream| {
+            serve(stream, conn_shared)
+        })
     })
     .await;
     shared.http_conns.shutdown_all();

@@ -1,232 +1,265 @@
-//! One relayed TCP connection, with the fault its rule chose.
+//! The TCP relay: one downstream connection relayed to its upstream, each direction's chunks
+//! passed through a [`Transform`] that may delay, cut, pace, drop or reset them, and one
+//! [`ProxyEvent`] per connection. idemspec's TCP mode (`super::rules`) and the Toxiproxy
+//! proxies (`crate::toxiproxy`) both relay through it; they differ only in their transform.
 
-use std::sync::{Arc, Mutex};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use idemspec_scenarios::rules::{Direction, TcpFault};
+use idemspec_scenarios::rules::Direction;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::event::{ProxyEvent, Side};
-use crate::matcher::SplitMix64;
-use crate::server::{Shared, Upstream};
+use crate::event::{EventLog, ProxyEvent, Side};
+
+/// One write of a chunk's bytes: `before` is waited first, then the bytes up to `end` (an
+/// offset into the chunk, after the previous piece's end) are written, then `after` is waited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Piece {
+    /// Where the piece ends in the chunk, bytes.
+    pub end: usize,
+    /// The pause before it is written.
+    pub before: Duration,
+    /// The pause after it was written (and flushed).
+    pub after: Duration,
+}
+
+/// What follows a chunk passed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum After {
+    /// Read on.
+    Continue,
+    /// Close both sides (FIN).
+    Close,
+    /// Reset both sides (RST).
+    Reset,
+}
+
+/// What the relay does with one chunk read in one direction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// Wait `delay`, write the chunk's first `take` bytes (as `pieces`, or in one write when
+    /// `pieces` is empty), then do `then`.
+    Pass {
+        delay: Duration,
+        take: usize,
+        pieces: Vec<Piece>,
+        then: After,
+    },
+    /// Drop the chunk and read on.
+    Discard,
+    /// Wait, then reset both sides; the chunk is not sent.
+    Reset(Duration),
+}
+
+impl Plan {
+    /// The whole chunk of `n` bytes, at once.
+    pub(crate) fn pass(n: usize) -> Self {
+        Self::Pass {
+            delay: Duration::ZERO,
+            take: n,
+            pieces: Vec::new(),
+            then: After::Continue,
+        }
+    }
+}
+
+/// What one connection's faults do to its bytes. One value per connection; both directions
+/// call it, concurrently (hence `Sync`).
+pub(crate) trait Transform: Sync {
+    /// The plan for a chunk of `n` bytes read in `dir` (`Upstream`: from the client).
+    fn chunk(&self, dir: Direction, n: usize) -> Plan;
+
+    /// How long an end of stream read in `dir` waits before it is passed on.
+    fn eof_delay(&self, _dir: Direction) -> Duration {
+        Duration::ZERO
+    }
+
+    /// Resolves when the transform closes the connection of its own accord (FIN both ways).
+    fn expiry(&self) -> impl Future<Output = ()> + Send {
+        std::future::pending()
+    }
+
+    /// Fills in what the transform did (`rule`, `fault`) once the connection is over.
+    fn record(&self, _event: &mut ProxyEvent) {}
+}
 
 /// How a pump (one direction of the relay) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
     /// The reader reached EOF; the writer was shut down.
     Eof,
-    /// The byte budget was spent: the whole connection is to be closed.
-    Cut,
+    /// The transform closed the connection.
+    Close,
+    /// The transform reset the connection.
+    Reset,
     /// Reading or writing failed.
     Failed(Side),
 }
 
-/// The per-connection fault settings a pump applies.
-struct Policy {
-    latency: Option<(Duration, Duration, Direction)>,
-    budget: Option<(Mutex<u64>, Direction)>,
-    rng: Mutex<SplitMix64>,
-}
-
-fn applies(selected: Direction, dir: Direction) -> bool {
-    selected == Direction::Both || selected == dir
-}
-
-impl Policy {
-    fn delay(&self, dir: Direction) -> Option<Duration> {
-        let (base, jitter, selected) = self.latency?;
-        if !applies(selected, dir) {
-            return None;
-        }
-        let u = self
-            .rng
-            .lock()
-            .expect("rng lock is never poisoned")
-            .next_f64();
-        // Uniform in [base - jitter, base + jitter], never negative.
-        let offset = jitter.as_secs_f64() * (2.0 * u - 1.0);
-        Some(Duration::from_secs_f64(
-            (base.as_secs_f64() + offset).max(0.0),
-        ))
-    }
-
-    /// How many of `n` bytes may pass, and whether the budget is now spent.
-    fn take(&self, dir: Direction, n: usize) -> (usize, bool) {
-        let Some((budget, selected)) = &self.budget else {
-            return (n, false);
-        };
-        if !applies(*selected, dir) {
-            return (n, false);
-        }
-        let mut left = budget.lock().expect("budget lock is never poisoned");
-        let take = (*left).min(n as u64);
-        *left -= take;
-        (take as usize, *left == 0)
+/// The side bytes flowing in `dir` are read from, and the one they are written to.
+fn sides(dir: Direction) -> (Side, Side) {
+    match dir {
+        Direction::Upstream => (Side::Downstream, Side::Upstream),
+        _ => (Side::Upstream, Side::Downstream),
     }
 }
 
-async fn pump<R, W>(mut from: R, mut to: W, dir: Direction, policy: &Policy) -> (End, u64)
+async fn pause(d: Duration) {
+    if !d.is_zero() {
+        tokio::time::sleep(d).await;
+    }
+}
+
+async fn write_pieces<W: AsyncWrite + Unpin>(
+    to: &mut W,
+    data: &[u8],
+    pieces: &[Piece],
+) -> std::io::Result<()> {
+    if pieces.is_empty() {
+        return to.write_all(data).await;
+    }
+    let mut start = 0;
+    for piece in pieces {
+        pause(piece.before).await;
+        to.write_all(&data[start..piece.end]).await?;
+        if !piece.after.is_zero() {
+            to.flush().await?;
+            pause(piece.after).await;
+        }
+        start = piece.end;
+    }
+    Ok(())
+}
+
+/// Relays `from` to `to` through `transform` until either ends; counts the bytes written in
+/// `passed` as they go (a relay stopped from outside still knows them).
+async fn pump<R, W, T>(
+    mut from: R,
+    mut to: W,
+    dir: Direction,
+    transform: &T,
+    passed: &AtomicU64,
+) -> End
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
+    T: Transform,
 {
-    let from_side = if dir == Direction::Upstream {
-        Side::Downstream
-    } else {
-        Side::Upstream
-    };
-    let to_side = if from_side == Side::Upstream {
-        Side::Downstream
-    } else {
-        Side::Upstream
-    };
+    let (from_side, to_side) = sides(dir);
     let mut buf = vec![0u8; 16 * 1024];
-    let mut passed = 0u64;
     loop {
         let n = match from.read(&mut buf).await {
             Ok(0) => {
+                pause(transform.eof_delay(dir)).await;
                 let _ = to.shutdown().await;
-                return (End::Eof, passed);
+                return End::Eof;
             }
             Ok(n) => n,
-            Err(_) => return (End::Failed(from_side), passed),
+            Err(_) => return End::Failed(from_side),
         };
-        if let Some(delay) = policy.delay(dir) {
-            tokio::time::sleep(delay).await;
+        let (delay, take, pieces, then) = match transform.chunk(dir, n) {
+            Plan::Discard => continue,
+            Plan::Reset(wait) => {
+                pause(wait).await;
+                return End::Reset;
+            }
+            Plan::Pass {
+                delay,
+                take,
+                pieces,
+                then,
+            } => (delay, take.min(n), pieces, then),
+        };
+        pause(delay).await;
+        if write_pieces(&mut to, &buf[..take], &pieces).await.is_err() {
+            return End::Failed(to_side);
         }
-        let (take, spent) = policy.take(dir, n);
-        if to.write_all(&buf[..take]).await.is_err() {
-            return (End::Failed(to_side), passed);
-        }
-        passed += take as u64;
-        if spent {
-            let _ = to.flush().await;
-            return (End::Cut, passed);
-        }
+        passed.fetch_add(take as u64, Ordering::Relaxed);
+        let end = match then {
+            After::Continue => continue,
+            After::Close => End::Close,
+            After::Reset => End::Reset,
+        };
+        let _ = to.flush().await;
+        return end;
     }
 }
 
-/// Serves one downstream connection in TCP mode and records one event for it.
-pub(crate) async fn serve_connection(mut down: TcpStream, shared: Arc<Shared>) {
-    let Upstream::Tcp(upstream) = &shared.upstream else {
-        unreachable!("TCP connections are only served in TCP mode")
-    };
-    let started = Instant::now();
-    let mut event = ProxyEvent::starting_now();
-    let rule = shared.tcp_rules().select();
-    if let Some(rule) = &rule {
-        event.rule = Some(rule.rule.name.clone());
-        event.fault = Some(rule.rule.fault.verb().to_owned());
-        tracing::info!(rule = %rule.rule.name, fault = rule.rule.fault.verb(), "applying TCP fault");
-    }
-    let fault = rule.as_ref().map(|r| r.rule.fault.clone());
-    let mut policy = Policy {
-        latency: None,
-        budget: None,
-        rng: Mutex::new(SplitMix64::new(0)),
-    };
-    let mut reset = false;
-    match fault {
-        Some(TcpFault::Refuse { reset }) => {
-            if reset {
-                let _ = down.set_zero_linger();
-            }
-            finish(&shared, event, started);
-            return;
-        }
-        Some(TcpFault::Blackhole {}) => {
-            let mut sink = vec![0u8; 16 * 1024];
-            tokio::select! {
-                _ = async { while matches!(down.read(&mut sink).await, Ok(n) if n > 0) {} } => {
-                    event.client_disconnected = true;
-                }
-                () = shared.shutting_down() => {}
-            }
-            finish(&shared, event, started);
-            return;
-        }
-        Some(TcpFault::Latency {
-            duration,
-            jitter,
-            direction,
-        }) => {
-            policy.latency = Some((duration, jitter.unwrap_or_default(), direction));
-            if let Some(rule) = &rule {
-                policy.rng = Mutex::new(rule.gate.jitter_rng());
-            }
-        }
-        Some(TcpFault::CloseAfter {
-            bytes,
-            direction,
-            reset: r,
-        }) => {
-            policy.budget = Some((Mutex::new(bytes), direction));
-            reset = r;
-        }
-        None => {}
-    }
-    let mut up = match TcpStream::connect(upstream.as_str()).await {
+/// Relays `down` to `upstream` (`host:port`, connected now) through `transform` until both
+/// sides have closed, the transform ends the connection, or `stop` resolves; fills in `event`
+/// (upstream connected or refused, bytes to the client, how it ended, what the transform did).
+/// An upstream that cannot be reached resets the client's connection.
+pub(crate) async fn relay<T: Transform>(
+    down: TcpStream,
+    upstream: &str,
+    transform: &T,
+    event: &mut ProxyEvent,
+    stop: impl Future<Output = ()>,
+) {
+    relay_connected(down, upstream, transform, event, stop).await;
+    transform.record(event);
+}
+
+async fn relay_connected<T: Transform>(
+    mut down: TcpStream,
+    upstream: &str,
+    transform: &T,
+    event: &mut ProxyEvent,
+    stop: impl Future<Output = ()>,
+) {
+    let mut up = match TcpStream::connect(upstream).await {
         Ok(up) => up,
         Err(err) => {
             event.error_side = Some(Side::Upstream);
             event.upstream_error = Some(format!("connect {upstream}: {err}"));
             // The client sees a reset, as it would from a refusing server.
             let _ = down.set_zero_linger();
-            finish(&shared, event, started);
             return;
         }
     };
     let _ = up.set_nodelay(true);
     event.upstream_sends = 1;
-    let cut = {
+    let reset = {
         let (dr, dw) = down.split();
         let (ur, uw) = up.split();
-        let to_up = pump(dr, uw, Direction::Upstream, &policy);
-        let to_down = pump(ur, dw, Direction::Downstream, &policy);
-        // A shutdown lets the bytes flow for its grace period (there is no "exchange" to wait
-        // for in a byte stream), ending just before the accept loop cuts the task, so that the
-        // event is still recorded.
-        let last_call = async {
-            shared.shutting_down().await;
-            tokio::time::sleep(shared.grace.saturating_sub(SHUTDOWN_MARGIN)).await;
-        };
-        tokio::pin!(to_up, to_down, last_call);
+        let (sent_up, sent_down) = (AtomicU64::new(0), AtomicU64::new(0));
+        let to_up = pump(dr, uw, Direction::Upstream, transform, &sent_up);
+        let to_down = pump(ur, dw, Direction::Downstream, transform, &sent_down);
+        let expiry = transform.expiry();
+        tokio::pin!(to_up, to_down, stop, expiry);
         let (mut up_end, mut down_end) = (None, None);
         loop {
             tokio::select! {
                 r = &mut to_up, if up_end.is_none() => up_end = Some(r),
                 r = &mut to_down, if down_end.is_none() => down_end = Some(r),
-                () = &mut last_call => break,
+                () = &mut expiry => break,
+                () = &mut stop => break,
             }
             let ended = [up_end, down_end];
-            if ended.iter().flatten().any(|(e, _)| *e != End::Eof)
-                || ended.iter().all(Option::is_some)
-            {
+            if ended.iter().flatten().any(|e| *e != End::Eof) || ended.iter().all(Option::is_some) {
                 break;
             }
         }
-        event.client_bytes = down_end.map_or(0, |(_, n)| n);
-        let ends = [up_end.map(|(e, _)| e), down_end.map(|(e, _)| e)];
+        event.client_bytes = sent_down.load(Ordering::Relaxed);
+        let ends = [up_end, down_end];
         if let Some(End::Failed(side)) = ends.iter().flatten().find(|e| matches!(e, End::Failed(_)))
         {
             event.error_side = Some(*side);
             event.client_disconnected = *side == Side::Downstream;
         }
         event.client_complete = ends.iter().all(|e| *e == Some(End::Eof));
-        ends.contains(&Some(End::Cut))
+        ends.contains(&Some(End::Reset))
     };
-    if cut && reset {
+    if reset {
         let _ = down.set_zero_linger();
         let _ = up.set_zero_linger();
     }
-    finish(&shared, event, started);
 }
 
-/// How long before the end of a shutdown's grace period a relay stops on its own.
-const SHUTDOWN_MARGIN: std::time::Duration = std::time::Duration::from_millis(100);
-
-fn finish(shared: &Shared, mut event: ProxyEvent, started: Instant) {
+/// Records `event`, with its duration since `started`, in `events`.
+pub(crate) fn record(events: &EventLog, mut event: ProxyEvent, started: Instant) {
     event.duration_ms = started.elapsed().as_millis() as u64;
-    shared.events.push(event);
+    events.push(event);
 }

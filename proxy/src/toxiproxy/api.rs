@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, Method, Request, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -13,6 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::error::ApiError;
 use super::registry::{field, Registry, Spec};
+use crate::control::EventsQuery;
 
 /// The largest request body read, bytes (1 MiB).
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -38,6 +40,7 @@ pub(crate) fn router(registry: Shared) -> Router {
                 .delete(remove_toxic),
         )
         .route("/version", get(version))
+        .route("/events", get(events))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(no_browsers))
@@ -59,7 +62,7 @@ async fn no_browsers(request: Request<Body>, next: Next) -> Response {
 
 async fn not_found(uri: Uri) -> ApiError {
     ApiError::not_found(format!(
-        "404 page not found: `{}` (the Toxiproxy API serves /proxies, /populate, /reset, /version)",
+        "404 page not found: `{}` (the Toxiproxy API serves /proxies, /populate, /reset, /version, /events)",
         uri.path()
     ))
 }
@@ -249,6 +252,15 @@ async fn remove_toxic(
     Path((proxy, toxic)): Path<(String, String)>,
 ) -> Response {
     no_content(r.delete_toxic(&proxy, &toxic).await)
+}
+
+/// `GET /events?since=SEQ` (idemspec's, not Toxiproxy's): one event per connection of the
+/// proxies, `proxy` naming the proxy, as the control API's `GET /events`.
+async fn events(
+    State(r): State<Shared>,
+    query: Result<Query<EventsQuery>, QueryRejection>,
+) -> Response {
+    crate::control::events_reply(|since| r.events_since(since), query)
 }
 
 async fn version(_headers: HeaderMap) -> Response {

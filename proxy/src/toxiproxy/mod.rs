@@ -5,25 +5,30 @@
 //! Per-request HTTP faults stay idemspec's own rules (`control`, `--control`).
 //!
 //! Layout: `api` (routes, status codes, bodies), `error` (Toxiproxy's error body as a problem
-//! document), `registry` (the proxies and their accept loops), `link` (one relayed connection and
-//! its toxic chain), `toxics/` (one file per toxic type). `docs/toxiproxy.md` lists what is
+//! document), `registry` (the proxies and their accept loops), `chain` (the toxics of one
+//! connection, as a transform of idemspec's TCP relay, `crate::tcp::relay`), `toxics/` (one file
+//! per toxic type). Connections are served on the server's I/O workers and recorded in its
+//! event log ([`ToxiproxyServer::events_since`]). `docs/toxiproxy.md` lists what is
 //! served and every deliberate difference from Toxiproxy.
 
 mod api;
+mod chain;
 mod error;
-mod link;
 mod registry;
 mod toxics;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use std::time::Duration;
+
+use idemspec_scenarios::rules::Mode;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::event::{EventLog, ProxyEvent};
+use crate::server::{accept_until_shutdown, Shared, Upstream};
+use crate::ProxyConfig;
 
 pub use api::BODY_LIMIT;
 
@@ -32,59 +37,64 @@ pub use api::BODY_LIMIT;
 pub const VERSION: &str = "2.12.0";
 
 /// How long a client may take to send a request head, as Toxiproxy's read timeout (15 s); a
-/// slower one has its connection closed.
+/// slower one gets `408` with a problem body and its connection is closed.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// Serves `app` on `listener`, one HTTP/1.1 connection per task, until `stopped`; then closes
-/// every connection.
-async fn serve(listener: TcpListener, app: axum::Router, mut stopped: oneshot::Receiver<()>) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = &mut stopped => break,
-            Some(_) = conns.join_next() => {}
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                };
-                let service = TowerToHyperService::new(app.clone());
-                conns.spawn(async move {
-                    let mut http = hyper::server::conn::http1::Builder::new();
-                    http.timer(TokioTimer::new())
-                        .header_read_timeout(HEADER_READ_TIMEOUT);
-                    let _ = http.serve_connection(TokioIo::new(stream), service).await;
-                });
-            }
-        }
-    }
-    drop(listener);
-    conns.shutdown().await;
-}
 
 /// A running Toxiproxy API server.
 #[derive(Debug)]
 pub struct ToxiproxyServer {
     addr: SocketAddr,
-    stop: oneshot::Sender<()>,
+    /// The server's state as the proxy's connections know it: the event log, the I/O workers,
+    /// the shutdown signal and the header-read timeout of the API's connections. Its `upstream`
+    /// is empty: each proxy has its own.
+    host: Arc<Shared>,
+    stop: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
 
 impl ToxiproxyServer {
-    /// Binds `addr` (port 0 for a free one) and serves the API on it.
+    /// Binds `addr` (port 0 for a free one) and serves the API on it, with one I/O thread per
+    /// CPU for the proxies' connections.
     ///
-    /// Errors: the address cannot be bound.
+    /// Errors: the address cannot be bound, a thread cannot be started.
     pub async fn start(addr: SocketAddr) -> std::io::Result<Self> {
+        let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        Self::start_with_threads(addr, threads).await
+    }
+
+    /// As [`ToxiproxyServer::start`], with `io_threads` threads serving the proxies'
+    /// connections (each a single-threaded runtime, a connection pinned to one, as
+    /// [`ProxyConfig::io_threads`]); 0 serves them on the caller's runtime.
+    ///
+    /// Errors: the address cannot be bound, a thread cannot be started.
+    pub async fn start_with_threads(addr: SocketAddr, io_threads: usize) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let registry = Arc::new(registry::Registry::default());
-        let app = api::router(registry.clone());
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            serve(listener, app, stopped).await;
-            registry.stop_all().await;
-        });
-        Ok(Self { addr, stop, task })
+        let workers = match io_threads {
+            0 => None,
+            n => Some(crate::workers::Workers::start(n)?),
+        };
+        let defaults = ProxyConfig::default();
+        let (stop, stopped) = watch::channel(false);
+        let host = Arc::new(Shared::new(
+            Mode::Tcp,
+            Default::default(),
+            (
+                Arc::new(EventLog::new(defaults.event_capacity)),
+                defaults.key_header,
+            ),
+            Upstream::Tcp(String::new()),
+            stopped,
+            (defaults.shutdown_grace, Some(HEADER_READ_TIMEOUT)),
+            workers,
+        ));
+        let task = tokio::spawn(serve(listener, host.clone()));
+        Ok(Self {
+            addr,
+            host,
+            stop,
+            task,
+        })
     }
 
     /// The address the API is served on.
@@ -92,9 +102,47 @@ impl ToxiproxyServer {
         self.addr
     }
 
+    /// The events of the proxies' connections (one per connection, `proxy` naming the proxy)
+    /// with `seq > since`, oldest first.
+    pub fn events_since(&self, since: u64) -> Vec<ProxyEvent> {
+        self.host.events.since(since)
+    }
+
     /// Stops the API and every proxy it made, closing their connections.
     pub async fn shutdown(self) {
-        let _ = self.stop.send(());
+        self.stop.send_replace(true);
         let _ = self.task.await;
+    }
+}
+
+/// Serves the API on `listener` until `host` shuts down, each connection as the control API's
+/// (`http::serve_control`: a problem body for hyper's own rejections, the header-read timeout,
+/// the lingering close); then stops every proxy and closes every connection.
+async fn serve(listener: TcpListener, host: Arc<Shared>) {
+    let registry = Arc::new(registry::Registry::new(host.clone()));
+    let app = api::router(registry.clone());
+    let sweep = tokio::spawn(crate::http::sweep_slow_heads(
+        host.clone(),
+        HEADER_READ_TIMEOUT,
+    ));
+    let mut conns = accept_until_shutdown(listener, &host, "toxiproxy API", |conns, stream| {
+        conns.spawn(crate::http::serve_control(
+            stream,
+            host.clone(),
+            app.clone(),
+        ));
+    })
+    .await;
+    host.http_conns.shutdown_all();
+    registry.stop_all().await;
+    let drained = tokio::time::timeout(host.grace, async {
+        while conns.join_next().await.is_some() {}
+    });
+    if drained.await.is_err() {
+        conns.shutdown().await;
+    }
+    let _ = sweep.await;
+    if let Some(workers) = &host.workers {
+        workers.stop();
     }
 }

@@ -3,6 +3,10 @@
 //!
 //! As in Toxiproxy's `ProxyCollection`, one lock orders every change; disabling a proxy closes
 //! its listener and every connection it relays, and is complete when the call returns.
+//!
+//! A connection is relayed by the TCP relay (`crate::tcp::relay`) through its toxic
+//! [`Chain`], on the server's I/O workers, and recorded in the server's event log with the
+//! proxy's name.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -10,13 +14,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch, Mutex};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
+use super::chain::{Chain, Toxics};
 use super::error::ApiError;
-use super::link;
 use super::toxics::Toxic;
+use crate::event::ProxyEvent;
+use crate::server::{accept_until, spawn_on_workers, Shared};
+use crate::tcp::relay;
 
 /// The most proxies one server holds.
 pub(crate) const MAX_PROXIES: usize = 1024;
@@ -61,8 +68,9 @@ impl Entry {
         })
     }
 
-    /// Binds `self.listen` and starts relaying; `listen` becomes the bound address.
-    async fn start(&mut self) -> Result<(), ApiError> {
+    /// Binds `self.listen` and starts relaying as proxy `name` of `host`; `listen` becomes the
+    /// bound address.
+    async fn start(&mut self, name: &str, host: &Arc<Shared>) -> Result<(), ApiError> {
         if self.running.is_some() {
             return Ok(());
         }
@@ -72,12 +80,12 @@ impl Entry {
             .map_err(|e| ApiError::bad_request(format!("listen {}: {e}", self.listen)))?
             .to_string();
         let (stop, stopped) = oneshot::channel();
-        let task = tokio::spawn(accept(
-            listener,
-            self.upstream.clone(),
-            self.toxics.subscribe(),
-            stopped,
-        ));
+        let proxy = Proxy {
+            name: name.to_owned(),
+            upstream: self.upstream.clone(),
+            toxics: self.toxics.subscribe(),
+        };
+        let task = tokio::spawn(accept(listener, Arc::new(proxy), host.clone(), stopped));
         self.running = Some(Running { stop, task });
         Ok(())
     }
@@ -118,37 +126,69 @@ async fn bind(listen: &str) -> Result<TcpListener, ApiError> {
     })
 }
 
+/// What each connection of a running proxy needs.
+struct Proxy {
+    name: String,
+    upstream: String,
+    toxics: Toxics,
+}
+
+/// How long a stopped proxy's connections have to record their events before they are cut.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Relays `proxy`'s connections on `listener` until `stopped`; then closes the listener and
+/// every connection (each records its event first).
 async fn accept(
     listener: TcpListener,
-    upstream: String,
-    toxics: link::Toxics,
-    mut stopped: oneshot::Receiver<()>,
+    proxy: Arc<Proxy>,
+    host: Arc<Shared>,
+    stopped: oneshot::Receiver<()>,
 ) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = &mut stopped => break,
-            Some(_) = conns.join_next() => {}
-            accepted = listener.accept() => match accepted {
-                Ok((down, _)) => {
-                    conns.spawn(link::relay(down, upstream.clone(), toxics.clone()));
-                }
-                Err(err) => {
-                    tracing::warn!(%err, "toxiproxy API: accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                }
-            },
-        }
+    let (close, closing) = watch::channel(false);
+    let stop = async {
+        let _ = stopped.await;
+    };
+    let mut conns = accept_until(listener, stop, "toxiproxy proxy", |conns, down| {
+        let (proxy, conn_host, closing) = (proxy.clone(), host.clone(), closing.clone());
+        spawn_on_workers(conns, down, host.workers.as_ref(), move |down| {
+            serve(down, proxy, conn_host, closing)
+        });
+    })
+    .await;
+    close.send_replace(true);
+    let drained = tokio::time::timeout(CLOSE_GRACE, async {
+        while conns.join_next().await.is_some() {}
+    });
+    if drained.await.is_err() {
+        conns.shutdown().await;
     }
-    drop(listener);
-    conns.shutdown().await;
+}
+
+/// Relays one connection of `proxy` through its toxics until it ends or `closing` turns true,
+/// and records its event in `host`'s log.
+async fn serve(
+    down: TcpStream,
+    proxy: Arc<Proxy>,
+    host: Arc<Shared>,
+    mut closing: watch::Receiver<bool>,
+) {
+    let started = std::time::Instant::now();
+    let mut event = ProxyEvent::starting_now();
+    event.proxy = Some(proxy.name.clone());
+    let chain = Chain::new(proxy.toxics.clone());
+    let stop = async {
+        let _ = closing.wait_for(|closed| *closed).await;
+    };
+    relay::relay(down, &proxy.upstream, &chain, &mut event, stop).await;
+    relay::record(&host.events, event, started);
 }
 
 /// All proxies of one server.
-#[derive(Default)]
 pub(crate) struct Registry {
     proxies: Mutex<BTreeMap<String, Entry>>,
     next_toxic: AtomicU64,
+    /// The server's event log, I/O workers and shutdown signal.
+    host: Arc<Shared>,
 }
 
 fn not_found() -> ApiError {
@@ -172,6 +212,20 @@ async fn same_listen(listen: &str, current: &str) -> bool {
 }
 
 impl Registry {
+    /// No proxies yet; theirs will be served with `host`'s workers and recorded in its log.
+    pub(crate) fn new(host: Arc<Shared>) -> Self {
+        Self {
+            proxies: Mutex::default(),
+            next_toxic: AtomicU64::new(0),
+            host,
+        }
+    }
+
+    /// The events of the proxies' connections with `seq > since`, oldest first.
+    pub(crate) fn events_since(&self, since: u64) -> Vec<ProxyEvent> {
+        self.host.events.since(since)
+    }
+
     /// `GET /proxies`: every proxy by name.
     pub(crate) async fn list(&self) -> Value {
         let proxies = self.proxies.lock().await;
@@ -195,7 +249,7 @@ impl Registry {
                 "a server holds at most {MAX_PROXIES} proxies"
             )));
         }
-        let entry = new_entry(&spec).await?;
+        let entry = new_entry(&spec, &self.host).await?;
         let shown = entry.to_json(&spec.name);
         proxies.insert(spec.name, entry);
         Ok(shown)
@@ -221,7 +275,7 @@ impl Registry {
                     ApiError::bad_request(format!("a server holds at most {MAX_PROXIES} proxies"));
                 return (done, Some(err));
             }
-            match new_entry(&spec).await {
+            match new_entry(&spec, &self.host).await {
                 Ok(entry) => {
                     done.push(entry.to_json(&spec.name));
                     proxies.insert(spec.name, entry);
@@ -270,7 +324,7 @@ impl Registry {
             entry.upstream = upstream;
         }
         if enabled {
-            entry.start().await?;
+            entry.start(name, &self.host).await?;
         }
         Ok(entry.to_json(name))
     }
@@ -286,8 +340,8 @@ impl Registry {
     /// `POST /reset`: every proxy enabled, every toxic removed.
     pub(crate) async fn reset(&self) -> Result<(), ApiError> {
         let mut proxies = self.proxies.lock().await;
-        for entry in proxies.values_mut() {
-            entry.start().await?;
+        for (name, entry) in proxies.iter_mut() {
+            entry.start(name, &self.host).await?;
             entry.toxics.send_replace(Arc::new(Vec::new()));
         }
         Ok(())
@@ -380,7 +434,7 @@ impl Registry {
     }
 }
 
-async fn new_entry(spec: &Spec) -> Result<Entry, ApiError> {
+async fn new_entry(spec: &Spec, host: &Arc<Shared>) -> Result<Entry, ApiError> {
     let mut entry = Entry {
         listen: spec.listen.clone(),
         upstream: spec.upstream.clone(),
@@ -388,7 +442,7 @@ async fn new_entry(spec: &Spec) -> Result<Entry, ApiError> {
         toxics: watch::Sender::new(Arc::new(Vec::new())),
     };
     if spec.enabled {
-        entry.start().await?;
+        entry.start(&spec.name, host).await?;
     }
     Ok(entry)
 }

@@ -13,6 +13,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use rstest::rstest;
+use rstest_reuse::apply;
+
 use crate::support::*;
 
 struct Api {
@@ -23,8 +26,15 @@ struct Api {
 
 impl Api {
     async fn start() -> Self {
+        Self::start_with_threads(2).await
+    }
+
+    /// A server whose proxies' connections are served on `threads` I/O threads (0: the test's
+    /// runtime).
+    async fn start_with_threads(threads: usize) -> Self {
+        let addr = "127.0.0.1:0".parse().unwrap();
         Self {
-            server: ToxiproxyServer::start("127.0.0.1:0".parse().unwrap())
+            server: ToxiproxyServer::start_with_threads(addr, threads)
                 .await
                 .unwrap(),
             http: reqwest::Client::new(),
@@ -174,23 +184,6 @@ async fn proxies_are_created_listed_shown_updated_and_deleted() {
         ErrorKind::ConnectionRefused
     );
     api.server.shutdown().await;
-}
-
-#[tokio::test]
-async fn disabling_closes_open_connections() {
-    let api = Api::start().await;
-    let listen = api.proxy("p").await;
-    let mut open = TcpStream::connect(listen).await.unwrap();
-    open.write_all(b"x").await.unwrap();
-    let mut one = [0u8; 1];
-    open.read_exact(&mut one).await.unwrap();
-    api.call("POST", "/proxies/p", Some(json!({"enabled": false})))
-        .await;
-    let rest = read_to_end(&mut open).await;
-    assert!(
-        rest.bytes.is_empty(),
-        "the connection is closed, not left open"
-    );
 }
 
 #[tokio::test]
@@ -569,4 +562,186 @@ async fn toxicity_zero_never_applies_and_one_always_does() {
     for _ in 0..5 {
         assert!(round_trip(listen, &data).await.0.bytes.is_empty());
     }
+}
+
+impl Api {
+    /// The events of the proxies' connections, once `n` are recorded.
+    async fn events(&self, n: usize) -> Vec<idemspec_proxy::ProxyEvent> {
+        eventually("the events", || self.server.events_since(0).len() >= n).await;
+        self.server.events_since(0)
+    }
+}
+
+#[apply(both_runtimes)]
+async fn each_connection_is_one_event_of_the_tcp_relay(threads: usize) {
+    let api = Api::start_with_threads(threads).await;
+    let listen = api.proxy("p").await;
+    assert_eq!(round_trip(listen, b"hello").await.0.bytes, b"hello");
+    let plain = api.events(1).await.remove(0);
+    assert_eq!(plain.proxy.as_deref(), Some("p"));
+    assert_eq!((plain.rule, plain.fault), (None, None), "no toxic acted");
+    assert_eq!(plain.upstream_sends, 1, "the upstream was connected");
+    assert_eq!(plain.client_bytes, 5);
+    assert!(plain.client_complete && plain.error_side.is_none());
+
+    api.toxic(
+        "p",
+        json!({"type": "latency", "attributes": {"latency": 200}}),
+    )
+    .await;
+    let (raw, took) = round_trip(listen, b"slow").await;
+    assert_eq!(raw.bytes, b"slow");
+    assert!(took >= Duration::from_millis(200), "{took:?}");
+    let slowed = api.events(2).await.remove(1);
+    assert_eq!(slowed.rule.as_deref(), Some("latency_downstream"));
+    assert_eq!(slowed.fault.as_deref(), Some("latency"));
+    assert!(slowed.duration_ms >= 200, "{}", slowed.duration_ms);
+    assert!(slowed.client_complete);
+    // The same events over HTTP, after a cursor.
+    let (status, listed) = api.call("GET", "/events?since=1", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["proxy"], "p");
+    assert_eq!(listed[0]["fault"], "latency");
+    let bad = api.call("GET", "/events?since=x", None).await;
+    assert_eq!(bad.0, StatusCode::BAD_REQUEST, "{}", bad.1);
+
+    api.call("DELETE", "/proxies/p/toxics/latency_downstream", None)
+        .await;
+    api.toxic("p", json!({"type": "reset_peer", "stream": "upstream"}))
+        .await;
+    let (raw, _) = round_trip(listen, b"boom").await;
+    assert_eq!(raw.error, Some(ErrorKind::ConnectionReset));
+    let reset = api.events(3).await.remove(2);
+    assert_eq!(reset.fault.as_deref(), Some("reset_peer"));
+    assert_eq!(reset.client_bytes, 0);
+    assert!(!reset.client_complete);
+    api.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_upstream_is_an_upstream_error_event_and_a_reset() {
+    let api = Api::start().await;
+    // A port nothing listens on: bound, then closed.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let body = json!({"name": "down", "listen": "127.0.0.1:0", "upstream": upstream});
+    let (_, proxy) = api.call("POST", "/proxies", Some(body)).await;
+    let listen: SocketAddr = proxy["listen"].as_str().unwrap().parse().unwrap();
+    let mut s = TcpStream::connect(listen).await.unwrap();
+    let raw = read_to_end(&mut s).await;
+    assert_eq!(raw.error, Some(ErrorKind::ConnectionReset));
+    let event = api.events(1).await.remove(0);
+    assert_eq!(event.proxy.as_deref(), Some("down"));
+    assert_eq!(event.upstream_sends, 0);
+    assert_eq!(event.error_side, Some(idemspec_proxy::Side::Upstream));
+    let error = event.upstream_error.unwrap_or_default();
+    assert!(error.contains(&upstream), "{error}");
+}
+
+#[tokio::test]
+async fn disabling_deleting_or_a_new_upstream_closes_open_connections_and_records_them() {
+    let api = Api::start().await;
+    let other = echo_upstream().await.to_string();
+    let changes = [
+        ("POST", json!({"enabled": false})),
+        ("PATCH", json!({"upstream": other})),
+        ("DELETE", Value::Null),
+    ];
+    for (round, (method, body)) in changes.into_iter().enumerate() {
+        let listen = api.proxy("p").await;
+        let mut open = TcpStream::connect(listen).await.unwrap();
+        open.write_all(b"abc").await.unwrap();
+        let mut three = [0u8; 3];
+        open.read_exact(&mut three).await.unwrap();
+        let body = (!body.is_null()).then_some(body);
+        let (status, _) = api.call(method, "/proxies/p", body).await;
+        assert!(status.is_success(), "{method}: {status}");
+        // Recorded by the time the call returned.
+        let events = api.server.events_since(round as u64);
+        assert_eq!(events.len(), 1, "{method}: {events:?}");
+        assert_eq!(events[0].client_bytes, 3, "{method}");
+        assert!(!events[0].client_complete, "{method}: cut, not finished");
+        let rest = read_to_end(&mut open).await;
+        assert!(
+            rest.bytes.is_empty() && rest.error.is_none(),
+            "{method}: {rest:?}"
+        );
+        if method != "DELETE" {
+            api.call("DELETE", "/proxies/p", None).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn requests_hyper_rejects_get_a_4xx_problem_body() {
+    let api = Api::start().await;
+    let oversized = format!(
+        "GET /proxies HTTP/1.1\r\nhost: x\r\nx-big: {}\r\n\r\n",
+        "a".repeat(1 << 20)
+    );
+    for (garbage, status) in [
+        (b"GARBAGE\r\n\r\n".to_vec(), 400),
+        (b"GET /version HTTP/1.1\r\nbad header\r\n\r\n".to_vec(), 400),
+        (oversized.into_bytes(), 431),
+    ] {
+        let got = raw(api.server.addr(), &garbage).await;
+        let text = got.text();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");
+        assert!(
+            head.contains("content-type: application/problem+json"),
+            "{head}"
+        );
+        let doc: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        assert_eq!(doc["status"], status, "{doc}");
+        assert!(
+            doc["detail"].as_str().unwrap().contains("could not parse"),
+            "{doc}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn malformed_json_gets_toxiproxys_error_shape_with_400_on_every_body_route() {
+    let api = Api::start().await;
+    api.proxy("p").await;
+    api.toxic("p", json!({"type": "latency", "name": "l"}))
+        .await;
+    for path in [
+        "/proxies",
+        "/populate",
+        "/proxies/p",
+        "/proxies/p/toxics",
+        "/proxies/p/toxics/l",
+    ] {
+        let resp = api
+            .http
+            .post(api.url(path))
+            .body("{\"oops\": ")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{path}");
+        let body: Value = resp.json().await.unwrap();
+        // Toxiproxy's shape: {"error": MESSAGE, "status": 400}.
+        assert_eq!(body["status"], 400, "{path}: {body}");
+        let error = body["error"].as_str().unwrap_or_default();
+        assert!(error.starts_with("bad request body"), "{path}: {error}");
+    }
+}
+
+#[tokio::test]
+async fn a_request_head_slower_than_toxiproxys_read_timeout_gets_408() {
+    let api = Api::start().await;
+    let started = Instant::now();
+    let got = raw(api.server.addr(), b"GET /version HTTP/1.1\r\nhost: x\r\n").await;
+    let took = started.elapsed();
+    let timeout = idemspec_proxy::toxiproxy::HEADER_READ_TIMEOUT;
+    assert!(took >= timeout, "{took:?}");
+    assert!(took < timeout + Duration::from_secs(3), "{took:?}");
+    let text = got.text();
+    assert!(text.starts_with("HTTP/1.1 408 "), "{text}");
+    assert!(text.contains("application/problem+json"), "{text}");
 }
