@@ -4,6 +4,7 @@
 mod control;
 mod early_answers;
 mod fast_path;
+mod fast_path_hostile;
 mod faults;
 mod fuzz;
 mod malformed;
