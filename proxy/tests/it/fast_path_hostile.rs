@@ -580,3 +580,229 @@ async fn a_full_duplex_upstream_does_not_deadlock_the_fast_path() {
 async fn a_full_duplex_upstream_does_not_deadlock_hyper_path() {
     full_duplex(Path::Hyper).await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// An upstream that answers before the request body is all there.
+// ---------------------------------------------------------------------------------------------
+
+/// Reads a request head only, answers 413 at once, then keeps the connection open (`close`:
+/// closes it instead, with the body unread, which resets it).
+async fn early_answer_upstream(close: bool) -> SocketAddr {
+    let handler: Handler = Arc::new(move |mut s, _| {
+        Box::pin(async move {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf).await {
+                    Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                    _ => return,
+                }
+            }
+            let _ = s
+                .write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbig!")
+                .await;
+            if close {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                return;
+            }
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        })
+    });
+    scripted(handler).await.0
+}
+
+async fn early_answer_kept_open(path: Path) {
+    let up = early_answer_upstream(false).await;
+    let proxy = proxy(path, up).await;
+    let mut s = connect(&proxy).await;
+    // Part of the body; the rest would come after the client sees the answer (it never will).
+    s.write_all(b"POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n0123456789")
+        .await
+        .unwrap();
+    let mut pending = Vec::new();
+    let got = tokio::time::timeout(
+        Duration::from_secs(5),
+        response_inner(&mut s, &mut pending, false),
+    )
+    .await;
+    let (head, body) = got
+        .unwrap_or_else(|_| panic!("{path:?}: no answer in 5 s while the upstream answered at once"))
+        .expect("a response");
+    assert_eq!(status_of(&head), 413, "{path:?}: {head}");
+    assert_eq!(body, b"big!");
+    proxy.shutdown().await;
+}
+
+// FAILS: the fast path reads the upstream only once the whole request body is sent: the
+// upstream's early 413 waits behind a body the client will never send (hyper's path forwards it
+// at once). A hang for the client.
+#[tokio::test]
+async fn an_early_answer_reaches_a_client_that_paused_its_body_fast() {
+    early_answer_kept_open(Path::Fast).await;
+}
+
+#[tokio::test]
+async fn an_early_answer_reaches_a_client_that_paused_its_body_hyper() {
+    early_answer_kept_open(Path::Hyper).await;
+}
+
+async fn early_answer_then_close(path: Path) -> (u16, Vec<idemspec_proxy::ProxyEvent>) {
+    let up = early_answer_upstream(true).await;
+    let proxy = proxy(path, up).await;
+    let s = connect(&proxy).await;
+    let (mut r, mut w) = s.into_split();
+    let writer = tokio::spawn(async move {
+        let _ = w
+            .write_all(b"POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 16777216\r\n\r\n")
+            .await;
+        let chunk = vec![b'x'; 65536];
+        for _ in 0..256 {
+            if w.write_all(&chunk).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    });
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 8192];
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match r.read(&mut buf).await {
+                Ok(n) if n > 0 => bytes.extend_from_slice(&buf[..n]),
+                _ => return,
+            }
+        }
+    })
+    .await;
+    writer.abort();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    eventually("an event", || !proxy.events().is_empty()).await;
+    let events = proxy.events();
+    proxy.shutdown().await;
+    (status_of(&text), events)
+}
+
+// FAILS: the upstream answered 413 and closed while the body was still coming: the fast path
+// only notices the write failing and answers 502 (blaming the upstream), where hyper's path
+// forwards the upstream's 413.
+#[tokio::test]
+async fn an_early_answer_then_close_is_forwarded_not_a_502_fast() {
+    let (fast, events) = early_answer_then_close(Path::Fast).await;
+    let (hyper, hyper_events) = early_answer_then_close(Path::Hyper).await;
+    assert_eq!(
+        fast, hyper,
+        "fast path answered {fast}, hyper's path {hyper}\nfast: {events:#?}\nhyper: {hyper_events:#?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reused upstream connection: it closed, or sent bytes nobody asked for, while the next
+// request head was coming in pieces.
+// ---------------------------------------------------------------------------------------------
+
+/// Answers each request with `ok`; `then` is written `after` later (extra bytes, or nothing and
+/// a close when `None`).
+async fn after_answer_upstream(then: Option<&'static [u8]>, after: Duration) -> (SocketAddr, Seen) {
+    let handler: Handler = Arc::new(move |mut s, seen| {
+        Box::pin(async move {
+            let mut pending = Vec::new();
+            let mut first = true;
+            while let Some(got) = read_request(&mut s, &mut pending).await {
+                seen.lock().unwrap().push(got);
+                let body: &[u8] = if first { b"ok" } else { b"GOOD" };
+                let resp = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+                let _ = s.write_all(resp.as_bytes()).await;
+                let _ = s.write_all(body).await;
+                if first {
+                    first = false;
+                    tokio::time::sleep(after).await;
+                    match then {
+                        None => return,
+                        Some(extra) => {
+                            let _ = s.write_all(extra).await;
+                        }
+                    }
+                }
+            }
+        })
+    });
+    scripted(handler).await
+}
+
+/// One request; then the next head in two parts, the second after the upstream acted.
+async fn split_next_head(path: Path, then: Option<&'static [u8]>) -> Option<(String, Vec<u8>)> {
+    let (up, _) = after_answer_upstream(then, Duration::from_millis(30)).await;
+    let proxy = proxy(path, up).await;
+    let mut s = connect(&proxy).await;
+    let mut pending = Vec::new();
+    s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n").await.unwrap();
+    let (_, body) = response(&mut s, &mut pending, false).await.expect("first");
+    assert_eq!(body, b"ok");
+    s.write_all(b"GET /two HTTP/1.1\r\n").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.write_all(b"Host: t\r\n\r\n").await.unwrap();
+    let got = response(&mut s, &mut pending, false).await;
+    proxy.shutdown().await;
+    got
+}
+
+// FAILS: the upstream closed its idle connection while the next head was half in: the fast path
+// watches the idle upstream only while no byte of the next head is buffered, so it sends the
+// request on the dead connection and answers 502 (hyper's pool noticed the close: 200).
+#[tokio::test]
+async fn an_upstream_close_during_a_split_head_costs_nothing_fast() {
+    let got = split_next_head(Path::Fast, None).await;
+    let (head, body) = got.expect("a response");
+    assert_eq!(status_of(&head), 200, "{head} {}", String::from_utf8_lossy(&body));
+    // A new upstream connection answers its first request `ok`.
+    assert_eq!(body, b"ok");
+}
+
+#[tokio::test]
+async fn an_upstream_close_during_a_split_head_costs_nothing_hyper() {
+    let (head, body) = split_next_head(Path::Hyper, None).await.expect("a response");
+    assert_eq!(status_of(&head), 200, "{head}");
+    assert_eq!(body, b"ok");
+}
+
+const EXTRA: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL";
+
+// FAILS: bytes the upstream sent after its response (nobody asked for them) arrive while the
+// next head is half in: the fast path reuses the connection and hands them to the client as the
+// response to its next request (desync: "EVIL" instead of the upstream's answer).
+#[tokio::test]
+async fn unasked_upstream_bytes_never_become_the_next_response_fast() {
+    let got = split_next_head(Path::Fast, Some(EXTRA)).await;
+    if let Some((head, body)) = got {
+        assert_ne!(body, b"EVIL", "desync: {head}");
+        // A new upstream connection (its first answer is `ok`), or the old one's real answer.
+        assert!(body == b"ok" || body == b"GOOD", "{head}");
+    }
+}
+
+#[tokio::test]
+async fn unasked_upstream_bytes_never_become_the_next_response_hyper() {
+    let got = split_next_head(Path::Hyper, Some(EXTRA)).await;
+    if let Some((head, body)) = got {
+        assert_ne!(body, b"EVIL", "desync: {head}");
+        // A new upstream connection (its first answer is `ok`), or the old one's real answer.
+        assert!(body == b"ok" || body == b"GOOD", "{head}");
+    }
+}
+
+/// The same with the extra bytes arriving before any of the next head (watched while idle).
+#[tokio::test]
+async fn unasked_upstream_bytes_while_idle_are_noticed_fast() {
+    let (up, _) = after_answer_upstream(Some(EXTRA), Duration::from_millis(30)).await;
+    let proxy = proxy(Path::Fast, up).await;
+    let mut s = connect(&proxy).await;
+    let mut pending = Vec::new();
+    s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n").await.unwrap();
+    let _ = response(&mut s, &mut pending, false).await.expect("first");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.write_all(b"GET /two HTTP/1.1\r\nHost: t\r\n\r\n").await.unwrap();
+    let (head, body) = response(&mut s, &mut pending, false).await.expect("second");
+    assert_eq!(body, b"ok", "a new upstream connection: {head}");
+    proxy.shutdown().await;
+}
