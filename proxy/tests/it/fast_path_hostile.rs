@@ -871,6 +871,8 @@ fn parity_script(path: &str) -> Option<Vec<u8>> {
         "/obs-text" => b"HTTP/1.1 200 OK\r\nX-A: caf\xc3\xa9 \xff\r\nContent-Length: 2\r\n\r\nok",
         "/conn-cl" => b"HTTP/1.1 200 OK\r\nConnection: content-length\r\nContent-Length: 2\r\n\r\nok",
         "/conn-te" => b"HTTP/1.1 200 OK\r\nConnection: transfer-encoding\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+        "/extra" => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL",
+        "/head-extra" => b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL",
         "/vanish" => return None,
         _ => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
     };
@@ -1470,4 +1472,72 @@ async fn a_connection_header_naming_transfer_encoding_keeps_the_framing_hyper() 
     let got = framing_named_hop(Path::Hyper, "/conn-te").await.unwrap();
     assert_eq!(got[0].1, b"ok");
     assert_eq!(got[1].1, b"ok");
+}
+
+/// Bytes past the response's end in the same read, with a pipelined request behind: never the
+/// next response.
+#[tokio::test]
+async fn bytes_past_content_length_never_answer_the_pipelined_request() {
+    for (path, first, head) in [(Path::Fast, "/extra", false), (Path::Fast, "/head-extra", true), (Path::Hyper, "/extra", false)] {
+        let (up, _) = parity_upstream().await;
+        let proxy = proxy(path, up).await;
+        let mut s = connect(&proxy).await;
+        let method = if head { "HEAD" } else { "GET" };
+        s.write_all(format!("{method} {first} HTTP/1.1\r\nHost: t\r\n\r\nGET /ok HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut pending = Vec::new();
+        let (_, one) = response(&mut s, &mut pending, head).await.expect("first");
+        if !head {
+            assert_eq!(one, b"ok");
+        }
+        let (h, two) = response(&mut s, &mut pending, false).await.expect("second");
+        assert_eq!(two, b"ok", "{path:?} {first}: {h}");
+        proxy.shutdown().await;
+    }
+}
+
+async fn leave_mid_response(path: Path) -> Vec<String> {
+    let handler: Handler = Arc::new(|mut s, _| {
+        Box::pin(async move {
+            let mut pending = Vec::new();
+            if read_request(&mut s, &mut pending).await.is_none() {
+                return;
+            }
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 67108864\r\n\r\n").await;
+            let chunk = vec![b'z'; 65536];
+            for _ in 0..1024 {
+                if s.write_all(&chunk).await.is_err() {
+                    return;
+                }
+            }
+        })
+    });
+    let (up, _) = scripted(handler).await;
+    let proxy = proxy(path, up).await;
+    let mut s = connect(&proxy).await;
+    s.write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n").await.unwrap();
+    let mut buf = [0u8; 1024];
+    let _ = s.read(&mut buf).await;
+    drop(s);
+    eventually("an event", || !proxy.events().is_empty()).await;
+    let events: Vec<String> = proxy
+        .events()
+        .iter()
+        .map(|e| {
+            format!(
+                "sends={} up={:?} err={:?} client={:?} complete={} disconnected={}",
+                e.upstream_sends, e.upstream_status, e.error_side, e.client_status, e.client_complete, e.client_disconnected
+            )
+        })
+        .collect();
+    proxy.shutdown().await;
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_leaving_mid_response_body_is_recorded_like_hyper_path() {
+    let fast = leave_mid_response(Path::Fast).await;
+    let hyper = leave_mid_response(Path::Hyper).await;
+    assert_eq!(fast, hyper);
 }
