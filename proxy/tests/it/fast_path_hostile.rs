@@ -1541,3 +1541,74 @@ async fn a_client_leaving_mid_response_body_is_recorded_like_hyper_path() {
     let hyper = leave_mid_response(Path::Hyper).await;
     assert_eq!(fast, hyper);
 }
+
+/// A partial next head that arrived with (or during) the previous request, then nothing more:
+/// the header-read timeout must still answer 408.
+async fn partial_pipelined_head_times_out(path: Path, during: bool) -> String {
+    let (up, _) = parity_upstream().await;
+    let proxy = proxy_with(
+        path,
+        up,
+        ProxyConfig {
+            header_read_timeout: Some(Duration::from_millis(300)),
+            ..ProxyConfig::default()
+        },
+    )
+    .await;
+    let mut s = connect(&proxy).await;
+    if during {
+        s.write_all(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        s.write_all(b"GET /b HTTP/1.1\r\nHost: t\r\n").await.unwrap();
+    } else {
+        s.write_all(b"GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n")
+            .await
+            .unwrap();
+    }
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    let _ = tokio::time::timeout(Duration::from_secs(3), async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(n) if n > 0 => bytes.extend_from_slice(&buf[..n]),
+                _ => return,
+            }
+        }
+    })
+    .await;
+    proxy.shutdown().await;
+    normalize(&bytes, false).join("\n")
+}
+
+// FAILS: the bytes of the next head read while the previous request was served (pipelined in
+// the same write) never start the header-read clock (the exchange's end sets it idle, and no
+// later read comes): the connection waits forever with half a head, no 408 (slowloris).
+#[tokio::test]
+async fn a_partial_pipelined_head_gets_a_408_fast() {
+    let got = partial_pipelined_head_times_out(Path::Fast, false).await;
+    assert!(got.contains("HTTP/1.1 408"), "{got}");
+}
+
+// FAILS: the same on hyper's path: the head clock (`head_timer`) is shared, so this is not the
+// fast path's alone: bytes read while busy are ignored, and the exchange's end marks it idle.
+#[tokio::test]
+async fn a_partial_pipelined_head_gets_a_408_hyper() {
+    let got = partial_pipelined_head_times_out(Path::Hyper, false).await;
+    assert!(got.contains("HTTP/1.1 408"), "{got}");
+}
+
+// FAILS: as a_partial_pipelined_head_gets_a_408_fast, with the partial head sent while the
+// upstream was still answering the first request.
+#[tokio::test]
+async fn a_partial_head_sent_during_an_exchange_gets_a_408_fast() {
+    let got = partial_pipelined_head_times_out(Path::Fast, true).await;
+    assert!(got.contains("HTTP/1.1 408"), "{got}");
+}
+
+// FAILS: the same on hyper's path: the head clock (`head_timer`) is shared, so this is not the
+// fast path's alone: bytes read while busy are ignored, and the exchange's end marks it idle.
+#[tokio::test]
+async fn a_partial_head_sent_during_an_exchange_gets_a_408_hyper() {
+    let got = partial_pipelined_head_times_out(Path::Hyper, true).await;
+    assert!(got.contains("HTTP/1.1 408"), "{got}");
+}
