@@ -1703,3 +1703,52 @@ async fn an_upstream_dripping_its_response_is_forwarded_intact() {
     assert!(proxy.events().iter().all(|e| e.client_complete && e.client_bytes == 19));
     proxy.shutdown().await;
 }
+
+/// An upstream whose accept queue is full: connects to it hang (SYNs dropped).
+async fn blackhole_upstream() -> (SocketAddr, Vec<TcpStream>, tokio::net::TcpListener) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Fill the queue; a connect that would wait is abandoned.
+    let mut fillers = Vec::new();
+    for _ in 0..4 {
+        if let Ok(Ok(s)) =
+            tokio::time::timeout(Duration::from_millis(200), TcpStream::connect(addr)).await
+        {
+            fillers.push(s);
+        }
+    }
+    (addr, fillers, listener)
+}
+
+async fn leave_during_connect(path: Path) -> (bool, Vec<String>) {
+    let (up, _fillers, _listener) = blackhole_upstream().await;
+    let hangs = tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(up))
+        .await
+        .is_err();
+    let proxy = proxy(path, up).await;
+    let mut s = connect(&proxy).await;
+    s.write_all(b"GET /blackhole HTTP/1.1\r\nHost: t\r\n\r\n").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let events = proxy.events().iter().map(event_shape).collect();
+    drop(proxy);
+    (hangs, events)
+}
+
+// FAILS: the fast path connects to the upstream after the head, before the request has an event
+// and without watching the client: a client that leaves while the connect hangs leaves no event
+// (until the connect fails, minutes later, and hyper's path takes the request over and connects
+// again); hyper's path records the departure at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_leaving_during_a_hanging_connect_is_recorded_fast() {
+    let (hangs, fast) = leave_during_connect(Path::Fast).await;
+    if !hangs {
+        eprintln!("connects do not hang here; nothing to test");
+        return;
+    }
+    let (_, hyper) = leave_during_connect(Path::Hyper).await;
+    assert_eq!(fast, hyper);
+}
