@@ -39,6 +39,9 @@ use crate::server::Shared;
 const BUSY: u64 = u64::MAX;
 /// Between requests, no byte of the next head yet: nothing is timed.
 const IDLE: u64 = u64::MAX - 1;
+/// As [`BUSY`], and bytes came meanwhile (the next head, pipelined): they are timed from the
+/// end of the exchange, as if they came then.
+const BUSY_READ: u64 = u64::MAX - 2;
 // Any other value: waiting for a head since `value >> 1` ms after the epoch; bit 0 says whether a
 // byte of it has arrived.
 
@@ -79,7 +82,12 @@ impl HeadClock {
         // Relaxed: the connection's own task is the only writer; the sweep only reads, and a
         // stale value delays a cut by one period at most.
         let state = self.state.load(Ordering::Relaxed);
-        if state == BUSY || state & 1 == 1 && state != IDLE {
+        if state == BUSY {
+            self.state.store(BUSY_READ, Ordering::Relaxed);
+            return;
+        }
+        // Odd: a head's byte already came (or BUSY_READ); IDLE is even.
+        if state & 1 == 1 {
             return;
         }
         self.begin(state);
@@ -103,15 +111,18 @@ impl HeadClock {
         self.state.store(BUSY, Ordering::Relaxed);
     }
 
-    /// The response is over (its body is done with): the next head is timed from its first byte.
+    /// The response is over (its body is done with): the next head is timed from its first byte,
+    /// or from now when bytes of it came during the exchange.
     pub(crate) fn idle(&self) {
-        self.state.store(IDLE, Ordering::Relaxed);
+        if self.state.swap(IDLE, Ordering::Relaxed) == BUSY_READ {
+            self.begin(IDLE);
+        }
     }
 
     /// Whether the head being waited for has taken `timeout` or more.
     pub(crate) fn check(&self, timeout: Duration) -> Expiry {
         let state = self.state.load(Ordering::Relaxed);
-        if state >= IDLE {
+        if state >= BUSY_READ {
             return Expiry::InTime;
         }
         let waited = millis(self.epoch.elapsed()).saturating_sub(state >> 1);
@@ -255,7 +266,6 @@ mod tests {
         clock.read();
         assert_eq!(clock.check(timeout), Expiry::Expired { started: true });
         clock.busy();
-        clock.read();
         assert_eq!(clock.check(timeout), Expiry::InTime, "busy");
         clock.idle();
         assert_eq!(clock.check(timeout), Expiry::InTime, "idle");
@@ -266,6 +276,19 @@ mod tests {
             "a later head is timed from its first byte"
         );
         assert_eq!(clock.check(Duration::from_secs(3600)), Expiry::InTime);
+        clock.busy();
+        clock.read();
+        assert_eq!(
+            clock.check(timeout),
+            Expiry::InTime,
+            "busy, bytes pipelined"
+        );
+        clock.idle();
+        assert_eq!(
+            clock.check(timeout),
+            Expiry::Expired { started: true },
+            "bytes that came during the exchange are timed from its end"
+        );
     }
 
     #[test]

@@ -38,16 +38,23 @@ pub(super) fn reject_status(buf: &[u8]) -> Option<u16> {
 
 /// A complete response with a problem body, for a connection that closes after it.
 pub(super) fn problem_response(status: StatusCode, detail: &str) -> Vec<u8> {
+    problem_bytes(status, detail, true).0
+}
+
+/// A complete response with a problem body, with `connection: close` when `close`; and the
+/// body's length in bytes.
+pub(super) fn problem_bytes(status: StatusCode, detail: &str, close: bool) -> (Vec<u8>, usize) {
     let title = status.canonical_reason().unwrap_or("Error");
     let body = serde_json::Value::Object(problem_document(status, title, detail)).to_string();
+    let connection = if close { "connection: close\r\n" } else { "" };
     let mut out = format!(
-        "HTTP/1.1 {} {title}\r\ncontent-type: {PROBLEM_JSON}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 {} {title}\r\ncontent-type: {PROBLEM_JSON}\r\ncontent-length: {}\r\n{connection}\r\n",
         status.as_u16(),
         body.len()
     )
     .into_bytes();
     out.extend_from_slice(body.as_bytes());
-    out
+    (out, body.len())
 }
 
 #[cfg(test)]

@@ -277,7 +277,7 @@ async fn an_upstream_that_fails_before_or_during_its_answer_is_named(threads: us
     ] {
         let got = raw(
             proxy.addr(),
-            format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+            format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").as_bytes(),
         )
         .await;
         let text = got.text();

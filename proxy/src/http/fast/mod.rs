@@ -30,7 +30,7 @@ use super::ctl::{ConnCtl, ConnRegistry, ABORT, SHUTDOWN, SLOW_HEAD};
 use super::ctx::RequestCtx;
 use super::linger::{linger, LINGER};
 use super::receipt::Receipt;
-use super::rejects::problem_response;
+use super::rejects::problem_bytes;
 use super::synthetic::no_response_detail;
 use super::upstream::Forwarder;
 use crate::event::Side;
@@ -153,27 +153,50 @@ async fn fill(stream: &mut TcpStream, buf: &mut BytesMut) -> std::io::Result<boo
     Ok(stream.read_buf(buf).await? > 0)
 }
 
-/// How many bytes at the front of `bytes` belong to the response body, whether the body ends
-/// with them, and how many of them are body data (chunked framing excluded).
-fn body_part(framing: &mut Framing, bytes: &[u8]) -> Result<(usize, bool, u64), &'static str> {
-    Ok(match framing {
-        Framing::Empty => (0, true, 0),
+/// What of a slice belongs to the response body.
+struct Part {
+    /// Bytes at the front that belong to the body (forwarded).
+    used: usize,
+    /// Body data among them (chunked framing excluded).
+    data: u64,
+    /// Whether the body ended with them; an error: the body is malformed after them.
+    outcome: Result<bool, &'static str>,
+}
+
+/// What of the front of `bytes` belongs to the response body in `framing`.
+fn body_part(framing: &mut Framing, bytes: &[u8]) -> Part {
+    let (used, data, done) = match framing {
+        Framing::Empty => (0, 0, true),
         Framing::Length(left) => {
             let n = (*left).min(bytes.len() as u64);
             *left -= n;
-            (n as usize, *left == 0, n)
+            (n as usize, n, *left == 0)
         }
         Framing::Chunked(chunks) => {
-            let fed = chunks.feed(bytes)?;
-            (fed.used, fed.done, fed.data)
+            let fed = chunks.feed(bytes);
+            return Part {
+                used: fed.used,
+                data: fed.data,
+                outcome: fed.outcome,
+            };
         }
-        Framing::UntilClose => (bytes.len(), false, bytes.len() as u64),
-    })
+        Framing::UntilClose => (bytes.len(), bytes.len() as u64, false),
+    };
+    Part {
+        used,
+        data,
+        outcome: Ok(done),
+    }
 }
 
 impl Conn<'_> {
-    /// Reads the next plain request head, or says how the connection goes on instead.
+    /// Reads the next plain request head, its body whole behind it, or says how the connection
+    /// goes on instead.
     async fn read_head(&mut self) -> Result<Plan, After> {
+        if !self.buf.is_empty() {
+            // Bytes of the next head came with the last exchange: they start its clock.
+            self.ctl.head.read();
+        }
         loop {
             if !self.buf.is_empty() {
                 if self.shared.has_http_rules() {
@@ -182,12 +205,19 @@ impl Conn<'_> {
                 let key_header = self.shared.key_header.as_str();
                 match wire::analyse_request(&self.buf, self.fwd.prefix(), key_header, &mut self.out)
                 {
+                    // A body still to come goes to hyper's path, which reads the upstream's
+                    // answer while it sends (an early 413, a full-duplex echo).
+                    Request::Plain(plan)
+                        if plan.body_len > (self.buf.len() - plan.head_len) as u64 =>
+                    {
+                        return Err(After::Handoff)
+                    }
                     Request::Plain(plan) => return Ok(plan),
                     Request::Handoff => return Err(After::Handoff),
                     Request::Partial => {}
                 }
             }
-            let idle = self.buf.is_empty() && self.up.is_some();
+            let up = self.up.is_some();
             tokio::select! {
                 biased;
                 flags = raised(self.ctl, ABORT | SHUTDOWN | SLOW_HEAD) => {
@@ -195,13 +225,41 @@ impl Conn<'_> {
                     // (a 408 for a slow head, a graceful close for a shutdown).
                     return Err(if flags & ABORT != 0 { After::Gone } else { After::Handoff });
                 }
+                // Until the next request is sent, the upstream connection may say nothing.
+                () = unusable(self.up.as_ref()), if up => self.up = None,
                 read = fill(&mut self.down, &mut self.buf) => match read {
                     Ok(true) => self.ctl.head.read(),
                     Ok(false) if self.buf.is_empty() => return Err(After::Gone),
                     Ok(false) => return Err(After::Handoff),
                     Err(_) => return Err(After::Gone),
                 },
-                () = unusable(self.up.as_ref()), if idle => self.up = None,
+            }
+        }
+    }
+
+    /// Connects to the upstream, watching the client meanwhile; `Err(None)`: the client left,
+    /// `Err(Some(e))`: the connect failed.
+    async fn connect(&mut self) -> Result<(), Option<std::io::Error>> {
+        let watch = self.buf.len() < wire::MAX_REQUEST_HEAD;
+        let connect = TcpStream::connect(self.fwd.authority());
+        tokio::pin!(connect);
+        loop {
+            tokio::select! {
+                biased;
+                stream = &mut connect => {
+                    let stream = stream.map_err(Some)?;
+                    let _ = stream.set_nodelay(true);
+                    self.up = Some(Up {
+                        stream,
+                        buf: BytesMut::with_capacity(READ),
+                    });
+                    return Ok(());
+                }
+                read = fill(&mut self.down, &mut self.buf), if watch => {
+                    if !matches!(read, Ok(true)) {
+                        return Err(None);
+                    }
+                }
             }
         }
     }
@@ -212,22 +270,6 @@ impl Conn<'_> {
             Ok(plan) => plan,
             Err(after) => return after,
         };
-        // The head is whole: from here the head clock stops, as for hyper's requests.
-        self.ctl.head.busy();
-        let fresh = self.up.is_none();
-        if fresh {
-            match TcpStream::connect(self.fwd.authority()).await {
-                Ok(stream) => {
-                    let _ = stream.set_nodelay(true);
-                    self.up = Some(Up {
-                        stream,
-                        buf: BytesMut::with_capacity(READ),
-                    });
-                }
-                // hyper's path connects again and answers the failure (502) its way.
-                Err(_) => return After::Handoff,
-            }
-        }
         let Plan {
             head_len,
             body_len,
@@ -238,6 +280,7 @@ impl Conn<'_> {
             key,
             step,
         } = plan;
+        // The head is whole: the context stops its clock, as for hyper's requests.
         let mut ctx = RequestCtx::begin(
             self.shared.events.clone(),
             method,
@@ -246,50 +289,31 @@ impl Conn<'_> {
             step,
             self.ctl.clone(),
         );
-        self.buf.advance(head_len);
-        let with_head = body_len.min(self.buf.len() as u64) as usize;
-        self.out.extend_from_slice(&self.buf[..with_head]);
-        self.buf.advance(with_head);
-        let mut body_left = body_len - with_head as u64;
+        let body_len = body_len as usize;
+        self.out
+            .extend_from_slice(&self.buf[head_len..head_len + body_len]);
+        self.buf.advance(head_len + body_len);
+        let fresh = self.up.is_none();
+        if fresh {
+            match self.connect().await {
+                Ok(()) => {}
+                // Its context records the departure.
+                Err(None) => return After::Gone,
+                Err(Some(err)) => {
+                    return self.bad_gateway(ctx, &err.to_string(), false, close).await
+                }
+            }
+        }
         let receipt = ctx.receipt().clone();
         receipt.handed();
         let asked = Instant::now();
         if let Err(err) = self.send_head(fresh).await {
             receipt.unsent();
-            return self.bad_gateway(ctx, &err.to_string(), false).await;
+            return self.bad_gateway(ctx, &err.to_string(), false, close).await;
         }
-        while body_left > 0 {
-            match fill(&mut self.down, &mut self.buf).await {
-                Ok(true) => {}
-                Ok(false) | Err(_) => {
-                    // The upstream has part of a request: its connection goes.
-                    self.up = None;
-                    ctx.event.upstream_sends = 1;
-                    ctx.event.client_disconnected = true;
-                    let detail = "the request body from the client is malformed or incomplete: \
-                                  connection closed before message completed";
-                    return self
-                        .problem(
-                            ctx,
-                            StatusCode::BAD_REQUEST,
-                            Side::Downstream,
-                            detail.into(),
-                        )
-                        .await;
-                }
-            }
-            let n = body_left.min(self.buf.len() as u64) as usize;
-            let up = self.up.as_mut().expect("connected above");
-            if let Err(err) = up.stream.write_all(&self.buf[..n]).await {
-                return self.bad_gateway(ctx, &err.to_string(), true).await;
-            }
-            self.buf.advance(n);
-            body_left -= n as u64;
-        }
-        let close_down = close || self.ctl.raised(SHUTDOWN);
-        let answer = match self.response_head(head_method, close_down).await {
+        let answer = match self.response_head(head_method, close).await {
             Ok(answer) => answer,
-            Err(Wait::Failed(why)) => return self.bad_gateway(ctx, &why, true).await,
+            Err(Wait::Failed(why)) => return self.bad_gateway(ctx, &why, true, close).await,
             Err(Wait::ClientLeft) => {
                 self.orphan(ctx, receipt, head_method);
                 return After::Gone;
@@ -300,11 +324,11 @@ impl Conn<'_> {
         ctx.event.upstream_status = Some(answer.status);
         ctx.event.client_status = Some(answer.status);
         ctx.answered();
-        self.forward_body(ctx, answer, close_down).await
+        self.forward_body(ctx, answer).await
     }
 
-    /// Writes the upstream head (and the body bytes with it); on a reused connection that turns
-    /// out dead, once more on a new one.
+    /// Writes the upstream head and body; on a reused connection that turns out dead, once more
+    /// on a new one.
     async fn send_head(&mut self, fresh: bool) -> std::io::Result<()> {
         let up = self.up.as_mut().expect("connected before");
         let Err(err) = up.stream.write_all(&self.out).await else {
@@ -327,9 +351,16 @@ impl Conn<'_> {
         sent
     }
 
+    /// Whether the client's connection closes after this exchange: it asked, or the proxy
+    /// shuts down.
+    fn closing(&self, close: bool) -> bool {
+        close || self.ctl.raised(SHUTDOWN)
+    }
+
     /// Waits for the final response head (forwarding 1xx heads), written to `out`.
-    async fn response_head(&mut self, head_method: bool, close_down: bool) -> Result<Answer, Wait> {
+    async fn response_head(&mut self, head_method: bool, close: bool) -> Result<Answer, Wait> {
         loop {
+            let close_down = self.closing(close);
             let up = self.up.as_mut().expect("connected before");
             if !up.buf.is_empty() {
                 match wire::analyse_response(&up.buf, head_method, close_down, &mut self.out) {
@@ -367,47 +398,39 @@ impl Conn<'_> {
     }
 
     /// Sends the response head in `out` and copies the body as it comes.
-    async fn forward_body(
-        &mut self,
-        mut ctx: RequestCtx,
-        answer: Answer,
-        close_down: bool,
-    ) -> After {
+    async fn forward_body(&mut self, mut ctx: RequestCtx, answer: Answer) -> After {
         let Answer {
             head_len,
             mut framing,
             upstream_closes,
+            close_down,
             ..
         } = answer;
         let until_close = framing == Framing::UntilClose;
         let up = self.up.as_mut().expect("connected before");
         up.buf.advance(head_len);
         let mut part = body_part(&mut framing, &up.buf);
-        if let Ok((n, _, data)) = part {
-            self.out.extend_from_slice(&up.buf[..n]);
-            up.buf.advance(n);
-            ctx.event.client_bytes += data;
-        }
+        self.out.extend_from_slice(&up.buf[..part.used]);
+        up.buf.advance(part.used);
+        ctx.event.client_bytes += part.data;
         if self.down.write_all(&self.out).await.is_err() {
             self.up = None;
             return After::Gone;
         }
         loop {
             let up = self.up.as_mut().expect("connected before");
-            let failure = match part {
-                Ok((_, true, _)) => break,
+            let failure = match part.outcome {
+                Ok(true) => break,
                 Err(why) => why.to_owned(),
-                Ok((_, false, _)) => match fill(&mut up.stream, &mut up.buf).await {
+                Ok(false) => match fill(&mut up.stream, &mut up.buf).await {
                     Ok(true) => {
                         part = body_part(&mut framing, &up.buf);
-                        if let Ok((n, _, data)) = part {
-                            if self.down.write_all(&up.buf[..n]).await.is_err() {
-                                self.up = None;
-                                return After::Gone;
-                            }
-                            up.buf.advance(n);
-                            ctx.event.client_bytes += data;
+                        if self.down.write_all(&up.buf[..part.used]).await.is_err() {
+                            self.up = None;
+                            return After::Gone;
                         }
+                        up.buf.advance(part.used);
+                        ctx.event.client_bytes += part.data;
                         continue;
                     }
                     Ok(false) if until_close => break,
@@ -433,34 +456,33 @@ impl Conn<'_> {
         }
     }
 
-    /// Answers 502 with a problem body (the connection closes after it): the upstream failed
-    /// before its response head. `sent`: the request may have reached it.
-    async fn bad_gateway(&mut self, mut ctx: RequestCtx, cause: &str, sent: bool) -> After {
+    /// Answers 502 with a problem body: the upstream failed before its response head. `sent`:
+    /// the request may have reached it; `close`: the client asked to close after it.
+    async fn bad_gateway(
+        &mut self,
+        mut ctx: RequestCtx,
+        cause: &str,
+        sent: bool,
+        close: bool,
+    ) -> After {
         self.up = None;
         ctx.event.upstream_sends = u8::from(sent);
         let detail = no_response_detail(&format!("{}: {cause}", self.fwd.base()));
-        self.problem(ctx, StatusCode::BAD_GATEWAY, Side::Upstream, detail)
-            .await
-    }
-
-    /// Answers with a problem body for a failure on `side` (recorded in the event); the
-    /// connection closes after it.
-    async fn problem(
-        &mut self,
-        mut ctx: RequestCtx,
-        status: StatusCode,
-        side: Side,
-        detail: String,
-    ) -> After {
-        let bytes = problem_response(status, &detail);
-        ctx.failed(side, detail);
-        ctx.event.client_status = Some(status.as_u16());
+        let close = self.closing(close);
+        let (bytes, body) = problem_bytes(StatusCode::BAD_GATEWAY, &detail, close);
+        ctx.failed(Side::Upstream, detail);
+        ctx.event.client_status = Some(StatusCode::BAD_GATEWAY.as_u16());
         ctx.answered();
         if self.down.write_all(&bytes).await.is_err() {
             return After::Gone;
         }
+        ctx.event.client_bytes = body as u64;
         ctx.complete();
-        After::Close
+        if close {
+            After::Close
+        } else {
+            After::KeepAlive
+        }
     }
 
     /// The client left while its request was at the upstream: its event is recorded now (by

@@ -218,19 +218,32 @@ pub(super) struct Answer {
     pub(super) framing: Framing,
     /// The upstream connection cannot carry another request after this response.
     pub(super) upstream_closes: bool,
+    /// The head sent down says `connection: close`: the client's connection closes after it.
+    pub(super) close_down: bool,
 }
 
 /// Whether `name` is one of the hop-by-hop headers removed from a response on its way down
 /// (RFC 9110 §7.6.1). `Transfer-Encoding`, `TE` and `Trailer` stay: the body is forwarded in the
-/// framing they describe.
+/// framing they describe, and the framing headers stay even when `Connection` names them.
 fn response_hop(name: &str, listed: &[&[u8]]) -> bool {
     is(name, "connection")
         || is(name, "keep-alive")
         || is(name, "proxy-connection")
         || is(name, "upgrade")
-        || listed
-            .iter()
-            .any(|l| l.eq_ignore_ascii_case(name.as_bytes()))
+        || !is(name, "content-length")
+            && !is(name, "transfer-encoding")
+            && listed
+                .iter()
+                .any(|l| l.eq_ignore_ascii_case(name.as_bytes()))
+}
+
+/// A response's `Content-Length`: digits, or a list of the same digits (RFC 9110 §8.6).
+fn response_length(value: &[u8]) -> Option<u64> {
+    let mut values = value
+        .split(|&b| b == b',')
+        .map(|v| content_length(v.trim_ascii()));
+    let first = values.next()??;
+    values.all(|v| v == Some(first)).then_some(first)
 }
 
 /// Parses the upstream's response head at the front of `buf` and writes the head to send
@@ -261,6 +274,9 @@ pub(super) fn analyse_response(
     if status == 101 {
         return Response::Invalid("the upstream switched protocols unasked (101)".into());
     }
+    if status < 100 {
+        return Response::Invalid(format!("invalid HTTP status code {status:03}"));
+    }
     let mut listed: Vec<&[u8]> = Vec::new();
     let mut keep_alive = version == 1;
     let (mut length, mut chunked, mut encoded) = (None, false, false);
@@ -284,7 +300,7 @@ pub(super) fn analyse_response(
                 .next()
                 .is_some_and(|c| c.trim_ascii().eq_ignore_ascii_case(b"chunked"));
         } else if is(h.name, "content-length") {
-            match (content_length(h.value), length) {
+            match (response_length(h.value), length) {
                 (Some(n), None) => length = Some(n),
                 (Some(n), Some(m)) if n == m => {}
                 _ => return Response::Invalid("invalid content-length in the response".into()),
@@ -339,6 +355,7 @@ pub(super) fn analyse_response(
         status,
         framing,
         upstream_closes: !keep_alive || until_close,
+        close_down: close_down || until_close,
     })
 }
 
@@ -384,108 +401,121 @@ enum ChunkState {
 /// What [`Chunks::feed`] found in a slice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Fed {
-    /// Bytes of the slice that belong to the message (all of it, unless it ended inside).
+    /// Bytes of the slice that belong to the message (all of it, unless it ended or turned out
+    /// malformed inside).
     pub(super) used: usize,
     /// Chunk data bytes among them.
     pub(super) data: u64,
-    /// The message ended.
-    pub(super) done: bool,
+    /// Whether the message ended; an error: how it is malformed after `used` bytes.
+    pub(super) outcome: Result<bool, &'static str>,
 }
 
 /// The longest chunk extension or trailer line accepted.
 const MAX_LINE: usize = 16 * 1024;
 
 impl Chunks {
-    /// Feeds `bytes`; an error says how the chunked body is malformed.
-    pub(super) fn feed(&mut self, bytes: &[u8]) -> Result<Fed, &'static str> {
-        use ChunkState::*;
-        let mut i = 0;
+    /// Feeds `bytes`: how many belong to the message, and whether it ended or is malformed.
+    pub(super) fn feed(&mut self, bytes: &[u8]) -> Fed {
         let mut data = 0;
-        while i < bytes.len() && self.state != Done {
-            let b = bytes[i];
-            match self.state {
-                Size => match b {
-                    b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
-                        if self.digits == 16 {
-                            return Err("chunk size too large");
-                        }
-                        let d = (b as char).to_digit(16).expect("a hex digit") as u64;
-                        self.size = self.size << 4 | d;
-                        self.digits += 1;
-                    }
-                    b';' | b' ' | b'\t' if self.digits > 0 => {
-                        self.state = Extension;
-                        self.line = 0;
-                    }
-                    b'\r' if self.digits > 0 => self.state = SizeLf,
-                    _ => return Err("invalid chunk size line"),
-                },
-                Extension => {
-                    if b == b'\r' {
-                        self.state = SizeLf;
-                    } else {
-                        self.line += 1;
-                        if self.line > MAX_LINE {
-                            return Err("chunk extension too long");
-                        }
-                    }
-                }
-                SizeLf => {
-                    if b != b'\n' {
-                        return Err("invalid chunk size line");
-                    }
-                    self.state = if self.size == 0 {
-                        TrailerStart
-                    } else {
-                        Data(self.size)
-                    };
-                    self.size = 0;
-                    self.digits = 0;
-                }
-                Data(left) => {
-                    let take = left.min((bytes.len() - i) as u64);
-                    data += take;
-                    i += take as usize;
-                    self.state = if take == left {
-                        DataCr
-                    } else {
-                        Data(left - take)
-                    };
-                    continue;
-                }
-                DataCr if b == b'\r' => self.state = DataLf,
-                DataLf if b == b'\n' => self.state = Size,
-                DataCr | DataLf => return Err("chunk data not followed by CRLF"),
-                TrailerStart => {
-                    if b == b'\r' {
-                        self.state = EndLf;
-                    } else {
-                        self.state = Trailer;
-                        self.line = 1;
-                    }
-                }
-                Trailer => {
-                    if b == b'\r' {
-                        self.state = TrailerLf;
-                    } else {
-                        self.line += 1;
-                        if self.line > MAX_LINE {
-                            return Err("trailer line too long");
-                        }
-                    }
-                }
-                TrailerLf if b == b'\n' => self.state = TrailerStart,
-                EndLf if b == b'\n' => self.state = Done,
-                TrailerLf | EndLf => return Err("invalid trailer section"),
-                Done => unreachable!("the loop stops at Done"),
+        let mut i = 0;
+        let outcome = loop {
+            if self.state == ChunkState::Done {
+                break Ok(true);
+            }
+            let Some(&b) = bytes.get(i) else {
+                break Ok(false);
+            };
+            if let ChunkState::Data(left) = self.state {
+                let take = left.min((bytes.len() - i) as u64);
+                data += take;
+                i += take as usize;
+                self.state = if take == left {
+                    ChunkState::DataCr
+                } else {
+                    ChunkState::Data(left - take)
+                };
+                continue;
+            }
+            if let Err(why) = self.step(b) {
+                break Err(why);
             }
             i += 1;
-        }
-        Ok(Fed {
+        };
+        Fed {
             used: i,
             data,
-            done: self.state == Done,
-        })
+            outcome,
+        }
+    }
+
+    /// Moves past one byte of framing (anything but chunk data).
+    fn step(&mut self, b: u8) -> Result<(), &'static str> {
+        use ChunkState::*;
+        match self.state {
+            Size => match b {
+                b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                    if self.digits == 16 {
+                        return Err("chunk size too large");
+                    }
+                    let d = (b as char).to_digit(16).expect("a hex digit") as u64;
+                    self.size = self.size << 4 | d;
+                    self.digits += 1;
+                }
+                b';' | b' ' | b'\t' if self.digits > 0 => {
+                    self.state = Extension;
+                    self.line = 0;
+                }
+                b'\r' if self.digits > 0 => self.state = SizeLf,
+                _ => return Err("invalid chunk size line"),
+            },
+            Extension => match b {
+                b'\r' => self.state = SizeLf,
+                b'\n' => return Err("invalid chunk extension"),
+                _ => self.long_line("chunk extension too long")?,
+            },
+            SizeLf => {
+                if b != b'\n' {
+                    return Err("invalid chunk size line");
+                }
+                self.state = if self.size == 0 {
+                    TrailerStart
+                } else {
+                    Data(self.size)
+                };
+                self.size = 0;
+                self.digits = 0;
+            }
+            DataCr if b == b'\r' => self.state = DataLf,
+            DataLf if b == b'\n' => self.state = Size,
+            DataCr | DataLf => return Err("chunk data not followed by CRLF"),
+            TrailerStart => match b {
+                b'\r' => self.state = EndLf,
+                b'\n' => return Err("invalid trailer section"),
+                _ => {
+                    self.state = Trailer;
+                    self.line = 1;
+                }
+            },
+            Trailer => match b {
+                b'\r' => self.state = TrailerLf,
+                b'\n' => return Err("invalid trailer section"),
+                _ => self.long_line("trailer line too long")?,
+            },
+            TrailerLf if b == b'\n' => self.state = TrailerStart,
+            EndLf if b == b'\n' => self.state = Done,
+            TrailerLf | EndLf => return Err("invalid trailer section"),
+            Data(_) | Done => unreachable!("feed handles data and stops at the end"),
+        }
+        Ok(())
+    }
+
+    /// Counts a byte of an extension or trailer line, bounded by [`MAX_LINE`].
+    fn long_line(&mut self, why: &'static str) -> Result<(), &'static str> {
+        self.line += 1;
+        if self.line > MAX_LINE {
+            return Err(why);
+        }
+        Ok(())
     }
 }
 

@@ -144,6 +144,19 @@ fn bodiless_responses_and_keep_alive_rules() {
     assert!(a.upstream_closes);
     let (a, _) = answer("HTTP/1.0 200 OK\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n");
     assert!(!a.upstream_closes);
+    let (a, _) = answer("HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok");
+    assert_eq!(
+        a.framing,
+        Framing::Length(2),
+        "a list of one value is that value"
+    );
+    let (a, out) =
+        answer("HTTP/1.1 200 OK\r\nConnection: content-length\r\nContent-Length: 2\r\n\r\n");
+    assert_eq!(a.framing, Framing::Length(2));
+    assert!(
+        out.contains("Content-Length: 2"),
+        "framing is never hop-by-hop: {out}"
+    );
     let (_, out) = response("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false, true);
     assert_eq!(
         out,
@@ -165,6 +178,7 @@ fn interim_heads_pass_and_bad_ones_are_named() {
         "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
         "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
         "HTTX/1.1 200 OK\r\n\r\n",
+        "HTTP/1.1 099 Low\r\n\r\n",
     ] {
         assert!(
             matches!(response(head, false, false).0, Response::Invalid(_)),
@@ -182,10 +196,10 @@ fn scan(body: &[u8], step: usize) -> Result<(usize, u64, bool), &'static str> {
     let mut chunks = Chunks::default();
     let (mut used, mut data) = (0, 0);
     for piece in body.chunks(step) {
-        let fed = chunks.feed(piece)?;
+        let fed = chunks.feed(piece);
         used += fed.used;
         data += fed.data;
-        if fed.done {
+        if fed.outcome? {
             return Ok((used, data, true));
         }
     }
@@ -204,6 +218,14 @@ fn a_chunked_body_ends_where_its_last_chunk_and_trailers_do_in_any_split() {
 }
 
 #[test]
+fn the_data_before_a_malformed_chunk_still_counts() {
+    let mut chunks = Chunks::default();
+    let fed = chunks.feed(b"5\r\nhelloX");
+    assert_eq!((fed.used, fed.data), (8, 5));
+    assert!(fed.outcome.is_err());
+}
+
+#[test]
 fn a_malformed_chunked_body_is_an_error() {
     for body in [
         &b"\r\n"[..],
@@ -213,6 +235,9 @@ fn a_malformed_chunked_body_is_an_error() {
         b"0\r\nX: y\rZ",
         b"0\r\n\rZ",
         b"5\rX",
+        b"5;a\nb\r\nhello\r\n0\r\n\r\n",
+        b"0\r\nX: y\n\r\n",
+        b"0\r\n\n",
     ] {
         assert!(
             scan(body, 64).is_err(),
