@@ -395,6 +395,7 @@ async fn claim(
             first: true,
         });
     }
+    // The claim as `decide` reads it; the store chose the nonce, and `decide` takes none from here.
     let request = ClaimRequest {
         scope: scope.clone(),
         fingerprint: fingerprint.to_owned(),
@@ -405,7 +406,9 @@ async fn claim(
     decide(store, claim.record, &request, endpoint, cfg, behaviour).await
 }
 
-/// The state machine over an existing `record` that the claim `request` found (it did not insert).
+/// The state machine over an existing `record` that the claim `request` found (it did not insert);
+/// of `request`, its scope, fingerprint and times are used, not its nonce (a take-over decides its
+/// own from the record).
 async fn decide(
     store: &dyn RecordStore,
     record: IdempotencyRecord,
