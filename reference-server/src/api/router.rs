@@ -12,14 +12,23 @@ use crate::{auth, idempotency};
 /// Unknown routes get 404 and wrong methods 405, both with problem bodies.
 pub fn app(state: AppState) -> Router {
     // route_layer: the later layer runs first, so auth sets the principal before the idempotency layer.
+    // The create writes the layer's claim and completion in its own transactions (a unit of work),
+    // so its route gets the deferring variant of the layer; the other routes the generic one.
+    let creates = Router::new()
+        .route("/v1/workers", post(workers::create))
+        .route_layer(from_fn_with_state(
+            state.clone(),
+            idempotency::enforce_deferring,
+        ));
     let api = Router::new()
-        .route("/v1/workers", get(workers::list).post(workers::create))
+        .route("/v1/workers", get(workers::list))
         .route(
             "/v1/workers/{id}",
             get(workers::get_one).delete(workers::delete_one),
         )
         .route("/v1/workers/{id}/reboot", post(workers::reboot))
         .route_layer(from_fn_with_state(state.clone(), idempotency::enforce))
+        .merge(creates)
         .route_layer(from_fn_with_state(state.clone(), auth::authenticate));
     Router::new()
         .route("/healthz", get(|| async { "ok" }))

@@ -2,20 +2,23 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use http::{header, StatusCode};
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use super::worker_id::WorkerId;
 use super::{ApiError, JsonBody};
 use crate::auth::Principal;
-use crate::fleet::{FleetError, WorkerSpec};
-use crate::idempotency::OpSeed;
+use crate::fleet::{CreateRecord, FleetError, WorkerSpec};
+use crate::idempotency::{DeferredClaim, OpSeed};
 use crate::metrics::CreateResult;
 use crate::state::AppState;
-use crate::store::Worker;
+use crate::store::{Claim, ClaimRequest, Completion, Worker};
 
 /// `POST /v1/workers` body.
 #[derive(Debug, Deserialize)]
@@ -111,6 +114,7 @@ impl From<FleetError> for ApiError {
             FleetError::PoolExhausted => ApiError::PoolExhausted,
             FleetError::NotFound => ApiError::NotFound("no such worker".into()),
             FleetError::Hypervisor(crate::fleet::HypervisorError::Injected) => ApiError::Hypervisor,
+            FleetError::NotOwned => ApiError::InProgress(0),
             other => ApiError::internal(other),
         }
     }
@@ -121,40 +125,79 @@ fn seed_of(seed: Option<Extension<OpSeed>>) -> OpSeed {
     seed.map(|Extension(s)| s).unwrap_or_else(OpSeed::random)
 }
 
+/// A create's `201`: the worker as JSON, with its `Location` unless the `create-drops-location`
+/// flaw is on. As parts, so the idempotency layer can store exactly what is sent.
+fn created(worker: Worker, location: bool) -> (HeaderMap, Bytes) {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if location {
+        if let Ok(value) = HeaderValue::from_str(&format!("/v1/workers/{}", worker.id)) {
+            headers.insert(header::LOCATION, value);
+        }
+    }
+    let body =
+        serde_json::to_vec(&WorkerView::from(worker)).expect("a worker view always serialises");
+    (headers, Bytes::from(body))
+}
+
+/// The idempotency layer's deferred claim as the fleet writes it: the completion stores the `201`
+/// this handler sends for the worker.
+struct Recorded<'a> {
+    claim: &'a DeferredClaim,
+    location: bool,
+}
+
+impl CreateRecord for Recorded<'_> {
+    fn claim(&self) -> Option<ClaimRequest> {
+        self.claim.take()
+    }
+    fn settle(&self, claim: Claim) -> bool {
+        self.claim.settle(claim)
+    }
+    fn completion(&self, worker: &Worker) -> Option<Completion> {
+        let (headers, body) = created(worker.clone(), self.location);
+        self.claim.completion(StatusCode::CREATED, &headers, &body)
+    }
+    fn completed(&self) {
+        self.claim.completed();
+    }
+}
+
 pub(super) async fn create(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     seed: Option<Extension<OpSeed>>,
+    claim: Option<Extension<Arc<DeferredClaim>>>,
     JsonBody(body): JsonBody<CreateWorker>,
 ) -> Result<Response, ApiError> {
-    let created = create_worker(&state, &principal, seed, body).await;
-    state.metrics.create(if created.is_ok() {
-        CreateResult::Created
-    } else {
-        CreateResult::Error
-    });
-    let worker = created?;
-    let location = format!("/v1/workers/{}", worker.id);
-    let mut response = (StatusCode::CREATED, Json(WorkerView::from(worker))).into_response();
-    if state.behaviour.create_location {
-        if let Ok(value) = header::HeaderValue::from_str(&location) {
-            response.headers_mut().insert(header::LOCATION, value);
-        }
-    }
-    Ok(response)
-}
-
-async fn create_worker(
-    state: &AppState,
-    principal: &Principal,
-    seed: Option<Extension<OpSeed>>,
-    body: CreateWorker,
-) -> Result<Worker, ApiError> {
     let spec = body.validate()?;
-    Ok(state
+    let location = state.behaviour.create_location;
+    let record = claim
+        .as_ref()
+        .map(|Extension(claim)| Recorded { claim, location });
+    let created_worker = state
         .fleet
-        .create(&principal.0, spec, &seed_of(seed))
-        .await?)
+        .create(
+            &principal.0,
+            spec,
+            &seed_of(seed),
+            record.as_ref().map(|r| r as &dyn CreateRecord),
+        )
+        .await;
+    let result = match &created_worker {
+        Ok(_) => CreateResult::Created,
+        // Not a run of the handler: the idempotency layer answers from the record it found.
+        Err(FleetError::NotOwned) => return Err(ApiError::InProgress(0)),
+        Err(_) => CreateResult::Error,
+    };
+    state.metrics.create(result);
+    let (headers, body) = created(created_worker?, location);
+    let mut response = (StatusCode::CREATED, body).into_response();
+    *response.headers_mut() = headers;
+    Ok(response)
 }
 
 pub(super) async fn list(

@@ -30,8 +30,11 @@ pub struct Faults {
 
 /// A point in a create where an armed `crash_at` fault aborts the process, as a crash or a SIGKILL
 /// would: no cleanup runs, and only what was committed before it survives. Each is a different
-/// resume path for the retry that follows (one leaves nothing, one a node and a lease, one a pending
-/// boot with a running instance, one a finished worker under an in-flight record).
+/// resume path for the retry that follows: on a first attempt (two transactions, see
+/// [`CreateStore`](crate::store::CreateStore)) one leaves nothing, one a node, a lease and a pending
+/// boot, and two a pending boot with a running instance (between the transactions); on a retry
+/// (single statements) `after_lease` leaves a node and a lease, and `before_complete` a finished
+/// worker under an in-flight record.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize, serde::Serialize,
 )]
@@ -39,11 +42,15 @@ pub struct Faults {
 pub enum CrashPoint {
     /// In the idempotency layer, after the key and body were read, before the claim.
     BeforeClaim,
-    /// After the node allocation and the lease were written, before the boot's pending row.
+    /// After the node allocation and the lease were written: on a first attempt after its first
+    /// transaction (claim, node, lease and pending boot row committed), on a retry before the boot's
+    /// pending row.
     AfterLease,
     /// After the hypervisor recorded the instance, before the boot row is completed.
     AfterBootCall,
-    /// After the handler produced its response (the worker exists), before the record is completed.
+    /// Before the record is completed: on a first attempt just before its last transaction (the
+    /// instance is booted, the worker and the completion not yet written), otherwise after the
+    /// handler produced its response (the worker exists).
     BeforeComplete,
 }
 

@@ -4,4 +4,4 @@ mod hypervisor;
 mod service;
 
 pub use hypervisor::{CrashPoint, FaultSettings, Faults, Hypervisor, HypervisorError};
-pub use service::{CreateIds, Fleet, FleetError, WorkerSpec};
+pub use service::{CreateIds, CreateRecord, Fleet, FleetError, WorkerSpec};

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use super::{CrashPoint, Faults, Hypervisor, HypervisorError};
 use crate::idempotency::{now_ms, OpSeed};
-use crate::store::{FleetStore, NewWorker, StoreError, Worker};
+use crate::store::{
+    Claim, ClaimRequest, Completion, FleetStore, NewWorker, Reservation, StoreError, Worker,
+};
 
 /// A validated worker request.
 #[derive(Debug, Clone)]
@@ -36,6 +38,25 @@ pub enum FleetError {
     /// Storage failed.
     #[error("update the fleet's state")]
     Store(#[from] StoreError),
+    /// The deferred claim found an existing idempotency record (this request does not own it);
+    /// nothing was written, and the idempotency layer decides what the request gets.
+    #[error("claim the idempotency record")]
+    NotOwned,
+}
+
+/// What the idempotency layer writes in a create's two transactions: its claim in the first, its
+/// completion (the response it will replay) in the last. Implemented by the create handler over the
+/// layer's [`DeferredClaim`](crate::idempotency::DeferredClaim), since the response is the API's.
+pub trait CreateRecord: Send + Sync {
+    /// The claim to write in the first transaction (`None` once taken).
+    fn claim(&self) -> Option<ClaimRequest>;
+    /// The claim's result; true when this request owns the record and goes on.
+    fn settle(&self, claim: Claim) -> bool;
+    /// The completion to write with the last transaction, for a create that ends in `worker`;
+    /// `None` when the record is not this request's or its response is not stored.
+    fn completion(&self, worker: &Worker) -> Option<Completion>;
+    /// The completion was written in the last transaction.
+    fn completed(&self);
 }
 
 /// The side-effect ids of one create attempt, derived from its seed: retries of the attempt find
@@ -57,6 +78,33 @@ impl CreateIds {
             allocation_id: seed.sub_key("alloc"),
             lease_id: format!("lse-{}", seed.sub_key("lease")),
             boot_id: format!("boot-{}", seed.sub_key("boot")),
+        }
+    }
+}
+
+impl NewWorker {
+    /// The worker a create of `spec` by `principal` writes on `node_id` with `ids`, at `now`; its
+    /// instance id is set once the boot returned one.
+    fn of(
+        principal: &str,
+        spec: WorkerSpec,
+        id: String,
+        node_id: i64,
+        ids: CreateIds,
+        now: i64,
+    ) -> Self {
+        Self {
+            id,
+            principal: principal.to_owned(),
+            image: spec.image,
+            cpu: spec.cpu,
+            memory_gb: spec.memory_gb,
+            labels: spec.labels,
+            node_id,
+            lease_id: ids.lease_id,
+            boot_id: ids.boot_id,
+            instance_id: String::new(),
+            created_at: now,
         }
     }
 }
@@ -89,80 +137,135 @@ impl Fleet {
     }
 
     /// Creates a worker: node (sub-key `alloc`) → lease (`lease`) → two-phase boot (`boot`) → worker
-    /// (`worker`). A retry with the same seed finds each step done and continues after it; a
-    /// [fresh](OpSeed::is_fresh) seed has nothing to find, so its create skips the look-ups.
+    /// (`worker`). A retry with the same seed finds each step done and continues after it.
+    ///
+    /// A [fresh](OpSeed::is_fresh) seed has nothing to find: its create is two transactions
+    /// ([`CreateStore`](crate::store::CreateStore)), node + lease + pending boot before the hypervisor
+    /// call and boot + worker after it, which carry `record`'s claim and completion when the request's
+    /// idempotency record is written through them (a deferred claim always comes with a fresh seed).
     pub async fn create(
         &self,
         principal: &str,
         spec: WorkerSpec,
         seed: &OpSeed,
+        record: Option<&dyn CreateRecord>,
     ) -> Result<Worker, FleetError> {
         let worker_id = format!("wkr-{}", seed.sub_key("worker"));
-        let resuming = !seed.is_fresh();
-        if resuming {
-            if let Some(worker) = self.store.get_worker(principal, &worker_id).await? {
-                return Ok(worker);
+        if !seed.is_fresh() {
+            return self.resume(principal, spec, seed, worker_id).await;
+        }
+        let ids = CreateIds::of(seed);
+        let now = now_ms();
+        let claim = record.and_then(CreateRecord::claim);
+        let reserved = self
+            .store
+            .reserve(Reservation {
+                claim: claim.as_ref(),
+                allocation_id: &ids.allocation_id,
+                lease_id: &ids.lease_id,
+                boot_id: &ids.boot_id,
+                worker_id: &worker_id,
+                principal,
+                now,
+            })
+            .await?;
+        if let (Some(record), Some(claim)) = (record, reserved.claim) {
+            if !record.settle(claim) {
+                return Err(FleetError::NotOwned);
             }
+        }
+        let node_id = reserved.node_id.ok_or(FleetError::PoolExhausted)?;
+        self.faults.crash_if(CrashPoint::AfterLease);
+        let booted = self
+            .hypervisor
+            .boot(&ids.boot_id, node_id, &spec.image)
+            .await;
+        let worker = NewWorker::of(principal, spec, worker_id, node_id, ids, now);
+        match booted {
+            Ok(instance_id) => {
+                let worker = NewWorker {
+                    instance_id,
+                    ..worker
+                };
+                let completion = record.and_then(|r| r.completion(&worker.stored()));
+                if completion.is_some() {
+                    self.faults.crash_if(CrashPoint::BeforeComplete);
+                }
+                let finished = self.store.finish(&worker, completion.as_ref()).await?;
+                if let (Some(record), true) = (record, finished.completed) {
+                    record.completed();
+                }
+                Ok(finished.worker)
+            }
+            Err(e) => self.failed_boot(worker, e.into()).await,
+        }
+    }
+
+    /// A create whose seed may have done part of the work: each step looks for what an earlier
+    /// attempt did and continues after it, as single statements.
+    async fn resume(
+        &self,
+        principal: &str,
+        spec: WorkerSpec,
+        seed: &OpSeed,
+        worker_id: String,
+    ) -> Result<Worker, FleetError> {
+        if let Some(worker) = self.store.get_worker(principal, &worker_id).await? {
+            return Ok(worker);
         }
         let ids = CreateIds::of(seed);
         let now = now_ms();
         let node_id = self
             .store
-            .allocate_node(&ids.allocation_id, now, resuming)
+            .allocate_node(&ids.allocation_id, now, true)
             .await?
             .ok_or(FleetError::PoolExhausted)?;
-        let CreateIds {
-            lease_id, boot_id, ..
-        } = ids;
         self.store
-            .ensure_lease(&lease_id, node_id, principal, now)
+            .ensure_lease(&ids.lease_id, node_id, principal, now)
             .await?;
         self.faults.crash_if(CrashPoint::AfterLease);
         let booted = self
-            .boot(&boot_id, &worker_id, node_id, &spec.image, resuming)
+            .boot(&ids.boot_id, &worker_id, node_id, &spec.image)
             .await;
-        let worker = |instance_id: String| NewWorker {
-            id: worker_id,
-            principal: principal.to_owned(),
-            image: spec.image,
-            cpu: spec.cpu,
-            memory_gb: spec.memory_gb,
-            labels: spec.labels,
-            node_id,
-            lease_id,
-            boot_id,
-            instance_id,
-            created_at: now,
-        };
+        let worker = NewWorker::of(principal, spec, worker_id, node_id, ids, now);
         match booted {
-            Ok(instance_id) => Ok(self.store.insert_worker(&worker(instance_id)).await?),
-            Err(e) if !self.failed_create_writes_nothing => {
-                // The `failed-create-leaves-worker` flaw: the worker row is written anyway.
-                self.store.insert_worker(&worker("none".into())).await?;
-                Err(e)
-            }
-            Err(e) => Err(e),
+            Ok(instance_id) => Ok(self
+                .store
+                .insert_worker(&NewWorker {
+                    instance_id,
+                    ..worker
+                })
+                .await?),
+            Err(e) => self.failed_boot(worker, e).await,
         }
     }
 
-    /// The two-phase boot: a `pending` row is committed before the call, the call carries `boot_id` as
-    /// its tag, then the row is completed. A retry that finds the row pending reconciles by listing the
-    /// hypervisor's instances by tag before booting again (only when `resuming`: a first attempt has
-    /// no row to find). No transaction is held across the call.
+    /// A boot failed: nothing more is written, except under the `failed-create-leaves-worker` flaw,
+    /// which writes the worker anyway.
+    async fn failed_boot(&self, worker: NewWorker, e: FleetError) -> Result<Worker, FleetError> {
+        if !self.failed_create_writes_nothing {
+            self.store
+                .insert_worker(&NewWorker {
+                    instance_id: "none".into(),
+                    ..worker
+                })
+                .await?;
+        }
+        Err(e)
+    }
+
+    /// The two-phase boot of a retry: a `pending` row is committed before the call, the call carries
+    /// `boot_id` as its tag, then the row is completed. A retry that finds the row pending reconciles
+    /// by listing the hypervisor's instances by tag before booting again. No transaction is held
+    /// across the call.
     async fn boot(
         &self,
         boot_id: &str,
         worker_id: &str,
         node_id: i64,
         image: &str,
-        resuming: bool,
     ) -> Result<String, FleetError> {
-        let found = if resuming {
-            self.store.find_boot(boot_id).await?
-        } else {
-            None
-        };
-        match found {
+        match self.store.find_boot(boot_id).await? {
             Some(row) if row.state == "done" => {
                 if let Some(instance_id) = row.instance_id {
                     return Ok(instance_id);

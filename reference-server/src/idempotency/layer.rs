@@ -1,7 +1,8 @@
 //! The idempotency middleware: an axum `route_layer` on the mutating routes.
 //!
 //! validate the key → endpoint from `MatchedPath` → buffer the body (over 1 MiB → 413) → fingerprint →
-//! ONE atomic claim statement → then, by the record found:
+//! ONE atomic claim statement (on the create route, [`enforce_deferring`], written by the handler as
+//! the first statement of its first transaction) → then, by the record found:
 //! - inserted (or reclaimed): run the handler in its own task (a client that disconnects does not
 //!   cancel it), store a terminal outcome or mark the record failed; a panic marks it failed too;
 //! - in flight, younger than the in-flight TTL: `409 request-in-progress` + `Retry-After`, at once;
@@ -20,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::Method;
 
+use super::deferred::{DeferredClaim, Progress};
 use super::record::{encode, replay};
 use super::{is_storable, Fingerprint, IdempotencyKey, OpSeed};
 use crate::api::{read_body, ApiError};
@@ -28,7 +30,7 @@ use crate::flaw::{Behaviour, Flaws};
 use crate::fleet::CrashPoint;
 use crate::metrics::{Metrics, Outcome};
 use crate::state::AppState;
-use crate::store::{IdempotencyRecord, RecordState, RecordStore, Scope};
+use crate::store::{ClaimRequest, IdempotencyRecord, RecordState, RecordStore, Scope};
 
 /// Requests bodies above this many bytes get 413 (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -87,13 +89,34 @@ enum Decision {
 
 /// The middleware (`axum::middleware::from_fn_with_state`). Safe methods pass through untouched.
 pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    match handle(state, req, next).await {
+    respond(handle(state, req, next, false).await)
+}
+
+/// The middleware for a route whose handler writes through a unit of work (the create): the claim
+/// is not written here but handed to the handler as a [`DeferredClaim`], to be written in its first
+/// transaction, and the handler's last transaction writes the completion (see `deferred.rs`). Under
+/// the `check-then-act` flaw (no atomic claim to defer) it is [`enforce`].
+pub async fn enforce_deferring(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    respond(handle(state, req, next, true).await)
+}
+
+fn respond(result: Result<Response, ApiError>) -> Response {
+    match result {
         Ok(response) => response,
         Err(err) => err.into_response(),
     }
 }
 
-async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Response, ApiError> {
+async fn handle(
+    state: AppState,
+    mut req: Request,
+    next: Next,
+    defer: bool,
+) -> Result<Response, ApiError> {
     let method = req.method().clone();
     if method.is_safe() {
         return Ok(next.run(req).await);
@@ -132,8 +155,22 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
         &body,
     );
     let (scope, fingerprint) = scope_of(behaviour, &principal, &endpoint, &key, &fingerprint);
+    let seed = if behaviour.resumable_side_effects {
+        OpSeed::derive(&principal.0, &endpoint, key.as_str())
+    } else {
+        OpSeed::random()
+    };
+    let request = Held {
+        parts,
+        body,
+        seed,
+        next,
+    };
 
     state.faults.crash_if(CrashPoint::BeforeClaim);
+    if defer && behaviour.atomic_claim {
+        return run_deferred(&state, scope, fingerprint, endpoint, request).await;
+    }
     let records = state.stores.records.as_ref();
     let decision = if behaviour.atomic_claim {
         claim(records, &scope, &fingerprint, &endpoint, &cfg, behaviour).await?
@@ -141,11 +178,35 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
         check_then_act(records, &scope, &fingerprint, &cfg).await?
     };
     count(&state.metrics, &decision);
-    let seed = if behaviour.resumable_side_effects {
-        OpSeed::derive(&principal.0, &endpoint, key.as_str())
-    } else {
-        OpSeed::random()
-    };
+    act(&state, decision, scope, request).await
+}
+
+/// A request held by the layer after its body was read, so its handler can run (again) once the
+/// claim decided: the head, the body, the record's seed (before the nonce salts it) and the rest of
+/// the middleware stack.
+struct Held {
+    parts: http::request::Parts,
+    body: Bytes,
+    seed: OpSeed,
+    next: Next,
+}
+
+impl Held {
+    /// The request again, carrying `seed`.
+    fn request(&self, seed: OpSeed) -> Request {
+        let mut req = Request::from_parts(self.parts.clone(), Body::from(self.body.clone()));
+        req.extensions_mut().insert(seed);
+        req
+    }
+}
+
+/// What the request gets once the claim decided.
+async fn act(
+    state: &AppState,
+    decision: Decision,
+    scope: Scope,
+    held: Held,
+) -> Result<Response, ApiError> {
     match decision {
         Decision::Run {
             started_at,
@@ -153,19 +214,119 @@ async fn handle(state: AppState, mut req: Request, next: Next) -> Result<Respons
             first,
             ..
         } => {
-            let seed = seed.salted(&nonce);
+            let seed = held.seed.salted(&nonce);
             let seed = if first { seed.first_attempt() } else { seed };
-            let req = rebuild(parts, body, seed);
-            run_owned(&state, scope, started_at, req, next).await
+            let req = held.request(seed);
+            run_owned(state, scope, started_at, req, held.next).await
         }
-        Decision::RunUnowned => Ok(next.run(rebuild(parts, body, OpSeed::random())).await),
+        Decision::RunUnowned => {
+            let req = held.request(OpSeed::random());
+            Ok(held.next.run(req).await)
+        }
         Decision::Replay(record) => {
             let stored = record
                 .response
                 .ok_or_else(|| ApiError::Internal("completed record without a response".into()))?;
-            replay(&stored, !behaviour.replay_headers).map_err(ApiError::Internal)
+            replay(&stored, !state.behaviour.replay_headers).map_err(ApiError::Internal)
         }
         Decision::Refuse(err) => Err(err),
+    }
+}
+
+/// Runs the handler with a [`DeferredClaim`] (a new nonce, a first-attempt seed) in its own task,
+/// then does what the handler left to the layer (see [`Progress`]).
+async fn run_deferred(
+    state: &AppState,
+    scope: Scope,
+    fingerprint: String,
+    endpoint: String,
+    held: Held,
+) -> Result<Response, ApiError> {
+    let retention = ms(state.idempotency.retention);
+    let now = now_ms();
+    let request = ClaimRequest {
+        scope,
+        fingerprint,
+        nonce: uuid::Uuid::new_v4().to_string(),
+        now,
+        expires_at: now + retention,
+    };
+    let mut req = held.request(held.seed.salted(&request.nonce).first_attempt());
+    let work = Arc::new(DeferredClaim::new(
+        request,
+        retention,
+        !state.behaviour.fail_on_5xx,
+        state.metrics.clone(),
+    ));
+    req.extensions_mut().insert(work.clone());
+    let state = state.clone();
+    let task = tokio::spawn(async move {
+        let mut guard = FailOnDrop {
+            store: Some(state.stores.records.clone()),
+            metrics: state.metrics.clone(),
+            owner: Owner::Deferred(work.clone()),
+        };
+        let response = held.next.clone().run(req).await;
+        guard.store = None;
+        after_deferred(&state, &work, &endpoint, response, held).await
+    });
+    task.await
+        .map_err(|err| ApiError::Internal(format!("the handler task ended abnormally: {err}")))?
+}
+
+/// What is left to the layer after a handler ran with a [`DeferredClaim`].
+async fn after_deferred(
+    state: &AppState,
+    work: &DeferredClaim,
+    endpoint: &str,
+    response: Response,
+    held: Held,
+) -> Result<Response, ApiError> {
+    let request = work.request();
+    let scope = &request.scope;
+    match work.progress() {
+        Progress::Owned {
+            completed: true, ..
+        }
+        | Progress::Taken => Ok(response),
+        Progress::Owned {
+            started_at,
+            completed: false,
+        } => Ok(record_outcome(state, scope, started_at, response).await),
+        Progress::Existing(record) => {
+            let decision = decide(
+                state.stores.records.as_ref(),
+                record,
+                request,
+                endpoint,
+                &state.idempotency,
+                state.behaviour,
+            )
+            .await?;
+            count(&state.metrics, &decision);
+            act(state, decision, scope.clone(), held).await
+        }
+        Progress::Deferred => {
+            // The handler answered before its first write (a body it rejects): the answer depends on
+            // the request alone, so it is what any run by the record's owner would answer.
+            let decision = claim(
+                state.stores.records.as_ref(),
+                scope,
+                &request.fingerprint,
+                endpoint,
+                &state.idempotency,
+                state.behaviour,
+            )
+            .await?;
+            count(&state.metrics, &decision);
+            match decision {
+                Decision::Run { started_at, .. } => {
+                    Ok(record_outcome(state, scope, started_at, response).await)
+                }
+                Decision::RunUnowned => Ok(response),
+                other => act(state, other, scope.clone(), held).await,
+            }
+        }
     }
 }
 
@@ -211,12 +372,6 @@ fn scope_of(
     (scope, stored)
 }
 
-fn rebuild(parts: http::request::Parts, body: Bytes, seed: OpSeed) -> Request {
-    let mut req = Request::from_parts(parts, Body::from(body));
-    req.extensions_mut().insert(seed);
-    req
-}
-
 /// The atomic claim, then the state machine over the record it returns.
 async fn claim(
     store: &dyn RecordStore,
@@ -240,7 +395,37 @@ async fn claim(
             first: true,
         });
     }
-    let record = claim.record;
+    // The claim as `decide` reads it; the store chose the nonce, and `decide` takes none from here.
+    let request = ClaimRequest {
+        scope: scope.clone(),
+        fingerprint: fingerprint.to_owned(),
+        nonce: String::new(),
+        now,
+        expires_at,
+    };
+    decide(store, claim.record, &request, endpoint, cfg, behaviour).await
+}
+
+/// The state machine over an existing `record` that the claim `request` found (it did not insert);
+/// of `request`, its scope, fingerprint and times are used, not its nonce (a take-over decides its
+/// own from the record).
+async fn decide(
+    store: &dyn RecordStore,
+    record: IdempotencyRecord,
+    request: &ClaimRequest,
+    endpoint: &str,
+    cfg: &IdempotencyConfig,
+    behaviour: Behaviour,
+) -> Result<Decision, ApiError> {
+    let ClaimRequest {
+        scope,
+        fingerprint,
+        now,
+        expires_at,
+        ..
+    } = request;
+    let (now, expires_at) = (*now, *expires_at);
+    let fingerprint = fingerprint.as_str();
     // Reclaiming a failed or stuck record keeps its nonce (the retry resumes its side effects); an
     // expired record is a new operation and gets a new one.
     let record_nonce = record.nonce.as_str();
@@ -375,60 +560,96 @@ async fn run_owned(
     req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let store = state.stores.records.clone();
-    let faults = state.faults.clone();
-    let metrics = state.metrics.clone();
-    let retention = ms(state.idempotency.retention);
-    let store_5xx = !state.behaviour.fail_on_5xx;
+    let state = state.clone();
     let task = tokio::spawn(async move {
         let mut guard = FailOnDrop {
-            store: Some(store.clone()),
-            metrics: metrics.clone(),
-            scope: scope.clone(),
-            started_at,
+            store: Some(state.stores.records.clone()),
+            metrics: state.metrics.clone(),
+            owner: Owner::Claimed {
+                scope: scope.clone(),
+                started_at,
+            },
         };
         let response = next.run(req).await;
-        let (parts, body) = response.into_parts();
-        let body = match axum::body::to_bytes(body, usize::MAX).await {
-            Ok(body) => body,
-            Err(err) => {
-                // The guard marks the record failed.
-                return ApiError::Internal(format!("read the handler's response body: {err}"))
-                    .into_response();
-            }
-        };
-        faults.crash_if(CrashPoint::BeforeComplete);
-        let recorded = if is_storable(parts.status) || (store_5xx && parts.status.is_server_error())
-        {
-            let stored = encode(parts.status, &parts.headers, &body);
-            store
-                .complete(&scope, started_at, &stored, now_ms() + retention)
-                .await
-        } else {
-            metrics.outcome(Outcome::Failed);
-            store.fail(&scope, started_at).await
-        };
-        match recorded {
-            Ok(true) => {}
-            Ok(false) => {
-                tracing::warn!(key = %scope.key, "the claim was reclaimed before this request finished")
-            }
-            // The record stays in flight; the in-flight TTL lets a retry reclaim it and resume.
-            Err(err) => tracing::error!(error = %err, key = %scope.key, "record the outcome"),
-        }
         guard.store = None;
-        Response::from_parts(parts, Body::from(body))
+        record_outcome(&state, &scope, started_at, response).await
     });
     task.await
         .map_err(|err| ApiError::Internal(format!("the handler task ended abnormally: {err}")))
+}
+
+/// Records the handler's `response` as the outcome of the claim `started_at`: a terminal outcome is
+/// stored, anything else marks the record failed.
+async fn record_outcome(
+    state: &AppState,
+    scope: &Scope,
+    started_at: i64,
+    response: Response,
+) -> Response {
+    let store = state.stores.records.as_ref();
+    let (parts, body) = response.into_parts();
+    let body = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(body) => body,
+        Err(err) => {
+            state.metrics.outcome(Outcome::Failed);
+            if let Err(err) = store.fail(scope, started_at).await {
+                tracing::error!(error = %err, key = %scope.key, "mark the record failed");
+            }
+            return ApiError::Internal(format!("read the handler's response body: {err}"))
+                .into_response();
+        }
+    };
+    state.faults.crash_if(CrashPoint::BeforeComplete);
+    let store_5xx = !state.behaviour.fail_on_5xx;
+    let recorded = if is_storable(parts.status) || (store_5xx && parts.status.is_server_error()) {
+        let stored = encode(parts.status, &parts.headers, &body);
+        let expires_at = now_ms() + ms(state.idempotency.retention);
+        store.complete(scope, started_at, &stored, expires_at).await
+    } else {
+        state.metrics.outcome(Outcome::Failed);
+        store.fail(scope, started_at).await
+    };
+    match recorded {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!(key = %scope.key, "the claim was reclaimed before this request finished")
+        }
+        // The record stays in flight; the in-flight TTL lets a retry reclaim it and resume.
+        Err(err) => tracing::error!(error = %err, key = %scope.key, "record the outcome"),
+    }
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// Whose claim a [`FailOnDrop`] guards.
+enum Owner {
+    /// A claim the layer wrote.
+    Claimed { scope: Scope, started_at: i64 },
+    /// A claim deferred to the handler: guarded once the handler's write made it the request's,
+    /// until its completion is written.
+    Deferred(Arc<DeferredClaim>),
+}
+
+impl Owner {
+    /// The claim to mark failed, if the request owns one that is not completed.
+    fn unfinished(&self) -> Option<(Scope, i64)> {
+        match self {
+            Self::Claimed { scope, started_at } => Some((scope.clone(), *started_at)),
+            Self::Deferred(work) => match work.progress() {
+                Progress::Owned {
+                    started_at,
+                    completed: false,
+                } => Some((work.request().scope.clone(), started_at)),
+                _ => None,
+            },
+        }
+    }
 }
 
 /// Marks the record failed when dropped while still armed (the handler task unwound).
 struct FailOnDrop {
     store: Option<Arc<dyn RecordStore>>,
     metrics: Arc<Metrics>,
-    scope: Scope,
-    started_at: i64,
+    owner: Owner,
 }
 
 impl Drop for FailOnDrop {
@@ -436,9 +657,10 @@ impl Drop for FailOnDrop {
         let Some(store) = self.store.take() else {
             return;
         };
+        let Some((scope, started_at)) = self.owner.unfinished() else {
+            return;
+        };
         self.metrics.outcome(Outcome::Failed);
-        let scope = self.scope.clone();
-        let started_at = self.started_at;
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
                 if let Err(err) = store.fail(&scope, started_at).await {

@@ -1,15 +1,17 @@
 //! The Idempotency-Key layer: key parsing, fingerprint, record encoding, side-effect sub-keys and the
 //! middleware that runs the state machine (none → in flight → completed | failed).
 
+mod deferred;
 mod fingerprint;
 mod key;
 mod layer;
 mod record;
 mod seed;
 
+pub use deferred::DeferredClaim;
 pub use fingerprint::Fingerprint;
 pub use key::{IdempotencyKey, KeyError, IDEMPOTENCY_KEY, MAX_KEY_LEN};
 pub(crate) use layer::now_ms;
-pub use layer::{enforce, IdempotencyConfig, MAX_BODY_BYTES};
+pub use layer::{enforce, enforce_deferring, IdempotencyConfig, MAX_BODY_BYTES};
 pub use record::{is_storable, COMPRESS_ABOVE_BYTES};
 pub use seed::OpSeed;

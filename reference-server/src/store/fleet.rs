@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use futures::TryFutureExt;
 
 use super::sql::{Dialect, SqlStore, Statement};
-use super::StoreError;
+use super::{CreateStore, StoreError};
 
 /// A worker to insert ("do or return the existing one", keyed by its derived id).
 #[derive(Debug, Clone)]
@@ -38,6 +38,26 @@ pub struct NewWorker {
     pub instance_id: String,
     /// Creation time, ms since the epoch.
     pub created_at: i64,
+}
+
+impl NewWorker {
+    /// The worker as stored once inserted (`running`, no reboots yet).
+    pub fn stored(&self) -> Worker {
+        Worker {
+            id: self.id.clone(),
+            principal: self.principal.clone(),
+            image: self.image.clone(),
+            cpu: self.cpu,
+            memory_gb: self.memory_gb,
+            labels: self.labels.clone(),
+            node_id: self.node_id,
+            lease_id: self.lease_id.clone(),
+            instance_id: self.instance_id.clone(),
+            state: "running".to_owned(),
+            reboot_count: 0,
+            created_at: self.created_at,
+        }
+    }
 }
 
 /// A stored worker.
@@ -79,8 +99,10 @@ pub struct BootRow {
 }
 
 /// The fleet and the hypervisor's state. Every method is one statement or one short transaction;
-/// none is held across a call to the hypervisor. Times are ms since the Unix epoch.
-pub trait FleetStore: Send + Sync + 'static {
+/// none is held across a call to the hypervisor. Times are ms since the Unix epoch. A first attempt
+/// of a create writes through its supertrait, [`CreateStore`] (two transactions); a retry resumes
+/// with the single statements here.
+pub trait FleetStore: CreateStore + Send + Sync + 'static {
     /// Releases what an attempt that will never be resumed left behind: the lease `lease_id`, the node
     /// allocated as `allocation_id`, the boot row `boot_id` and a running instance tagged with it.
     /// Nothing is released while a worker holds the lease. Returns whether anything was released.
@@ -212,19 +234,21 @@ const SEED_NODES: &str = "WITH RECURSIVE n(x) AS \
 const NODE_OF_ALLOCATION: &str = "SELECT node_id FROM nodes WHERE allocation_id = $1";
 
 /// Binds `$1` lease id, `$2` node id, `$3` principal, `$4` now.
-const ENSURE_LEASE: &str = "INSERT INTO leases (lease_id, node_id, principal, created_at) \
+pub(super) const ENSURE_LEASE: &str =
+    "INSERT INTO leases (lease_id, node_id, principal, created_at) \
      VALUES ($1, $2, $3, $4) ON CONFLICT (lease_id) DO NOTHING";
 
 /// Our boot row `$1`.
 const FIND_BOOT: &str = "SELECT state, instance_id FROM boots WHERE boot_id = $1";
 
 /// Binds `$1` boot id, `$2` worker id, `$3` node id, `$4` now.
-const INSERT_PENDING_BOOT: &str =
+pub(super) const INSERT_PENDING_BOOT: &str =
     "INSERT INTO boots (boot_id, worker_id, node_id, state, created_at) \
      VALUES ($1, $2, $3, 'pending', $4) ON CONFLICT (boot_id) DO NOTHING";
 
 /// Binds `$1` instance id, `$2` boot id.
-const COMPLETE_BOOT: &str = "UPDATE boots SET state = 'done', instance_id = $1 WHERE boot_id = $2";
+pub(super) const COMPLETE_BOOT: &str =
+    "UPDATE boots SET state = 'done', instance_id = $1 WHERE boot_id = $2";
 
 /// Binds `$1` instance id, `$2` tag, `$3` node id, `$4` now. At most one running instance per tag
 /// (a partial unique index, migration 0002), so a second boot with the tag inserts nothing and
@@ -246,7 +270,7 @@ const INSTANCES_BY_TAG: &str =
 /// Binds `$1` id, `$2` principal, `$3` image, `$4` cpu, `$5` memory_gb, `$6` labels (JSON), `$7` node
 /// id, `$8` lease id, `$9` boot id, `$10` instance id, `$11` created_at. Returns the new row, or no
 /// row when the worker already existed.
-const INSERT_WORKER: &str =
+pub(super) const INSERT_WORKER: &str =
     "INSERT INTO workers (id, principal, image, cpu, memory_gb, labels, node_id, \
        lease_id, boot_id, instance_id, state, reboot_count, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', 0, $11) \
@@ -255,7 +279,7 @@ const INSERT_WORKER: &str =
        instance_id, state, reboot_count, created_at";
 
 /// The worker `$1`, whoever owns it.
-const WORKER_BY_ID: &str =
+pub(super) const WORKER_BY_ID: &str =
     "SELECT id, principal, image, cpu, memory_gb, labels, node_id, lease_id, \
        instance_id, state, reboot_count, created_at \
      FROM workers WHERE id = $1";
@@ -295,7 +319,7 @@ const INSERT_REBOOT: &str =
 const COUNT_REBOOT: &str = "UPDATE workers SET reboot_count = reboot_count + 1 WHERE id = $1";
 
 /// Decodes a worker from a row of the columns [`WORKER_BY_ID`] returns.
-fn worker_from_row<D: Dialect>(row: &D::Row) -> Result<Worker, StoreError> {
+pub(super) fn worker_from_row<D: Dialect>(row: &D::Row) -> Result<Worker, StoreError> {
     let labels = D::text(row, "labels")?;
     Ok(Worker {
         id: D::text(row, "id")?,

@@ -4,6 +4,8 @@
 //!   reclaim, terminal outcomes, the sweeps.
 //! - [`FleetStore`] (`fleet.rs`): nodes, leases, boots, workers, reboots and the simulated
 //!   hypervisor's instances.
+//! - [`CreateStore`] (`create.rs`): a first attempt of a create as two transactions, the unit of
+//!   work the idempotency layer's claim and completion and the fleet's writes share.
 //! - [`StatsStore`] (`stats.rs`): the admin counts.
 //!
 //! Each file holds its trait, its rows, its SQL as named constants and the implementation on
@@ -14,6 +16,7 @@
 //! `sqlite.rs`) supplies. [`connect`] opens one and hands out its [`Stores`].
 
 mod connect;
+mod create;
 mod error;
 mod fleet;
 mod postgres;
@@ -23,6 +26,7 @@ mod sqlite;
 mod stats;
 
 pub use connect::{connect, DatabaseUrl, Stores};
+pub use create::{ClaimRequest, Completion, CreateStore, Finished, Reservation, Reserved};
 pub use error::StoreError;
 pub use fleet::{BootRow, FleetStore, NewWorker, Worker};
 pub use records::{

@@ -200,7 +200,7 @@ const TAKE_OVER: &str = "UPDATE idempotency_records SET state = 'in_flight', fin
 
 /// Stores a terminal outcome if the claim `$9` (started_at) still holds. Binds `$1` status, `$2`
 /// headers, `$3` body, `$4` compressed (0/1), `$5` expires_at, the scope (`$6`–`$8`).
-const COMPLETE: &str =
+pub(super) const COMPLETE: &str =
     "UPDATE idempotency_records SET state = 'completed', status = $1, headers = $2, \
        body = $3, compressed = $4, expires_at = $5 \
      WHERE principal = $6 AND endpoint = $7 AND idem_key = $8 AND state = 'in_flight' \
@@ -213,7 +213,7 @@ const FAIL: &str = "UPDATE idempotency_records SET state = 'failed' \
 
 impl<'q, D: Dialect> Statement<'q, D> {
     /// Binds the next three parameters: principal, endpoint, key.
-    fn scope(self, scope: &'q Scope) -> Self {
+    pub(super) fn scope(self, scope: &'q Scope) -> Self {
         self.text(&scope.principal)
             .text(&scope.endpoint)
             .text(&scope.key)
@@ -221,7 +221,7 @@ impl<'q, D: Dialect> Statement<'q, D> {
 }
 
 /// Decodes a record from a row of its columns (as [`FIND`] and [`Dialect::CLAIM`] return them).
-fn record_from_row<D: Dialect>(row: &D::Row) -> Result<IdempotencyRecord, StoreError> {
+pub(super) fn record_from_row<D: Dialect>(row: &D::Row) -> Result<IdempotencyRecord, StoreError> {
     let status = D::opt_int(row, "status")?;
     let headers = D::opt_text(row, "headers")?;
     let body = D::opt_bytes(row, "body")?;

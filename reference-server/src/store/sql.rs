@@ -1,7 +1,8 @@
 //! The one implementation of the store traits, [`SqlStore`], and the seam it runs over.
 //!
 //! - [`Dialect`]: what differs between PostgreSQL and SQLite — the atomic claim and how it tells who
-//!   inserted, the node allocation, the batched sweeps. Implemented in `postgres.rs` and `sqlite.rs`.
+//!   inserted, the node allocation, the batched sweeps, whether a create's transactions are single
+//!   statements. Implemented in `postgres.rs` and `sqlite.rs`.
 //! - [`Driver`]: what the shared statements ask of a sqlx driver (bind `&str`, `i64` and bytes; read
 //!   them back; run a statement on the pool or inside a transaction). Its one blanket implementation
 //!   holds the trait bounds that say both drivers can; Rust carries a trait's supertraits along with
@@ -15,6 +16,7 @@ use std::time::Instant;
 use futures::future::BoxFuture;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Type};
 
+use super::create::CreateStatements;
 use super::{IdempotencyRecord, StoreError};
 use crate::metrics::StoreLatency;
 
@@ -87,6 +89,10 @@ pub(super) trait Dialect: Driver {
     /// Deletes up to `$2` failed records with `expires_at < $1`, returning `principal, endpoint,
     /// idem_key, claim_nonce`.
     const SWEEP_FAILED: &'static str;
+
+    /// A create's two transactions as one statement each, where the database can
+    /// (data-modifying CTEs); `None`: a transaction of the single statements.
+    const CREATE_STATEMENTS: Option<CreateStatements>;
 
     /// Whether the [`Dialect::CLAIM`] that returned `row` (decoded as `record`) inserted it, given the
     /// `nonce` it bound.

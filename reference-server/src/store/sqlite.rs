@@ -13,6 +13,7 @@ use sqlx::sqlite::{
 };
 use sqlx::Sqlite;
 
+use super::create::CreateStatements;
 use super::sql::{Dialect, SqlStore};
 use super::{IdempotencyRecord, StoreError};
 use crate::metrics::StoreLatency;
@@ -84,6 +85,9 @@ impl Dialect for Sqlite {
     const SWEEP_FAILED: &'static str = "DELETE FROM idempotency_records WHERE rowid IN \
          (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' LIMIT $2) \
          RETURNING principal, endpoint, idem_key, claim_nonce";
+
+    /// No data-modifying CTEs; and a statement costs no network round trip here.
+    const CREATE_STATEMENTS: Option<CreateStatements> = None;
 
     /// Ours when the stored nonce is the one this claim bound.
     fn claim_inserted(

@@ -25,6 +25,8 @@ pub struct Options {
     pub pool_size: i64,
     /// Boot latency.
     pub boot_latency: Duration,
+    /// Whether a `POST` without an Idempotency-Key is refused.
+    pub require_key_on_post: bool,
     /// Header read timeout.
     pub header_read_timeout: Duration,
     /// Body read timeout.
@@ -40,6 +42,7 @@ impl Default for Options {
             sweep_interval: Duration::from_secs(60),
             pool_size: 100,
             boot_latency: Duration::from_millis(50),
+            require_key_on_post: true,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(10),
         }
@@ -75,7 +78,7 @@ impl TestServer {
             idempotency: IdempotencyConfig {
                 retention: opts.retention,
                 in_flight_ttl: opts.in_flight_ttl,
-                require_key_on_post: true,
+                require_key_on_post: opts.require_key_on_post,
                 require_key_on_delete: false,
                 retry_after_secs: 1,
                 flaws: Flaws::new(opts.flaws),

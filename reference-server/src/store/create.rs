@@ -1,0 +1,376 @@
+//! A first attempt of a create as two transactions, the unit of work the idempotency layer and the
+//! fleet both write through: [`CreateStore::reserve`] (the layer's claim, when the request has a key,
+//! then the node allocation, the lease and the pending boot row) is committed before the hypervisor
+//! call; [`CreateStore::finish`] (the boot row completed, the worker, then the layer's completion: the
+//! response it will replay) after it. No transaction is held across the call.
+//!
+//! A crash between the two leaves what a crash after the hypervisor call always left: an in-flight
+//! record with a node, a lease and a pending boot (and perhaps a running instance carrying the boot
+//! id), which a retry reclaims after the in-flight TTL and resumes (the boot reconciled by tag).
+//!
+//! On PostgreSQL each transaction is one statement (data-modifying CTEs, one round trip and one
+//! commit; [`Dialect::CREATE_STATEMENTS`]); on SQLite, which has no data-modifying CTEs and no
+//! network round trip, each is a transaction of the single statements the retry path also uses.
+
+use futures::future::BoxFuture;
+
+use super::fleet::{
+    worker_from_row, COMPLETE_BOOT, ENSURE_LEASE, INSERT_PENDING_BOOT, INSERT_WORKER, WORKER_BY_ID,
+};
+use super::records::{record_from_row, COMPLETE};
+use super::sql::{Dialect, SqlStore, Statement};
+use super::{Claim, NewWorker, Scope, StoreError, StoredResponse, Worker};
+
+/// The idempotency layer's claim, deferred into a create's first transaction: insert an in-flight
+/// record for `scope` with `nonce`, or find the existing one (the atomic claim, as
+/// [`RecordStore::claim`](super::RecordStore::claim)). Times in ms since the Unix epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRequest {
+    /// The record's scope.
+    pub scope: Scope,
+    /// The fingerprint to store.
+    pub fingerprint: String,
+    /// The nonce a new record gets (the salt of the request's side-effect sub-keys).
+    pub nonce: String,
+    /// The claim's time (also the record's `started_at` when inserted).
+    pub now: i64,
+    /// When a new record may be swept.
+    pub expires_at: i64,
+}
+
+/// The idempotency layer's completion, carried by a create's last transaction: the record claimed
+/// at `started_at` becomes completed with `response`, if that claim still holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// The record's scope.
+    pub scope: Scope,
+    /// The claim token.
+    pub started_at: i64,
+    /// The response to replay.
+    pub response: StoredResponse,
+    /// When the completed record may be swept (ms since the epoch).
+    pub expires_at: i64,
+}
+
+/// What a first attempt reserves before the hypervisor call (ids derived from its seed; see
+/// [`CreateIds`](crate::fleet::CreateIds)).
+#[derive(Debug, Clone, Copy)]
+pub struct Reservation<'a> {
+    /// The layer's claim, when the request carries a key and its claim was deferred to here.
+    pub claim: Option<&'a ClaimRequest>,
+    /// The node allocation id.
+    pub allocation_id: &'a str,
+    /// The lease id.
+    pub lease_id: &'a str,
+    /// The boot id (the hypervisor tag).
+    pub boot_id: &'a str,
+    /// The worker id the boot row is for.
+    pub worker_id: &'a str,
+    /// The owner of the lease.
+    pub principal: &'a str,
+    /// ms since the epoch.
+    pub now: i64,
+}
+
+/// What [`CreateStore::reserve`] did.
+#[derive(Debug, Clone)]
+pub struct Reserved {
+    /// The claim's result, when there was a claim. When it did not insert the record (someone else's
+    /// record, in any state), nothing else was written.
+    pub claim: Option<Claim>,
+    /// The node allocated; `None` when the pool is exhausted or the claim found an existing record.
+    pub node_id: Option<i64>,
+}
+
+/// What [`CreateStore::finish`] did.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// The stored worker: the new one, or the one that already had the id (a concurrent attempt of
+    /// the same operation wrote it first).
+    pub worker: Worker,
+    /// Whether the completion was written (it is written only with a new worker, and only while the
+    /// claim holds).
+    pub completed: bool,
+}
+
+/// A create's two transactions.
+pub trait CreateStore: Send + Sync + 'static {
+    /// Transaction 1: the claim (if any), then, only if the claim inserted the record (or there is
+    /// none), a free node for `allocation_id`, the lease and the pending boot row. Meant for a first
+    /// attempt: its ids are new, so nothing is looked up first.
+    fn reserve<'a>(
+        &'a self,
+        reservation: Reservation<'a>,
+    ) -> BoxFuture<'a, Result<Reserved, StoreError>>;
+
+    /// Transaction 2: the boot row of `worker.boot_id` completed with `worker.instance_id`, the
+    /// worker inserted (or the existing one with its id kept), and, only with a new worker,
+    /// `completion`.
+    fn finish<'a>(
+        &'a self,
+        worker: &'a NewWorker,
+        completion: Option<&'a Completion>,
+    ) -> BoxFuture<'a, Result<Finished, StoreError>>;
+}
+
+/// PostgreSQL's create transactions as single statements; see `postgres.rs`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CreateStatements {
+    /// Binds `$1` allocation id, `$2` now, `$3` lease id, `$4` principal, `$5` boot id, `$6` worker
+    /// id; returns `node_id` (no row when the pool is exhausted).
+    pub(super) reserve: &'static str,
+    /// As `reserve`, after the claim: `$7`–`$9` scope, `$10` fingerprint, `$11` nonce, `$12`
+    /// expires_at; returns the claim's columns and a nullable `node_id`.
+    pub(super) claim_and_reserve: &'static str,
+    /// Binds `$1` instance id, `$2` boot id, `$3` worker id, `$4` principal, `$5` image, `$6` cpu,
+    /// `$7` memory_gb, `$8` labels, `$9` node id, `$10` lease id, `$11` created_at; returns
+    /// `inserted` (0/1) and `completed` (0).
+    pub(super) finish: &'static str,
+    /// As `finish`, then the completion: `$12` status, `$13` headers, `$14` body, `$15` compressed,
+    /// `$16` expires_at, `$17`–`$19` scope, `$20` started_at; `completed` is 0/1.
+    pub(super) finish_and_complete: &'static str,
+}
+
+impl<'q, D: Dialect> Statement<'q, D> {
+    /// Binds the reservation's fleet parameters (`$1`–`$6` of [`CreateStatements::reserve`]).
+    fn reservation(self, r: &Reservation<'q>) -> Self {
+        self.text(r.allocation_id)
+            .int(r.now)
+            .text(r.lease_id)
+            .text(r.principal)
+            .text(r.boot_id)
+            .text(r.worker_id)
+    }
+
+    /// Binds the claim's parameters as [`Dialect::CLAIM`] numbers them.
+    fn claim_request(self, claim: &'q ClaimRequest) -> Self {
+        self.scope(&claim.scope)
+            .text(&claim.fingerprint)
+            .text(&claim.nonce)
+            .int(claim.now)
+            .int(claim.expires_at)
+    }
+
+    /// Binds a completion as [`COMPLETE`] numbers it.
+    fn completion(self, c: &'q Completion) -> Self {
+        self.int(i64::from(c.response.status))
+            .text(&c.response.headers_json)
+            .bytes(&c.response.body)
+            .int(i64::from(c.response.compressed))
+            .int(c.expires_at)
+            .scope(&c.scope)
+            .int(c.started_at)
+    }
+}
+
+/// The worker's labels as stored (JSON).
+fn labels_json(worker: &NewWorker) -> Result<String, StoreError> {
+    serde_json::to_string(&worker.labels)
+        .map_err(|e| StoreError::Corrupt(format!("worker labels: {e}")))
+}
+
+impl<D: Dialect> SqlStore<D> {
+    /// [`CreateStore::reserve`] as one statement.
+    async fn reserve_in_one(
+        &self,
+        sql: CreateStatements,
+        r: Reservation<'_>,
+    ) -> Result<Reserved, StoreError> {
+        let Some(claim) = r.claim else {
+            let row = Statement::new(sql.reserve)
+                .reservation(&r)
+                .fetch_optional(self.db())
+                .await?;
+            let node_id = row.map(|row| D::int(&row, "node_id")).transpose()?;
+            return Ok(Reserved {
+                claim: None,
+                node_id,
+            });
+        };
+        let row = Statement::new(sql.claim_and_reserve)
+            .reservation(&r)
+            .scope(&claim.scope)
+            .text(&claim.fingerprint)
+            .text(&claim.nonce)
+            .int(claim.expires_at)
+            .fetch_one(self.db())
+            .await?;
+        let record = record_from_row::<D>(&row)?;
+        let inserted = D::claim_inserted(&row, &record, &claim.nonce)?;
+        Ok(Reserved {
+            claim: Some(Claim { inserted, record }),
+            node_id: D::opt_int(&row, "node_id")?,
+        })
+    }
+
+    /// [`CreateStore::reserve`] as a transaction of single statements.
+    async fn reserve_in_transaction(&self, r: Reservation<'_>) -> Result<Reserved, StoreError> {
+        let mut tx = self.begin().await?;
+        let claim = match r.claim {
+            Some(claim) => {
+                let row = Statement::new(D::CLAIM)
+                    .claim_request(claim)
+                    .fetch_one(D::in_transaction(&mut tx))
+                    .await?;
+                let record = record_from_row::<D>(&row)?;
+                let inserted = D::claim_inserted(&row, &record, &claim.nonce)?;
+                Some(Claim { inserted, record })
+            }
+            None => None,
+        };
+        if claim.as_ref().is_some_and(|c| !c.inserted) {
+            tx.commit().await?;
+            return Ok(Reserved {
+                claim,
+                node_id: None,
+            });
+        }
+        let node = Statement::new(D::ALLOCATE_NODE)
+            .text(r.allocation_id)
+            .int(r.now)
+            .fetch_optional(D::in_transaction(&mut tx))
+            .await?;
+        let node_id = node.map(|row| D::int(&row, "node_id")).transpose()?;
+        if let Some(node_id) = node_id {
+            Statement::new(ENSURE_LEASE)
+                .text(r.lease_id)
+                .int(node_id)
+                .text(r.principal)
+                .int(r.now)
+                .execute(D::in_transaction(&mut tx))
+                .await?;
+            Statement::new(INSERT_PENDING_BOOT)
+                .text(r.boot_id)
+                .text(r.worker_id)
+                .int(node_id)
+                .int(r.now)
+                .execute(D::in_transaction(&mut tx))
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(Reserved { claim, node_id })
+    }
+
+    /// [`CreateStore::finish`] as one statement; returns whether the worker was inserted and
+    /// whether the completion was written.
+    async fn finish_in_one(
+        &self,
+        sql: CreateStatements,
+        w: &NewWorker,
+        completion: Option<&Completion>,
+    ) -> Result<(bool, bool), StoreError> {
+        let labels = labels_json(w)?;
+        let statement = Statement::new(match completion {
+            Some(_) => sql.finish_and_complete,
+            None => sql.finish,
+        })
+        .text(&w.instance_id)
+        .text(&w.boot_id)
+        .text(&w.id)
+        .text(&w.principal)
+        .text(&w.image)
+        .int(w.cpu)
+        .int(w.memory_gb)
+        .text(&labels)
+        .int(w.node_id)
+        .text(&w.lease_id)
+        .int(w.created_at);
+        let statement = match completion {
+            Some(c) => statement.completion(c),
+            None => statement,
+        };
+        let row = statement.fetch_one(self.db()).await?;
+        Ok((
+            D::int(&row, "inserted")? == 1,
+            D::int(&row, "completed")? == 1,
+        ))
+    }
+
+    /// [`CreateStore::finish`] as a transaction of single statements (the same as `finish_in_one`).
+    async fn finish_in_transaction(
+        &self,
+        w: &NewWorker,
+        completion: Option<&Completion>,
+    ) -> Result<(bool, bool), StoreError> {
+        let labels = labels_json(w)?;
+        let mut tx = self.begin().await?;
+        Statement::new(COMPLETE_BOOT)
+            .text(&w.instance_id)
+            .text(&w.boot_id)
+            .execute(D::in_transaction(&mut tx))
+            .await?;
+        let inserted = Statement::new(INSERT_WORKER)
+            .text(&w.id)
+            .text(&w.principal)
+            .text(&w.image)
+            .int(w.cpu)
+            .int(w.memory_gb)
+            .text(&labels)
+            .int(w.node_id)
+            .text(&w.lease_id)
+            .text(&w.boot_id)
+            .text(&w.instance_id)
+            .int(w.created_at)
+            .fetch_optional(D::in_transaction(&mut tx))
+            .await?
+            .is_some();
+        let completed = match completion {
+            Some(c) if inserted => {
+                Statement::new(COMPLETE)
+                    .completion(c)
+                    .execute(D::in_transaction(&mut tx))
+                    .await?
+                    == 1
+            }
+            _ => false,
+        };
+        tx.commit().await?;
+        Ok((inserted, completed))
+    }
+}
+
+impl<D: Dialect> CreateStore for SqlStore<D> {
+    fn reserve<'a>(
+        &'a self,
+        reservation: Reservation<'a>,
+    ) -> BoxFuture<'a, Result<Reserved, StoreError>> {
+        let operation = match reservation.claim {
+            Some(_) => "claim_and_reserve",
+            None => "reserve",
+        };
+        self.timed(operation, async move {
+            match D::CREATE_STATEMENTS {
+                Some(sql) => self.reserve_in_one(sql, reservation).await,
+                None => self.reserve_in_transaction(reservation).await,
+            }
+        })
+    }
+
+    fn finish<'a>(
+        &'a self,
+        worker: &'a NewWorker,
+        completion: Option<&'a Completion>,
+    ) -> BoxFuture<'a, Result<Finished, StoreError>> {
+        let operation = match completion {
+            Some(_) => "finish_and_complete",
+            None => "finish",
+        };
+        self.timed(operation, async move {
+            let (inserted, completed) = match D::CREATE_STATEMENTS {
+                Some(sql) => self.finish_in_one(sql, worker, completion).await?,
+                None => self.finish_in_transaction(worker, completion).await?,
+            };
+            let worker = if inserted {
+                worker.stored()
+            } else {
+                // A concurrent attempt of the same operation wrote the worker: that one is the answer.
+                let row = Statement::new(WORKER_BY_ID)
+                    .text(&worker.id)
+                    .fetch_one(self.db())
+                    .await?;
+                worker_from_row::<D>(&row)?
+            };
+            Ok(Finished { worker, completed })
+        })
+    }
+}
