@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 root=../..
-idemspec=${IDEMSPEC:-"cargo run -q --release --manifest-path $root/Cargo.toml -p idemspec --"}
+idemspec=${IDEMSPEC:-"cargo run -q --manifest-path $root/Cargo.toml -p idemspec --"}
 mkdir -p results
 run() {
   local name=$1 profile=$2 exec=$3
