@@ -207,7 +207,7 @@ impl FaultIo {
 }
 
 /// How long upstream exchanges may run on after their downstream connection closed.
-const UPSTREAM_AFTERLIFE: std::time::Duration = std::time::Duration::from_secs(120);
+pub(super) const UPSTREAM_AFTERLIFE: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The upstream connections a downstream connection's requests opened.
 struct Upstreams {

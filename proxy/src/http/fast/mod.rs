@@ -3,7 +3,7 @@
 //!
 //! Every downstream connection starts here. A request head that is plain (see [`wire`]) while
 //! no HTTP rule is in force is forwarded by this module: its head rewritten as hyper's path
-//! rewrites it, its body and the response copied as they come, and its event recorded through
+//! rewrites it, its body (whole in the buffer with the head) sent with it, the response copied as it comes, and its event recorded through
 //! the same [`RequestCtx`] (so the event log, the metrics and a departed client's receipt are
 //! the same). Anything else — a rule in force, a head hyper's parser must judge, a slow head, a
 //! shutdown while idle, an upstream that cannot be reached — hands the connection, with the
@@ -19,13 +19,14 @@ mod wire;
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
 use http::StatusCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::conn::UPSTREAM_AFTERLIFE;
 use super::ctl::{ConnCtl, ConnRegistry, ABORT, SHUTDOWN, SLOW_HEAD};
 use super::ctx::RequestCtx;
 use super::linger::{linger, LINGER};
@@ -37,9 +38,6 @@ use crate::event::Side;
 use crate::server::Shared;
 use wire::{Answer, Framing, Plan, Request, Response};
 
-/// How long an upstream exchange whose client left may run on to report the upstream's status
-/// (as hyper's path lets it, see `detach`).
-const AFTERLIFE: Duration = Duration::from_secs(120);
 /// Bytes read from a socket at a time.
 const READ: usize = 16 * 1024;
 
@@ -67,6 +65,17 @@ struct Up {
     stream: TcpStream,
     /// Read from the upstream, not yet forwarded.
     buf: BytesMut,
+}
+
+impl Up {
+    /// A new connection over `stream`, just connected.
+    fn new(stream: TcpStream) -> Self {
+        let _ = stream.set_nodelay(true);
+        Self {
+            stream,
+            buf: BytesMut::with_capacity(READ),
+        }
+    }
 }
 
 struct Conn<'a> {
@@ -247,12 +256,7 @@ impl Conn<'_> {
             tokio::select! {
                 biased;
                 stream = &mut connect => {
-                    let stream = stream.map_err(Some)?;
-                    let _ = stream.set_nodelay(true);
-                    self.up = Some(Up {
-                        stream,
-                        buf: BytesMut::with_capacity(READ),
-                    });
+                    self.up = Some(Up::new(stream.map_err(Some)?));
                     return Ok(());
                 }
                 read = fill(&mut self.down, &mut self.buf), if watch => {
@@ -339,11 +343,7 @@ impl Conn<'_> {
             return Err(err);
         }
         let stream = TcpStream::connect(self.fwd.authority()).await?;
-        let _ = stream.set_nodelay(true);
-        let up = self.up.insert(Up {
-            stream,
-            buf: BytesMut::with_capacity(READ),
-        });
+        let up = self.up.insert(Up::new(stream));
         let sent = up.stream.write_all(&self.out).await;
         if sent.is_err() {
             self.up = None;
@@ -511,7 +511,7 @@ impl Conn<'_> {
                 }
             };
             tokio::select! {
-                status = tokio::time::timeout(AFTERLIFE, status) => {
+                status = tokio::time::timeout(UPSTREAM_AFTERLIFE, status) => {
                     if let Ok(Some(status)) = status {
                         receipt.answered(status);
                     }
