@@ -413,6 +413,11 @@ impl Conn<'_> {
         self.out.extend_from_slice(&up.buf[..part.used]);
         up.buf.advance(part.used);
         ctx.event.client_bytes += part.data;
+        // Recorded before the last bytes go out, as hyper's path records it when it takes the
+        // body's last frame: a client that has its answer finds its event.
+        if part.outcome == Ok(true) {
+            ctx.complete();
+        }
         if self.down.write_all(&self.out).await.is_err() {
             self.up = None;
             return After::Gone;
@@ -425,12 +430,15 @@ impl Conn<'_> {
                 Ok(false) => match fill(&mut up.stream, &mut up.buf).await {
                     Ok(true) => {
                         part = body_part(&mut framing, &up.buf);
+                        ctx.event.client_bytes += part.data;
+                        if part.outcome == Ok(true) {
+                            ctx.complete();
+                        }
                         if self.down.write_all(&up.buf[..part.used]).await.is_err() {
                             self.up = None;
                             return After::Gone;
                         }
                         up.buf.advance(part.used);
-                        ctx.event.client_bytes += part.data;
                         continue;
                     }
                     Ok(false) if until_close => break,
@@ -444,6 +452,7 @@ impl Conn<'_> {
             self.up = None;
             return After::Gone;
         }
+        // A body that ran to the upstream's close ends here (the others were recorded already).
         ctx.complete();
         let up = self.up.as_ref().expect("connected before");
         if upstream_closes || !up.buf.is_empty() {
@@ -473,11 +482,12 @@ impl Conn<'_> {
         ctx.failed(Side::Upstream, detail);
         ctx.event.client_status = Some(StatusCode::BAD_GATEWAY.as_u16());
         ctx.answered();
+        // Recorded before the answer goes out (see `forward_body`).
+        ctx.event.client_bytes = body as u64;
+        ctx.complete();
         if self.down.write_all(&bytes).await.is_err() {
             return After::Gone;
         }
-        ctx.event.client_bytes = body as u64;
-        ctx.complete();
         if close {
             After::Close
         } else {
