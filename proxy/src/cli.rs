@@ -46,6 +46,18 @@ pub struct ProxyArgs {
     /// `--scenario` only this API runs. See docs/toxiproxy.md.
     #[arg(long, value_name = "ADDR")]
     pub toxiproxy_api: Option<SocketAddr>,
+    /// The request header that carries the idempotency key: recorded as each event's
+    /// `idempotency_key` and compared with a rule's `match.idempotency_key` (`PayPal-Request-Id`,
+    /// say). Default `Idempotency-Key`.
+    #[arg(long, value_name = "NAME", value_parser = parse_header_name)]
+    pub key_header: Option<http::HeaderName>,
+}
+
+/// A `--key-header` value: an HTTP header name (RFC 9110 §5.1 token), any case.
+fn parse_header_name(text: &str) -> Result<http::HeaderName, String> {
+    http::HeaderName::from_bytes(text.as_bytes()).map_err(|_| {
+        format!("`{text}` is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)")
+    })
 }
 
 /// The proxy mode as a command-line value.
@@ -167,6 +179,10 @@ pub fn config(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
                 .unwrap_or(ProxyConfig::HEADER_READ_TIMEOUT),
         ),
         io_threads: io_threads(args),
+        key_header: args
+            .key_header
+            .clone()
+            .unwrap_or(crate::http::IDEMPOTENCY_KEY),
         ..ProxyConfig::default()
     })
 }
@@ -216,6 +232,16 @@ mod tests {
             "127.0.0.1:9005",
         ]))
         .unwrap();
+        assert_eq!(from_file.key_header, "idempotency-key");
+        let keyed = config(&parse(&[
+            "--scenario",
+            path.to_str().unwrap(),
+            "--key-header",
+            "PayPal-Request-Id",
+        ]))
+        .unwrap();
+        assert_eq!(keyed.key_header, "paypal-request-id");
+        assert!(Cli::try_parse_from(["idemspec-proxy", "--key-header", "bad header"]).is_err());
         assert_eq!(overridden.listen.port(), 9003);
         assert_eq!(overridden.upstream, "http://127.0.0.1:9004");
         assert_eq!(overridden.control.map(|c| c.port()), Some(9005));

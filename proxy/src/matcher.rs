@@ -163,31 +163,53 @@ impl CompiledRule {
         Ok(Self { rule, glob, gate })
     }
 
-    /// Whether the request satisfies the rule's conditions (not counting nth/probability/times).
-    fn matches(&self, req: &Parts) -> bool {
+    /// Whether `req` satisfies the rule's conditions (not counting nth/probability/times);
+    /// `key_header`: the header `idempotency_key` is compared with (lowercase).
+    fn matches(&self, req: &impl RequestView, key_header: &str) -> bool {
         let m: &Match = &self.rule.matcher;
-        let path = req.uri.path();
-        m.method
-            .as_ref()
-            .is_none_or(|x| x.as_str() == req.method.as_str())
+        let path = req.path();
+        m.method.as_ref().is_none_or(|x| x.as_str() == req.method())
             && m.path.as_ref().is_none_or(|p| p == path)
             && m.path_prefix
                 .as_ref()
                 .is_none_or(|p| path.starts_with(p.as_str()))
             && self.glob.as_ref().is_none_or(|g| g.is_match(path))
             && m.header.as_ref().is_none_or(|h| {
-                let value = req.headers.get(h.name.as_str());
+                let value = req.header(&h.name);
                 match (&h.equals, value) {
                     (_, None) => false,
                     (None, Some(_)) => true,
-                    (Some(want), Some(v)) => v.as_bytes() == want.as_bytes(),
+                    (Some(want), Some(v)) => v == want.as_bytes(),
                 }
             })
-            && m.idempotency_key.as_ref().is_none_or(|k| {
-                req.headers
-                    .get("idempotency-key")
-                    .is_some_and(|v| v.as_bytes() == k.as_bytes())
-            })
+            && m.idempotency_key
+                .as_ref()
+                .is_none_or(|k| req.header(key_header).is_some_and(|v| v == k.as_bytes()))
+    }
+}
+
+/// What a rule's conditions read of a request: hyper's parsed head ([`Parts`]) on hyper's path,
+/// the `httparse` head on the fast path, so that both judge a request the same way.
+pub(crate) trait RequestView {
+    /// The method as sent (`POST`).
+    fn method(&self) -> &str;
+    /// The path of the request-target, without the query (`/v1/workers`).
+    fn path(&self) -> &str;
+    /// The first value of header `name` (given lowercase, compared case-insensitively), as sent.
+    fn header(&self, name: &str) -> Option<&[u8]>;
+}
+
+impl RequestView for Parts {
+    fn method(&self) -> &str {
+        self.method.as_str()
+    }
+
+    fn path(&self) -> &str {
+        self.uri.path()
+    }
+
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers.get(name).map(|v| v.as_bytes())
     }
 }
 
@@ -210,12 +232,24 @@ impl RuleSet {
     }
 
     /// The first rule that applies to `req`, advancing the counters of every rule whose
-    /// conditions it satisfied along the way.
-    pub(crate) fn select(&self, req: &Parts) -> Option<Arc<CompiledRule>> {
+    /// conditions it satisfied along the way. `key_header`: the proxy's key header (lowercase),
+    /// which a rule's `idempotency_key` is compared with.
+    pub(crate) fn select(
+        &self,
+        req: &impl RequestView,
+        key_header: &str,
+    ) -> Option<Arc<CompiledRule>> {
         self.rules
             .iter()
-            .find(|r| r.matches(req) && r.gate.admit())
+            .find(|r| r.matches(req, key_header) && r.gate.admit())
             .cloned()
+    }
+
+    /// Whether any rule's conditions hold for `req`, touching no counter. When none hold, no
+    /// rule can apply to it whatever the counters say, and [`RuleSet::select`] would only have
+    /// returned `None`: the request passes through, and the fast path may forward it itself.
+    pub(crate) fn may_apply(&self, req: &impl RequestView, key_header: &str) -> bool {
+        self.rules.iter().any(|r| r.matches(req, key_header))
     }
 
     pub(crate) fn to_rules(&self) -> Vec<Rule> {

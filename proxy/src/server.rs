@@ -95,11 +95,6 @@ impl Shared {
 
     /// The rules a new request is matched against; `None` when there are none (pass-through).
     /// A request that races a rule change sees the set from before or after it, never a mix.
-    /// Whether any HTTP rule is in force (one atomic load).
-    pub(crate) fn has_http_rules(&self) -> bool {
-        self.any_http_rules.load(Ordering::Acquire)
-    }
-
     pub(crate) fn http_rules_for_request(&self) -> Option<Arc<RuleSet>> {
         if self.any_http_rules.load(Ordering::Acquire) {
             Some(self.http_rules())

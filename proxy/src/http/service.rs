@@ -30,7 +30,7 @@ pub(super) async fn handle(
     // Pass-through (no rules in force) takes no lock and no reference count.
     let rule = shared
         .http_rules_for_request()
-        .and_then(|rules| rules.select(&parts));
+        .and_then(|rules| rules.select(&parts, shared.key_header.as_str()));
     // Rules see the control headers; the upstream must not.
     forwarder.prepare(&mut parts);
     let req = Request::from_parts(parts, RequestBody(Source::Stream(body)));

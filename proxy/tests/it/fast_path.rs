@@ -1,11 +1,13 @@
-//! The fast path (plain requests while no rule is in force) against an upstream that answers
-//! with raw bytes: every framing a response can have, interim heads, an upstream that closes,
-//! and the hand-over to hyper's path when a rule arrives mid-connection.
+//! The fast path (plain requests no rule can apply to) against an upstream that answers with raw
+//! bytes: every framing a response can have, interim heads, an upstream that closes, requests
+//! that no rule in force can apply to, and the hand-over to hyper's path when a rule's
+//! conditions fit a request or a rule arrives mid-connection.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use idemspec_proxy::{start, ProxyConfig, ProxyHandle};
+use idemspec_scenarios::rules::Rule;
 use rstest::rstest;
 use rstest_reuse::apply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -91,9 +93,14 @@ fn script(path: &str) -> Option<Vec<u8>> {
 }
 
 async fn proxy_to(threads: usize, upstream: SocketAddr) -> ProxyHandle {
+    proxy_ruled(threads, upstream, vec![]).await
+}
+
+async fn proxy_ruled(threads: usize, upstream: SocketAddr, rules: Vec<Rule>) -> ProxyHandle {
     start(ProxyConfig {
         upstream: format!("http://{upstream}/base"),
         io_threads: threads,
+        rules,
         ..ProxyConfig::default()
     })
     .await
@@ -355,6 +362,93 @@ async fn a_rule_that_arrives_mid_connection_applies_to_the_next_request(threads:
         2,
         "the rule's request never reached the upstream"
     );
+    proxy.shutdown().await;
+}
+
+/// Sends `GET path` with `extra` header lines and reads its response; `Some(interim)` when a 1xx
+/// head came first: only the fast path forwards interim heads (hyper's path drops them), so it
+/// tells which path served the request.
+async fn get_hints(
+    s: &mut TcpStream,
+    pending: &mut Vec<u8>,
+    path: &str,
+    extra: &str,
+) -> (Option<String>, String) {
+    send(s, &format!("GET {path} HTTP/1.1\r\nHost: t\r\n{extra}\r\n")).await;
+    let (first, _) = response(s, pending, false).await;
+    if first.starts_with("HTTP/1.1 1") {
+        let (last, _) = response(s, pending, false).await;
+        (Some(first), last)
+    } else {
+        (None, first)
+    }
+}
+
+#[apply(both_runtimes)]
+async fn requests_no_rule_can_apply_to_stay_on_the_fast_path_while_rules_are_in_force(
+    threads: usize,
+) {
+    let (up, _) = raw_upstream(|path| {
+        script(if path.starts_with("/hints") {
+            "/hints"
+        } else {
+            path
+        })
+    })
+    .await;
+    let proxy = proxy_ruled(
+        threads,
+        up,
+        rules(
+            r#"[{"name": "teapot", "match": {"path": "/hints/rule", "header": {"name": "x-flag", "equals": "on"}}, "fault": {"respond": {"status": 418}}},
+                {"name": "second", "match": {"path_prefix": "/hints/nth", "nth": 2}, "fault": {"respond": {"status": 503}}}]"#,
+        ),
+    )
+    .await;
+    let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
+    let mut pending = Vec::new();
+    // No rule's conditions fit: the fast path serves them (their interim heads come through).
+    for (path, extra) in [
+        ("/hints/a", ""),
+        ("/hints/rule", ""),
+        ("/hints/rule", "x-flag: off\r\n"),
+        ("/hints/rule?x-flag=on", ""),
+        ("/hints/other", "x-flag: on\r\n"),
+    ] {
+        let (interim, last) = get_hints(&mut s, &mut pending, path, extra).await;
+        assert!(
+            interim.is_some(),
+            "{path} {extra:?} went to hyper's path: {last}"
+        );
+        assert!(last.starts_with("HTTP/1.1 201"), "{path} {extra:?}: {last}");
+    }
+    // A head the first rule's conditions fit: hyper's path takes the connection and applies it.
+    let (interim, last) = get_hints(&mut s, &mut pending, "/hints/rule", "X-Flag: on\r\n").await;
+    assert_eq!(interim, None);
+    assert!(last.starts_with("HTTP/1.1 418"), "{last}");
+    // The connection stays on hyper's path: the same plain request loses its interim head.
+    let (interim, last) = get_hints(&mut s, &mut pending, "/hints/a", "").await;
+    assert_eq!(interim, None, "{last}");
+    assert!(last.starts_with("HTTP/1.1 201"), "{last}");
+    // A new connection starts on the fast path again. Requests no rule fits move no counter:
+    // the second rule's nth counts only the two requests under its prefix.
+    let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
+    let mut pending = Vec::new();
+    for _ in 0..3 {
+        let (interim, _) = get_hints(&mut s, &mut pending, "/hints/b", "").await;
+        assert!(interim.is_some());
+    }
+    let (_, first) = get_hints(&mut s, &mut pending, "/hints/nth", "").await;
+    let (_, second) = get_hints(&mut s, &mut pending, "/hints/nth/x", "").await;
+    assert!(first.starts_with("HTTP/1.1 201"), "{first}");
+    assert!(second.starts_with("HTTP/1.1 503"), "{second}");
+    let events = proxy.events();
+    assert_eq!(events.len(), 12, "{events:#?}");
+    let applied: Vec<_> = events.iter().map(|e| e.rule.as_deref()).collect();
+    let mut expected = vec![None; 12];
+    expected[5] = Some("teapot");
+    expected[11] = Some("second");
+    assert_eq!(applied, expected);
     proxy.shutdown().await;
 }
 

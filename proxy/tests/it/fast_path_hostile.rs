@@ -1,5 +1,5 @@
 //! Hostile tests of the fast path (plain requests while no rule is in force), each also run
-//! against hyper's path (a rule that matches nothing is in force) where the two should agree.
+//! against hyper's path (a rule every request satisfies but that never applies is in force) where the two should agree.
 //! Where the two paths differ by design (docs/design/proxy.md, "The pass-through path"), the
 //! fast path's own behaviour is asserted (`mod differences`).
 
@@ -101,7 +101,7 @@ async fn echo_target_upstream() -> (SocketAddr, Seen) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Path {
     Fast,
-    /// A rule matching nothing is in force: every request goes through hyper's path.
+    /// [`HYPER_PATH_RULE`] is in force: every request goes through hyper's path.
     Hyper,
 }
 
@@ -112,9 +112,7 @@ async fn proxy(path: Path, up: SocketAddr) -> ProxyHandle {
 async fn proxy_with(path: Path, up: SocketAddr, config: ProxyConfig) -> ProxyHandle {
     let rules = match path {
         Path::Fast => vec![],
-        Path::Hyper => rules(
-            r#"[{"name": "never", "match": {"path": "/never-matches-anything"}, "fault": {"respond": {"status": 418}}}]"#,
-        ),
+        Path::Hyper => rules(HYPER_PATH_RULE),
     };
     start(ProxyConfig {
         upstream: format!("http://{up}/base"),
@@ -1680,9 +1678,7 @@ async fn rules_toggling_under_pipelined_load_never_desync_a_connection() {
     let toggler = {
         let (proxy, stop) = (proxy.clone(), stop.clone());
         tokio::spawn(async move {
-            let on = rules(
-                r#"[{"name": "never", "match": {"path": "/never-matches-anything"}, "fault": {"respond": {"status": 418}}}]"#,
-            );
+            let on = rules(HYPER_PATH_RULE);
             let mut flip = false;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 flip = !flip;

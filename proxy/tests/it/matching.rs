@@ -1,6 +1,7 @@
 //! Rule matching over real requests: nth, seeded probability, control headers.
 
 use crate::support::*;
+use idemspec_proxy::ProxyConfig;
 use rstest::rstest;
 use rstest_reuse::apply;
 
@@ -93,6 +94,47 @@ async fn control_headers_are_matched_recorded_and_stripped(threads: usize) {
     assert_eq!(e.step.as_deref(), Some("create-1"));
     assert_eq!(e.rule.as_deref(), Some("tagged"));
     assert_eq!(e.idempotency_key.as_deref(), Some("K9"));
+    proxy.shutdown().await;
+}
+
+/// `idempotency_key` compares the header the proxy records as the key, on both paths (the
+/// first request is judged on the fast path and handed over, the rest on hyper's path).
+#[apply(both_runtimes)]
+async fn idempotency_key_matches_the_configured_key_header(threads: usize) {
+    let (proxy, upstream) = proxied_with(ProxyConfig {
+        rules: rules(
+            "- name: keyed\n  match: {idempotency_key: K1}\n  fault: {respond: {status: 409}}\n",
+        ),
+        io_threads: threads,
+        key_header: http::HeaderName::from_static("paypal-request-id"),
+        ..ProxyConfig::default()
+    })
+    .await;
+    let client = http();
+    let url = format!("http://{}/v1/workers", proxy.addr());
+    let mut statuses = Vec::new();
+    for (header, value) in [
+        ("Idempotency-Key", "K1"),
+        ("PayPal-Request-Id", "K2"),
+        ("PayPal-Request-Id", "K1"),
+        ("Idempotency-Key", "K1"),
+    ] {
+        let resp = client
+            .post(&url)
+            .header(header, value)
+            .send()
+            .await
+            .unwrap();
+        statuses.push(resp.status().as_u16());
+    }
+    assert_eq!(statuses, [200, 200, 409, 200]);
+    assert_eq!(upstream.count(), 3);
+    let keys: Vec<_> = proxy
+        .events()
+        .iter()
+        .map(|e| e.idempotency_key.clone())
+        .collect();
+    assert_eq!(keys, [None, Some("K2".into()), Some("K1".into()), None]);
     proxy.shutdown().await;
 }
 

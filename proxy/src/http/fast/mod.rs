@@ -1,14 +1,16 @@
-//! The fast path: pass-through of plain HTTP/1.1 requests while no rule is in force, without
+//! The fast path: pass-through of plain HTTP/1.1 requests that no rule can apply to, without
 //! hyper on either side.
 //!
-//! Every downstream connection starts here. A request head that is plain (see [`wire`]) while
-//! no HTTP rule is in force is forwarded by this module: its head rewritten as hyper's path
-//! rewrites it, its body (whole in the buffer with the head) sent with it, the response copied as it comes, and its event recorded through
-//! the same [`RequestCtx`] (so the event log, the metrics and a departed client's receipt are
-//! the same). Anything else — a rule in force, a head hyper's parser must judge, a slow head, a
-//! shutdown while idle, an upstream that cannot be reached — hands the connection, with the
-//! bytes read but not yet handled, to hyper's path ([`super::conn`]) for the rest of its life,
-//! before anything of that request was sent: the fast path never answers what it does not know.
+//! Every downstream connection starts here. A request head that is plain (see [`wire`]) and
+//! satisfies no rule's conditions (none in force, or none whose method, path and headers fit it;
+//! no rule's counters move for it, as on hyper's path) is forwarded by this module: its head
+//! rewritten as hyper's path rewrites it, its body (whole in the buffer with the head) sent with
+//! it, the response copied as it comes, and its event recorded through the same [`RequestCtx`]
+//! (so the event log, the metrics and a departed client's receipt are the same). Anything else —
+//! a head some rule's conditions fit, a head hyper's parser must judge, a slow head, a shutdown
+//! while idle — hands the connection, with the bytes read but not yet handled, to hyper's path
+//! ([`super::conn`]) for the rest of its life, before anything of that request was sent: the fast
+//! path never answers what it does not know, and never decides which rule applies.
 //!
 //! What it saves per request (docs/BENCHMARKS.md): hyper's two HTTP/1 state machines, the
 //! `http::Request`/`Response` and `HeaderMap` of each message, and the boxed body streams; a head
@@ -208,12 +210,16 @@ impl Conn<'_> {
         }
         loop {
             if !self.buf.is_empty() {
-                if self.shared.has_http_rules() {
-                    return Err(After::Handoff);
-                }
+                // Read per request: a rule added mid-connection applies to the next request.
+                let rules = self.shared.http_rules_for_request();
                 let key_header = self.shared.key_header.as_str();
-                match wire::analyse_request(&self.buf, self.fwd.prefix(), key_header, &mut self.out)
-                {
+                match wire::analyse_request(
+                    &self.buf,
+                    self.fwd.prefix(),
+                    key_header,
+                    rules.as_deref(),
+                    &mut self.out,
+                ) {
                     // A body still to come goes to hyper's path, which reads the upstream's
                     // answer while it sends (an early 413, a full-duplex echo).
                     Request::Plain(plan)

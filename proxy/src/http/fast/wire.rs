@@ -7,10 +7,11 @@
 //! a request-target that is not origin-form or holds bytes outside the URI characters, no `Host`,
 //! more than one `Content-Length` or an unparseable one, `Transfer-Encoding`, `Expect`, `Upgrade`,
 //! `TE`, `Trailer`, `Proxy-Connection`, a `Connection` option other than `keep-alive` and `close`,
-//! more than [`MAX_HEADERS`] headers, a head longer than [`MAX_REQUEST_HEAD`], or bytes
-//! `httparse` rejects.
+//! more than [`MAX_HEADERS`] headers, a head longer than [`MAX_REQUEST_HEAD`], bytes
+//! `httparse` rejects, or a request whose head satisfies some rule's conditions.
 
 use crate::http::headers::CONTROL_PREFIX;
+use crate::matcher::{RequestView, RuleSet};
 
 /// Headers per message the fast path parses; a head with more goes to hyper (whose limit is the
 /// same, and which answers 431).
@@ -85,11 +86,13 @@ fn is(name: &str, lower: &str) -> bool {
 /// Parses the request head at the front of `buf` and, for a plain one, writes the head to send
 /// upstream into `out` (cleared first): the same method, `prefix` before the target, HTTP/1.1,
 /// and every header as sent except `Connection`, `Keep-Alive` and the `x-idemspec-*` control
-/// headers. `key_header`: the header recorded as the event's key (lowercase).
+/// headers. `key_header`: the header recorded as the event's key (lowercase). `rules`: the rules
+/// in force, if any; a head that satisfies one's conditions goes to hyper's path, which selects.
 pub(super) fn analyse_request(
     buf: &[u8],
     prefix: &str,
     key_header: &str,
+    rules: Option<&RuleSet>,
     out: &mut Vec<u8>,
 ) -> Request {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
@@ -179,8 +182,44 @@ pub(super) fn analyse_request(
     if !host {
         return Request::Handoff;
     }
+    if let Some(rules) = rules {
+        let head = Head {
+            method,
+            path: target.split_once('?').map_or(target, |(path, _)| path),
+            headers: req.headers,
+        };
+        if rules.may_apply(&head, key_header) {
+            return Request::Handoff;
+        }
+    }
     out.extend_from_slice(b"\r\n");
     Request::Plain(plan)
+}
+
+/// A parsed request head as the rules see it (the same method, path and header values that
+/// hyper's `Parts` give for it).
+struct Head<'a> {
+    method: &'a str,
+    /// The origin-form target without its query.
+    path: &'a str,
+    headers: &'a [httparse::Header<'a>],
+}
+
+impl RequestView for Head<'_> {
+    fn method(&self) -> &str {
+        self.method
+    }
+
+    fn path(&self) -> &str {
+        self.path
+    }
+
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|h| is(h.name, name))
+            .map(|h| h.value)
+    }
 }
 
 /// Where a response body ends.

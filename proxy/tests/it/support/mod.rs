@@ -67,6 +67,11 @@ pub fn rules(yaml: &str) -> Vec<Rule> {
     idemspec_scenarios::from_yaml("test-rules.yaml", yaml).expect("test rules are valid")
 }
 
+/// A rule whose conditions every request satisfies and which never applies (its `nth` is never
+/// reached): while it is in force, every request is served on hyper's path and passes through.
+pub const HYPER_PATH_RULE: &str =
+    r#"[{"name": "never", "match": {"nth": 4000000000}, "fault": {"respond": {"status": 418}}}]"#;
+
 /// Polls `cond` until it holds or [`PATIENCE`] runs out.
 pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + PATIENCE;

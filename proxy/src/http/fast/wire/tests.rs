@@ -2,7 +2,7 @@ use super::*;
 
 fn request(head: &str) -> (Request, String) {
     let mut out = Vec::new();
-    let verdict = analyse_request(head.as_bytes(), "/base", "idempotency-key", &mut out);
+    let verdict = analyse_request(head.as_bytes(), "/base", "idempotency-key", None, &mut out);
     (verdict, String::from_utf8(out).unwrap())
 }
 
