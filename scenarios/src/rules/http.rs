@@ -76,7 +76,9 @@ pub struct Match {
     /// A request header that must be present, or equal to a value.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header: Option<HeaderMatch>,
-    /// The exact `Idempotency-Key` header value (as sent, quotes included).
+    /// The exact value of the key header (as sent, quotes included): `Idempotency-Key`, or the
+    /// header the proxy is configured to read the key from (`ProxyConfig::key_header`, which the
+    /// runner sets from the profile's `contract.header`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// Only the nth request (1-based) that satisfies the other conditions, counted per rule.

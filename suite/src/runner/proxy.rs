@@ -12,13 +12,25 @@ pub(crate) struct FaultProxy {
 }
 
 impl FaultProxy {
-    /// Starts one proxy per upstream on `127.0.0.1:0`.
-    pub(crate) async fn start(upstreams: &[String], rules: &[Rule]) -> std::io::Result<Self> {
+    /// Starts one proxy per upstream on `127.0.0.1:0`. `key_header`: the contract's key header,
+    /// which the proxy records as each event's key and compares a rule's `idempotency_key` with.
+    /// Errors: `key_header` is not a header name, or a proxy cannot start.
+    pub(crate) async fn start(
+        upstreams: &[String],
+        rules: &[Rule],
+        key_header: &str,
+    ) -> std::io::Result<Self> {
+        let key_header = http::HeaderName::from_bytes(key_header.as_bytes()).map_err(|_| {
+            std::io::Error::other(format!(
+                "the contract's key header `{key_header}` is not a valid header name"
+            ))
+        })?;
         let mut handles = Vec::with_capacity(upstreams.len());
         for upstream in upstreams {
             let config = ProxyConfig {
                 upstream: upstream.trim_end_matches('/').to_owned(),
                 rules: rules.to_vec(),
+                key_header: key_header.clone(),
                 // A check's requests have all ended when it shuts its proxy down; a `hang` must
                 // not hold the run.
                 shutdown_grace: Duration::from_millis(100),
