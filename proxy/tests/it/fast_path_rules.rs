@@ -1,0 +1,759 @@
+//! Hostile tests of the fast path's "no rule can apply" judgement (`RuleSet::may_apply` over the
+//! `httparse` head) against hyper's path's selection (`RuleSet::select` over hyper's `Parts`).
+//!
+//! Each test runs the same raw requests through two proxies in front of the same upstream: one
+//! with the rules under test (requests no rule fits stay on the fast path), and one with the same
+//! rules followed by [`HYPER_PATH_RULE`] (every request goes through hyper's path; that rule comes
+//! last, so it never changes which rule applies). The two must answer every request the same way
+//! and log the same rule for it, and their counters (`nth`, `probability` draws, `times`) must move
+//! the same. The upstream sends a `103` before every answer: only the fast path forwards interim
+//! heads, so a client can tell which path served a request.
+
+use std::net::SocketAddr;
+
+use idemspec_proxy::{start, ProxyConfig, ProxyEvent, ProxyHandle};
+use idemspec_scenarios::rules::Rule;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::support::*;
+
+/// An upstream that answers each request (head, then its `Content-Length` body) with a `103`
+/// interim head, then `200` whose body is the request-target as received (none for `HEAD`).
+async fn hinting_upstream() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut pending = Vec::new();
+                let mut buf = [0u8; 8192];
+                loop {
+                    let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        match stream.read(&mut buf).await {
+                            Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
+                            _ => return,
+                        }
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&pending[..end]).into_owned();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().to_owned())
+                        })
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    while pending.len() < end + 4 + len {
+                        match stream.read(&mut buf).await {
+                            Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
+                            _ => return,
+                        }
+                    }
+                    pending.drain(..end + 4 + len);
+                    let mut words = head.split(' ');
+                    let method = words.next().unwrap_or("").to_owned();
+                    let target = words.next().unwrap_or("").to_owned();
+                    let body = if method == "HEAD" {
+                        ""
+                    } else {
+                        target.as_str()
+                    };
+                    let answer = format!(
+                        "HTTP/1.1 103 Early Hints\r\nlink: </h>\r\n\r\n\
+                         HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                        target.len()
+                    );
+                    if stream.write_all(answer.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// One final response as a client read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Answer {
+    status: u16,
+    /// A `103` came before it: the fast path served the request.
+    hinted: bool,
+    body: Vec<u8>,
+}
+
+/// Reads the next final response (and the interim heads before it); `None`: the connection
+/// ended first. Not bounded itself: callers wrap it in a timeout.
+async fn read_answer(s: &mut TcpStream, pending: &mut Vec<u8>, head: bool) -> Option<Answer> {
+    let mut buf = [0u8; 8192];
+    let mut hinted = false;
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut resp = httparse::Response::new(&mut headers);
+        let parsed = resp.parse(pending).expect("the proxy answers with HTTP");
+        if let httparse::Status::Complete(head_len) = parsed {
+            let status = resp.code.expect("a status");
+            let value = |name: &str| {
+                resp.headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case(name))
+                    .map(|h| String::from_utf8_lossy(h.value).to_ascii_lowercase())
+            };
+            let chunked = value("transfer-encoding").is_some_and(|v| v.contains("chunked"));
+            let length: Option<usize> = value("content-length").and_then(|v| v.parse().ok());
+            if (100..200).contains(&status) {
+                hinted = true;
+                pending.drain(..head_len);
+                continue;
+            }
+            let body = if head || status == 204 || status == 304 {
+                pending.drain(..head_len);
+                Vec::new()
+            } else if chunked {
+                loop {
+                    if let Some((body, used)) = dechunk(&pending[head_len..]) {
+                        pending.drain(..head_len + used);
+                        break body;
+                    }
+                    let n = s.read(&mut buf).await.ok()?;
+                    if n == 0 {
+                        return None;
+                    }
+                    pending.extend_from_slice(&buf[..n]);
+                }
+            } else {
+                let len = length.unwrap_or(0);
+                while pending.len() < head_len + len {
+                    let n = s.read(&mut buf).await.ok()?;
+                    if n == 0 {
+                        return None;
+                    }
+                    pending.extend_from_slice(&buf[..n]);
+                }
+                let body = pending[head_len..head_len + len].to_vec();
+                pending.drain(..head_len + len);
+                body
+            };
+            return Some(Answer {
+                status,
+                hinted,
+                body,
+            });
+        }
+        let n = s.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        pending.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// A whole chunked body (no trailers) at the front of `bytes`: its data and the bytes it took.
+fn dechunk(bytes: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let mut at = 0;
+    let mut data = Vec::new();
+    loop {
+        let line_end = bytes[at..].windows(2).position(|w| w == b"\r\n")? + at;
+        let line = std::str::from_utf8(&bytes[at..line_end]).ok()?;
+        let size = usize::from_str_radix(line.split(';').next()?.trim(), 16).ok()?;
+        at = line_end + 2;
+        if bytes.len() < at + size + 2 {
+            return None;
+        }
+        data.extend_from_slice(&bytes[at..at + size]);
+        at += size + 2;
+        if size == 0 {
+            return Some((data, at));
+        }
+    }
+}
+
+/// A client connection to a proxy, kept alive across requests.
+struct Client {
+    s: TcpStream,
+    pending: Vec<u8>,
+}
+
+impl Client {
+    async fn connect(proxy: &ProxyHandle) -> Self {
+        let s = tokio::time::timeout(PATIENCE, TcpStream::connect(proxy.addr()))
+            .await
+            .expect("connects in time")
+            .expect("connects");
+        Self {
+            s,
+            pending: Vec::new(),
+        }
+    }
+
+    async fn send(&mut self, bytes: &[u8]) {
+        tokio::time::timeout(PATIENCE, self.s.write_all(bytes))
+            .await
+            .expect("writes in time")
+            .expect("writes");
+    }
+
+    /// The next `n` answers (`head`: to `HEAD` requests), bounded by [`PATIENCE`].
+    async fn answers(&mut self, n: usize, head: bool) -> Vec<Answer> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let answer =
+                tokio::time::timeout(PATIENCE, read_answer(&mut self.s, &mut self.pending, head))
+                    .await
+                    .expect("an answer in time")
+                    .expect("an answer before the connection ended");
+            out.push(answer);
+        }
+        out
+    }
+}
+
+/// A request with `Host: t`, the given header lines (each ending in CRLF) and no body.
+fn get(method: &str, target: &str, headers: &str) -> Vec<u8> {
+    format!("{method} {target} HTTP/1.1\r\nHost: t\r\n{headers}\r\n").into_bytes()
+}
+
+/// The same with raw header bytes (obs-text, non-UTF-8).
+fn get_bytes(target: &str, header: &[u8]) -> Vec<u8> {
+    let mut r = format!("GET {target} HTTP/1.1\r\nHost: t\r\n").into_bytes();
+    r.extend_from_slice(header);
+    r.extend_from_slice(b"\r\n");
+    r
+}
+
+/// A `POST` with a small body.
+fn post(target: &str, headers: &str) -> Vec<u8> {
+    format!("POST {target} HTTP/1.1\r\nHost: t\r\n{headers}content-length: 2\r\n\r\nhi")
+        .into_bytes()
+}
+
+/// The two proxies of a comparison: `fast` with the rules, `hyper` with the same rules and
+/// [`HYPER_PATH_RULE`] last.
+struct Pair {
+    fast: ProxyHandle,
+    hyper: ProxyHandle,
+}
+
+impl Pair {
+    async fn new(rules_json: &str, config: ProxyConfig) -> Self {
+        let up = hinting_upstream().await;
+        let under_test = rules(rules_json);
+        let mut everything_on_hyper = under_test.clone();
+        everything_on_hyper.extend(rules(HYPER_PATH_RULE));
+        let start_one = |rules: Vec<Rule>, config: &ProxyConfig| {
+            start(ProxyConfig {
+                upstream: format!("http://{up}"),
+                rules,
+                io_threads: 0,
+                key_header: config.key_header.clone(),
+                ..ProxyConfig::default()
+            })
+        };
+        let fast = start_one(under_test, &config).await.expect("proxy starts");
+        let hyper = start_one(everything_on_hyper, &config)
+            .await
+            .expect("proxy starts");
+        Self { fast, hyper }
+    }
+
+    async fn shutdown(self) {
+        self.fast.shutdown().await;
+        self.hyper.shutdown().await;
+    }
+}
+
+/// Waits until `proxy` logged `n` events and returns them.
+async fn events(proxy: &ProxyHandle, n: usize) -> Vec<ProxyEvent> {
+    eventually(&format!("{n} events"), || proxy.events().len() >= n).await;
+    let events = proxy.events();
+    assert_eq!(events.len(), n, "{events:#?}");
+    events
+}
+
+/// What a case expects of the rule named `r`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// `r`'s conditions fit: hyper's path applies it (status 470).
+    Applies,
+    /// They do not: the request passes through, served by the fast path.
+    Passes,
+    /// Left to the two paths to agree on (a value whose trimming is `httparse`'s business).
+    Agree,
+}
+
+/// Sends each request on a fresh connection to both proxies of a pair whose only rule `r` has
+/// `matcher` (and answers 470), and checks that both answer it and log it alike, and as expected.
+async fn single_rule(matcher: &str, config: ProxyConfig, cases: &[(Vec<u8>, Expect)]) {
+    let pair = Pair::new(
+        &format!(
+            r#"[{{"name": "r", "match": {matcher}, "fault": {{"respond": {{"status": 470}}}}}}]"#
+        ),
+        config,
+    )
+    .await;
+    for (i, (request, expect)) in cases.iter().enumerate() {
+        let shown = String::from_utf8_lossy(request);
+        let head = request.starts_with(b"HEAD ");
+        let mut answers = Vec::new();
+        for proxy in [&pair.fast, &pair.hyper] {
+            let mut c = Client::connect(proxy).await;
+            c.send(request).await;
+            answers.push(c.answers(1, head).await.remove(0));
+        }
+        let (fast, hyper) = (&answers[0], &answers[1]);
+        assert!(!hyper.hinted, "hyper's path drops interim heads");
+        assert_eq!(
+            (fast.status, &fast.body),
+            (hyper.status, &hyper.body),
+            "case {i} {shown:?}: the fast path's proxy answered unlike hyper's path"
+        );
+        let fast_rule = events(&pair.fast, i + 1).await[i].rule.clone();
+        let hyper_rule = events(&pair.hyper, i + 1).await[i].rule.clone();
+        assert_eq!(
+            fast_rule, hyper_rule,
+            "case {i} {shown:?}: logged rules differ"
+        );
+        match expect {
+            Expect::Applies => {
+                assert_eq!(hyper.status, 470, "case {i} {shown:?}: the rule must apply");
+                assert_eq!(fast_rule.as_deref(), Some("r"), "case {i} {shown:?}");
+            }
+            Expect::Passes => {
+                assert_eq!(hyper.status, 200, "case {i} {shown:?}: no rule applies");
+                assert_eq!(fast_rule, None, "case {i} {shown:?}");
+                assert!(
+                    fast.hinted,
+                    "case {i} {shown:?}: no rule fits it, yet the fast path handed it over"
+                );
+            }
+            Expect::Agree => {
+                // A request that passes must then have stayed on the fast path only if no
+                // rule fit it; either way the two answers and logs agree (checked above).
+                if fast.hinted {
+                    assert_eq!(fast_rule, None, "case {i} {shown:?}");
+                }
+            }
+        }
+    }
+    pair.shutdown().await;
+}
+
+use Expect::{Agree, Applies, Passes};
+
+#[tokio::test]
+async fn header_conditions_read_the_first_value_by_name_in_any_case_byte_for_byte() {
+    single_rule(
+        r#"{"header": {"name": "X-Flag", "equals": "on"}}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/h", "x-flag: on\r\n"), Applies),
+            (get("GET", "/h", "X-FLAG: on\r\n"), Applies),
+            (get("GET", "/h", "X-Flag: ON\r\n"), Passes),
+            (get("GET", "/h", "X-Flag: on\r\nX-Flag: off\r\n"), Applies),
+            (get("GET", "/h", "X-Flag: off\r\nx-flag: on\r\n"), Passes),
+            (get("GET", "/h", "X-Flag: on, off\r\n"), Passes),
+            (get("GET", "/h", "X-Flag:on\r\n"), Applies),
+            (get("GET", "/h", "X-Flag:    on\r\n"), Applies),
+            (get("GET", "/h", "X-Flag: on   \r\n"), Agree),
+            (get("GET", "/h", "X-Flag:\t on \t\r\n"), Agree),
+            (get("GET", "/h", "X-Flag: \"on\"\r\n"), Passes),
+            (get("GET", "/h", "X-Flag:\r\n"), Passes),
+            (get("GET", "/h", "X-Flags: on\r\n"), Passes),
+            (get("GET", "/h", "X-Fla: on\r\n"), Passes),
+            (get("GET", "/h?x-flag=on", ""), Passes),
+            (get_bytes("/h", b"x-flag: o\xffn\r\n"), Passes),
+            (get_bytes("/h", b"x-flag: on\xff\r\n"), Passes),
+            // A bare LF ends a header line for both parsers.
+            (
+                b"GET /h HTTP/1.1\nHost: t\nX-Flag: on\n\n".to_vec(),
+                Applies,
+            ),
+            (post("/h", "x-flag: on\r\n"), Applies),
+            (get("HEAD", "/h", "x-flag: on\r\n"), Applies),
+            (get("HEAD", "/h", "x-flag: off\r\n"), Passes),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn empty_and_non_utf8_header_values_are_compared_as_bytes() {
+    single_rule(
+        r#"{"header": {"name": "x-empty", "equals": ""}}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/e", "x-empty:\r\n"), Applies),
+            (get("GET", "/e", "X-Empty: \r\n"), Applies),
+            (get("GET", "/e", "x-empty:   \t\r\n"), Agree),
+            (get("GET", "/e", "x-empty: x\r\n"), Passes),
+            (get("GET", "/e", "x-empty: \"\"\r\n"), Passes),
+            (get("GET", "/e", ""), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"header": {"name": "x-bin", "equals": "café"}}"#,
+        ProxyConfig::default(),
+        &[
+            (get_bytes("/b", b"x-bin: caf\xc3\xa9\r\n"), Applies),
+            (get_bytes("/b", b"x-bin: caf\xe9\r\n"), Passes),
+            (get_bytes("/b", b"x-bin: CAF\xc3\xa9\r\n"), Passes),
+            (get_bytes("/b", b"x-bin: caf\xc3\xa9\xc3\r\n"), Passes),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn header_presence_counts_an_empty_value_and_reads_control_and_framing_headers() {
+    single_rule(
+        r#"{"header": {"name": "x-present"}}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/p", "x-present:\r\n"), Applies),
+            (get("GET", "/p", "X-PRESENT: 1\r\n"), Applies),
+            (get("GET", "/p", "x-presents: 1\r\n"), Passes),
+            (get("GET", "/p", "x-presen: 1\r\n"), Passes),
+            (get("GET", "/p", ""), Passes),
+        ],
+    )
+    .await;
+    // Rules see the control headers, which neither path forwards.
+    single_rule(
+        r#"{"header": {"name": "x-idemspec-step", "equals": "lost-1"}}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/s", "X-Idemspec-Step: lost-1\r\n"), Applies),
+            (
+                get(
+                    "GET",
+                    "/s",
+                    "x-idemspec-step: lost-2\r\nX-Idemspec-Step: lost-1\r\n",
+                ),
+                Passes,
+            ),
+            (get("GET", "/s", "X-Idemspec-Step: lost-10\r\n"), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"header": {"name": "host", "equals": "t"}}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/host", ""), Applies),
+            (b"GET /host HTTP/1.1\r\nHOST: T\r\n\r\n".to_vec(), Passes),
+            (b"GET /host HTTP/1.1\r\nhost: t:80\r\n\r\n".to_vec(), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"header": {"name": "content-length", "equals": "2"}}"#,
+        ProxyConfig::default(),
+        &[
+            (post("/cl", ""), Applies),
+            (get("GET", "/cl", "content-length: 0\r\n"), Passes),
+            (get("GET", "/cl", ""), Passes),
+        ],
+    )
+    .await;
+    // Hop-by-hop request headers: whatever hyper's path makes of them, the two agree.
+    single_rule(
+        r#"{"header": {"name": "connection", "equals": "keep-alive"}}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/c", "Connection: keep-alive\r\n"), Agree),
+            (get("GET", "/c", "Connection: Keep-Alive\r\n"), Passes),
+            (get("GET", "/c", ""), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"header": {"name": "keep-alive"}}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/k", "Keep-Alive: timeout=5\r\n"), Agree),
+            (get("GET", "/k", ""), Passes),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_exact_path_ignores_the_query_and_nothing_else() {
+    single_rule(
+        r#"{"path": "/a"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/a", ""), Applies),
+            (get("GET", "/a?", ""), Applies),
+            (get("GET", "/a?x=1", ""), Applies),
+            (get("GET", "/a?b?c", ""), Applies),
+            (get("GET", "/a?/a", ""), Applies),
+            (get("GET", "/a/", ""), Passes),
+            (get("GET", "/A", ""), Passes),
+            (get("GET", "/a%3F", ""), Passes),
+            (get("GET", "/a%3Fx", ""), Passes),
+            (get("GET", "/%61", ""), Passes),
+            (get("GET", "//a", ""), Passes),
+            (get("GET", "/./a", ""), Passes),
+            (get("GET", "/b/../a", ""), Passes),
+            (get("GET", "/a;x", ""), Passes),
+            (get("GET", "/b?/a", ""), Passes),
+            // Not origin-form or not URI characters: hyper's path judges them itself.
+            (get("GET", "http://t/a", ""), Agree),
+            (get("GET", "/a#f", ""), Agree),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"path": "/"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/", ""), Applies),
+            (get("GET", "/?x", ""), Applies),
+            (get("GET", "/?", ""), Applies),
+            (get("GET", "//", ""), Passes),
+            (get("GET", "/%2F", ""), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"path": "/a/b"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/a/b?", ""), Applies),
+            (get("GET", "/a%2Fb", ""), Passes),
+            (get("GET", "/a%2fb", ""), Passes),
+            (get("GET", "/a/b/", ""), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"path": "/a%2Fb"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/a%2Fb", ""), Applies),
+            (get("GET", "/a%2fb", ""), Passes),
+            (get("GET", "/a/b", ""), Passes),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_path_prefix_is_byte_wise_over_the_path_without_its_query() {
+    single_rule(
+        r#"{"path_prefix": "/v1/"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/v1/", ""), Applies),
+            (get("GET", "/v1/x?y", ""), Applies),
+            (get("GET", "/v1/%2F", ""), Applies),
+            (get("GET", "/v1", ""), Passes),
+            (get("GET", "/v1?/", ""), Passes),
+            (get("GET", "/v1%2F", ""), Passes),
+            (get("GET", "/V1/", ""), Passes),
+            (get("GET", "//v1/", ""), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"path_prefix": "/v1"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/v1?x", ""), Applies),
+            (get("GET", "/v10", ""), Applies),
+            (get("GET", "/v", ""), Passes),
+            (get("GET", "/?v1", ""), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"path_prefix": "/"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/", ""), Applies),
+            (get("GET", "/?", ""), Applies),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_path_glob_matches_the_path_without_its_query_and_star_stops_at_slashes() {
+    single_rule(
+        r#"{"path_glob": "/w/*/reboot"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/w/1/reboot", ""), Applies),
+            (get("GET", "/w/1/reboot?x=/", ""), Applies),
+            (get("GET", "/w/a%2Fb/reboot", ""), Applies),
+            (get("GET", "/w//reboot", ""), Agree),
+            (get("GET", "/w/1/2/reboot", ""), Passes),
+            (get("GET", "/w/1/reboot/", ""), Passes),
+            (get("GET", "/w/1?/reboot", ""), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"path_glob": "/w/**"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/w/a/b/c", ""), Applies),
+            (get("GET", "/w/", ""), Agree),
+            (get("GET", "/w", ""), Agree),
+            (get("GET", "/wx/a", ""), Passes),
+            (get("GET", "/x?/w/a", ""), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"path_glob": "/q?"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/qa", ""), Applies),
+            (get("GET", "/q%", ""), Agree),
+            (get("GET", "/q?", ""), Passes),
+            (get("GET", "/q?a", ""), Passes),
+            (get("GET", "/qab", ""), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"path_glob": "/{a,b}/[0-9]*"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/a/1", ""), Applies),
+            (get("GET", "/b/9x?y", ""), Applies),
+            (get("GET", "/c/1", ""), Passes),
+            (get("GET", "/a/x1", ""), Passes),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_method_is_matched_as_sent_and_head_is_not_get() {
+    single_rule(
+        r#"{"method": "get"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/m", ""), Applies),
+            (get("HEAD", "/m", ""), Passes),
+            (get("get", "/m", ""), Passes),
+            (get("Get", "/m", ""), Passes),
+            (get("GETX", "/m", ""), Passes),
+            (post("/m", ""), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"method": "HEAD"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("HEAD", "/m", ""), Applies),
+            (get("GET", "/m", ""), Passes),
+            (get("head", "/m", ""), Passes),
+        ],
+    )
+    .await;
+    single_rule(
+        r#"{"method": "purge"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("PURGE", "/m", ""), Applies),
+            (get("purge", "/m", ""), Passes),
+            (get("PURGEX", "/m", ""), Passes),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_idempotency_key_is_read_from_the_configured_key_header_quotes_included() {
+    single_rule(
+        r#"{"idempotency_key": "k1"}"#,
+        ProxyConfig::default(),
+        &[
+            (get("GET", "/k", "Idempotency-Key: k1\r\n"), Applies),
+            (get("GET", "/k", "IDEMPOTENCY-KEY: k1\r\n"), Applies),
+            (get("GET", "/k", "idempotency-key: \"k1\"\r\n"), Passes),
+            (get("GET", "/k", "Idempotency-Key: K1\r\n"), Passes),
+            (
+                get(
+                    "GET",
+                    "/k",
+                    "Idempotency-Key: k2\r\nIdempotency-Key: k1\r\n",
+                ),
+                Passes,
+            ),
+            (
+                get(
+                    "GET",
+                    "/k",
+                    "Idempotency-Key: k1\r\nIdempotency-Key: k2\r\n",
+                ),
+                Applies,
+            ),
+            (get("GET", "/k", "PayPal-Request-Id: k1\r\n"), Passes),
+            (get("GET", "/k?Idempotency-Key=k1", ""), Passes),
+        ],
+    )
+    .await;
+    let paypal = || ProxyConfig {
+        key_header: http::HeaderName::from_static("paypal-request-id"),
+        ..ProxyConfig::default()
+    };
+    single_rule(
+        r#"{"idempotency_key": "\"abc\""}"#,
+        paypal(),
+        &[
+            (get("POST", "/k", "PayPal-Request-Id: \"abc\"\r\n"), Applies),
+            (get("GET", "/k", "paypal-request-id:\"abc\"\r\n"), Applies),
+            (get("GET", "/k", "PAYPAL-REQUEST-ID: \"abc\"\r\n"), Applies),
+            (get("GET", "/k", "PayPal-Request-Id: abc\r\n"), Passes),
+            (get("GET", "/k", "PayPal-Request-Id: 'abc'\r\n"), Passes),
+            (get("GET", "/k", "Idempotency-Key: \"abc\"\r\n"), Passes),
+            (
+                get(
+                    "GET",
+                    "/k",
+                    "Idempotency-Key: \"abc\"\r\nPayPal-Request-Id: x\r\n",
+                ),
+                Passes,
+            ),
+        ],
+    )
+    .await;
+    // A header condition on the default key header still reads that header, not the key header.
+    single_rule(
+        r#"{"header": {"name": "idempotency-key", "equals": "abc"}}"#,
+        paypal(),
+        &[
+            (get("GET", "/k", "Idempotency-Key: abc\r\n"), Applies),
+            (get("GET", "/k", "PayPal-Request-Id: abc\r\n"), Passes),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn every_condition_of_a_combined_rule_must_fit() {
+    single_rule(
+        r#"{"method": "POST", "path_glob": "/p/*", "header": {"name": "x-t", "equals": "1"}, "idempotency_key": "k"}"#,
+        ProxyConfig::default(),
+        &[
+            (post("/p/a?z", "x-t: 1\r\nidempotency-key: k\r\n"), Applies),
+            (post("/p/a/b", "x-t: 1\r\nidempotency-key: k\r\n"), Passes),
+            (post("/p/a", "x-t: 2\r\nidempotency-key: k\r\n"), Passes),
+            (post("/p/a", "x-t: 1\r\nidempotency-key: K\r\n"), Passes),
+            (post("/p/a", "x-t: 1\r\n"), Passes),
+            (get("GET", "/p/a", "x-t: 1\r\nidempotency-key: k\r\n"), Passes),
+            (post("/q/a", "x-t: 1\r\nidempotency-key: k\r\n"), Passes),
+        ],
+    )
+    .await;
+}
