@@ -13,6 +13,8 @@ use std::net::SocketAddr;
 
 use idemspec_proxy::{start, ProxyConfig, ProxyEvent, ProxyHandle};
 use idemspec_scenarios::rules::Rule;
+use std::time::Duration;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -756,4 +758,226 @@ async fn every_condition_of_a_combined_rule_must_fit() {
         ],
     )
     .await;
+}
+
+/// A request of a counter sequence: its bytes, and whether it is a `HEAD`.
+type Step = (Vec<u8>, bool);
+
+/// The rules of the counter tests: each counts only the requests its conditions fit, and a
+/// request one of them fits but that it does not apply to is judged by the next.
+const COUNTED: &str = r#"[
+    {"name": "third", "match": {"path_prefix": "/n", "nth": 3}, "fault": {"respond": {"status": 471}}},
+    {"name": "coin", "match": {"header": {"name": "x-p"}, "probability": 0.5, "seed": 7}, "fault": {"respond": {"status": 472}}},
+    {"name": "twice", "match": {"method": "POST"}, "fault": {"respond": {"status": 473}}, "times": 2},
+    {"name": "key", "match": {"idempotency_key": "k", "nth": 2}, "fault": {"respond": {"status": 474}}}
+]"#;
+
+/// 60 requests: misses of every kind interleaved with requests each rule's conditions fit.
+fn counted_sequence() -> Vec<Step> {
+    let kinds: [Step; 12] = [
+        (get("GET", "/z", ""), false),
+        (get("GET", "/n/1", ""), false),
+        (get("GET", "/z", "x-p: 1\r\n"), false),
+        (post("/z", ""), false),
+        (get("GET", "/zz?x=/n", "X-P-Other: 1\r\n"), false),
+        (get("GET", "/n", "X-P: 1\r\n"), false),
+        (post("/n/x", "x-p:\r\n"), false),
+        (get("HEAD", "/z", "X-p: 2\r\n"), false),
+        (get("GET", "/N", "idempotency-key: K\r\n"), false),
+        (get("GET", "/z", "Idempotency-Key: k\r\n"), false),
+        (get("get", "/z", ""), false),
+        (get("HEAD", "/m", ""), false),
+    ];
+    (0..60)
+        .map(|i| {
+            // A fixed shuffle, so that kinds meet in varying orders.
+            let (bytes, _) = &kinds[(i * 7 + i / 12) % kinds.len()];
+            (bytes.clone(), bytes.starts_with(b"HEAD "))
+        })
+        .collect()
+}
+
+/// How a sequence is sent.
+#[derive(Debug, Clone, Copy)]
+enum Send {
+    /// All on one keep-alive connection.
+    OneConnection,
+    /// Each on a fresh connection (each starts on the fast path).
+    FreshConnections,
+    /// Pipelined in batches of `n`, each batch on a fresh connection.
+    Pipelined(usize),
+}
+
+/// Sends `steps` to `proxy` as `how` says; the answers in order.
+async fn run(proxy: &ProxyHandle, steps: &[Step], how: Send) -> Vec<Answer> {
+    let mut answers = Vec::new();
+    match how {
+        Send::OneConnection => {
+            let mut c = Client::connect(proxy).await;
+            for (bytes, head) in steps {
+                c.send(bytes).await;
+                answers.extend(c.answers(1, *head).await);
+            }
+        }
+        Send::FreshConnections => {
+            for (bytes, head) in steps {
+                let mut c = Client::connect(proxy).await;
+                c.send(bytes).await;
+                answers.extend(c.answers(1, *head).await);
+            }
+        }
+        Send::Pipelined(n) => {
+            for batch in steps.chunks(n) {
+                let mut c = Client::connect(proxy).await;
+                c.send(&batch.concat_bytes()).await;
+                for (_, head) in batch {
+                    answers.extend(c.answers(1, *head).await);
+                }
+            }
+        }
+    }
+    answers
+}
+
+trait ConcatBytes {
+    fn concat_bytes(&self) -> Vec<u8>;
+}
+
+impl ConcatBytes for [Step] {
+    fn concat_bytes(&self) -> Vec<u8> {
+        self.iter().flat_map(|(b, _)| b.clone()).collect()
+    }
+}
+
+/// Runs [`counted_sequence`] through a fresh pair as `how` says and checks that both proxies
+/// made the same decision for every request, in the same order, and that every rule did apply.
+async fn counters_agree(how: Send) {
+    let steps = counted_sequence();
+    let pair = Pair::new(COUNTED, ProxyConfig::default()).await;
+    let fast = run(&pair.fast, &steps, how).await;
+    let hyper = run(&pair.hyper, &steps, how).await;
+    let statuses = |a: &[Answer]| a.iter().map(|a| a.status).collect::<Vec<_>>();
+    assert_eq!(
+        statuses(&fast),
+        statuses(&hyper),
+        "{how:?}: the fast path's proxy decided unlike hyper's path"
+    );
+    let fast_events = events(&pair.fast, steps.len()).await;
+    let hyper_events = events(&pair.hyper, steps.len()).await;
+    let rules = |e: &[ProxyEvent]| e.iter().map(|e| e.rule.clone()).collect::<Vec<_>>();
+    assert_eq!(rules(&fast_events), rules(&hyper_events), "{how:?}");
+    let applied = |name: &str| {
+        hyper_events
+            .iter()
+            .filter(|e| e.rule.as_deref() == Some(name))
+            .count()
+    };
+    assert_eq!(applied("third"), 1, "{how:?}: nth 3 applies once");
+    assert_eq!(applied("twice"), 2, "{how:?}: times 2 applies twice");
+    assert_eq!(applied("key"), 1, "{how:?}: nth 2 applies once");
+    let coin = applied("coin");
+    let fit_coin = steps
+        .iter()
+        .filter(|(b, _)| {
+            String::from_utf8_lossy(b)
+                .to_ascii_lowercase()
+                .contains("\r\nx-p:")
+        })
+        .count();
+    assert!(
+        coin > 0 && coin < fit_coin,
+        "{how:?}: probability 0.5 over {fit_coin} requests applied {coin} times"
+    );
+    if !matches!(how, Send::OneConnection) {
+        assert!(
+            fast.iter().any(|a| a.hinted),
+            "{how:?}: the fast path served none of the misses"
+        );
+    }
+    pair.shutdown().await;
+}
+
+#[tokio::test]
+async fn counters_move_as_on_hyper_s_path_with_misses_interleaved_on_one_connection() {
+    counters_agree(Send::OneConnection).await;
+}
+
+#[tokio::test]
+async fn counters_move_as_on_hyper_s_path_with_misses_on_fresh_connections() {
+    counters_agree(Send::FreshConnections).await;
+}
+
+#[tokio::test]
+async fn counters_move_as_on_hyper_s_path_with_misses_pipelined_between_matches() {
+    for n in [2, 3, 5] {
+        counters_agree(Send::Pipelined(n)).await;
+    }
+}
+
+/// A miss and a match in both orders, pipelined in one write or with the second head split
+/// across writes: the match gets its fault, the miss its upstream answer, on both proxies.
+#[tokio::test]
+async fn a_pipelined_match_behind_a_miss_and_a_miss_behind_a_match_are_each_judged_by_their_own_head(
+) {
+    let pair = Pair::new(
+        r#"[{"name": "r", "match": {"path": "/hit", "header": {"name": "x-f", "equals": "1"}}, "fault": {"respond": {"status": 470}}}]"#,
+        ProxyConfig::default(),
+    )
+    .await;
+    let hit = get("GET", "/hit", "x-f: 1\r\n");
+    let miss_path = get("GET", "/hit?x", "x-f: 2\r\n");
+    let miss_header = get("GET", "/miss", "x-f: 1\r\n");
+    let orders: Vec<(Vec<&[u8]>, Vec<u16>)> = vec![
+        (vec![&miss_header, &hit], vec![200, 470]),
+        (vec![&hit, &miss_header], vec![470, 200]),
+        (
+            vec![&miss_path, &miss_header, &hit, &miss_path],
+            vec![200, 200, 470, 200],
+        ),
+        (
+            vec![&miss_header, &miss_header, &miss_header],
+            vec![200, 200, 200],
+        ),
+    ];
+    let mut logged = 0;
+    for (requests, want) in &orders {
+        for split in [false, true] {
+            let mut got = Vec::new();
+            for proxy in [&pair.fast, &pair.hyper] {
+                let mut c = Client::connect(proxy).await;
+                let bytes: Vec<u8> = requests.concat();
+                if split {
+                    // The first head whole and half of the second, then the rest.
+                    let cut = requests[0].len() + requests[1].len() / 2;
+                    c.send(&bytes[..cut]).await;
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                    c.send(&bytes[cut..]).await;
+                } else {
+                    c.send(&bytes).await;
+                }
+                got.push(c.answers(requests.len(), false).await);
+            }
+            logged += requests.len();
+            let statuses = |a: &[Answer]| a.iter().map(|a| a.status).collect::<Vec<_>>();
+            assert_eq!(&statuses(&got[0]), want, "fast, split {split}");
+            assert_eq!(&statuses(&got[1]), want, "hyper, split {split}");
+            let bodies = |a: &[Answer]| a.iter().map(|a| a.body.clone()).collect::<Vec<_>>();
+            assert_eq!(bodies(&got[0]), bodies(&got[1]), "split {split}");
+            // On the fast path's proxy, misses before the first match stay on the fast path.
+            let first_hit = want.iter().position(|&s| s == 470).unwrap_or(want.len());
+            for (i, a) in got[0].iter().enumerate().take(first_hit) {
+                assert!(
+                    a.hinted,
+                    "request {i} of {want:?}, split {split}: handed over"
+                );
+            }
+            let fast_events = events(&pair.fast, logged).await;
+            let hyper_events = events(&pair.hyper, logged).await;
+            for (f, h) in fast_events.iter().zip(&hyper_events) {
+                assert_eq!((&f.path, &f.rule), (&h.path, &h.rule));
+                assert_eq!(f.rule.is_some(), f.path == "/hit", "{f:?}");
+            }
+        }
+    }
+    pair.shutdown().await;
 }
