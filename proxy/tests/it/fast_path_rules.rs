@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 
 use idemspec_proxy::{start, ProxyConfig, ProxyEvent, ProxyHandle};
 use idemspec_scenarios::rules::Rule;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -980,4 +981,145 @@ async fn a_pipelined_match_behind_a_miss_and_a_miss_behind_a_match_are_each_judg
         }
     }
     pair.shutdown().await;
+}
+
+/// What a request of the concurrent test is: which of the swapped rules' conditions fit it.
+fn kind_of(key: &str) -> u32 {
+    key.rsplit('k')
+        .next()
+        .and_then(|k| k.parse().ok())
+        .expect("a kind")
+}
+
+/// The request of kind `kind` (its key names the client, the request and the kind):
+/// 0 fits `x` (path prefix `/x`), 1 fits `y` (header), 2 fits neither, 3 fits both.
+fn kinded(client: usize, j: usize, kind: u32) -> Vec<u8> {
+    let key = format!("idempotency-key: c{client}-j{j}-k{kind}\r\n");
+    match kind {
+        0 => get("GET", "/x/1", &key),
+        1 => get("GET", "/z?x/1", &format!("{key}X-Y: 1\r\n")),
+        2 => get("GET", "/z/x", &format!("{key}x-y: 0\r\nX-Y: 1\r\n")),
+        _ => post("/x/1?a", &format!("{key}x-y: 1\r\n")),
+    }
+}
+
+/// Rules replaced over and over while many connections (started together by a barrier) send
+/// requests: a fault only ever answers a request its rule's conditions fit, and the event log
+/// names a rule only for such a request, whichever path judged it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_replaced_under_concurrent_connections_apply_only_to_requests_they_fit() {
+    const CLIENTS: usize = 12;
+    const REQUESTS: usize = 25;
+    let up = hinting_upstream().await;
+    let proxy = start(ProxyConfig {
+        upstream: format!("http://{up}"),
+        io_threads: 2,
+        ..ProxyConfig::default()
+    })
+    .await
+    .expect("proxy starts");
+    let sets: Vec<Vec<Rule>> = [
+        r#"[{"name": "x", "match": {"path_prefix": "/x"}, "fault": {"respond": {"status": 471}}}]"#,
+        r#"[{"name": "y", "match": {"header": {"name": "x-y", "equals": "1"}}, "fault": {"respond": {"status": 472}}}]"#,
+        "[]",
+        r#"[{"name": "xn", "match": {"path": "/x/1", "nth": 2}, "fault": {"respond": {"status": 473}}},
+            {"name": "y", "match": {"header": {"name": "X-Y", "equals": "1"}, "probability": 0.5, "seed": 3}, "fault": {"respond": {"status": 472}}}]"#,
+    ]
+    .iter()
+    .map(|json| rules(json))
+    .collect();
+    let proxy = Arc::new(proxy);
+    let barrier = Arc::new(tokio::sync::Barrier::new(CLIENTS + 1));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (proxy, barrier, done) = (proxy.clone(), barrier.clone(), done.clone());
+        tokio::spawn(async move {
+            barrier.wait().await;
+            let mut i = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                proxy.set_rules(sets[i % sets.len()].clone()).unwrap();
+                i += 1;
+                tokio::time::sleep(Duration::from_micros(300)).await;
+            }
+            i
+        })
+    };
+    let mut clients = Vec::new();
+    for client in 0..CLIENTS {
+        let (proxy, barrier) = (proxy.clone(), barrier.clone());
+        clients.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let mut got = Vec::new();
+            // Even clients keep one connection (it moves to hyper's path at its first fit);
+            // odd ones open one per request, so each request is judged by the fast path.
+            let mut kept = Client::connect(&proxy).await;
+            for j in 0..REQUESTS {
+                let kind = ((client + j * 3) % 4) as u32;
+                let bytes = kinded(client, j, kind);
+                let answer = if client % 2 == 0 {
+                    kept.send(&bytes).await;
+                    kept.answers(1, false).await.remove(0)
+                } else {
+                    let mut c = Client::connect(&proxy).await;
+                    c.send(&bytes).await;
+                    c.answers(1, false).await.remove(0)
+                };
+                got.push((format!("c{client}-j{j}-k{kind}"), answer));
+            }
+            got
+        }));
+    }
+    let mut answers = Vec::new();
+    for c in clients {
+        answers.extend(
+            tokio::time::timeout(PATIENCE, c)
+                .await
+                .expect("clients finish")
+                .unwrap(),
+        );
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    let swaps = tokio::time::timeout(PATIENCE, swapper)
+        .await
+        .expect("the swapper stops")
+        .unwrap();
+    assert!(swaps > 4, "the rules were replaced only {swaps} times");
+    let fits = |rule: &str, kind: u32| match rule {
+        "x" | "xn" => kind == 0 || kind == 3,
+        "y" => kind == 1 || kind == 3,
+        other => panic!("unknown rule {other}"),
+    };
+    let status_rule = |status: u16| match status {
+        471 => Some("x"),
+        472 => Some("y"),
+        473 => Some("xn"),
+        200 => None,
+        other => panic!("unexpected status {other}"),
+    };
+    for (key, answer) in &answers {
+        if let Some(rule) = status_rule(answer.status) {
+            assert!(fits(rule, kind_of(key)), "{key} got {rule}'s fault");
+        }
+    }
+    let events = events(&proxy, CLIENTS * REQUESTS).await;
+    let mut faults = 0;
+    for e in &events {
+        let key = e
+            .idempotency_key
+            .as_deref()
+            .expect("every request has a key");
+        if let Some(rule) = e.rule.as_deref() {
+            faults += 1;
+            assert!(fits(rule, kind_of(key)), "{key} ({}) logged {rule}", e.path);
+        }
+        let (_, answer) = answers.iter().find(|(k, _)| k == key).expect("answered");
+        assert_eq!(e.client_status, Some(answer.status), "{key}");
+        assert_eq!(e.rule.as_deref(), status_rule(answer.status), "{key}");
+    }
+    assert!(faults > 0, "no rule applied while they were swapped");
+    assert!(
+        answers.iter().any(|(_, a)| a.hinted),
+        "the fast path served none of the requests"
+    );
+    proxy.shutdown().await;
 }
