@@ -1159,3 +1159,96 @@ async fn rules_replaced_under_concurrent_connections_apply_only_to_requests_they
     );
     proxy.shutdown().await;
 }
+
+/// Counters under concurrency: while a crowd of connections sends requests (misses the fast
+/// path serves among requests the counted rules fit) and rules are added beside them (which keeps
+/// their counters), `nth: 5` applies exactly once and `times: 3` exactly three times: no miss
+/// moved a counter, whichever path judged it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_stay_exact_under_concurrent_misses_while_rules_are_added() {
+    const CLIENTS: usize = 10;
+    const REQUESTS: usize = 20;
+    let up = hinting_upstream().await;
+    let proxy = Arc::new(
+        start(ProxyConfig {
+            upstream: format!("http://{up}"),
+            io_threads: 2,
+            rules: rules(
+                r#"[{"name": "fifth", "match": {"path": "/n", "nth": 5}, "fault": {"respond": {"status": 471}}},
+                    {"name": "thrice", "match": {"header": {"name": "x-t", "equals": "1"}}, "fault": {"respond": {"status": 472}}, "times": 3}]"#,
+            ),
+            ..ProxyConfig::default()
+        })
+        .await
+        .expect("proxy starts"),
+    );
+    let barrier = Arc::new(tokio::sync::Barrier::new(CLIENTS + 1));
+    let adder = {
+        let (proxy, barrier) = (proxy.clone(), barrier.clone());
+        tokio::spawn(async move {
+            barrier.wait().await;
+            for i in 0..50 {
+                // Never fits a request of this test: only its presence changes.
+                let rule = rules(&format!(
+                    r#"[{{"name": "added-{i}", "match": {{"path": "/never/{i}"}}, "fault": {{"respond": {{"status": 479}}}}}}]"#
+                ));
+                proxy.add_rule(rule.into_iter().next().unwrap()).unwrap();
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+        })
+    };
+    let mut clients = Vec::new();
+    for client in 0..CLIENTS {
+        let (proxy, barrier) = (proxy.clone(), barrier.clone());
+        clients.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let mut statuses = Vec::new();
+            for j in 0..REQUESTS {
+                let bytes = match (client + j) % 5 {
+                    0 => get("GET", "/n?x", ""),
+                    1 => get("GET", "/z", "x-t: 1\r\n"),
+                    2 => get("GET", "/n/", "x-t: 2\r\n"),
+                    3 => get("GET", "/never/3/?", "x-T: 0\r\nx-t: 1\r\n"),
+                    _ => get("HEAD", "/N", "X-T: 11\r\n"),
+                };
+                let mut c = Client::connect(&proxy).await;
+                c.send(&bytes).await;
+                let head = bytes.starts_with(b"HEAD ");
+                statuses.push(c.answers(1, head).await.remove(0));
+            }
+            statuses
+        }));
+    }
+    let mut answers = Vec::new();
+    for c in clients {
+        answers.extend(
+            tokio::time::timeout(PATIENCE, c)
+                .await
+                .expect("clients finish")
+                .unwrap(),
+        );
+    }
+    tokio::time::timeout(PATIENCE, adder)
+        .await
+        .expect("the adder finishes")
+        .unwrap();
+    let count = |status: u16| answers.iter().filter(|a| a.status == status).count();
+    assert_eq!(count(471), 1, "nth 5 applies exactly once");
+    assert_eq!(count(472), 3, "times 3 applies exactly three times");
+    assert_eq!(count(479), 0, "the added rules fit nothing");
+    assert_eq!(count(200), CLIENTS * REQUESTS - 4);
+    assert!(
+        answers.iter().any(|a| a.hinted),
+        "the fast path served none of the misses"
+    );
+    let events = events(&proxy, CLIENTS * REQUESTS).await;
+    for e in &events {
+        match e.rule.as_deref() {
+            None => {}
+            Some("fifth") => assert_eq!(e.path, "/n?x", "{e:?}"),
+            Some("thrice") => assert_eq!(e.path, "/z", "{e:?}"),
+            Some(other) => panic!("{other} applied to {e:?}"),
+        }
+    }
+    proxy.shutdown().await;
+}
