@@ -1252,3 +1252,58 @@ async fn counters_stay_exact_under_concurrent_misses_while_rules_are_added() {
     }
     proxy.shutdown().await;
 }
+
+/// A rule built in code skips the schema's lower-casing of a header name: both paths still
+/// compare the name case-insensitively (hyper's `HeaderMap` normalises the name it is asked
+/// for, the fast path compares ASCII case-insensitively), and agree on a name that is no token.
+#[tokio::test]
+async fn a_code_built_rule_with_a_mixed_case_header_name_is_judged_alike() {
+    let pair = Pair::new("[]", ProxyConfig::default()).await;
+    let mut built = rules(
+        r#"[{"name": "r", "match": {"path_prefix": "/"}, "fault": {"respond": {"status": 470}}}]"#,
+    );
+    built[0].matcher.path_prefix = None;
+    built[0].matcher.header = Some(idemspec_scenarios::rules::HeaderMatch {
+        name: "X-Flag".into(),
+        equals: Some("on".into()),
+    });
+    let mut odd = built[0].clone();
+    odd.name = "odd".into();
+    odd.matcher.header = Some(idemspec_scenarios::rules::HeaderMatch {
+        name: "x-flag ".into(),
+        equals: None,
+    });
+    let mut everything_on_hyper = vec![built[0].clone()];
+    everything_on_hyper.extend(rules(HYPER_PATH_RULE));
+    let with_odd = |mut set: Vec<Rule>| {
+        set.insert(0, odd.clone());
+        set
+    };
+    let (fast_ok, hyper_ok) = (
+        pair.fast.set_rules(with_odd(built.clone())),
+        pair.hyper.set_rules(with_odd(everything_on_hyper.clone())),
+    );
+    assert_eq!(fast_ok.is_ok(), hyper_ok.is_ok());
+    if fast_ok.is_err() {
+        // Refused as a rule: the mixed-case one alone.
+        pair.fast.set_rules(built).unwrap();
+        pair.hyper.set_rules(everything_on_hyper).unwrap();
+    }
+    let cases = [
+        (get("GET", "/c", "x-flag: on\r\n"), 470),
+        (get("GET", "/c", "X-FLAG: on\r\n"), 470),
+        (get("GET", "/c", "x-flag: off\r\n"), 200),
+        (get("GET", "/c", ""), 200),
+    ];
+    for (i, (request, want)) in cases.iter().enumerate() {
+        for proxy in [&pair.fast, &pair.hyper] {
+            let mut c = Client::connect(proxy).await;
+            c.send(request).await;
+            let answer = c.answers(1, false).await.remove(0);
+            assert_eq!(answer.status, *want, "case {i}");
+            let e = events(proxy, i + 1).await.remove(i);
+            assert_eq!(e.rule.as_deref(), (*want == 470).then_some("r"), "case {i}");
+        }
+    }
+    pair.shutdown().await;
+}
