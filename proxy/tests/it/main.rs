@@ -5,6 +5,7 @@ mod control;
 mod early_answers;
 mod fast_path;
 mod fast_path_hostile;
+mod fast_path_rules;
 mod faults;
 mod fuzz;
 mod malformed;
