@@ -12,7 +12,9 @@
 //!
 //! `--proxy LABEL=PATH` may be given more than once (say a build before and after a change): each
 //! binary is run as `PATH proxy --listen 127.0.0.1:0 --upstream http://NGINX --threads N`, with
-//! its event log on as always. Every server listens on 127.0.0.1 (nginx and haproxy on a free
+//! its event log on as always. `--proxy "LABEL=PATH ARG..."` adds the words after the path to its
+//! `proxy` arguments (`--scenario rules.yaml`: the same binary with rules in force; the flag's
+//! `--upstream` wins over the file's). Every server listens on 127.0.0.1 (nginx and haproxy on a free
 //! port picked by binding port 0). Per round and per target, stderr gets one line with req/s,
 //! p50, p99, the server's CPU time per request (user + system of its process, µs) and the load
 //! average; stdout gets the Markdown table of medians (and min–max) and the ratios the issue
@@ -38,6 +40,14 @@ struct Sample {
     cpu_us: f64,
     p50_us: f64,
     p99_us: f64,
+}
+
+/// An `idemspec proxy` binary to measure (`--proxy "LABEL=PATH ARG..."`).
+struct Proxy {
+    label: String,
+    path: PathBuf,
+    /// More `proxy` arguments (`--scenario FILE`).
+    args: Vec<String>,
 }
 
 /// One thing wrk is pointed at.
@@ -101,17 +111,27 @@ fn main() -> anyhow::Result<()> {
             .collect::<anyhow::Result<_>>()?,
         None => vec![1, 2],
     };
-    let mut proxies: Vec<(String, PathBuf)> = value("--proxy")
+    let mut proxies: Vec<Proxy> = value("--proxy")
         .iter()
         .map(|spec| {
-            let (label, path) = spec
+            let (label, command) = spec
                 .split_once('=')
                 .context("--proxy LABEL=PATH (e.g. idemspec=/root/.cargo/bin/idemspec)")?;
-            Ok((label.to_owned(), PathBuf::from(path)))
+            let mut words = command.split_whitespace();
+            let path = words.next().context("--proxy LABEL=PATH: no path")?;
+            Ok(Proxy {
+                label: label.to_owned(),
+                path: PathBuf::from(path),
+                args: words.map(str::to_owned).collect(),
+            })
         })
         .collect::<anyhow::Result<_>>()?;
     if proxies.is_empty() {
-        proxies.push(("idemspec".into(), PathBuf::from("idemspec")));
+        proxies.push(Proxy {
+            label: "idemspec".into(),
+            path: PathBuf::from("idemspec"),
+            args: Vec::new(),
+        });
     }
     for tool in ["wrk", "haproxy", "nginx"] {
         if Command::new(tool).arg("-v").output().is_err() {
@@ -126,9 +146,9 @@ fn main() -> anyhow::Result<()> {
     for &n in &threads {
         let (addr, pid) = spawn_haproxy(&dir, upstream, n, &mut children)?;
         targets.push(Target::new("haproxy", n, addr, Some(pid)));
-        for (label, path) in &proxies {
-            let (addr, pid) = spawn_proxy(path, upstream, n, &mut children)?;
-            targets.push(Target::new(label, n, addr, Some(pid)));
+        for proxy in &proxies {
+            let (addr, pid) = spawn_proxy(proxy, upstream, n, &mut children)?;
+            targets.push(Target::new(&proxy.label, n, addr, Some(pid)));
         }
     }
     for t in &targets {
@@ -185,7 +205,7 @@ impl Target {
 }
 
 /// Prints the table of medians and, per proxy and thread count, the figures against haproxy's.
-fn report(targets: &[Target], proxies: &[(String, PathBuf)], threads: &[usize]) {
+fn report(targets: &[Target], proxies: &[Proxy], threads: &[usize]) {
     println!("| target | conns | req/s median (min–max) | p50 µs median (min–max) | p99 µs median (min–max) | server CPU µs/req |");
     println!("|---|---|---|---|---|---|");
     for (c, conns) in CONNS.iter().enumerate() {
@@ -214,7 +234,7 @@ fn report(targets: &[Target], proxies: &[(String, PathBuf)], threads: &[usize]) 
         let Some(ha) = find("haproxy", n) else {
             continue;
         };
-        for (label, _) in proxies {
+        for Proxy { label, .. } in proxies {
             let Some(ours) = find(label, n) else { continue };
             let per_round: Vec<String> = ours.samples[1]
                 .iter()
@@ -328,21 +348,22 @@ fn spawn_haproxy(
     Ok((addr, pid))
 }
 
-/// `BIN proxy --threads N` in front of `upstream`; (the address it printed, pid).
+/// `PATH proxy --threads N ARG...` in front of `upstream`; (the address it printed, pid).
 fn spawn_proxy(
-    bin: &Path,
+    proxy: &Proxy,
     upstream: SocketAddr,
     threads: usize,
     children: &mut Children,
 ) -> anyhow::Result<(SocketAddr, u32)> {
-    let mut child = Command::new(bin)
+    let mut child = Command::new(&proxy.path)
         .args(["proxy", "--listen", "127.0.0.1:0", "--threads"])
         .arg(threads.to_string())
         .arg("--upstream")
         .arg(format!("http://{upstream}"))
+        .args(&proxy.args)
         .stdout(Stdio::piped())
         .spawn()
-        .with_context(|| format!("failed to start {}", bin.display()))?;
+        .with_context(|| format!("failed to start {}", proxy.path.display()))?;
     let stdout = child.stdout.take().context("proxy stdout")?;
     let pid = child.id();
     children.0.push(child);

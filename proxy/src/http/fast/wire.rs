@@ -132,6 +132,10 @@ pub(super) fn analyse_request(
     let (mut host, mut length) = (false, false);
     for h in req.headers.iter() {
         let name = h.name;
+        // Before any header is skipped: the key header may be any header (as on hyper's path).
+        if is(name, key_header) && plan.key.is_none() {
+            plan.key = Some(text(h.value));
+        }
         if is(name, "content-length") {
             match content_length(h.value) {
                 Some(n) if !length => {
@@ -161,9 +165,6 @@ pub(super) fn analyse_request(
             return Request::Handoff;
         } else if is(name, "host") {
             host = true;
-        }
-        if is(name, key_header) && plan.key.is_none() {
-            plan.key = Some(text(h.value));
         }
         if name.len() >= CONTROL_PREFIX.len()
             && name.as_bytes()[..CONTROL_PREFIX.len()]

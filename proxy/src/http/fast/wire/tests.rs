@@ -246,3 +246,14 @@ fn a_malformed_chunked_body_is_an_error() {
         );
     }
 }
+
+#[test]
+fn the_key_is_read_from_any_header_even_one_the_upstream_head_drops() {
+    let mut out = Vec::new();
+    let head = b"GET / HTTP/1.1\r\nHost: a\r\nKeep-Alive: k-7\r\n\r\n";
+    let Request::Plain(plan) = analyse_request(head, "", "keep-alive", None, &mut out) else {
+        panic!("plain");
+    };
+    assert_eq!(plan.key.as_deref(), Some("k-7"));
+    assert_eq!(out, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+}
