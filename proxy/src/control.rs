@@ -320,9 +320,11 @@ async fn reset(State(handle): State<ProxyHandle>) -> StatusCode {
 }
 
 async fn metrics(State(handle): State<ProxyHandle>) -> Response {
-    (
-        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
-        handle.metrics_text(),
-    )
-        .into_response()
+    metrics_reply(handle.metrics_text())
+}
+
+/// A `GET /metrics` answer: `text` (from [`crate::metrics::Metrics::encode`]) as OpenMetrics
+/// text; the control API's and the Toxiproxy API's.
+pub(crate) fn metrics_reply(text: String) -> Response {
+    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }

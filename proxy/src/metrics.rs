@@ -1,5 +1,7 @@
 //! The proxy's Prometheus metrics, served by the control API as `GET /metrics` in the
-//! OpenMetrics text format (`application/openmetrics-text; version=1.0.0`).
+//! OpenMetrics text format (`application/openmetrics-text; version=1.0.0`), and by the
+//! Toxiproxy API as its own `GET /metrics` for the proxies it made (a connection is one exchange;
+//! the toxics that acted are the `rule`, their type the `verb`).
 //!
 //! | name | type | labels | unit, meaning |
 //! |---|---|---|---|

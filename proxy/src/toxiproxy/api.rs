@@ -41,6 +41,7 @@ pub(crate) fn router(registry: Shared) -> Router {
         )
         .route("/version", get(version))
         .route("/events", get(events))
+        .route("/metrics", get(metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(no_browsers))
@@ -62,7 +63,7 @@ async fn no_browsers(request: Request<Body>, next: Next) -> Response {
 
 async fn not_found(uri: Uri) -> ApiError {
     ApiError::not_found(format!(
-        "404 page not found: `{}` (the Toxiproxy API serves /proxies, /populate, /reset, /version, /events)",
+        "404 page not found: `{}` (the Toxiproxy API serves /proxies, /populate, /reset, /version, /events, /metrics)",
         uri.path()
     ))
 }
@@ -261,6 +262,12 @@ async fn events(
     query: Result<Query<EventsQuery>, QueryRejection>,
 ) -> Response {
     crate::control::events_reply(|since| r.events_since(since), query)
+}
+
+/// `GET /metrics`: the proxies' metrics, the names and labels of the control API's
+/// ([`crate::metrics`]): each connection is one exchange, and the toxic that acted is the rule.
+async fn metrics(State(r): State<Shared>) -> Response {
+    crate::control::metrics_reply(r.metrics_text())
 }
 
 async fn version(_headers: HeaderMap) -> Response {

@@ -226,6 +226,11 @@ impl Registry {
         self.host.events.since(since)
     }
 
+    /// The metrics counted from the proxies' events ([`crate::metrics`]), as OpenMetrics text.
+    pub(crate) fn metrics_text(&self) -> String {
+        self.host.events.metrics().encode()
+    }
+
     /// `GET /proxies`: every proxy by name.
     pub(crate) async fn list(&self) -> Value {
         let proxies = self.proxies.lock().await;

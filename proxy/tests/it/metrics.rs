@@ -1,5 +1,6 @@
 //! `GET /metrics` on the control API, scraped over HTTP after known traffic and read with a
-//! Prometheus exposition-format parser (`prometheus-parse`).
+//! Prometheus exposition-format parser (`prometheus-parse`); `scrape` and `counter` serve the
+//! Toxiproxy API's `/metrics` tests too.
 
 use std::sync::Arc;
 
@@ -12,11 +13,12 @@ use crate::support::*;
 
 /// Scrapes the proxy's `/metrics` and parses it.
 async fn scrape_metrics(proxy: &ProxyHandle) -> Scrape {
-    let resp = http()
-        .get(format!("{}/metrics", control_url(proxy)))
-        .send()
-        .await
-        .unwrap();
+    scrape(&format!("{}/metrics", control_url(proxy))).await
+}
+
+/// Scrapes `url` (a `/metrics` endpoint, OpenMetrics text) and parses it.
+pub async fn scrape(url: &str) -> Scrape {
+    let resp = http().get(url).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     let content_type = resp.headers()["content-type"].to_str().unwrap().to_owned();
     assert!(
@@ -29,7 +31,7 @@ async fn scrape_metrics(proxy: &ProxyHandle) -> Scrape {
 }
 
 /// The value of the counter sample `name` whose labels include `labels`; 0 when absent.
-fn counter(scrape: &Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
+pub fn counter(scrape: &Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
     scrape
         .samples
         .iter()

@@ -619,6 +619,54 @@ async fn each_connection_is_one_event_of_the_tcp_relay(threads: usize) {
     api.server.shutdown().await;
 }
 
+/// `GET /metrics` on the API's port counts the proxies' connections from their events: by
+/// outcome, the toxic that acted (rule = its name, verb = its type), and unreachable upstreams.
+#[tokio::test]
+async fn metrics_count_each_connection_its_toxic_and_upstream_errors() {
+    use crate::metrics::{counter, scrape};
+    let api = Api::start().await;
+    let listen = api.proxy("p").await;
+    let url = api.url("/metrics");
+    let empty = scrape(&url).await;
+    assert_eq!(counter(&empty, "idemspec_proxy_requests_total", &[]), 0.0);
+    assert_eq!(round_trip(listen, b"hello").await.0.bytes, b"hello");
+    api.toxic("p", json!({"type": "reset_peer", "stream": "upstream"}))
+        .await;
+    let (raw, _) = round_trip(listen, b"boom").await;
+    assert_eq!(raw.error, Some(ErrorKind::ConnectionReset));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let body = json!({"name": "down", "listen": "127.0.0.1:0", "upstream": upstream});
+    let (_, down) = api.call("POST", "/proxies", Some(body)).await;
+    let down: SocketAddr = down["listen"].as_str().unwrap().parse().unwrap();
+    let mut s = TcpStream::connect(down).await.unwrap();
+    let _ = read_to_end(&mut s).await;
+    let events = api.events(3).await;
+    let scraped = scrape(&url).await;
+    let requests = "idemspec_proxy_requests_total";
+    assert_eq!(counter(&scraped, requests, &[]), 3.0, "{events:#?}");
+    assert_eq!(
+        counter(&scraped, requests, &[("outcome", "complete")]),
+        1.0,
+        "{events:#?}"
+    );
+    assert_eq!(
+        counter(
+            &scraped,
+            "idemspec_proxy_faults_total",
+            &[("rule", "reset_peer_upstream"), ("verb", "reset_peer")]
+        ),
+        1.0
+    );
+    assert_eq!(counter(&scraped, "idemspec_proxy_faults_total", &[]), 1.0);
+    assert_eq!(
+        counter(&scraped, "idemspec_proxy_upstream_errors_total", &[]),
+        1.0
+    );
+    api.server.shutdown().await;
+}
+
 #[tokio::test]
 async fn an_unreachable_upstream_is_an_upstream_error_event_and_a_reset() {
     let api = Api::start().await;
