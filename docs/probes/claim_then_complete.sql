@@ -5,7 +5,8 @@
 --     fingerprint TEXT NOT NULL, state TEXT NOT NULL, claim_nonce TEXT NOT NULL,
 --     started_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, status BIGINT, headers TEXT,
 --     body BYTEA, compressed BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (principal, endpoint, idem_key));
---   CREATE INDEX hot_t_exp ON hot_t (expires_at); For the HOT-eligible variant, replace `expires_at = 3000` with
+--   CREATE INDEX hot_t_exp ON hot_t (expires_at);
+-- For the HOT-eligible variant, replace `expires_at = 3000` with
 -- `expires_at = GREATEST(expires_at, 1500)` (the value stays as the claim wrote it).
 --   pgbench -h 127.0.0.1 -U postgres -n -c 16 -j 2 -T 8 -f docs/probes/claim_then_complete.sql test
 \set k random(1, 1000000000)
