@@ -1,6 +1,8 @@
-//! Test support: a counting upstream, raw and reqwest clients, proxy start-up helpers.
+//! Test support: a counting upstream, raw and reqwest clients, a raw HTTP/1.1 response and
+//! request reader with upstreams built on it, proxy start-up helpers.
 
 pub mod client;
+pub mod raw;
 pub mod upstream;
 
 use std::time::Duration;
@@ -10,6 +12,7 @@ use idemspec_scenarios::rules::Rule;
 use rstest_reuse::template;
 
 pub use client::*;
+pub use raw::*;
 pub use upstream::*;
 
 /// Generous bound for anything that should take milliseconds (the test machine is loaded).
