@@ -9,7 +9,7 @@ use idemspec_proxy::{start, ProxyConfig, ProxyHandle};
 use idemspec_scenarios::rules::Rule;
 use rstest::rstest;
 use rstest_reuse::apply;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::support::*;
@@ -366,13 +366,8 @@ async fn an_upstream_closing_an_idle_connection_costs_the_next_request_nothing(t
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                let mut got = Vec::new();
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf).await {
-                        Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
-                        _ => return,
-                    }
+                if read_head(&mut stream, &mut Vec::new()).await.is_none() {
+                    return;
                 }
                 let _ = stream
                     .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")

@@ -334,19 +334,10 @@ async fn streaming_echo_upstream() -> SocketAddr {
         Box::pin(async move {
             let mut pending = Vec::new();
             let mut buf = vec![0u8; 65536];
-            while !pending.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf).await {
-                    Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
-                    _ => return,
-                }
-            }
-            let end = pending.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-            let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length: "))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
+            let Some(end) = read_head(&mut s, &mut pending).await else {
+                return;
+            };
+            let len = content_length(&String::from_utf8_lossy(&pending[..end])).unwrap_or(0);
             let resp = format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n\r\n");
             if s.write_all(resp.as_bytes()).await.is_err() {
                 return;
@@ -439,13 +430,8 @@ async fn a_full_duplex_upstream_does_not_deadlock_hyper_path() {
 async fn early_answer_upstream(close: bool) -> SocketAddr {
     let handler: Handler = Arc::new(move |mut s, _| {
         Box::pin(async move {
-            let mut got = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf).await {
-                    Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
-                    _ => return,
-                }
+            if read_head(&mut s, &mut Vec::new()).await.is_none() {
+                return;
             }
             let _ = s
                 .write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbig!")
@@ -726,30 +712,22 @@ fn parity_script(path: &str) -> Option<Vec<u8>> {
     Some(bytes.to_vec())
 }
 
+/// An upstream answering by [`parity_script`] (its `/slow` paths after 400 ms).
 async fn parity_upstream() -> (SocketAddr, Requests) {
-    scripted(Arc::new(|mut s, seen| {
-        Box::pin(async move {
-            let mut pending = Vec::new();
-            while let Some(got) = read_request(&mut s, &mut pending).await {
-                let target = got.target();
-                let path = target.strip_prefix("/base").unwrap_or(target).to_owned();
-                seen.lock().unwrap().push(got);
-                if path.starts_with("/slow") {
-                    tokio::time::sleep(Duration::from_millis(400)).await;
-                }
-                let Some(mut bytes) = parity_script(&path) else {
-                    return;
-                };
-                let close = bytes.last() == Some(&0);
-                if close {
-                    bytes.pop();
-                }
-                if s.write_all(&bytes).await.is_err() || close {
-                    return;
-                }
+    let path = |got: &RawRequest| {
+        let target = got.target();
+        target.strip_prefix("/base").unwrap_or(target).to_owned()
+    };
+    answering_after(
+        move |got| {
+            if path(got).starts_with("/slow") {
+                Duration::from_millis(400)
+            } else {
+                Duration::ZERO
             }
-        })
-    }))
+        },
+        move |got| parity_script(&path(got)),
+    )
     .await
 }
 

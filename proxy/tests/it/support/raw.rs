@@ -31,7 +31,7 @@ fn header<'h>(head: &'h str, name: &str) -> Option<&'h str> {
 }
 
 /// The `Content-Length` of a head, if it has one that parses.
-fn content_length(head: &str) -> Option<usize> {
+pub fn content_length(head: &str) -> Option<usize> {
     header(head, "content-length").and_then(|v| v.parse().ok())
 }
 
@@ -69,12 +69,47 @@ pub fn dechunk(bytes: &[u8]) -> Option<(Vec<u8>, usize)> {
     }
 }
 
-/// Reads one response from `stream` and returns its head (without the final CRLF CRLF) and its
-/// body, framed as HTTP/1.1 frames it: none for a 1xx (returned on its own, so an interim head
-/// is one call and its final response the next), a 204, a 304 or an answer to a `HEAD`
-/// (`head_request`); a chunked body whole (trailers included), handed back as `chunks` says;
-/// a `Content-Length` body; otherwise everything up to the close. `pending` holds what was read
-/// before and keeps what is read past the response, for the next call on the same connection.
+/// The response at the front of `bytes`, if it is all there: its head (without the final CRLF
+/// CRLF), its body and how many bytes it took. The body is framed as HTTP/1.1 frames it: none
+/// for a 1xx (an interim head is a response of its own, its final response the next one), a
+/// 204, a 304 or an answer to a `HEAD` (`head_request`); a chunked body whole (trailers
+/// included), handed back as `chunks` says; a `Content-Length` body; otherwise everything up
+/// to the close, so only once `ended` says the connection has closed.
+pub fn split_response(
+    bytes: &[u8],
+    head_request: bool,
+    chunks: Chunks,
+    ended: bool,
+) -> Option<(String, Vec<u8>, usize)> {
+    let end = head_end(bytes)?;
+    let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
+    let status = status_of(&head);
+    let start = end + 4;
+    if (100..200).contains(&status) || head_request || status == 204 || status == 304 {
+        return Some((head, Vec::new(), start));
+    }
+    let chunked = header(&head, "transfer-encoding")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    if chunked {
+        let (data, used) = dechunk(&bytes[start..])?;
+        let body = match chunks {
+            Chunks::Decoded => data,
+            Chunks::AsSent => bytes[start..start + used].to_vec(),
+        };
+        return Some((head, body, start + used));
+    }
+    let end = match content_length(&head) {
+        Some(len) => start + len,
+        None if ended => bytes.len(),
+        None => return None,
+    };
+    let body = bytes.get(start..end)?.to_vec();
+    Some((head, body, end))
+}
+
+/// Reads one response ([`split_response`]) from `stream` and returns its head and body;
+/// `pending` holds what was read before and keeps what is read past the response, for the next
+/// call on the same connection.
 ///
 /// Bounded: `Err` if the whole read takes longer than `within`; `Ok(None)` if the connection
 /// ends (or fails) before the whole response.
@@ -85,7 +120,22 @@ pub async fn response_within(
     chunks: Chunks,
     within: Duration,
 ) -> Result<Option<(String, Vec<u8>)>, Elapsed> {
-    tokio::time::timeout(within, read_response(stream, pending, head_request, chunks)).await
+    tokio::time::timeout(within, async {
+        loop {
+            let ended = more_unless(stream, pending, |p| {
+                split_response(p, head_request, chunks, false).is_some()
+            })
+            .await;
+            if let Some((head, body, used)) = split_response(pending, head_request, chunks, ended) {
+                pending.drain(..used);
+                return Some((head, body));
+            }
+            if ended {
+                return None;
+            }
+        }
+    })
+    .await
 }
 
 /// [`response_within`] [`PATIENCE`], chunked bodies decoded: `None` if the connection ended
@@ -112,62 +162,35 @@ pub async fn expect_response(
         .expect("a whole response in time")
 }
 
-/// Reads more of `stream` onto `pending`; `None` at EOF or on an error.
-async fn more(stream: &mut TcpStream, pending: &mut Vec<u8>) -> Option<()> {
-    let mut buf = [0u8; 16384];
-    let n = stream.read(&mut buf).await.ok()?;
-    pending.extend_from_slice(&buf[..n]);
-    (n > 0).then_some(())
-}
-
-async fn read_response(
+/// Reads more of `stream` onto `pending` unless `enough` already holds of it; `true` once the
+/// connection has ended (EOF or an error).
+async fn more_unless(
     stream: &mut TcpStream,
     pending: &mut Vec<u8>,
-    head_request: bool,
-    chunks: Chunks,
-) -> Option<(String, Vec<u8>)> {
-    let end = loop {
-        match head_end(pending) {
-            Some(end) => break end,
-            None => more(stream, pending).await?,
-        }
-    };
-    let head = String::from_utf8_lossy(&pending[..end]).into_owned();
-    let status = status_of(&head);
-    let start = end + 4;
-    if (100..200).contains(&status) || head_request || status == 204 || status == 304 {
-        pending.drain(..start);
-        return Some((head, Vec::new()));
+    enough: impl Fn(&[u8]) -> bool,
+) -> bool {
+    if enough(pending) {
+        return false;
     }
-    let chunked = header(&head, "transfer-encoding")
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-    if chunked {
-        loop {
-            if let Some((data, used)) = dechunk(&pending[start..]) {
-                let body = match chunks {
-                    Chunks::Decoded => data,
-                    Chunks::AsSent => pending[start..start + used].to_vec(),
-                };
-                pending.drain(..start + used);
-                return Some((head, body));
-            }
-            more(stream, pending).await?;
+    let mut buf = [0u8; 16384];
+    match stream.read(&mut buf).await {
+        Ok(n) if n > 0 => {
+            pending.extend_from_slice(&buf[..n]);
+            false
         }
+        _ => true,
     }
-    match content_length(&head) {
-        Some(len) => {
-            while pending.len() < start + len {
-                more(stream, pending).await?;
-            }
-            let body = pending[start..start + len].to_vec();
-            pending.drain(..start + len);
-            Some((head, body))
+}
+
+/// Reads until `pending` holds a whole head; where it ends (the index of its CRLF CRLF), or
+/// `None` if the connection ends first. Not bounded in time.
+pub async fn read_head(stream: &mut TcpStream, pending: &mut Vec<u8>) -> Option<usize> {
+    loop {
+        if let Some(end) = head_end(pending) {
+            return Some(end);
         }
-        None => {
-            while more(stream, pending).await.is_some() {}
-            let body = pending[start..].to_vec();
-            pending.clear();
-            Some((head, body))
+        if more_unless(stream, pending, |_| false).await {
+            return None;
         }
     }
 }
@@ -195,16 +218,13 @@ impl RawRequest {
 /// `pending` keeps what was read past it. `None` if the connection ends first. Not bounded in
 /// time: upstreams wait for the proxy's next request as long as it keeps the connection.
 pub async fn read_request(stream: &mut TcpStream, pending: &mut Vec<u8>) -> Option<RawRequest> {
-    let end = loop {
-        match head_end(pending) {
-            Some(end) => break end,
-            None => more(stream, pending).await?,
-        }
-    };
+    let end = read_head(stream, pending).await?;
     let head = String::from_utf8_lossy(&pending[..end]).into_owned();
     let len = content_length(&head).unwrap_or(0);
     while pending.len() < end + 4 + len {
-        more(stream, pending).await?;
+        if more_unless(stream, pending, |_| false).await {
+            return None;
+        }
     }
     let body = pending[end + 4..end + 4 + len].to_vec();
     pending.drain(..end + 4 + len);
@@ -238,14 +258,28 @@ pub async fn answering<F>(answer: F) -> (SocketAddr, Requests)
 where
     F: Fn(&RawRequest) -> Option<Vec<u8>> + Send + Sync + 'static,
 {
-    let answer = Arc::new(answer);
+    answering_after(|_| Duration::ZERO, answer).await
+}
+
+/// [`answering`], waiting `pause` for a request before answering it.
+pub async fn answering_after<P, F>(pause: P, answer: F) -> (SocketAddr, Requests)
+where
+    P: Fn(&RawRequest) -> Duration + Send + Sync + 'static,
+    F: Fn(&RawRequest) -> Option<Vec<u8>> + Send + Sync + 'static,
+{
+    let script = Arc::new((pause, answer));
     scripted(Arc::new(move |mut s, seen| {
-        let answer = answer.clone();
+        let script = script.clone();
         Box::pin(async move {
+            let (pause, answer) = &*script;
             let mut pending = Vec::new();
             while let Some(got) = read_request(&mut s, &mut pending).await {
+                let wait = pause(&got);
                 let reply = answer(&got);
                 seen.lock().unwrap().push(got);
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
                 let Some(mut bytes) = reply else {
                     return;
                 };
