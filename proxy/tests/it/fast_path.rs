@@ -4,13 +4,14 @@
 //! conditions fit a request or a rule arrives mid-connection.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use idemspec_proxy::{start, ProxyConfig, ProxyHandle};
 use idemspec_scenarios::rules::Rule;
 use rstest::rstest;
 use rstest_reuse::apply;
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 use crate::support::*;
 
@@ -361,21 +362,18 @@ async fn requests_no_rule_can_apply_to_stay_on_the_fast_path_while_rules_are_in_
 #[apply(both_runtimes)]
 async fn an_upstream_closing_an_idle_connection_costs_the_next_request_nothing(threads: usize) {
     // Answers, then closes the connection a moment later, as servers with a short keep-alive do.
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let up = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                if read_head(&mut stream, &mut Vec::new()).await.is_none() {
-                    return;
-                }
-                let _ = stream
-                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                    .await;
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            });
-        }
-    });
+    let (up, _) = scripted(Arc::new(|mut stream, _| {
+        Box::pin(async move {
+            if read_head(&mut stream, &mut Vec::new()).await.is_none() {
+                return;
+            }
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .await;
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        })
+    }))
+    .await;
     let proxy = proxy_to(threads, up).await;
     let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
     let mut pending = Vec::new();

@@ -89,15 +89,12 @@ pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
 
 /// A TCP upstream that echoes every byte back until the client half-closes.
 pub async fn echo_upstream() -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
+    let (addr, _) = scripted(std::sync::Arc::new(|mut s, _| {
+        Box::pin(async move {
+            let (mut r, mut w) = s.split();
+            let _ = tokio::io::copy(&mut r, &mut w).await;
+        })
+    }))
+    .await;
     addr
 }
