@@ -1,5 +1,7 @@
 //! Raw HTTP/1.1 on a socket, for tests that must see (or send) exactly the bytes on the wire: a
-//! response reader, a request reader, and upstreams built on them.
+//! response reader ([`response_within`], bounded in time; [`response`] and [`expect_response`]
+//! on [`PATIENCE`]), a request reader ([`read_request`]) and upstreams built on it
+//! ([`scripted`], [`answering`]).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -107,9 +109,12 @@ pub fn split_response(
     Some((head, body, end))
 }
 
-/// Reads one response ([`split_response`]) from `stream` and returns its head and body;
-/// `pending` holds what was read before and keeps what is read past the response, for the next
-/// call on the same connection.
+/// Reads one response from `stream`: `(head, body)`, the head as text without its final CRLF
+/// CRLF (a 1xx head comes back on its own, with an empty body; its final response is the next
+/// call's), the body as bytes, framed as [`split_response`] frames it (none for 1xx, 204, 304
+/// and `HEAD`; chunked with trailers, decoded or as sent; `Content-Length`; close-delimited).
+/// `pending` holds what was read before and keeps what is read past the response, for the
+/// next call on the same connection.
 ///
 /// Bounded: `Err` if the whole read takes longer than `within`; `Ok(None)` if the connection
 /// ends (or fails) before the whole response.
