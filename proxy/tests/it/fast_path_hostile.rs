@@ -748,7 +748,7 @@ fn normalize(bytes: &[u8], head_request: bool) -> Vec<String> {
     let mut at = 0;
     while at < bytes.len() {
         let rest = &bytes[at..];
-        let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") else {
+        let Some(end) = head_end(rest) else {
             out.push(format!(
                 "trailing bytes: {:?}",
                 String::from_utf8_lossy(rest)
