@@ -4,77 +4,25 @@
 //! conditions fit a request or a rule arrives mid-connection.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use idemspec_proxy::{start, ProxyConfig, ProxyHandle};
 use idemspec_scenarios::rules::Rule;
 use rstest::rstest;
 use rstest_reuse::apply;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
 
 use crate::support::*;
 
-/// A request head as the raw upstream received it.
-type Heads = Arc<Mutex<Vec<String>>>;
-
-/// An upstream that reads each request head (and its `Content-Length` body) and answers with
-/// the bytes `answer` gives for the path; `None` closes the connection at once. Answers
-/// ending in `\0` close the connection after writing (the `\0` is not sent).
-async fn raw_upstream(answer: fn(&str) -> Option<Vec<u8>>) -> (SocketAddr, Heads) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let heads = Heads::default();
-    let seen = heads.clone();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                let mut pending = Vec::new();
-                let mut buf = [0u8; 4096];
-                loop {
-                    let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        match stream.read(&mut buf).await {
-                            Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
-                            _ => return,
-                        }
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&pending[..end]).into_owned();
-                    let len: usize = head
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length: ")
-                                .map(str::to_owned)
-                        })
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    while pending.len() < end + 4 + len {
-                        match stream.read(&mut buf).await {
-                            Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
-                            _ => return,
-                        }
-                    }
-                    pending.drain(..end + 4 + len);
-                    let target = head.split(' ').nth(1).unwrap_or("");
-                    let path = target.strip_prefix("/base").unwrap_or(target).to_owned();
-                    seen.lock().unwrap().push(head);
-                    let Some(mut bytes) = answer(&path) else {
-                        return;
-                    };
-                    let close = bytes.last() == Some(&0);
-                    if close {
-                        bytes.pop();
-                    }
-                    if stream.write_all(&bytes).await.is_err() || close {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (addr, heads)
+/// An upstream that reads each request and answers with the bytes `answer` gives for its path
+/// (without the proxy's `/base` prefix), as [`answering`] does.
+async fn raw_upstream(answer: fn(&str) -> Option<Vec<u8>>) -> (SocketAddr, Requests) {
+    answering(move |got| {
+        let target = got.target();
+        answer(target.strip_prefix("/base").unwrap_or(target))
+    })
+    .await
 }
 
 fn script(path: &str) -> Option<Vec<u8>> {
@@ -107,63 +55,17 @@ async fn proxy_ruled(threads: usize, upstream: SocketAddr, rules: Vec<Rule>) -> 
     .expect("proxy starts")
 }
 
-/// Reads one response (head and whole body, by its framing) from `stream`; `pending` keeps what
-/// was read past it.
+/// Reads one response (head and whole body, by its framing; chunked bodies as sent) from
+/// `stream`; `pending` keeps what was read past it.
 async fn response(
     stream: &mut TcpStream,
     pending: &mut Vec<u8>,
     head_request: bool,
 ) -> (String, Vec<u8>) {
-    let mut buf = [0u8; 8192];
-    loop {
-        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&pending[..end]).into_owned();
-            let lower = head.to_ascii_lowercase();
-            if lower.starts_with("http/1.1 1") {
-                pending.drain(..end + 4);
-                return (head, Vec::new());
-            }
-            let body_start = end + 4;
-            let done = |p: &Vec<u8>| -> Option<usize> {
-                if head_request {
-                    return Some(body_start);
-                }
-                if lower.contains("transfer-encoding: chunked") {
-                    // The test bodies' last chunk follows a chunk: `\r\n0\r\n`, trailers, `\r\n`.
-                    let tail = &p[body_start..];
-                    let zero = tail.windows(5).position(|w| w == b"\r\n0\r\n")? + 2;
-                    let end = tail[zero..].windows(4).position(|w| w == b"\r\n\r\n")?;
-                    return Some(body_start + zero + end + 4);
-                }
-                let len: Option<usize> = lower
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length: "))
-                    .and_then(|v| v.trim().parse().ok());
-                match len {
-                    Some(len) => (p.len() >= body_start + len).then_some(body_start + len),
-                    None => None,
-                }
-            };
-            loop {
-                if let Some(at) = done(pending) {
-                    let body = pending[body_start..at].to_vec();
-                    pending.drain(..at);
-                    return (head, body);
-                }
-                let n = stream.read(&mut buf).await.expect("read");
-                if n == 0 {
-                    // Close-delimited.
-                    let body = pending[body_start..].to_vec();
-                    pending.clear();
-                    return (head, body);
-                }
-                pending.extend_from_slice(&buf[..n]);
-            }
-        }
-        let n = stream.read(&mut buf).await.expect("read");
-        assert!(n > 0, "closed before a response");
-        pending.extend_from_slice(&buf[..n]);
-    }
+    response_within(stream, pending, head_request, Chunks::AsSent, PATIENCE)
+        .await
+        .expect("a response in time")
+        .expect("a whole response before the connection ended")
 }
 
 async fn send(stream: &mut TcpStream, request: &str) {
@@ -232,7 +134,12 @@ async fn every_response_framing_reaches_the_client_intact_on_one_connection(thre
     assert!(head.contains("connection: close"), "{head}");
     assert_eq!(body, b"all of it");
 
-    let heads = heads.lock().unwrap().clone();
+    let heads: Vec<String> = heads
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.head.clone())
+        .collect();
     assert_eq!(heads.len(), 7, "{heads:?}");
     assert!(
         heads[0].starts_with("GET /base/plain HTTP/1.1\r\n"),
@@ -455,26 +362,18 @@ async fn requests_no_rule_can_apply_to_stay_on_the_fast_path_while_rules_are_in_
 #[apply(both_runtimes)]
 async fn an_upstream_closing_an_idle_connection_costs_the_next_request_nothing(threads: usize) {
     // Answers, then closes the connection a moment later, as servers with a short keep-alive do.
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let up = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                let mut got = Vec::new();
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf).await {
-                        Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
-                        _ => return,
-                    }
-                }
-                let _ = stream
-                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                    .await;
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            });
-        }
-    });
+    let (up, _) = scripted(Arc::new(|mut stream, _| {
+        Box::pin(async move {
+            if read_head(&mut stream, &mut Vec::new()).await.is_none() {
+                return;
+            }
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .await;
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        })
+    }))
+    .await;
     let proxy = proxy_to(threads, up).await;
     let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
     let mut pending = Vec::new();

@@ -4,96 +4,27 @@
 //! fast path's own behaviour is asserted (`mod differences`).
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use idemspec_proxy::{start, ProxyConfig, ProxyHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 use crate::support::*;
 
-/// A request as the scripted upstream read it: its head (without the final CRLF CRLF) and body.
-#[derive(Debug, Clone)]
-struct Got {
-    head: String,
-    body: Vec<u8>,
-}
-
-impl Got {
-    fn target(&self) -> &str {
-        self.head.split(' ').nth(1).unwrap_or("")
-    }
-}
-
-type Seen = Arc<Mutex<Vec<Got>>>;
-type Handler = Arc<dyn Fn(TcpStream, Seen) -> BoxFuture<'static, ()> + Send + Sync>;
-
-/// An upstream that runs `handler` on each connection it accepts.
-async fn scripted(handler: Handler) -> (SocketAddr, Seen) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = Seen::default();
-    let s = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(handler(stream, s.clone()));
-        }
-    });
-    (addr, seen)
-}
-
-/// Reads one request (head, then a `Content-Length` body) from `stream`; `None` at EOF.
-async fn read_request(stream: &mut TcpStream, pending: &mut Vec<u8>) -> Option<Got> {
-    let mut buf = [0u8; 16384];
-    loop {
-        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&pending[..end]).into_owned();
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    let l = l.to_ascii_lowercase();
-                    l.strip_prefix("content-length:")
-                        .map(|v| v.trim().to_owned())
-                })
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            while pending.len() < end + 4 + len {
-                match stream.read(&mut buf).await {
-                    Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
-                    _ => return None,
-                }
-            }
-            let body = pending[end + 4..end + 4 + len].to_vec();
-            pending.drain(..end + 4 + len);
-            return Some(Got { head, body });
-        }
-        match stream.read(&mut buf).await {
-            Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
-            _ => return None,
-        }
-    }
-}
-
 /// An upstream answering every request with its target as the body, keep-alive.
-async fn echo_target_upstream() -> (SocketAddr, Seen) {
-    scripted(Arc::new(|mut s, seen| {
-        Box::pin(async move {
-            let mut pending = Vec::new();
-            while let Some(got) = read_request(&mut s, &mut pending).await {
-                let body = got.target().to_owned();
-                seen.lock().unwrap().push(got);
-                let resp = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
-                    body.len()
-                );
-                if s.write_all(resp.as_bytes()).await.is_err() {
-                    return;
-                }
-            }
-        })
-    }))
+async fn echo_target_upstream() -> (SocketAddr, Requests) {
+    answering(|got| {
+        let body = got.target();
+        Some(
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .into_bytes(),
+        )
+    })
     .await
 }
 
@@ -124,112 +55,6 @@ async fn proxy_with(path: Path, up: SocketAddr, config: ProxyConfig) -> ProxyHan
     .expect("proxy starts")
 }
 
-/// Reads one response from `stream` (head and body by its framing; 1xx heads are returned on
-/// their own), bounded in time; `pending` keeps what was read past it. `None`: the connection
-/// ended (or stalled for `PATIENCE`) before a whole response.
-async fn response(
-    stream: &mut TcpStream,
-    pending: &mut Vec<u8>,
-    head_request: bool,
-) -> Option<(String, Vec<u8>)> {
-    tokio::time::timeout(PATIENCE, response_inner(stream, pending, head_request))
-        .await
-        .ok()
-        .flatten()
-}
-
-async fn response_inner(
-    stream: &mut TcpStream,
-    pending: &mut Vec<u8>,
-    head_request: bool,
-) -> Option<(String, Vec<u8>)> {
-    let mut buf = [0u8; 16384];
-    loop {
-        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&pending[..end]).into_owned();
-            let lower = head.to_ascii_lowercase();
-            let status: u16 = head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-            let start = end + 4;
-            if (100..200).contains(&status) || head_request || status == 204 || status == 304 {
-                pending.drain(..start);
-                return Some((head, Vec::new()));
-            }
-            if lower.contains("transfer-encoding: chunked") {
-                // Decode the chunked body strictly (no trailers expected).
-                loop {
-                    if let Some(body) = dechunk(&pending[start..]) {
-                        let (body, used) = body;
-                        pending.drain(..start + used);
-                        return Some((head, body));
-                    }
-                    let n = stream.read(&mut buf).await.ok()?;
-                    if n == 0 {
-                        return None;
-                    }
-                    pending.extend_from_slice(&buf[..n]);
-                }
-            }
-            let len: Option<usize> = lower
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length: "))
-                .and_then(|v| v.trim().parse().ok());
-            loop {
-                match len {
-                    Some(len) if pending.len() >= start + len => {
-                        let body = pending[start..start + len].to_vec();
-                        pending.drain(..start + len);
-                        return Some((head, body));
-                    }
-                    _ => {}
-                }
-                let n = stream.read(&mut buf).await.ok()?;
-                if n == 0 {
-                    if len.is_none() {
-                        let body = pending[start..].to_vec();
-                        pending.clear();
-                        return Some((head, body));
-                    }
-                    return None;
-                }
-                pending.extend_from_slice(&buf[..n]);
-            }
-        }
-        let n = stream.read(&mut buf).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        pending.extend_from_slice(&buf[..n]);
-    }
-}
-
-/// A whole chunked body at the front of `bytes`: its data and the bytes it took.
-fn dechunk(bytes: &[u8]) -> Option<(Vec<u8>, usize)> {
-    let mut at = 0;
-    let mut data = Vec::new();
-    loop {
-        let line_end = bytes[at..].windows(2).position(|w| w == b"\r\n")? + at;
-        let line = std::str::from_utf8(&bytes[at..line_end]).ok()?;
-        let size = usize::from_str_radix(line.split(';').next()?.trim(), 16).ok()?;
-        at = line_end + 2;
-        if size == 0 {
-            let end = bytes[at..].windows(2).position(|w| w == b"\r\n")? + at;
-            // Trailers are skipped up to the empty line.
-            let rest = &bytes[at..];
-            if rest.starts_with(b"\r\n") {
-                return Some((data, at + 2));
-            }
-            let t = rest.windows(4).position(|w| w == b"\r\n\r\n")?;
-            let _ = end;
-            return Some((data, at + t + 4));
-        }
-        if bytes.len() < at + size + 2 {
-            return None;
-        }
-        data.extend_from_slice(&bytes[at..at + size]);
-        at += size + 2;
-    }
-}
-
 /// The chunk data at the front of a cut or malformed chunked body.
 fn dechunk_prefix(bytes: &[u8]) -> Vec<u8> {
     let mut at = 0;
@@ -255,10 +80,6 @@ fn dechunk_prefix(bytes: &[u8]) -> Vec<u8> {
         at += 2;
     }
     data
-}
-
-fn status_of(head: &str) -> u16 {
-    head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0)
 }
 
 async fn connect(proxy: &ProxyHandle) -> TcpStream {
@@ -513,19 +334,10 @@ async fn streaming_echo_upstream() -> SocketAddr {
         Box::pin(async move {
             let mut pending = Vec::new();
             let mut buf = vec![0u8; 65536];
-            while !pending.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf).await {
-                    Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
-                    _ => return,
-                }
-            }
-            let end = pending.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-            let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length: "))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
+            let Some(end) = read_head(&mut s, &mut pending).await else {
+                return;
+            };
+            let len = content_length(&String::from_utf8_lossy(&pending[..end])).unwrap_or(0);
             let resp = format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n\r\n");
             if s.write_all(resp.as_bytes()).await.is_err() {
                 return;
@@ -618,13 +430,8 @@ async fn a_full_duplex_upstream_does_not_deadlock_hyper_path() {
 async fn early_answer_upstream(close: bool) -> SocketAddr {
     let handler: Handler = Arc::new(move |mut s, _| {
         Box::pin(async move {
-            let mut got = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf).await {
-                    Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
-                    _ => return,
-                }
+            if read_head(&mut s, &mut Vec::new()).await.is_none() {
+                return;
             }
             let _ = s
                 .write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbig!")
@@ -648,9 +455,12 @@ async fn early_answer_kept_open(path: Path) {
         .await
         .unwrap();
     let mut pending = Vec::new();
-    let got = tokio::time::timeout(
+    let got = response_within(
+        &mut s,
+        &mut pending,
+        false,
+        Chunks::Decoded,
         Duration::from_secs(5),
-        response_inner(&mut s, &mut pending, false),
     )
     .await;
     let (head, body) = got
@@ -733,7 +543,10 @@ async fn an_early_answer_then_close_is_forwarded_not_a_502_fast() {
 
 /// Answers each request with `ok`; `then` is written `after` later (extra bytes, or nothing and
 /// a close when `None`).
-async fn after_answer_upstream(then: Option<&'static [u8]>, after: Duration) -> (SocketAddr, Seen) {
+async fn after_answer_upstream(
+    then: Option<&'static [u8]>,
+    after: Duration,
+) -> (SocketAddr, Requests) {
     let handler: Handler = Arc::new(move |mut s, seen| {
         Box::pin(async move {
             let mut pending = Vec::new();
@@ -899,30 +712,22 @@ fn parity_script(path: &str) -> Option<Vec<u8>> {
     Some(bytes.to_vec())
 }
 
-async fn parity_upstream() -> (SocketAddr, Seen) {
-    scripted(Arc::new(|mut s, seen| {
-        Box::pin(async move {
-            let mut pending = Vec::new();
-            while let Some(got) = read_request(&mut s, &mut pending).await {
-                let target = got.target();
-                let path = target.strip_prefix("/base").unwrap_or(target).to_owned();
-                seen.lock().unwrap().push(got);
-                if path.starts_with("/slow") {
-                    tokio::time::sleep(Duration::from_millis(400)).await;
-                }
-                let Some(mut bytes) = parity_script(&path) else {
-                    return;
-                };
-                let close = bytes.last() == Some(&0);
-                if close {
-                    bytes.pop();
-                }
-                if s.write_all(&bytes).await.is_err() || close {
-                    return;
-                }
+/// An upstream answering by [`parity_script`] (its `/slow` paths after 400 ms).
+async fn parity_upstream() -> (SocketAddr, Requests) {
+    let path = |got: &RawRequest| {
+        let target = got.target();
+        target.strip_prefix("/base").unwrap_or(target).to_owned()
+    };
+    answering_after(
+        move |got| {
+            if path(got).starts_with("/slow") {
+                Duration::from_millis(400)
+            } else {
+                Duration::ZERO
             }
-        })
-    }))
+        },
+        move |got| parity_script(&path(got)),
+    )
     .await
 }
 
@@ -943,7 +748,7 @@ fn normalize(bytes: &[u8], head_request: bool) -> Vec<String> {
     let mut at = 0;
     while at < bytes.len() {
         let rest = &bytes[at..];
-        let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") else {
+        let Some(end) = head_end(rest) else {
             out.push(format!(
                 "trailing bytes: {:?}",
                 String::from_utf8_lossy(rest)
@@ -1028,7 +833,7 @@ fn event_shape(e: &idemspec_proxy::ProxyEvent) -> String {
 }
 
 /// Normalized upstream request heads: request line, sorted lowercased headers.
-fn head_shape(g: &Got) -> String {
+fn head_shape(g: &RawRequest) -> String {
     let mut lines = g.head.split("\r\n");
     let first = lines.next().unwrap_or("").to_owned();
     let mut headers: Vec<String> = lines
@@ -1450,9 +1255,12 @@ async fn framing_named_hop(path: Path, first: &str) -> Result<Vec<(String, Vec<u
         .await
         .unwrap();
     let mut got = Vec::new();
-    let one = tokio::time::timeout(
+    let one = response_within(
+        &mut s,
+        &mut pending,
+        false,
+        Chunks::Decoded,
         Duration::from_secs(3),
-        response_inner(&mut s, &mut pending, false),
     )
     .await;
     let result = match one {

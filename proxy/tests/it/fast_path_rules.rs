@@ -16,66 +16,25 @@ use idemspec_scenarios::rules::Rule;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
 
 use crate::support::*;
 
 /// An upstream that answers each request (head, then its `Content-Length` body) with a `103`
 /// interim head, then `200` whose body is the request-target as received (none for `HEAD`).
 async fn hinting_upstream() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut pending = Vec::new();
-                let mut buf = [0u8; 8192];
-                loop {
-                    let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        match stream.read(&mut buf).await {
-                            Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
-                            _ => return,
-                        }
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&pending[..end]).into_owned();
-                    let len: usize = head
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length:")
-                                .map(|v| v.trim().to_owned())
-                        })
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(0);
-                    while pending.len() < end + 4 + len {
-                        match stream.read(&mut buf).await {
-                            Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
-                            _ => return,
-                        }
-                    }
-                    pending.drain(..end + 4 + len);
-                    let mut words = head.split(' ');
-                    let method = words.next().unwrap_or("").to_owned();
-                    let target = words.next().unwrap_or("").to_owned();
-                    let body = if method == "HEAD" {
-                        ""
-                    } else {
-                        target.as_str()
-                    };
-                    let answer = format!(
-                        "HTTP/1.1 103 Early Hints\r\nlink: </h>\r\n\r\n\
-                         HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
-                        target.len()
-                    );
-                    if stream.write_all(answer.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
+    let (addr, _) = answering(|got| {
+        let target = got.target();
+        let body = if got.method() == "HEAD" { "" } else { target };
+        let answer = format!(
+            "HTTP/1.1 103 Early Hints\r\nlink: </h>\r\n\r\n\
+             HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+            target.len()
+        );
+        Some(answer.into_bytes())
+    })
+    .await;
     addr
 }
 
@@ -91,86 +50,25 @@ struct Answer {
 /// Reads the next final response (and the interim heads before it); `None`: the connection
 /// ended first. Not bounded itself: callers wrap it in a timeout.
 async fn read_answer(s: &mut TcpStream, pending: &mut Vec<u8>, head: bool) -> Option<Answer> {
-    let mut buf = [0u8; 8192];
     let mut hinted = false;
     loop {
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut resp = httparse::Response::new(&mut headers);
-        let parsed = resp.parse(pending).expect("the proxy answers with HTTP");
-        if let httparse::Status::Complete(head_len) = parsed {
-            let status = resp.code.expect("a status");
-            let value = |name: &str| {
-                resp.headers
-                    .iter()
-                    .find(|h| h.name.eq_ignore_ascii_case(name))
-                    .map(|h| String::from_utf8_lossy(h.value).to_ascii_lowercase())
-            };
-            let chunked = value("transfer-encoding").is_some_and(|v| v.contains("chunked"));
-            let length: Option<usize> = value("content-length").and_then(|v| v.parse().ok());
-            if (100..200).contains(&status) {
-                hinted = true;
-                pending.drain(..head_len);
-                continue;
-            }
-            let body = if head || status == 204 || status == 304 {
-                pending.drain(..head_len);
-                Vec::new()
-            } else if chunked {
-                loop {
-                    if let Some((body, used)) = dechunk(&pending[head_len..]) {
-                        pending.drain(..head_len + used);
-                        break body;
-                    }
-                    let n = s.read(&mut buf).await.ok()?;
-                    if n == 0 {
-                        return None;
-                    }
-                    pending.extend_from_slice(&buf[..n]);
-                }
-            } else {
-                let len = length.unwrap_or(0);
-                while pending.len() < head_len + len {
-                    let n = s.read(&mut buf).await.ok()?;
-                    if n == 0 {
-                        return None;
-                    }
-                    pending.extend_from_slice(&buf[..n]);
-                }
-                let body = pending[head_len..head_len + len].to_vec();
-                pending.drain(..head_len + len);
-                body
-            };
-            return Some(Answer {
-                status,
-                hinted,
-                body,
-            });
+        let (got, body) = response_within(s, pending, head, Chunks::Decoded, Duration::MAX)
+            .await
+            .expect("unbounded: never elapses")?;
+        assert!(
+            got.starts_with("HTTP/1."),
+            "the proxy answers with HTTP: {got}"
+        );
+        let status = status_of(&got);
+        if (100..200).contains(&status) {
+            hinted = true;
+            continue;
         }
-        let n = s.read(&mut buf).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        pending.extend_from_slice(&buf[..n]);
-    }
-}
-
-/// A whole chunked body (no trailers) at the front of `bytes`: its data and the bytes it took.
-fn dechunk(bytes: &[u8]) -> Option<(Vec<u8>, usize)> {
-    let mut at = 0;
-    let mut data = Vec::new();
-    loop {
-        let line_end = bytes[at..].windows(2).position(|w| w == b"\r\n")? + at;
-        let line = std::str::from_utf8(&bytes[at..line_end]).ok()?;
-        let size = usize::from_str_radix(line.split(';').next()?.trim(), 16).ok()?;
-        at = line_end + 2;
-        if bytes.len() < at + size + 2 {
-            return None;
-        }
-        data.extend_from_slice(&bytes[at..at + size]);
-        at += size + 2;
-        if size == 0 {
-            return Some((data, at));
-        }
+        return Some(Answer {
+            status,
+            hinted,
+            body,
+        });
     }
 }
 

@@ -10,36 +10,6 @@ use tokio::net::TcpStream;
 
 use crate::support::*;
 
-/// Reads one `Content-Length` response from `stream`; returns (head, body).
-async fn read_response(stream: &mut TcpStream, pending: &mut Vec<u8>) -> (String, Vec<u8>) {
-    let mut buf = [0u8; 8192];
-    loop {
-        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&pending[..end]).into_owned();
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length: ")
-                        .map(str::to_owned)
-                })
-                .and_then(|v| v.trim().parse().ok())
-                .expect("content-length response");
-            while pending.len() < end + 4 + len {
-                let n = stream.read(&mut buf).await.expect("read");
-                assert!(n > 0, "connection closed mid-response");
-                pending.extend_from_slice(&buf[..n]);
-            }
-            let body = pending[end + 4..end + 4 + len].to_vec();
-            pending.drain(..end + 4 + len);
-            return (head, body);
-        }
-        let n = stream.read(&mut buf).await.expect("read");
-        assert!(n > 0, "connection closed before a response");
-        pending.extend_from_slice(&buf[..n]);
-    }
-}
-
 #[apply(both_runtimes)]
 async fn keep_alive_serves_many_requests_on_one_connection(threads: usize) {
     let (proxy, upstream) = proxied(threads, vec![]).await;
@@ -52,7 +22,7 @@ async fn keep_alive_serves_many_requests_on_one_connection(threads: usize) {
             body.len()
         );
         stream.write_all(req.as_bytes()).await.unwrap();
-        let (head, got) = read_response(&mut stream, &mut pending).await;
+        let (head, got) = expect_response(&mut stream, &mut pending, false).await;
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         assert_eq!(got, body.as_bytes());
     }
@@ -83,7 +53,7 @@ async fn pipelined_requests_are_answered_in_order(threads: usize) {
     stream.write_all(&all).await.unwrap();
     let mut pending = Vec::new();
     for i in 1..=4 {
-        let (_, got) = read_response(&mut stream, &mut pending).await;
+        let (_, got) = expect_response(&mut stream, &mut pending, false).await;
         assert_eq!(got, format!("p{i}").as_bytes());
     }
     assert_eq!(upstream.count(), 4);
@@ -199,7 +169,7 @@ async fn shutdown_finishes_the_exchange_in_progress_and_closes_idle_connections(
     idle.write_all(b"GET /x HTTP/1.1\r\nHost: t\r\n\r\n")
         .await
         .unwrap();
-    let (head, _) = read_response(&mut idle, &mut pending).await;
+    let (head, _) = expect_response(&mut idle, &mut pending, false).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     // A busy connection: its request is at the upstream when the shutdown begins.
     let mut busy = TcpStream::connect(proxy.addr()).await.unwrap();
@@ -219,7 +189,7 @@ async fn shutdown_finishes_the_exchange_in_progress_and_closes_idle_connections(
     assert_eq!(read.unwrap(), 0, "EOF on the idle connection");
     // The busy one gets its whole response, then the close.
     let mut pending = Vec::new();
-    let (head, body) = read_response(&mut busy, &mut pending).await;
+    let (head, body) = expect_response(&mut busy, &mut pending, false).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert_eq!(upstream.completed(), 2);
     assert!(!body.is_empty());

@@ -41,20 +41,6 @@ struct Slow {
     ended: Instant,
 }
 
-/// Whether `bytes` hold a whole response with a `content-length` body.
-fn complete(bytes: &[u8]) -> bool {
-    let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return false;
-    };
-    let head = String::from_utf8_lossy(&bytes[..end]).to_ascii_lowercase();
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length: "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    bytes.len() >= end + 4 + len
-}
-
 /// A slowloris: sends a request head one byte every 50 ms (its first byte at once) and reads at
 /// the same time, until it has an answer or the connection ends; `all_in` is released once every
 /// slow client has connected.
@@ -85,7 +71,7 @@ async fn slow_head(addr: SocketAddr, all_in: Arc<tokio::sync::Barrier>) -> Slow 
                 Ok(n) => bytes.extend_from_slice(&buf[..n]),
                 Err(e) => break Some(e.kind()),
             }
-            if complete(&bytes) {
+            if split_response(&bytes, false, Chunks::Decoded, false).is_some() {
                 break None;
             }
         };

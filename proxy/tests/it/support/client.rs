@@ -40,11 +40,7 @@ impl Raw {
 
     /// The bytes after the response head.
     pub fn body(&self) -> &[u8] {
-        let at = self
-            .bytes
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .expect("a response head");
+        let at = super::head_end(&self.bytes).expect("a response head");
         &self.bytes[at + 4..]
     }
 }

@@ -1,6 +1,8 @@
-//! Test support: a counting upstream, raw and reqwest clients, proxy start-up helpers.
+//! Test support: a counting upstream, raw and reqwest clients, a raw HTTP/1.1 response and
+//! request reader with upstreams built on it, proxy start-up helpers.
 
 pub mod client;
+pub mod raw;
 pub mod upstream;
 
 use std::time::Duration;
@@ -10,6 +12,7 @@ use idemspec_scenarios::rules::Rule;
 use rstest_reuse::template;
 
 pub use client::*;
+pub use raw::*;
 pub use upstream::*;
 
 /// Generous bound for anything that should take milliseconds (the test machine is loaded).
@@ -86,15 +89,12 @@ pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
 
 /// A TCP upstream that echoes every byte back until the client half-closes.
 pub async fn echo_upstream() -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
+    let (addr, _) = scripted(std::sync::Arc::new(|mut s, _| {
+        Box::pin(async move {
+            let (mut r, mut w) = s.split();
+            let _ = tokio::io::copy(&mut r, &mut w).await;
+        })
+    }))
+    .await;
     addr
 }
