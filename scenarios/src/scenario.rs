@@ -147,7 +147,8 @@ pub struct Scenario {
     /// Capabilities the target profile must offer; otherwise the check is SKIP.
     #[serde(default)]
     pub requires: Vec<Capability>,
-    /// Run alone, not beside other checks (it uses global hooks or counters).
+    /// Run alone, not beside other checks; implied by a hook step or a `side_effects` assertion
+    /// ([`Scenario::runs_alone`]).
     #[serde(default)]
     pub exclusive: bool,
     /// Proxy rules active during the steps (the proxy's rule schema), with where each was written;
@@ -302,6 +303,19 @@ impl Scenario {
             .iter()
             .map(|s| &s.value)
             .find(|s| s.name() == name)
+    }
+
+    /// Whether the check must run alone: it says `exclusive: true`, or it does what other checks
+    /// beside it would disturb or be disturbed by: a step calls a hook (`crash` and `restart` cut
+    /// every check's requests, `fail_next` fails whichever mutating request comes next), or an
+    /// assertion reads the global `side_effects` counters (other checks' creates move them).
+    pub fn runs_alone(&self) -> bool {
+        self.exclusive
+            || self.steps.iter().any(|s| s.value.hook.is_some())
+            || self
+                .assertions
+                .iter()
+                .any(|a| a.value.side_effects.is_some())
     }
 }
 

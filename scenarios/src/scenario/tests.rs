@@ -147,3 +147,21 @@ fn storm_keys_are_bounded_by_the_clients() {
         "{err}"
     );
 }
+
+#[test]
+fn hooks_and_side_effect_counters_make_a_check_run_alone() {
+    let plain = Scenario::load("s.yaml", LOST).unwrap();
+    assert!(!plain.runs_alone());
+    let said =
+        Scenario::load("s.yaml", &LOST.replace("steps:", "exclusive: true\nsteps:")).unwrap();
+    assert!(said.runs_alone());
+    let hooked = LOST.replace(
+        "steps:",
+        "requires: [fails_once]\nsteps:\n  - {name: arm, hook: fail_next}",
+    );
+    assert!(Scenario::load("s.yaml", &hooked).unwrap().runs_alone());
+    let counted = LOST
+        .replace("steps:", "requires: [side_effects]\nsteps:")
+        .replace("  - created: {equals: 1}", "  - side_effects: {equals: 1}");
+    assert!(Scenario::load("s.yaml", &counted).unwrap().runs_alone());
+}

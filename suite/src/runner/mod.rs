@@ -89,7 +89,7 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         .into_iter()
         .map(Arc::new)
         .enumerate()
-        .partition(|(_, s)| s.exclusive);
+        .partition(|(_, s)| s.runs_alone());
     let limits = Limits {
         check: opts.check_timeout,
         run_ends: started + opts.run_timeout,
