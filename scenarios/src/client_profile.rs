@@ -268,13 +268,11 @@ impl ClientProfile {
             }
         }
         if let Some(contract) = &self.contract {
-            if let Some(m) = contract
-                .value
-                .header
-                .as_deref()
-                .and_then(|h| check_header(h, "k").err())
-            {
-                at(&contract.referenced, format!("contract.header: {m}"));
+            for (loc, m) in contract.value.problems() {
+                at(
+                    loc.unwrap_or(&contract.referenced),
+                    format!("contract: {m}"),
+                );
             }
         }
         LoadError::all(errors)

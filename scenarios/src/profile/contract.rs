@@ -262,10 +262,16 @@ impl ContractSpec {
         c
     }
 
-    /// Cross-field rules of the contract: a template exactly with `key_form: template`, and one
-    /// that makes a key of 1–255 visible ASCII characters and depends on the key.
+    /// Cross-field rules of the contract: `header` and `replayed_header` are HTTP field names; a
+    /// template exactly with `key_form: template`, and one that makes a key of 1–255 visible ASCII
+    /// characters and depends on the key.
     pub(crate) fn problems(&self) -> Vec<(Option<&crate::load::Location>, String)> {
         let mut out = Vec::new();
+        for name in [&self.header, &self.replayed_header].into_iter().flatten() {
+            if let Err(m) = super::check_header(name, "k") {
+                out.push((None, m));
+            }
+        }
         match (self.key_form, &self.key_template) {
             (Some(KeyForm::Template), None) => out.push((
                 None,

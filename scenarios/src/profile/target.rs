@@ -622,6 +622,18 @@ operations:
     }
 
     #[test]
+    fn a_key_header_http_cannot_carry_is_located() {
+        let text = format!("{MINIMAL}contract:\n  header: \"Idempotency Key\"\n");
+        let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+        assert_eq!(err.line, 12, "{err}");
+        assert!(
+            err.message
+                .contains("contract: header name `Idempotency Key` is not a valid HTTP field name"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn unknown_placeholder_is_located() {
         let text = MINIMAL.replace("{{marker}}", "{{markr}}");
         let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
