@@ -4,6 +4,9 @@ use super::*;
 use idemspec_scenarios::rules::{Count, Fault, Probability};
 use proptest::prelude::*;
 
+/// The proxy's default key header, which a rule's `idempotency_key` is compared with.
+const KEY: &str = "idempotency-key";
+
 fn parts(method: &str, path: &str) -> Parts {
     http::Request::builder()
         .method(method)
@@ -24,7 +27,7 @@ proptest! {
     #[test]
     fn nth_selects_exactly_the_nth_request(nth in 1u64..50, total in 0u64..60) {
         let set = RuleSet::compile(vec![rule(Match { nth: Count::new(nth), ..Match::default() }, None)]).unwrap();
-        let hits: Vec<u64> = (1..=total).filter(|_| set.select(&parts("POST", "/x"), "idempotency-key").is_some()).collect();
+        let hits: Vec<u64> = (1..=total).filter(|_| set.select(&parts("POST", "/x"), KEY).is_some()).collect();
         let expected: Vec<u64> = if nth <= total { vec![nth] } else { vec![] };
         prop_assert_eq!(hits, expected);
     }
@@ -32,7 +35,7 @@ proptest! {
     #[test]
     fn times_bounds_applications(times in 1u64..20, total in 0u64..40) {
         let set = RuleSet::compile(vec![rule(Match::default(), Some(times))]).unwrap();
-        let hits = (0..total).filter(|_| set.select(&parts("GET", "/"), "idempotency-key").is_some()).count() as u64;
+        let hits = (0..total).filter(|_| set.select(&parts("GET", "/"), KEY).is_some()).count() as u64;
         prop_assert_eq!(hits, times.min(total));
     }
 
@@ -43,7 +46,7 @@ proptest! {
             seed: Some(seed),
             ..Match::default()
         }, None)]).unwrap();
-        let run = |set: RuleSet| (0..64).map(|_| set.select(&parts("GET", "/"), "idempotency-key").is_some()).collect::<Vec<_>>();
+        let run = |set: RuleSet| (0..64).map(|_| set.select(&parts("GET", "/"), KEY).is_some()).collect::<Vec<_>>();
         let first = run(make());
         prop_assert_eq!(&first, &run(make()));
         // reset() restarts the same sequence.
@@ -59,9 +62,9 @@ proptest! {
         let mut hit_at = None;
         for i in 1..=nth {
             for _ in 0..noise {
-                prop_assert!(set.select(&parts("GET", "/b"), "idempotency-key").is_none());
+                prop_assert!(set.select(&parts("GET", "/b"), KEY).is_none());
             }
-            if set.select(&parts("GET", "/a"), "idempotency-key").is_some() {
+            if set.select(&parts("GET", "/a"), KEY).is_some() {
                 hit_at = Some(i);
             }
         }
@@ -71,15 +74,15 @@ proptest! {
     #[test]
     fn prefix_and_exact_paths(path in "/[a-z]{0,4}(/[a-z]{0,4}){0,3}", prefix in "/[a-z]{0,3}") {
         let set = RuleSet::compile(vec![rule(Match { path_prefix: Some(prefix.clone()), ..Match::default() }, None)]).unwrap();
-        prop_assert_eq!(set.select(&parts("GET", &path), "idempotency-key").is_some(), path.starts_with(&prefix));
+        prop_assert_eq!(set.select(&parts("GET", &path), KEY).is_some(), path.starts_with(&prefix));
         let set = RuleSet::compile(vec![rule(Match { path: Some(prefix.clone()), ..Match::default() }, None)]).unwrap();
-        prop_assert_eq!(set.select(&parts("GET", &path), "idempotency-key").is_some(), path == prefix);
+        prop_assert_eq!(set.select(&parts("GET", &path), KEY).is_some(), path == prefix);
     }
 }
 
 fn run_ref(set: &RuleSet) -> Vec<bool> {
     (0..64)
-        .map(|_| set.select(&parts("GET", "/"), "idempotency-key").is_some())
+        .map(|_| set.select(&parts("GET", "/"), KEY).is_some())
         .collect()
 }
 
@@ -99,7 +102,7 @@ fn first_applicable_rule_wins_and_later_rules_still_count() {
     .unwrap();
     let names: Vec<String> = (0..3)
         .map(|_| {
-            set.select(&parts("GET", "/"), "idempotency-key")
+            set.select(&parts("GET", "/"), KEY)
                 .unwrap()
                 .rule
                 .name
@@ -127,24 +130,18 @@ fn glob_and_header_and_key() {
     )])
     .unwrap();
     let mut p = parts("POST", "/v1/workers/abc/reboot");
-    assert!(
-        set.select(&p, "idempotency-key").is_none(),
-        "headers missing"
-    );
+    assert!(set.select(&p, KEY).is_none(), "headers missing");
     p.headers.insert("x-idemspec-step", "s1".parse().unwrap());
     p.headers.insert("idempotency-key", "K1".parse().unwrap());
-    assert!(set.select(&p, "idempotency-key").is_some());
+    assert!(set.select(&p, KEY).is_some());
     assert!(
         set.select(&p, "paypal-request-id").is_none(),
         "the key is read from the proxy's key header"
     );
     p.headers.insert("paypal-request-id", "K1".parse().unwrap());
     assert!(set.select(&p, "paypal-request-id").is_some());
-    assert!(set.may_apply(&p, "idempotency-key"));
+    assert!(set.may_apply(&p, KEY));
     let mut deeper = parts("POST", "/v1/workers/a/b/reboot");
     deeper.headers = p.headers.clone();
-    assert!(
-        set.select(&deeper, "idempotency-key").is_none(),
-        "* does not cross /"
-    );
+    assert!(set.select(&deeper, KEY).is_none(), "* does not cross /");
 }
