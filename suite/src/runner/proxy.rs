@@ -64,3 +64,40 @@ impl FaultProxy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The contract's key header reaches the proxy: a rule's `idempotency_key` matches it (the
+    /// proxy answers itself, so no upstream is needed) and the event records the key.
+    #[tokio::test]
+    async fn the_contract_key_header_is_the_proxys() {
+        let rules: Vec<Rule> = idemspec_scenarios::from_yaml(
+            "rules.yaml",
+            "- name: keyed\n  match: {idempotency_key: K1}\n  fault: {respond: {status: 418}}\n",
+        )
+        .expect("valid rules");
+        let upstream = ["http://127.0.0.1:9".to_owned()];
+        let proxy = FaultProxy::start(&upstream, &rules, "X-Request-Id")
+            .await
+            .expect("the proxy starts");
+        let status = reqwest::Client::new()
+            .post(&proxy.base_urls()[0])
+            .header("X-Request-Id", "K1")
+            .send()
+            .await
+            .expect("an answer")
+            .status();
+        assert_eq!(status, 418);
+        let events = proxy.events();
+        assert_eq!(events[0].idempotency_key.as_deref(), Some("K1"));
+        assert_eq!(events[0].rule.as_deref(), Some("keyed"));
+        proxy.shutdown().await;
+        let bad = FaultProxy::start(&upstream, &rules, "X Request Id").await;
+        assert!(
+            bad.is_err(),
+            "a key header that is no header name is refused"
+        );
+    }
+}
