@@ -266,3 +266,49 @@ async fn a_target_idemspec_starts_is_killed_mid_handler_and_restarted() {
         "{logged}"
     );
 }
+
+/// An API that answers `423 Locked` while a key's first request runs, and declares it as its
+/// `in_flight_status`, asks retry-storm's clients to try again as surely as a `409` would: they
+/// keep retrying and every client ends with its key's resource, none "refused for good".
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn retry_storm_retries_the_declared_in_flight_status() {
+    const STORM: &str = r#"version: 1
+id: storm-locked
+title: 8 clients on 2 keys against an API that answers 423 while in flight
+level: MUST
+reference: "article: retries with backoff and jitter, keeping the key"
+procedure: retry-storm
+parameters: {clients: 8, keys: 2, attempts: 40, seed: 5, within: 30s}
+"#;
+    let api = alt_api::start_with(alt_api::Options {
+        in_flight_status: Some(axum::http::StatusCode::LOCKED),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let locked = |text: &str| {
+        text.replace(
+            "  in_flight_ttl: 2s\n",
+            "  in_flight_ttl: 2s\n  in_flight_status: [423]\n",
+        )
+    };
+    let mut opts = RunOptions::new(Target::Profile(Box::new(profile(&api, locked))));
+    opts.builtin = false;
+    opts.scenarios = vec![
+        idemspec_scenarios::scenario::Scenario::load("storm.yaml", STORM).expect("the storm loads"),
+    ];
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("drain ends");
+    let o = crate::support::reference::outcome(&report, "storm-locked");
+    let said = serde_json::to_string(o).expect("the outcome serialises");
+    assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
+    assert!(
+        !said.contains("refused for good") && o.summary.contains("2 resources for 2 accepted keys"),
+        "{said}"
+    );
+    assert!(
+        said.contains("423"),
+        "the clients met the API's 423: {said}"
+    );
+}

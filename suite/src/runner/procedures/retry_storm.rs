@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use idemspec_scenarios::profile::Contract;
 use idemspec_scenarios::scenario::{KeySpec, Operation, Via};
 use rand::{Rng, SeedableRng};
 
@@ -35,18 +36,24 @@ struct ClientRun {
 
 impl ClientRun {
     /// The permanent refusal this client ended with, if it ended with one.
-    fn refusal(&self) -> Option<&Exchange> {
+    fn refusal(&self, contract: &Contract) -> Option<&Exchange> {
         match self.exchanges.last() {
-            Some(e) if self.id.is_none() && e.status.is_some_and(is_permanent_refusal) => Some(e),
+            Some(e) if self.id.is_none() && is_permanent_refusal(e, contract) => Some(e),
             _ => None,
         }
     }
 }
 
-/// A 4xx a client must not retry: every 4xx but 408, 409, 425 and 429, which say "try again"
-/// (RFC 9110 §15.5; the article's list of what is never stored).
-fn is_permanent_refusal(status: u16) -> bool {
-    (400..500).contains(&status) && !matches!(status, 408 | 409 | 425 | 429)
+/// Whether `exchange` got a 4xx a client must not retry: every 4xx but 408, 409, 425 and 429,
+/// which say "try again" (RFC 9110 §15.5; the article's list of what is never stored), and the
+/// contract's `in_flight_status`, which says the key's first request is still running (an API that
+/// answers 423 there asks for a retry as surely as one that answers 409).
+fn is_permanent_refusal(exchange: &Exchange, contract: &Contract) -> bool {
+    exchange.status.is_some_and(|status| {
+        (400..500).contains(&status)
+            && !matches!(status, 408 | 409 | 425 | 429)
+            && !contract.in_flight_status.contains(&status)
+    })
 }
 
 /// How each client behaves.
@@ -95,12 +102,13 @@ async fn retry<F: std::future::Future<Output = Exchange>>(
     mut send: impl FnMut() -> F,
     rng: &mut rand::rngs::StdRng,
     plan: Plan,
+    contract: &Contract,
 ) -> Vec<Exchange> {
     let started = Instant::now();
     let mut exchanges = Vec::new();
     for attempt in 0..plan.attempts {
         let ex = send().await;
-        let done = ex.is_success() || ex.status.is_some_and(is_permanent_refusal);
+        let done = ex.is_success() || is_permanent_refusal(&ex, contract);
         exchanges.push(ex);
         if done || started.elapsed() > plan.within {
             break;
@@ -127,7 +135,8 @@ async fn client(sender: &Sender, index: u32, plan: Plan) -> ClientRun {
             .via(via)
             .timeout(Some(Duration::from_secs(5)))
     };
-    let exchanges = retry(|| request(Via::Proxy).send(), &mut rng, plan).await;
+    let contract = &sender.env().contract;
+    let exchanges = retry(|| request(Via::Proxy).send(), &mut rng, plan, contract).await;
     let id = exchanges
         .last()
         .filter(|e| e.is_success())
@@ -136,7 +145,7 @@ async fn client(sender: &Sender, index: u32, plan: Plan) -> ClientRun {
     // again while the answer is "try again" (no response: a replica may be down; 409: a record
     // reclaimed after its in-flight TTL is being finished by another request).
     let confirm = match id {
-        Some(_) => retry(|| request(Via::Direct).send(), &mut rng, plan)
+        Some(_) => retry(|| request(Via::Direct).send(), &mut rng, plan, contract)
             .await
             .pop(),
         None => None,
@@ -170,13 +179,14 @@ impl KeyRun<'_> {
     }
 
     /// Refused for good: no client of the key got a 2xx, and one got a permanent 4xx.
-    fn refused(&self) -> bool {
-        self.ids().is_empty() && self.clients.iter().any(|r| r.refusal().is_some())
+    fn refused(&self, contract: &Contract) -> bool {
+        self.ids().is_empty() && self.clients.iter().any(|r| r.refusal(contract).is_some())
     }
 }
 
 async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) -> Vec<Judgement> {
     let scenario = &run.scenario;
+    let contract = run.contract();
     let mut judgements = Vec::new();
     let sent: usize = runs.iter().map(|r| r.exchanges.len()).sum();
     let lost = runs
@@ -191,12 +201,18 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
         .collect();
     // A client refused with a permanent 4xx got a definitive answer: it stops, as a client should,
     // and its key must have created nothing.
-    let refused: Vec<&ClientRun> = runs.iter().filter(|r| r.refusal().is_some()).collect();
-    let refused_keys = by_key.iter().filter(|k| k.refused()).count() as u64;
+    let refused: Vec<&ClientRun> = runs
+        .iter()
+        .filter(|r| r.refusal(contract).is_some())
+        .collect();
+    let refused_keys = by_key.iter().filter(|k| k.refused(contract)).count() as u64;
     if !refused.is_empty() {
         let mut seen: Vec<String> = Vec::new();
         for r in &refused {
-            let d = r.refusal().map(Exchange::describe).unwrap_or_default();
+            let d = r
+                .refusal(contract)
+                .map(Exchange::describe)
+                .unwrap_or_default();
             if !seen.contains(&d) {
                 seen.push(d);
             }
@@ -211,7 +227,7 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
     }
     let unfinished: Vec<&ClientRun> = runs
         .iter()
-        .filter(|r| r.id.is_none() && r.refusal().is_none())
+        .filter(|r| r.id.is_none() && r.refusal(contract).is_none())
         .collect();
     if !unfinished.is_empty() {
         let finding = Finding::Undecided(format!(
@@ -224,7 +240,7 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
     let mut inconsistent = Vec::new();
     let mut inconsistent_steps = Vec::new();
     // A confirmation that never got a definitive answer says nothing about the key.
-    let definitive = |c: &Exchange| c.is_success() || c.status.is_some_and(is_permanent_refusal);
+    let definitive = |c: &Exchange| c.is_success() || is_permanent_refusal(c, contract);
     let unconfirmed: Vec<&ClientRun> = runs
         .iter()
         .filter(|r| r.id.is_some() && !r.confirm.as_ref().is_some_and(definitive))
@@ -273,9 +289,10 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
                 ids.join(", ")
             ));
             inconsistent_steps.extend(k.clients.iter().map(|r| r.step.clone()));
-        } else if let (Some(id), Some(refusal)) =
-            (ids.first(), k.clients.iter().find_map(|r| r.refusal()))
-        {
+        } else if let (Some(id), Some(refusal)) = (
+            ids.first(),
+            k.clients.iter().find_map(|r| r.refusal(contract)),
+        ) {
             inconsistent.push(format!(
                 "key {key} created {id} for one client and refused another for good ({})",
                 refusal.describe()

@@ -94,6 +94,9 @@ pub struct Options {
     pub never_reclaim: bool,
     /// How long a restart takes before the API listens again (a target that boots slowly).
     pub restart_delay: Duration,
+    /// The status of "still in flight" (`409` when `None`), for an API that answers another one,
+    /// such as `423 Locked`.
+    pub in_flight_status: Option<StatusCode>,
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -315,7 +318,7 @@ where
                 if started.elapsed() < IN_FLIGHT_TTL || app.options.never_reclaim =>
             {
                 let mut response = problem(
-                    StatusCode::CONFLICT,
+                    app.options.in_flight_status.unwrap_or(StatusCode::CONFLICT),
                     "request-in-progress",
                     "a request with this Idempotency-Key is still in progress",
                 );
