@@ -3,11 +3,13 @@
 
 mod contract;
 mod env;
+mod resource_path;
 mod target;
 mod wire;
 
 pub use contract::{Contract, ContractSpec, Covered, KeyForm, Preset};
 pub use env::expand_env;
+pub use resource_path::ResourcePath;
 pub use target::{
     ActionOp, CreateOp, GetOp, HookSpec, Hooks, HttpHook, KeyUse, ListOp, Operations, PathOp,
     Principal, ProcessSpec, Readiness, SideEffectsProbe, SlowVariant, TargetProfile, Variant,

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{expand_env, Contract, ContractSpec};
+use super::{expand_env, Contract, ContractSpec, ResourcePath};
 use crate::load::{from_yaml, LoadError, Spanned};
 use crate::template::Template;
 use crate::value::JsonPathExpr;
@@ -232,7 +232,7 @@ pub struct ListOp {
 #[serde(deny_unknown_fields)]
 pub struct GetOp {
     /// Path with `{id}`, e.g. `/v1/workers/{id}`.
-    pub path: Spanned<String>,
+    pub path: Spanned<ResourcePath>,
 }
 
 /// Whether an operation on an existing resource carries an idempotency key.
@@ -254,7 +254,7 @@ pub struct PathOp {
     #[serde(default = "delete")]
     pub method: String,
     /// Path with `{id}`.
-    pub path: Spanned<String>,
+    pub path: Spanned<ResourcePath>,
     /// Whether the key is sent (default `send`).
     #[serde(default)]
     pub key: KeyUse,
@@ -268,7 +268,7 @@ pub struct ActionOp {
     #[serde(default = "post")]
     pub method: String,
     /// Path with `{id}`, e.g. `/v1/workers/{id}/reboot`.
-    pub path: Spanned<String>,
+    pub path: Spanned<ResourcePath>,
     /// Optional body template.
     #[serde(default)]
     pub body: Option<Template>,
@@ -521,10 +521,13 @@ impl TargetProfile {
             ops.action.as_ref().map(|a| &a.path),
         ];
         for path in with_id.into_iter().flatten() {
-            if !path.value.contains("{id}") {
+            if !path.value.has_id() {
                 at(
                     &path.referenced,
-                    format!("path `{}` must contain `{{id}}`", path.value),
+                    format!(
+                        "path `{}` must contain `{{id}}` (or `{{+id}}` for an id with `/` in it)",
+                        path.value.source()
+                    ),
                 );
             }
         }
@@ -588,6 +591,21 @@ operations:
         let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
         assert_eq!(err.line, 10, "{err}");
         assert!(err.message.contains("must contain `{id}`"), "{err}");
+    }
+
+    #[test]
+    fn a_resource_path_is_a_template_whose_unknown_placeholder_is_located() {
+        let text = MINIMAL.replace("/things/{id}", "/t/{{markr}}/{+id}");
+        let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+        assert_eq!(err.line, 10, "{err}");
+        assert!(
+            err.message.contains("unknown placeholder `{{markr}}`"),
+            "{err}"
+        );
+        let text = MINIMAL.replace("/things/{id}", "/t/{{marker}}/{+id}");
+        let p = TargetProfile::load("p.yaml", &text, &no_env).expect("`{+id}` names the id");
+        let get = p.operations.get.expect("a get");
+        assert_eq!(get.path.value.source(), "/t/{{marker}}/{+id}");
     }
 
     #[test]

@@ -245,12 +245,12 @@ impl Request<'_> {
             ),
             Operation::Get => {
                 let get = ops.get.as_ref().ok_or_else(|| missing("get"))?;
-                let path = get.path.value.replace("{id}", &target_id()?);
+                let path = get.path.value.render(&vars, uuid, &target_id()?);
                 ("GET".into(), path, None, None, false)
             }
             Operation::Delete => {
                 let del = ops.delete.as_ref().ok_or_else(|| missing("delete"))?;
-                let path = del.path.value.replace("{id}", &target_id()?);
+                let path = del.path.value.render(&vars, uuid, &target_id()?);
                 (
                     del.method.clone(),
                     path,
@@ -261,7 +261,7 @@ impl Request<'_> {
             }
             Operation::Action => {
                 let act = ops.action.as_ref().ok_or_else(|| missing("action"))?;
-                let path = act.path.value.replace("{id}", &target_id()?);
+                let path = act.path.value.render(&vars, uuid, &target_id()?);
                 let body = act.body.as_ref().map(|b| b.render(&vars, uuid));
                 let ct = body.as_ref().map(|_| "application/json".to_owned());
                 (act.method.clone(), path, body, ct, true)
