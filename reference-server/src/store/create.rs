@@ -8,16 +8,15 @@
 //! record with a node, a lease and a pending boot (and perhaps a running instance carrying the boot
 //! id), which a retry reclaims after the in-flight TTL and resumes (the boot reconciled by tag).
 //!
-//! On PostgreSQL each transaction is one statement (data-modifying CTEs, one round trip and one
-//! commit; [`Dialect::CREATE_STATEMENTS`]); on SQLite, which has no data-modifying CTEs and no
-//! network round trip, each is a transaction of the single statements the retry path also uses.
+//! Each transaction is one round trip ([`Dialect::CREATE_STATEMENTS`]): on PostgreSQL one statement
+//! (data-modifying CTEs, one commit); on SQLite, which has no data-modifying CTEs, a script of
+//! statements run in one transaction, one trip through sqlx's worker thread instead of one per
+//! statement.
 
 use futures::future::BoxFuture;
 
-use super::fleet::{
-    worker_from_row, COMPLETE_BOOT, ENSURE_LEASE, INSERT_PENDING_BOOT, INSERT_WORKER, WORKER_BY_ID,
-};
-use super::records::{record_from_row, COMPLETE};
+use super::fleet::{worker_from_row, WORKER_BY_ID};
+use super::records::record_from_row;
 use super::sql::{Dialect, SqlStore, Statement};
 use super::{Claim, NewWorker, Scope, StoreError, StoredResponse, Worker};
 
@@ -113,9 +112,16 @@ pub trait CreateStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Finished, StoreError>>;
 }
 
-/// PostgreSQL's create transactions as single statements; see `postgres.rs`.
+/// A create's two transactions, each one round trip to the database: on PostgreSQL one statement
+/// each (see `postgres.rs`); on SQLite a script of statements run in a transaction (see
+/// `sqlite.rs`), its last statement, after the `COMMIT`, a `SELECT` of the row PostgreSQL's
+/// returns. Both bind the
+/// parameters numbered as below.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct CreateStatements {
+    /// Whether each text is a script of several statements that opens and commits its own
+    /// transaction; its result is its last row.
+    pub(super) script: bool,
     /// Binds `$1` allocation id, `$2` now, `$3` lease id, `$4` principal, `$5` boot id, `$6` worker
     /// id; returns `node_id` (no row when the pool is exhausted).
     pub(super) reserve: &'static str,
@@ -142,16 +148,7 @@ impl<'q, D: Dialect> Statement<'q, D> {
             .text(r.worker_id)
     }
 
-    /// Binds the claim's parameters as [`Dialect::CLAIM`] numbers them.
-    fn claim_request(self, claim: &'q ClaimRequest) -> Self {
-        self.scope(&claim.scope)
-            .text(&claim.fingerprint)
-            .text(&claim.nonce)
-            .int(claim.now)
-            .int(claim.expires_at)
-    }
-
-    /// Binds a completion as [`COMPLETE`] numbers it.
+    /// Binds a completion as `$12`–`$20` of [`CreateStatements::finish_and_complete`].
     fn completion(self, c: &'q Completion) -> Self {
         self.int(i64::from(c.response.status))
             .text(&c.response.headers_json)
@@ -170,16 +167,29 @@ fn labels_json(worker: &NewWorker) -> Result<String, StoreError> {
 }
 
 impl<D: Dialect> SqlStore<D> {
-    /// [`CreateStore::reserve`] as one statement.
+    /// Runs one of `sql`'s texts, bound as `statement`, in one round trip: a single statement, or
+    /// a script ([`SqlStore::run_script`]). Returns its last row, if any.
+    async fn run_create(
+        &self,
+        sql: CreateStatements,
+        statement: Statement<'_, D>,
+    ) -> Result<Option<D::Row>, StoreError> {
+        if sql.script {
+            Ok(self.run_script(statement).await?.pop())
+        } else {
+            Ok(statement.fetch_optional(self.db()).await?)
+        }
+    }
+
+    /// [`CreateStore::reserve`] in one round trip.
     async fn reserve_in_one(
         &self,
         sql: CreateStatements,
         r: Reservation<'_>,
     ) -> Result<Reserved, StoreError> {
         let Some(claim) = r.claim else {
-            let row = Statement::new(sql.reserve)
-                .reservation(&r)
-                .fetch_optional(self.db())
+            let row = self
+                .run_create(sql, Statement::new(sql.reserve).reservation(&r))
                 .await?;
             let node_id = row.map(|row| D::int(&row, "node_id")).transpose()?;
             return Ok(Reserved {
@@ -187,14 +197,16 @@ impl<D: Dialect> SqlStore<D> {
                 node_id,
             });
         };
-        let row = Statement::new(sql.claim_and_reserve)
+        let statement = Statement::new(sql.claim_and_reserve)
             .reservation(&r)
             .scope(&claim.scope)
             .text(&claim.fingerprint)
             .text(&claim.nonce)
-            .int(claim.expires_at)
-            .fetch_one(self.db())
-            .await?;
+            .int(claim.expires_at);
+        let row = self
+            .run_create(sql, statement)
+            .await?
+            .ok_or(sqlx::Error::RowNotFound)?;
         let record = record_from_row::<D>(&row)?;
         let inserted = D::claim_inserted(&row, &record, &claim.nonce)?;
         Ok(Reserved {
@@ -203,55 +215,7 @@ impl<D: Dialect> SqlStore<D> {
         })
     }
 
-    /// [`CreateStore::reserve`] as a transaction of single statements.
-    async fn reserve_in_transaction(&self, r: Reservation<'_>) -> Result<Reserved, StoreError> {
-        let mut tx = self.begin().await?;
-        let claim = match r.claim {
-            Some(claim) => {
-                let row = Statement::new(D::CLAIM)
-                    .claim_request(claim)
-                    .fetch_one(D::in_transaction(&mut tx))
-                    .await?;
-                let record = record_from_row::<D>(&row)?;
-                let inserted = D::claim_inserted(&row, &record, &claim.nonce)?;
-                Some(Claim { inserted, record })
-            }
-            None => None,
-        };
-        if claim.as_ref().is_some_and(|c| !c.inserted) {
-            tx.commit().await?;
-            return Ok(Reserved {
-                claim,
-                node_id: None,
-            });
-        }
-        let node = Statement::new(D::ALLOCATE_NODE)
-            .text(r.allocation_id)
-            .int(r.now)
-            .fetch_optional(D::in_transaction(&mut tx))
-            .await?;
-        let node_id = node.map(|row| D::int(&row, "node_id")).transpose()?;
-        if let Some(node_id) = node_id {
-            Statement::new(ENSURE_LEASE)
-                .text(r.lease_id)
-                .int(node_id)
-                .text(r.principal)
-                .int(r.now)
-                .execute(D::in_transaction(&mut tx))
-                .await?;
-            Statement::new(INSERT_PENDING_BOOT)
-                .text(r.boot_id)
-                .text(r.worker_id)
-                .int(node_id)
-                .int(r.now)
-                .execute(D::in_transaction(&mut tx))
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(Reserved { claim, node_id })
-    }
-
-    /// [`CreateStore::finish`] as one statement; returns whether the worker was inserted and
+    /// [`CreateStore::finish`] in one round trip; returns whether the worker was inserted and
     /// whether the completion was written.
     async fn finish_in_one(
         &self,
@@ -279,53 +243,14 @@ impl<D: Dialect> SqlStore<D> {
             Some(c) => statement.completion(c),
             None => statement,
         };
-        let row = statement.fetch_one(self.db()).await?;
+        let row = self
+            .run_create(sql, statement)
+            .await?
+            .ok_or(sqlx::Error::RowNotFound)?;
         Ok((
             D::int(&row, "inserted")? == 1,
             D::int(&row, "completed")? == 1,
         ))
-    }
-
-    /// [`CreateStore::finish`] as a transaction of single statements (the same as `finish_in_one`).
-    async fn finish_in_transaction(
-        &self,
-        w: &NewWorker,
-        completion: Option<&Completion>,
-    ) -> Result<(bool, bool), StoreError> {
-        let labels = labels_json(w)?;
-        let mut tx = self.begin().await?;
-        Statement::new(COMPLETE_BOOT)
-            .text(&w.instance_id)
-            .text(&w.boot_id)
-            .execute(D::in_transaction(&mut tx))
-            .await?;
-        let inserted = Statement::new(INSERT_WORKER)
-            .text(&w.id)
-            .text(&w.principal)
-            .text(&w.image)
-            .int(w.cpu)
-            .int(w.memory_gb)
-            .text(&labels)
-            .int(w.node_id)
-            .text(&w.lease_id)
-            .text(&w.boot_id)
-            .text(&w.instance_id)
-            .int(w.created_at)
-            .fetch_optional(D::in_transaction(&mut tx))
-            .await?
-            .is_some();
-        let completed = match completion {
-            Some(c) if inserted => {
-                Statement::new(COMPLETE)
-                    .completion(c)
-                    .execute(D::in_transaction(&mut tx))
-                    .await?
-                    == 1
-            }
-            _ => false,
-        };
-        tx.commit().await?;
-        Ok((inserted, completed))
     }
 }
 
@@ -339,10 +264,7 @@ impl<D: Dialect> CreateStore for SqlStore<D> {
             None => "reserve",
         };
         self.timed(operation, async move {
-            match D::CREATE_STATEMENTS {
-                Some(sql) => self.reserve_in_one(sql, reservation).await,
-                None => self.reserve_in_transaction(reservation).await,
-            }
+            self.reserve_in_one(D::CREATE_STATEMENTS, reservation).await
         })
     }
 
@@ -356,10 +278,9 @@ impl<D: Dialect> CreateStore for SqlStore<D> {
             None => "finish",
         };
         self.timed(operation, async move {
-            let (inserted, completed) = match D::CREATE_STATEMENTS {
-                Some(sql) => self.finish_in_one(sql, worker, completion).await?,
-                None => self.finish_in_transaction(worker, completion).await?,
-            };
+            let (inserted, completed) = self
+                .finish_in_one(D::CREATE_STATEMENTS, worker, completion)
+                .await?;
             let worker = if inserted {
                 worker.stored()
             } else {

@@ -120,7 +120,8 @@ impl Dialect for Postgres {
          (SELECT ctid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' LIMIT $2) \
          RETURNING principal, endpoint, idem_key, claim_nonce";
 
-    const CREATE_STATEMENTS: Option<CreateStatements> = Some(CreateStatements {
+    const CREATE_STATEMENTS: CreateStatements = CreateStatements {
+        script: false,
         reserve: concat!("WITH ", reserve_ctes!("true"), "SELECT node_id FROM node"),
         // The claim as `CLAIM`, with the fleet's binds first; a node is allocated (and so a lease and
         // a pending boot written) only when the claim inserted the record.
@@ -149,7 +150,7 @@ impl Dialect for Postgres {
                AND started_at = $20 AND EXISTS (SELECT 1 FROM worker) RETURNING 1) \
              SELECT (SELECT COUNT(*) FROM worker) AS inserted, (SELECT COUNT(*) FROM done) AS completed"
         ),
-    });
+    };
 
     /// `xmax` is 0 on a row this transaction inserted, and set on one it updated (the conflict).
     fn claim_inserted(

@@ -69,6 +69,56 @@ impl<D: Dialect> SqlStore<D> {
     pub(super) async fn begin(&self) -> Result<sqlx::Transaction<'static, D>, sqlx::Error> {
         self.pool.begin().await
     }
+
+    /// Runs `script`, statements that open and commit their own transaction (`BEGIN IMMEDIATE;
+    /// …; COMMIT;`), in one trip to the database on one connection; returns every row its
+    /// statements returned, in order. The connection goes back to the pool only with no
+    /// transaction open: when a statement fails, the script stops there and this rolls back on the
+    /// same connection before anything else can use it; when that fails too, or the call is
+    /// dropped part-way, the connection is closed, which rolls back, instead of returned.
+    pub(super) async fn run_script(
+        &self,
+        script: Statement<'_, D>,
+    ) -> Result<Vec<D::Row>, StoreError> {
+        let mut conn = ClosedUnlessReleased(Some(self.pool.acquire().await?));
+        let connection = conn.0.as_mut().expect("held until released");
+        match script.fetch_all(D::in_transaction(connection)).await {
+            Ok(rows) => {
+                conn.release();
+                Ok(rows)
+            }
+            Err(err) => {
+                // The database's own refusal ("no transaction is active", when the script failed
+                // before its `BEGIN` or its `COMMIT` rolled back) also leaves none open.
+                let rolled_back = Statement::<D>::new("ROLLBACK")
+                    .execute(D::in_transaction(connection))
+                    .await;
+                if matches!(rolled_back, Ok(_) | Err(sqlx::Error::Database(_))) {
+                    conn.release();
+                }
+                Err(err.into())
+            }
+        }
+    }
+}
+
+/// A pooled connection that is closed when dropped, unless [`ClosedUnlessReleased::release`]
+/// returns it to the pool (see [`SqlStore::run_script`]).
+struct ClosedUnlessReleased<D: Database>(Option<sqlx::pool::PoolConnection<D>>);
+
+impl<D: Database> ClosedUnlessReleased<D> {
+    /// Returns the connection to the pool: it holds no open transaction.
+    fn release(mut self) {
+        drop(self.0.take());
+    }
+}
+
+impl<D: Database> Drop for ClosedUnlessReleased<D> {
+    fn drop(&mut self) {
+        if let Some(mut connection) = self.0.take() {
+            connection.close_on_drop();
+        }
+    }
 }
 
 /// What differs between the databases. Every statement here is one statement, atomic on its own.
@@ -90,9 +140,9 @@ pub(super) trait Dialect: Driver {
     /// idem_key, claim_nonce`.
     const SWEEP_FAILED: &'static str;
 
-    /// A create's two transactions as one statement each, where the database can
-    /// (data-modifying CTEs); `None`: a transaction of the single statements.
-    const CREATE_STATEMENTS: Option<CreateStatements>;
+    /// A create's two transactions, each one round trip: one statement with data-modifying CTEs
+    /// (PostgreSQL), or a script of statements run in one transaction (SQLite).
+    const CREATE_STATEMENTS: CreateStatements;
 
     /// Whether the [`Dialect::CLAIM`] that returned `row` (decoded as `record`) inserted it, given the
     /// `nonce` it bound.

@@ -63,6 +63,61 @@ pub fn sqlite_options(url_or_path: &str, is_url: bool) -> Result<SqliteConnectOp
         .busy_timeout(Duration::from_secs(10)))
 }
 
+// A create's two transactions as scripts with the parameters of PostgreSQL's single statements
+// (`CreateStatements`), each ending in a `SELECT` of the row PostgreSQL's statement returns. A
+// statement after the node allocation finds the node by its `allocation_id` ($1, unique).
+
+/// The free node a create takes. `INDEXED BY nodes_free` (migration 0003): without table statistics
+/// SQLite's planner takes the unique index on `allocation_id` instead, reads every free node and
+/// sorts them, per create.
+macro_rules! free_node {
+    () => {
+        "(SELECT node_id FROM nodes INDEXED BY nodes_free \
+          WHERE allocation_id IS NULL ORDER BY node_id LIMIT 1)"
+    };
+}
+
+/// The fleet's part of the first transaction, binding `$1`–`$6` as [`CreateStatements::reserve`]
+/// says; `$claim_holds` is the SQL condition under which a node is allocated. `WHERE` in each
+/// `INSERT … SELECT` also keeps SQLite from reading the `ON CONFLICT` as a join's.
+macro_rules! reserve_script {
+    ($claim_holds:literal) => {
+        concat!(
+            "UPDATE nodes SET allocation_id = $1, allocated_at = $2 WHERE node_id = ",
+            free_node!(),
+            " AND ",
+            $claim_holds,
+            "; INSERT INTO leases (lease_id, node_id, principal, created_at) \
+               SELECT $3, node_id, $4, $2 FROM nodes WHERE allocation_id = $1 \
+               ON CONFLICT (lease_id) DO NOTHING; \
+             INSERT INTO boots (boot_id, worker_id, node_id, state, created_at) \
+               SELECT $5, $6, node_id, 'pending', $2 FROM nodes WHERE allocation_id = $1 \
+               ON CONFLICT (boot_id) DO NOTHING; "
+        )
+    };
+}
+
+/// The fleet's part of the last transaction, binding `$1`–`$11` as [`CreateStatements::finish`] says.
+macro_rules! finish_script {
+    () => {
+        "UPDATE boots SET state = 'done', instance_id = $1 WHERE boot_id = $2; \
+         INSERT INTO workers (id, principal, image, cpu, memory_gb, labels, node_id, lease_id, \
+             boot_id, instance_id, state, reboot_count, created_at) \
+           VALUES ($3, $4, $5, $6, $7, $8, $9, $10, $2, $1, 'running', 0, $11) \
+           ON CONFLICT (id) DO NOTHING; "
+    };
+}
+
+/// Whether the worker `$3` is the one this script wrote: its boot, instance and creation time are
+/// this attempt's (a concurrent attempt of the same operation that wrote it first wrote another
+/// instance, or, writing the same one, the same worker).
+macro_rules! worker_is_ours {
+    () => {
+        "EXISTS (SELECT 1 FROM workers WHERE id = $3 AND boot_id = $2 AND instance_id = $1 \
+           AND created_at = $11)"
+    };
+}
+
 impl Dialect for Sqlite {
     /// SQLite has no `xmax`: the claim writes a fresh nonce on insert and leaves the existing row's
     /// nonce on conflict, so the returned nonce says who inserted. One statement, atomic.
@@ -73,13 +128,12 @@ impl Dialect for Sqlite {
          RETURNING state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, \
            compressed";
 
-    /// No `SKIP LOCKED` (nor a need: one connection, and SQLite serialises writers). `INDEXED BY
-    /// nodes_free` (migration 0003): without table statistics SQLite's planner takes the unique
-    /// index on `allocation_id` instead, reads every free node and sorts them, per create.
-    const ALLOCATE_NODE: &'static str = "UPDATE nodes SET allocation_id = $1, allocated_at = $2 \
-         WHERE node_id = (SELECT node_id FROM nodes INDEXED BY nodes_free \
-                          WHERE allocation_id IS NULL ORDER BY node_id LIMIT 1) \
-         RETURNING node_id";
+    /// No `SKIP LOCKED` (nor a need: one connection, and SQLite serialises writers).
+    const ALLOCATE_NODE: &'static str = concat!(
+        "UPDATE nodes SET allocation_id = $1, allocated_at = $2 WHERE node_id = ",
+        free_node!(),
+        " RETURNING node_id"
+    );
 
     /// SQLite's `DELETE … LIMIT` needs a compile-time option: the batch is chosen by `rowid`.
     const SWEEP: &'static str = "DELETE FROM idempotency_records WHERE rowid IN \
@@ -89,8 +143,53 @@ impl Dialect for Sqlite {
          (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' LIMIT $2) \
          RETURNING principal, endpoint, idem_key, claim_nonce";
 
-    /// No data-modifying CTEs; and a statement costs no network round trip here.
-    const CREATE_STATEMENTS: Option<CreateStatements> = None;
+    /// No data-modifying CTEs, so each transaction is a script of single statements, run in one
+    /// trip through sqlx's worker thread (a trip per statement cost more than the statements).
+    const CREATE_STATEMENTS: CreateStatements = CreateStatements {
+        script: true,
+        reserve: concat!(
+            "BEGIN IMMEDIATE; ",
+            reserve_script!("true"),
+            "COMMIT; SELECT node_id FROM nodes WHERE allocation_id = $1"
+        ),
+        // The claim as `CLAIM`, then the fleet's part only if it inserted the record: the stored
+        // nonce is this claim's (`claim_inserted`).
+        claim_and_reserve: concat!(
+            "BEGIN IMMEDIATE; INSERT INTO idempotency_records \
+               (principal, endpoint, idem_key, fingerprint, state, claim_nonce, started_at, expires_at) \
+             VALUES ($7, $8, $9, $10, 'in_flight', $11, $2, $12) \
+             ON CONFLICT (principal, endpoint, idem_key) DO UPDATE SET idem_key = excluded.idem_key; ",
+            reserve_script!(
+                "EXISTS (SELECT 1 FROM idempotency_records WHERE principal = $7 AND endpoint = $8 \
+                   AND idem_key = $9 AND claim_nonce = $11)"
+            ),
+            "COMMIT; SELECT state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, \
+               compressed, (SELECT node_id FROM nodes WHERE allocation_id = $1) AS node_id \
+             FROM idempotency_records WHERE principal = $7 AND endpoint = $8 AND idem_key = $9"
+        ),
+        finish: concat!(
+            "BEGIN IMMEDIATE; ",
+            finish_script!(),
+            "COMMIT; SELECT ",
+            worker_is_ours!(),
+            " AS inserted, 0 AS completed"
+        ),
+        // The completion as `records.rs`'s `COMPLETE`, only with our worker; `changes()` is how
+        // many records it completed (0 or 1): only an INSERT, UPDATE or DELETE sets it, not the
+        // `COMMIT` or the `SELECT` (SQLite's `sqlite3_changes`).
+        finish_and_complete: concat!(
+            "BEGIN IMMEDIATE; ",
+            finish_script!(),
+            "UPDATE idempotency_records SET state = 'completed', status = $12, headers = $13, \
+               body = $14, compressed = $15, expires_at = $16 \
+             WHERE principal = $17 AND endpoint = $18 AND idem_key = $19 AND state = 'in_flight' \
+               AND started_at = $20 AND ",
+            worker_is_ours!(),
+            "; COMMIT; SELECT ",
+            worker_is_ours!(),
+            " AS inserted, changes() AS completed"
+        ),
+    };
 
     /// Ours when the stored nonce is the one this claim bound.
     fn claim_inserted(
@@ -108,8 +207,39 @@ impl Dialect for Sqlite {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sql::Statement;
     use super::*;
     use sqlx::Row;
+
+    /// A script whose statement fails part-way leaves nothing of it and no transaction open: the
+    /// one connection's next script begins its own and commits.
+    #[tokio::test]
+    async fn a_script_that_fails_part_way_is_rolled_back_on_its_connection() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("script.db");
+        let store =
+            SqlStore::<Sqlite>::open(&path.display().to_string(), false, Default::default())
+                .await
+                .expect("open SQLite");
+        const INSERT: &str = "INSERT INTO leases (lease_id, node_id, principal, created_at) ";
+        let script = format!(
+            "BEGIN IMMEDIATE; {INSERT} VALUES ($1, 1, 'p', 0); {INSERT} VALUES ($2, 1, 'p', 0); \
+             COMMIT; SELECT COUNT(*) AS n FROM leases"
+        );
+        let same_lease_twice = store
+            .run_script(Statement::new(&script).text("a").text("a"))
+            .await;
+        assert!(
+            same_lease_twice.is_err(),
+            "the second insert of lease `a` fails"
+        );
+        let rows = store
+            .run_script(Statement::new(&script).text("b").text("c"))
+            .await
+            .expect("the next script begins, inserts and commits");
+        let n: i64 = rows.last().expect("the count").get("n");
+        assert_eq!(n, 2, "lease `a` was rolled back");
+    }
 
     /// A create finds its free node through `nodes_free`, one index step, not by reading every
     /// free node and sorting them (the plan SQLite chose without the `INDEXED BY`).
