@@ -214,3 +214,27 @@ assert:
     assert_eq!(o.verdict, Verdict::Unknown);
     assert!(o.summary.contains("--run-timeout"), "{}", o.summary);
 }
+
+/// Under a contract whose keys are optional (the alt-api profile's `stripe-v1`), a keyless create
+/// refused with a 400 is not "held": the API requires what the profile calls optional, and the
+/// check says so at SHOULD, naming the field to declare (once: PASS, "optional here got 400").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_keyless_refusal_under_optional_keys_names_key_required() {
+    let api = hostile::start(Behaviour::RequiresKey).await;
+    let report = against(&api, &["key-validation"], &[]).await;
+    let o = outcome(&report, "key-validation");
+    assert_eq!(o.verdict, Verdict::Warn, "{}", table(&report));
+    assert!(
+        o.summary.contains("without a key got 400") && o.summary.contains("key_required: true"),
+        "{}",
+        o.summary
+    );
+    let api = hostile::start(Behaviour::AcceptsAnyKey).await;
+    let report = against(&api, &["key-validation"], &[]).await;
+    let o = outcome(&report, "key-validation");
+    assert!(
+        !o.summary.contains("key_required"),
+        "an API that takes keyless creates is not told to require keys: {}",
+        o.summary
+    );
+}

@@ -37,11 +37,12 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
         if empty_is_missing && key == KeySpec::Empty {
             // The contract says an empty key is no key: judged as a missing key, below.
             let ex = create(run, step, key).await;
-            let finding = missing_finding(&ex, contract, "an empty key (no key, by the contract)");
+            let (finding, level) =
+                missing_finding(&ex, contract, "an empty key (no key, by the contract)");
             if ex.is_success() {
                 expected_created += 1;
             }
-            judgements.push(judge(finding, Level::Must, step));
+            judgements.push(judge(finding, level, step));
             continue;
         }
         let ex = create(run, step, key).await;
@@ -58,11 +59,11 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
         }
     }
     let missing = create(run, "missing-key", KeySpec::None).await;
-    let finding = missing_finding(&missing, contract, "a request without a key");
+    let (finding, level) = missing_finding(&missing, contract, "a request without a key");
     if missing.is_success() && !contract.key_required {
         expected_created += 1;
     }
-    judgements.push(judge(finding, Level::Must, "missing-key"));
+    judgements.push(judge(finding, level, "missing-key"));
     let valid = create(run, "valid-key", KeySpec::Named("order-17".into())).await;
     judgements.push(judge(
         match valid.status {
@@ -126,10 +127,12 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
     judgements
 }
 
-/// A request without a key (or one the contract counts as none): the contract's missing-key status
-/// where keys are required; otherwise anything but a 5xx.
-fn missing_finding(ex: &Exchange, contract: &Contract, what: &str) -> Finding {
-    match ex.status {
+/// A request without a key (or one the contract counts as none), and the level it is judged at:
+/// the contract's missing-key status where keys are required (MUST); otherwise anything but a 5xx
+/// (MUST), and a 2xx rather than a 4xx (SHOULD: a refusal says the API requires the key the
+/// contract calls optional, so the profile or the API is wrong about it).
+fn missing_finding(ex: &Exchange, contract: &Contract, what: &str) -> (Finding, Level) {
+    let finding = match ex.status {
         None => Finding::Undecided(format!("{what} got no response: {}", ex.describe())),
         Some(s) if contract.key_required && contract.missing_key_status.contains(&s) => {
             Finding::Held(format!("{what} got {}", ex.describe()))
@@ -141,8 +144,18 @@ fn missing_finding(ex: &Exchange, contract: &Contract, what: &str) -> Finding {
             contract.missing_key_status
         )),
         Some(s) if s >= 500 => Finding::Broken(format!("{what} got {}", ex.describe())),
+        Some(s) if s >= 400 => {
+            let finding = Finding::Broken(format!(
+                "{what} got {}, though the contract makes the key optional (`key_required: \
+                 false`); if the API requires it, declare `key_required: true` and its \
+                 `missing_key_status`",
+                ex.describe()
+            ));
+            return (finding, Level::Should);
+        }
         Some(_) => Finding::Held(format!("{what} (optional here) got {}", ex.describe())),
-    }
+    };
+    (finding, Level::Must)
 }
 
 fn count_mismatch(n: u64, expected: u64) -> Finding {

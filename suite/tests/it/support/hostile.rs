@@ -28,6 +28,10 @@ pub enum Behaviour {
     /// Any key header value is accepted and stored (empty, non-ASCII, over-long); a reused key
     /// with another body is a 422 mismatch.
     AcceptsAnyKey,
+    /// Keys work per principal and an invalid one (empty, over 255 characters, not visible ASCII)
+    /// is a 400 problem, and so is a create without the key header: the key is required, whatever
+    /// the profile says.
+    RequiresKey,
 }
 
 #[derive(Default)]
@@ -138,6 +142,13 @@ async fn create(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Resp
     let key = headers
         .get("idempotency-key")
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let valid = |k: &String| {
+        (1..=255).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+    };
+    if api.behaviour == Behaviour::RequiresKey && !key.as_ref().is_some_and(valid) {
+        let problem = json!({"type": "https://example.invalid/key-required", "status": 400});
+        return (StatusCode::BAD_REQUEST, axum::Json(problem)).into_response();
+    }
     let mut inner = api.inner.lock().expect("lock");
     let scope = key
         .clone()
@@ -145,7 +156,11 @@ async fn create(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Resp
         .map(|k| (who.clone(), k));
     if let Some(scope) = &scope {
         if let Some((status, stored, request)) = inner.records.get(scope) {
-            if api.behaviour == Behaviour::AcceptsAnyKey && *request != body {
+            let any_key = matches!(
+                api.behaviour,
+                Behaviour::AcceptsAnyKey | Behaviour::RequiresKey
+            );
+            if any_key && *request != body {
                 let mismatch = json!({"type": "https://example.invalid/mismatch"});
                 return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(mismatch)).into_response();
             }
