@@ -40,6 +40,17 @@ pub struct TargetProfile {
     pub process: Option<ProcessSpec>,
 }
 
+/// `process.env`: a YAML null (an empty value) is the empty string, as a shell's `FOO=` is.
+fn env_values<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
+    let values = BTreeMap::<String, Option<String>>::deserialize(deserializer)?;
+    Ok(values
+        .into_iter()
+        .map(|(name, value)| (name, value.unwrap_or_default()))
+        .collect())
+}
+
 /// How to start the target: idemspec runs `command` with `sh -c` in a process group of its own
 /// (no descriptor of idemspec's is inherited; its output goes to `log`), waits until it is ready,
 /// kills the whole group with SIGKILL where a check crashes it, and starts it again.
@@ -51,8 +62,9 @@ pub struct ProcessSpec {
     /// The working directory (default: idemspec's).
     #[serde(default)]
     pub cwd: Option<String>,
-    /// Environment variables set for it (besides idemspec's own).
-    #[serde(default)]
+    /// Environment variables set for it (besides idemspec's own). A value is its text as written
+    /// (`8080`, `true`); an empty one (`FOO:`, or `FOO: ${X:-}` with `X` unset) is the empty string.
+    #[serde(default, deserialize_with = "env_values")]
     pub env: BTreeMap<String, String>,
     /// When it is ready (default: the first base URL answers any HTTP response).
     #[serde(default)]
@@ -591,6 +603,17 @@ operations:
         let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
         assert_eq!(err.line, 10, "{err}");
         assert!(err.message.contains("must contain `{id}`"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_process_env_value_is_the_empty_string() {
+        let text = format!(
+            "{MINIMAL}process:\n  command: ./run.sh\n  env: {{EMPTY: ${{UNSET:-}}, PORT: 8080}}\n"
+        );
+        let p = TargetProfile::load("p.yaml", &text, &no_env).expect("an empty value loads");
+        let env = &p.process.expect("a process").env;
+        assert_eq!(env.get("EMPTY").map(String::as_str), Some(""));
+        assert_eq!(env.get("PORT").map(String::as_str), Some("8080"));
     }
 
     #[test]
