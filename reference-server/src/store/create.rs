@@ -31,7 +31,9 @@ pub struct ClaimRequest {
     pub fingerprint: String,
     /// The nonce a new record gets (the salt of the request's side-effect sub-keys).
     pub nonce: String,
-    /// The claim's time (also the record's `started_at` when inserted).
+    /// The claim's time, which an existing record's in-flight TTL and retention are judged
+    /// against. A record the claim inserts starts at the [`Reservation`]'s `now`, the time of the
+    /// fleet's rows.
     pub now: i64,
     /// When a new record may be swept.
     pub expires_at: i64,
@@ -114,7 +116,7 @@ pub trait CreateStore: Send + Sync + 'static {
 
 /// A create's two transactions, each one round trip to the database: on PostgreSQL one statement
 /// each (see `postgres.rs`); on SQLite a script of statements run in a transaction (see
-/// `sqlite.rs`), its last statement, after the `COMMIT`, a `SELECT` of the row PostgreSQL's
+/// `sqlite.rs`), its last row from a `SELECT`, before the `COMMIT`, of the row PostgreSQL's
 /// returns. Both bind the
 /// parameters numbered as below.
 #[derive(Debug, Clone, Copy)]

@@ -73,51 +73,53 @@ impl<D: Dialect> SqlStore<D> {
     /// Runs `script`, statements that open and commit their own transaction (`BEGIN IMMEDIATE;
     /// …; COMMIT;`), in one trip to the database on one connection; returns every row its
     /// statements returned, in order. The connection goes back to the pool only with no
-    /// transaction open: when a statement fails, the script stops there and this rolls back on the
-    /// same connection before anything else can use it; when that fails too, or the call is
-    /// dropped part-way, the connection is closed, which rolls back, instead of returned.
+    /// transaction open: when a statement fails the script stops there, and when the call is
+    /// dropped part-way the rest may not run, so in both cases the connection is rolled back
+    /// before the pool can hand it on ([`RolledBackUnlessReleased`]).
     pub(super) async fn run_script(
         &self,
         script: Statement<'_, D>,
     ) -> Result<Vec<D::Row>, StoreError> {
-        let mut conn = ClosedUnlessReleased(Some(self.pool.acquire().await?));
+        let mut conn = RolledBackUnlessReleased(Some(self.pool.acquire().await?));
         let connection = conn.0.as_mut().expect("held until released");
-        match script.fetch_all(D::in_transaction(connection)).await {
-            Ok(rows) => {
-                conn.release();
-                Ok(rows)
-            }
-            Err(err) => {
-                // The database's own refusal ("no transaction is active", when the script failed
-                // before its `BEGIN` or its `COMMIT` rolled back) also leaves none open.
-                let rolled_back = Statement::<D>::new("ROLLBACK")
-                    .execute(D::in_transaction(connection))
-                    .await;
-                if matches!(rolled_back, Ok(_) | Err(sqlx::Error::Database(_))) {
-                    conn.release();
-                }
-                Err(err.into())
-            }
-        }
+        let rows = script.fetch_all(D::in_transaction(connection)).await?;
+        conn.release();
+        Ok(rows)
     }
 }
 
-/// A pooled connection that is closed when dropped, unless [`ClosedUnlessReleased::release`]
-/// returns it to the pool (see [`SqlStore::run_script`]).
-struct ClosedUnlessReleased<D: Database>(Option<sqlx::pool::PoolConnection<D>>);
+/// A pooled connection that may hold an open transaction: dropped without
+/// [`RolledBackUnlessReleased::release`], it is rolled back in a task of its own, which then
+/// returns it to the pool. Closing it instead would also roll back, but would lose a `:memory:`
+/// database, which lives only while its one connection is open. The database's own refusal ("no
+/// transaction is active": the script failed before its `BEGIN`, or its `COMMIT` rolled back)
+/// also leaves none open; any other failure closes the connection.
+struct RolledBackUnlessReleased<D: Dialect>(Option<sqlx::pool::PoolConnection<D>>);
 
-impl<D: Database> ClosedUnlessReleased<D> {
+impl<D: Dialect> RolledBackUnlessReleased<D> {
     /// Returns the connection to the pool: it holds no open transaction.
     fn release(mut self) {
         drop(self.0.take());
     }
 }
 
-impl<D: Database> Drop for ClosedUnlessReleased<D> {
+impl<D: Dialect> Drop for RolledBackUnlessReleased<D> {
     fn drop(&mut self) {
-        if let Some(mut connection) = self.0.take() {
+        let Some(mut connection) = self.0.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             connection.close_on_drop();
-        }
+            return;
+        };
+        runtime.spawn(async move {
+            let rolled_back = Statement::<D>::new("ROLLBACK")
+                .execute(D::in_transaction(&mut connection))
+                .await;
+            if !matches!(rolled_back, Ok(_) | Err(sqlx::Error::Database(_))) {
+                connection.close_on_drop();
+            }
+        });
     }
 }
 

@@ -64,7 +64,8 @@ pub fn sqlite_options(url_or_path: &str, is_url: bool) -> Result<SqliteConnectOp
 }
 
 // A create's two transactions as scripts with the parameters of PostgreSQL's single statements
-// (`CreateStatements`), each ending in a `SELECT` of the row PostgreSQL's statement returns. A
+// (`CreateStatements`), each ending, just before its `COMMIT`, in a `SELECT` of the row
+// PostgreSQL's statement returns (read inside the transaction, as PostgreSQL's is). A
 // statement after the node allocation finds the node by its `allocation_id` ($1, unique).
 
 /// The free node a create takes. `INDEXED BY nodes_free` (migration 0003): without table statistics
@@ -150,7 +151,7 @@ impl Dialect for Sqlite {
         reserve: concat!(
             "BEGIN IMMEDIATE; ",
             reserve_script!("true"),
-            "COMMIT; SELECT node_id FROM nodes WHERE allocation_id = $1"
+            "SELECT node_id FROM nodes WHERE allocation_id = $1; COMMIT"
         ),
         // The claim as `CLAIM`, then the fleet's part only if it inserted the record: the stored
         // nonce is this claim's (`claim_inserted`).
@@ -163,20 +164,21 @@ impl Dialect for Sqlite {
                 "EXISTS (SELECT 1 FROM idempotency_records WHERE principal = $7 AND endpoint = $8 \
                    AND idem_key = $9 AND claim_nonce = $11)"
             ),
-            "COMMIT; SELECT state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, \
+            "SELECT state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, \
                compressed, (SELECT node_id FROM nodes WHERE allocation_id = $1) AS node_id \
-             FROM idempotency_records WHERE principal = $7 AND endpoint = $8 AND idem_key = $9"
+             FROM idempotency_records WHERE principal = $7 AND endpoint = $8 AND idem_key = $9; \
+             COMMIT"
         ),
         finish: concat!(
             "BEGIN IMMEDIATE; ",
             finish_script!(),
-            "COMMIT; SELECT ",
+            "SELECT ",
             worker_is_ours!(),
-            " AS inserted, 0 AS completed"
+            " AS inserted, 0 AS completed; COMMIT"
         ),
         // The completion as `records.rs`'s `COMPLETE`, only with our worker; `changes()` is how
         // many records it completed (0 or 1): only an INSERT, UPDATE or DELETE sets it, not the
-        // `COMMIT` or the `SELECT` (SQLite's `sqlite3_changes`).
+        // `SELECT` (SQLite's `sqlite3_changes`).
         finish_and_complete: concat!(
             "BEGIN IMMEDIATE; ",
             finish_script!(),
@@ -185,9 +187,9 @@ impl Dialect for Sqlite {
              WHERE principal = $17 AND endpoint = $18 AND idem_key = $19 AND state = 'in_flight' \
                AND started_at = $20 AND ",
             worker_is_ours!(),
-            "; COMMIT; SELECT ",
+            "; SELECT ",
             worker_is_ours!(),
-            " AS inserted, changes() AS completed"
+            " AS inserted, changes() AS completed; COMMIT"
         ),
     };
 
@@ -239,6 +241,39 @@ mod tests {
             .expect("the next script begins, inserts and commits");
         let n: i64 = rows.last().expect("the count").get("n");
         assert_eq!(n, 2, "lease `a` was rolled back");
+    }
+
+    /// A script dropped part-way (its caller gone: a client that hung up) is rolled back on its
+    /// connection, which then goes back to the pool: nothing of it is kept, and a `:memory:`
+    /// database, which lives only while its connection is open, keeps its tables.
+    #[tokio::test]
+    async fn a_script_dropped_part_way_is_rolled_back_and_its_connection_kept() {
+        let store = SqlStore::<Sqlite>::open("sqlite::memory:", true, Default::default())
+            .await
+            .expect("open SQLite in memory");
+        const SLOW: &str = "SELECT COUNT(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL \
+             SELECT x + 1 FROM c WHERE x < 3000000) SELECT x FROM c)";
+        let script = format!(
+            "BEGIN IMMEDIATE; INSERT INTO leases (lease_id, node_id, principal, created_at) \
+             VALUES ('dropped', 1, 'p', 0); {SLOW}; COMMIT"
+        );
+        let dropped = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            store.run_script(Statement::new(&script)),
+        )
+        .await;
+        assert!(
+            dropped.is_err(),
+            "the script outlives 50 ms, so it is dropped part-way"
+        );
+        let rows = store
+            .run_script(Statement::new(
+                "BEGIN IMMEDIATE; SELECT COUNT(*) AS n FROM leases; COMMIT",
+            ))
+            .await
+            .expect("the next script finds the tables and begins its own transaction");
+        let n: i64 = rows.last().expect("the count").get("n");
+        assert_eq!(n, 0, "the dropped script's lease was rolled back");
     }
 
     /// A create finds its free node through `nodes_free`, one index step, not by reading every
