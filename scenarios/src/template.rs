@@ -104,6 +104,43 @@ impl<'de> Deserialize<'de> for Template {
     }
 }
 
+impl Template {
+    /// Parses a request path template, which is appended to each base URL and so must start with
+    /// `/`.
+    ///
+    /// # Errors
+    /// As [`Template::parse`], and a path that does not start with `/`.
+    pub fn parse_path(source: &str) -> Result<Self, String> {
+        if !source.starts_with('/') {
+            return Err(format!(
+                "path `{source}` must start with `/` (it is appended to each base URL)"
+            ));
+        }
+        Template::parse(source).map_err(|e| e.to_string())
+    }
+}
+
+/// Deserializes a request path template ([`Template::parse_path`]); for `#[serde(deserialize_with)]`.
+///
+/// # Errors
+/// The parse error, located by the loader.
+pub fn path<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Template, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    Template::parse_path(&text).map_err(serde::de::Error::custom)
+}
+
+/// As [`path`], for an optional one.
+///
+/// # Errors
+/// The parse error, located by the loader.
+pub fn optional_path<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Template>, D::Error> {
+    Option::<String>::deserialize(deserializer)?
+        .map(|text| Template::parse_path(&text).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
 impl Serialize for Template {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.source)

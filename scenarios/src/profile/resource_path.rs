@@ -1,8 +1,9 @@
 //! The path of one resource (`get.path`, `delete.path`, `action.path`): a [`Template`] with the
 //! resource's id in it as an RFC 6570 expression, `{id}` (simple expansion: the id as one path
 //! segment, every byte but the unreserved ones percent-encoded, as OpenAPI sends a path parameter)
-//! or `{+id}` (reserved expansion: `/`, `?` and the other reserved characters kept, for an id that
-//! is a resource name such as `projects/p1/machines/m2`).
+//! or `{+id}` (reserved expansion, narrowed to a path: `/` and the other characters a path segment
+//! may hold kept, for an id that is a resource name such as `projects/p1/machines/m2`; `?`, `#`, `[`
+//! and `]`, which RFC 6570 keeps, are encoded, since they would end the path).
 
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -31,8 +32,8 @@ impl ResourcePath {
     }
 
     /// The path for the resource `id`: the template rendered with `vars` (its `{{marker}}` and
-    /// the rest), then each `{id}` and `{+id}` expanded (RFC 6570 §3.2.2 and §3.2.3). Characters
-    /// of the template itself are left as written.
+    /// the rest), then each `{id}` and `{+id}` expanded (RFC 6570 §3.2.2, and §3.2.3 narrowed to
+    /// RFC 3986's path characters). Characters of the template itself are left as written.
     pub fn render(
         &self,
         vars: &TemplateVars<'_>,
@@ -48,20 +49,21 @@ impl ResourcePath {
 
 impl<'de> Deserialize<'de> for ResourcePath {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Template::deserialize(deserializer).map(Self)
+        crate::template::path(deserializer).map(Self)
     }
 }
 
 /// `id` percent-encoded as RFC 6570 expands a value: unreserved characters (`A-Z a-z 0-9 - . _
-/// ~`) as they are, and with `reserved` also the reserved ones (`: / ? # [ ] @ ! $ & ' ( ) * + ,
-/// ; =`) and `%XX` triplets already encoded; every other byte of its UTF-8 as `%XX`.
+/// ~`) as they are, and with `reserved` also the others a path may hold (RFC 3986 `pchar` and `/`:
+/// `: @ ! $ & ' ( ) * + , ; = /`) and `%XX` triplets already encoded; every other byte of its UTF-8
+/// as `%XX`.
 fn expand(id: &str, reserved: bool) -> String {
     let bytes = id.as_bytes();
     let mut out = String::with_capacity(id.len());
     for (i, &b) in bytes.iter().enumerate() {
         let unreserved = b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
         let kept_reserved = reserved
-            && (b":/?#[]@!$&'()*+,;=".contains(&b)
+            && (b":/@!$&'()*+,;=".contains(&b)
                 || (b == b'%'
                     && bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
                     && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit)));
@@ -105,6 +107,14 @@ mod tests {
         assert_eq!(
             render("/v1/{+id}", "projects/p1/machines/m 2%41%zz"),
             "/v1/projects/p1/machines/m%202%41%25zz"
+        );
+    }
+
+    #[test]
+    fn a_reserved_id_cannot_end_the_path() {
+        assert_eq!(
+            render("/v1/{+id}/restart", "p/2?q#frag[0]"),
+            "/v1/p/2%3Fq%23frag%5B0%5D/restart"
         );
     }
 

@@ -40,15 +40,23 @@ pub struct TargetProfile {
     pub process: Option<ProcessSpec>,
 }
 
-/// `process.env`: a YAML null (an empty value) is the empty string, as a shell's `FOO=` is.
+/// `process.env`: every value is its text; a YAML null is refused with what to write instead, not
+/// taken as the empty string, since after `${VAR}` expansion a value such as `#secret` or `null`
+/// reads as one too and would vanish without a word.
 fn env_values<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<BTreeMap<String, String>, D::Error> {
-    let values = BTreeMap::<String, Option<String>>::deserialize(deserializer)?;
-    Ok(values
+    BTreeMap::<String, Option<String>>::deserialize(deserializer)?
         .into_iter()
-        .map(|(name, value)| (name, value.unwrap_or_default()))
-        .collect())
+        .map(|(name, value)| match value {
+            Some(value) => Ok((name, value)),
+            None => Err(serde::de::Error::custom(format!(
+                "process.env `{name}` has no value: nothing after the colon, `~`, `null`, or a `#` \
+                 (a comment) once `${{…}}` is expanded; quote it, e.g. `{name}: \"${{X:-}}\"` for \
+                 an empty string"
+            ))),
+        })
+        .collect()
 }
 
 /// How to start the target: idemspec runs `command` with `sh -c` in a process group of its own
@@ -63,7 +71,7 @@ pub struct ProcessSpec {
     #[serde(default)]
     pub cwd: Option<String>,
     /// Environment variables set for it (besides idemspec's own). A value is its text as written
-    /// (`8080`, `true`); an empty one (`FOO:`, or `FOO: ${X:-}` with `X` unset) is the empty string.
+    /// (`8080`, `true`); one with no value (`FOO:`, `~`) is a located load error that says to quote it.
     #[serde(default, deserialize_with = "env_values")]
     pub env: BTreeMap<String, String>,
     /// When it is ready (default: the first base URL answers any HTTP response).
@@ -72,8 +80,8 @@ pub struct ProcessSpec {
     /// How long it may take to become ready (default 30 s).
     #[serde(default)]
     pub ready_timeout: Option<crate::value::HumanDuration>,
-    /// Where its stdout and stderr go, appended across restarts (default: a file in a temporary
-    /// directory; the report names it).
+    /// Where its stdout and stderr go, appended across restarts (default: a file in a new
+    /// temporary directory, kept after the run; the report names it).
     #[serde(default)]
     pub log: Option<String>,
     /// How long after the abandoned request is sent the kill lands (default 300 ms).
@@ -144,7 +152,8 @@ pub struct CreateOp {
     /// HTTP method (default `POST`).
     #[serde(default = "post")]
     pub method: String,
-    /// Path template, e.g. `/v1/workers`.
+    /// Path template, e.g. `/v1/workers` (starting with `/`).
+    #[serde(deserialize_with = "crate::template::path")]
     pub path: Template,
     /// Body template; use `{{marker}}` so the check can count what it created, `{{variant}}` so a
     /// differing body can be sent (fingerprint checks).
@@ -188,7 +197,7 @@ pub struct Variant {
     /// The body template.
     pub body: Template,
     /// The path template (default: the create's).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::template::optional_path")]
     pub path: Option<Template>,
 }
 
@@ -199,7 +208,7 @@ pub struct SlowVariant {
     /// The body template.
     pub body: Template,
     /// The path template (default: the create's).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::template::optional_path")]
     pub path: Option<Template>,
     /// How long the handler takes, e.g. `8s`.
     pub takes: crate::value::HumanDuration,
@@ -230,6 +239,7 @@ impl Variants {
 #[serde(deny_unknown_fields)]
 pub struct ListOp {
     /// Path template (GET), may filter by `{{marker}}`, e.g. `/v1/workers?label=run:{{marker}}`.
+    #[serde(deserialize_with = "crate::template::path")]
     pub path: Template,
     /// The items, e.g. `$.items[*]`.
     pub items: JsonPathExpr,
@@ -606,14 +616,35 @@ operations:
     }
 
     #[test]
-    fn an_empty_process_env_value_is_the_empty_string() {
+    fn a_process_env_value_that_reads_as_null_is_located_and_says_to_quote_it() {
+        let env = |name: &str| (name == "SECRET").then(|| "#secret".to_owned());
         let text = format!(
-            "{MINIMAL}process:\n  command: ./run.sh\n  env: {{EMPTY: ${{UNSET:-}}, PORT: 8080}}\n"
+            "{MINIMAL}process:\n  command: ./run.sh\n  env:\n    PORT: 8080\n    TOKEN: ${{SECRET}}\n"
         );
-        let p = TargetProfile::load("p.yaml", &text, &no_env).expect("an empty value loads");
+        let err = TargetProfile::load("p.yaml", &text, &env).unwrap_err();
+        assert!(
+            err.message.contains("`TOKEN` has no value") && err.message.contains("quote it"),
+            "{err}"
+        );
+        let quoted = text.replace("${SECRET}", "\"${SECRET}\"");
+        let p = TargetProfile::load("p.yaml", &quoted, &env).expect("a quoted value loads");
         let env = &p.process.expect("a process").env;
-        assert_eq!(env.get("EMPTY").map(String::as_str), Some(""));
+        assert_eq!(env.get("TOKEN").map(String::as_str), Some("#secret"));
         assert_eq!(env.get("PORT").map(String::as_str), Some("8080"));
+    }
+
+    #[test]
+    fn a_path_that_does_not_start_with_a_slash_is_located() {
+        for (from, to, line) in [
+            ("create: {path: /things", "create: {path: things", 8),
+            ("list: {path: /things", "list: {path: things", 9),
+            ("/things/{id}", "things/{id}", 10),
+        ] {
+            let text = MINIMAL.replace(from, to);
+            let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+            assert_eq!(err.line, line, "{err}");
+            assert!(err.message.contains("must start with `/`"), "{err}");
+        }
     }
 
     #[test]

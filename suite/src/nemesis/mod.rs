@@ -68,8 +68,6 @@ pub struct TargetProcess {
     ready_url: Option<String>,
     ready_tcp: Option<String>,
     log: PathBuf,
-    /// Holds the default log's directory.
-    _dir: Option<tempfile::TempDir>,
     child: Mutex<Option<Child>>,
 }
 
@@ -84,8 +82,9 @@ impl TargetProcess {
             .process
             .clone()
             .expect("only started for a profile with `process`");
-        let (log, dir) = match &spec.log {
-            Some(path) => (PathBuf::from(path), None),
+        let log = match &spec.log {
+            Some(path) => PathBuf::from(path),
+            // Kept after the run: the report names it, and a failed run is when it is read.
             None => {
                 let dir = tempfile::Builder::new()
                     .prefix("idemspec-target-")
@@ -94,7 +93,7 @@ impl TargetProcess {
                         path: std::env::temp_dir(),
                         source,
                     })?;
-                (dir.path().join("target.log"), Some(dir))
+                dir.keep().join("target.log")
             }
         };
         let ready = spec.ready.as_ref();
@@ -109,7 +108,6 @@ impl TargetProcess {
             ready_url,
             ready_tcp,
             log,
-            _dir: dir,
             child: Mutex::new(None),
         });
         process.spawn().await?;

@@ -56,12 +56,14 @@ impl Env {
             .ok_or_else(|| format!("the target profile has no principal `{name}`"))
     }
 
-    /// The id of a created resource in a response body, via the profile's `create.id` JSONPath.
+    /// The id of a created resource in a response body, via the profile's `create.id` JSONPath: a
+    /// non-empty string, or a number as serde_json writes it (`1.50` is `1.5`). An empty string is
+    /// no id: in a path it would name the collection (`DELETE /machines/`), not a resource.
     pub(crate) fn created_id(&self, exchange: &Exchange) -> Option<String> {
         let json = exchange.json.as_ref()?;
         let node = self.profile.operations.create.id.first(json)?;
         match node {
-            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
             serde_json::Value::Number(n) => Some(n.to_string()),
             _ => None,
         }

@@ -312,3 +312,44 @@ parameters: {clients: 8, keys: 2, attempts: 40, seed: 5, within: 30s}
         "the clients met the API's 423: {said}"
     );
 }
+
+/// A target idemspec starts without a `process.log` writes to a file in a temporary directory
+/// that the report names; the file is still there once the process is gone, since a failed run
+/// is when it is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_target_log_outlives_the_target() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let command = format!(
+        "echo target-started; exec {bin} __leasebroker --dev --listen 127.0.0.1:{port} \
+         --database-url sqlite://{db}?mode=rwc",
+        bin = env!("CARGO_BIN_EXE_idemspec"),
+        db = dir.path().join("lb.db").display(),
+    );
+    let text = idemspec_scenarios::catalogue::LEASEBROKER_PROFILE;
+    let start = text.find("hooks:").expect("the bundled profile has hooks");
+    let profile_text = format!(
+        "{}process:\n  command: {command:?}\n  ready: {{url: \"http://127.0.0.1:{port}/healthz\"}}\n",
+        &text[..start]
+    );
+    let vars = [
+        ("LEASEBROKER_URL", format!("http://127.0.0.1:{port}")),
+        ("LEASEBROKER_IN_FLIGHT_TTL", "2s".to_owned()),
+    ];
+    let profile = TargetProfile::load("lb.yaml", &profile_text, &|var| {
+        vars.iter().find(|(k, _)| *k == var).map(|(_, v)| v.clone())
+    })
+    .expect("profile loads");
+    let target = idemspec::nemesis::TargetProcess::start(&profile)
+        .await
+        .expect("the target starts");
+    let log = target.log().to_path_buf();
+    drop(target);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let logged = std::fs::read_to_string(&log).expect("the log is still there");
+    assert!(logged.contains("target-started"), "{logged}");
+    let _ = std::fs::remove_dir_all(log.parent().expect("its directory"));
+}
