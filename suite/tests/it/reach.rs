@@ -353,3 +353,44 @@ async fn the_default_target_log_outlives_the_target() {
     assert!(logged.contains("target-started"), "{logged}");
     let _ = std::fs::remove_dir_all(log.parent().expect("its directory"));
 }
+
+/// An API that answers 423 while a key's first request runs, with the 423 left undeclared, and
+/// creates that outlast the storm clients' 5 s timeout under a lock that is not reclaimed: each
+/// client's retry meets a 423 and stops
+/// there, so no create is accepted and the storm judged nothing. That is UNKNOWN naming
+/// `in_flight_status`, not a PASS on "0 resources for 0 accepted keys".
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_storm_that_accepted_nothing_is_unknown() {
+    const STORM: &str = r#"version: 1
+id: storm-all-locked
+title: 3 clients whose creates outlast their timeout, against an undeclared in-flight 423
+level: MUST
+reference: "article: retries with backoff and jitter, keeping the key"
+procedure: retry-storm
+parameters: {clients: 3, attempts: 5, seed: 1, within: 20s}
+"#;
+    let api = alt_api::start_with(alt_api::Options {
+        in_flight_status: Some(axum::http::StatusCode::LOCKED),
+        create_latency: Some(std::time::Duration::from_secs(6)),
+        // A lock that outlasts the 2 s in-flight TTL, so the retry meets the 423, not a re-run.
+        never_reclaim: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let mut opts = RunOptions::new(Target::Profile(Box::new(profile(&api, str::to_owned))));
+    opts.builtin = false;
+    opts.scenarios = vec![
+        idemspec_scenarios::scenario::Scenario::load("storm.yaml", STORM).expect("the storm loads"),
+    ];
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("drain ends");
+    let o = crate::support::reference::outcome(&report, "storm-all-locked");
+    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(
+        o.summary.contains("judged nothing") && o.summary.contains("in_flight_status"),
+        "{}",
+        o.summary
+    );
+}

@@ -311,6 +311,33 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
         ));
     }
     let finished = runs.iter().filter(|r| r.id.is_some()).count();
+    if finished == 0 {
+        // No create was accepted: "one id per key" and "resources = accepted keys" would both
+        // hold of nothing.
+        let statuses: Vec<String> = refused
+            .iter()
+            .filter_map(|r| r.refusal(contract).and_then(|e| e.status))
+            .map(|s| s.to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let hint = if statuses.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; if {} means the key's first request is still running, declare it in \
+                 `contract.in_flight_status`",
+                statuses.join(" or ")
+            )
+        };
+        judgements.push(Judgement::new(
+            scenario,
+            Finding::Undecided(format!(
+                "no client's create was accepted, so the storm judged nothing{hint}"
+            )),
+        ));
+        return judgements;
+    }
     let finding = if inconsistent.is_empty() && keys == clients {
         Finding::Held(format!("{finished} clients each kept one id for their key"))
     } else if inconsistent.is_empty() {

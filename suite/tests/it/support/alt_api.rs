@@ -97,6 +97,8 @@ pub struct Options {
     /// The status of "still in flight" (`409` when `None`), for an API that answers another one,
     /// such as `423 Locked`.
     pub in_flight_status: Option<StatusCode>,
+    /// How long a create works (120 ms when `None`).
+    pub create_latency: Option<Duration>,
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -503,7 +505,7 @@ async fn create(
         "POST /api/machines",
         (&method, &uri, &headers, &body),
         move |app, sub_key| async move {
-            tokio::time::sleep(CREATE_LATENCY).await;
+            tokio::time::sleep(app.options.create_latency.unwrap_or(CREATE_LATENCY)).await;
             // Failure by what is sent (the profile's request variants): `hang` never finishes,
             // `slow` outlives the in-flight TTL.
             match new.flavor.as_str() {
