@@ -13,6 +13,22 @@ use crate::support::reference::table;
 async fn run_profile(profile: TargetProfile, only: &[&str]) -> RunReport {
     let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
     opts.only = only.iter().map(|s| (*s).to_owned()).collect();
+    run_with(opts).await
+}
+
+/// Runs the one scenario `text` (no built-in check) against `profile`.
+async fn run_scenario(profile: TargetProfile, text: &str) -> RunReport {
+    let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
+    opts.builtin = false;
+    opts.scenarios = vec![
+        idemspec_scenarios::scenario::Scenario::load("scenario.yaml", text)
+            .expect("the scenario loads"),
+    ];
+    run_with(opts).await
+}
+
+/// Runs `opts`, draining its progress events.
+async fn run_with(opts: RunOptions) -> RunReport {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
     let report = run(opts, tx).await.expect("the run starts");
@@ -79,10 +95,7 @@ async fn a_lock_that_never_expires_is_not_pass_under_article() {
     let mut opts = RunOptions::new(Target::Profile(Box::new(profile(&api, article))));
     opts.only = vec!["stuck-in-flight".into()];
     opts.lockout_bound = std::time::Duration::from_secs(2);
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("drain ends");
+    let report = run_with(opts).await;
     let o = &report.checks[0];
     assert_eq!(o.verdict, Verdict::Warn, "{}", table(&report));
     assert!(
@@ -291,15 +304,7 @@ parameters: {clients: 8, keys: 2, attempts: 40, seed: 5, within: 30s}
             "  in_flight_ttl: 2s\n  in_flight_status: [423]\n",
         )
     };
-    let mut opts = RunOptions::new(Target::Profile(Box::new(profile(&api, locked))));
-    opts.builtin = false;
-    opts.scenarios = vec![
-        idemspec_scenarios::scenario::Scenario::load("storm.yaml", STORM).expect("the storm loads"),
-    ];
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("drain ends");
+    let report = run_scenario(profile(&api, locked), STORM).await;
     let o = crate::support::reference::outcome(&report, "storm-locked");
     let said = serde_json::to_string(o).expect("the outcome serialises");
     assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
@@ -377,15 +382,7 @@ parameters: {clients: 3, attempts: 5, seed: 1, within: 20s}
         ..alt_api::Options::default()
     })
     .await;
-    let mut opts = RunOptions::new(Target::Profile(Box::new(profile(&api, str::to_owned))));
-    opts.builtin = false;
-    opts.scenarios = vec![
-        idemspec_scenarios::scenario::Scenario::load("storm.yaml", STORM).expect("the storm loads"),
-    ];
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("drain ends");
+    let report = run_scenario(profile(&api, str::to_owned), STORM).await;
     let o = crate::support::reference::outcome(&report, "storm-all-locked");
     assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
     assert!(
