@@ -36,6 +36,26 @@ async fn run_with(opts: RunOptions) -> RunReport {
     report
 }
 
+/// The bundled leasebroker profile up to its hooks (which crash through leasebroker's admin API),
+/// and a `process` instead, running `command` and ready at `port`'s `/healthz`, with `extra`
+/// (lines of the `process:` block) after: idemspec itself starts, kills and restarts the target.
+fn process_profile(port: u16, command: &str, extra: &str) -> TargetProfile {
+    let text = idemspec_scenarios::catalogue::LEASEBROKER_PROFILE;
+    let start = text.find("hooks:").expect("the bundled profile has hooks");
+    let profile_text = format!(
+        "{}process:\n  command: {command:?}\n  ready: {{url: \"http://127.0.0.1:{port}/healthz\"}}\n{extra}",
+        &text[..start]
+    );
+    let vars = [
+        ("LEASEBROKER_URL", format!("http://127.0.0.1:{port}")),
+        ("LEASEBROKER_IN_FLIGHT_TTL", "2s".to_owned()),
+    ];
+    TargetProfile::load("lb.yaml", &profile_text, &|var| {
+        vars.iter().find(|(k, _)| *k == var).map(|(_, v)| v.clone())
+    })
+    .expect("profile loads")
+}
+
 /// The alt-api profile with `edit` applied to its text, aimed at `api`.
 fn profile(api: &alt_api::AltApi, edit: impl Fn(&str) -> String) -> TargetProfile {
     let env = api.env();
@@ -228,23 +248,8 @@ async fn a_target_idemspec_starts_is_killed_mid_handler_and_restarted() {
         bin = env!("CARGO_BIN_EXE_idemspec"),
         db = dir.path().join("lb.db").display(),
     );
-    // The bundled profile up to its hooks (which crash through leasebroker's admin API), and a
-    // `process` instead: idemspec itself kills and restarts the target.
-    let text = idemspec_scenarios::catalogue::LEASEBROKER_PROFILE;
-    let start = text.find("hooks:").expect("the bundled profile has hooks");
-    let mut profile_text = text[..start].to_owned();
-    profile_text.push_str(&format!(
-        "process:\n  command: {command:?}\n  ready: {{url: \"http://127.0.0.1:{port}/healthz\"}}\n  log: {log:?}\n",
-        log = log.display().to_string()
-    ));
-    let vars = [
-        ("LEASEBROKER_URL", format!("http://127.0.0.1:{port}")),
-        ("LEASEBROKER_IN_FLIGHT_TTL", "2s".to_owned()),
-    ];
-    let profile = TargetProfile::load("lb.yaml", &profile_text, &|var| {
-        vars.iter().find(|(k, _)| *k == var).map(|(_, v)| v.clone())
-    })
-    .expect("profile loads");
+    let log_line = format!("  log: {:?}\n", log.display().to_string());
+    let profile = process_profile(port, &command, &log_line);
     let report = run_profile(profile, &["stuck-in-flight", "lost-response"]).await;
     for check in &report.checks {
         assert_eq!(check.verdict, Verdict::Pass, "{}", table(&report));
@@ -334,20 +339,7 @@ async fn the_default_target_log_outlives_the_target() {
         bin = env!("CARGO_BIN_EXE_idemspec"),
         db = dir.path().join("lb.db").display(),
     );
-    let text = idemspec_scenarios::catalogue::LEASEBROKER_PROFILE;
-    let start = text.find("hooks:").expect("the bundled profile has hooks");
-    let profile_text = format!(
-        "{}process:\n  command: {command:?}\n  ready: {{url: \"http://127.0.0.1:{port}/healthz\"}}\n",
-        &text[..start]
-    );
-    let vars = [
-        ("LEASEBROKER_URL", format!("http://127.0.0.1:{port}")),
-        ("LEASEBROKER_IN_FLIGHT_TTL", "2s".to_owned()),
-    ];
-    let profile = TargetProfile::load("lb.yaml", &profile_text, &|var| {
-        vars.iter().find(|(k, _)| *k == var).map(|(_, v)| v.clone())
-    })
-    .expect("profile loads");
+    let profile = process_profile(port, &command, "");
     let target = idemspec::nemesis::TargetProcess::start(&profile)
         .await
         .expect("the target starts");
