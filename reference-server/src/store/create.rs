@@ -116,9 +116,8 @@ pub trait CreateStore: Send + Sync + 'static {
 
 /// A create's two transactions, each one round trip to the database: on PostgreSQL one statement
 /// each (see `postgres.rs`); on SQLite a script of statements run in a transaction (see
-/// `sqlite.rs`), its last row from a `SELECT`, before the `COMMIT`, of the row PostgreSQL's
-/// returns. Both bind the
-/// parameters numbered as below.
+/// `sqlite.rs`), whose last row, from a `SELECT` before its `COMMIT`, is the row PostgreSQL's
+/// returns. Both bind the parameters numbered as below.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct CreateStatements {
     /// Whether each text is a script of several statements that opens and commits its own

@@ -1,8 +1,8 @@
 //! The one implementation of the store traits, [`SqlStore`], and the seam it runs over.
 //!
 //! - [`Dialect`]: what differs between PostgreSQL and SQLite — the atomic claim and how it tells who
-//!   inserted, the node allocation, the batched sweeps, whether a create's transactions are single
-//!   statements. Implemented in `postgres.rs` and `sqlite.rs`.
+//!   inserted, the node allocation, the batched sweeps, a create's two transactions (one statement
+//!   each, or a script each). Implemented in `postgres.rs` and `sqlite.rs`.
 //! - [`Driver`]: what the shared statements ask of a sqlx driver (bind `&str`, `i64` and bytes; read
 //!   them back; run a statement on the pool or inside a transaction). Its one blanket implementation
 //!   holds the trait bounds that say both drivers can; Rust carries a trait's supertraits along with
