@@ -148,8 +148,8 @@ async fn run_case(server: &RunningServer, case: Case, total: usize, concurrency:
 }
 
 /// The store's own commit rate: `total` single-statement transactions (an upsert of a fresh key that
-/// returns a column, the shape of the claim), on PostgreSQL over `concurrency` connections, on SQLite
-/// in a loop on one connection; returns statements per second.
+/// returns a column, the statement issue 12 timed with pgbench), on PostgreSQL over `concurrency`
+/// connections, on SQLite in a loop on one connection; returns statements per second.
 async fn commit_rate(url: &str, total: usize, concurrency: usize) -> f64 {
     const TABLE: &str =
         "CREATE TABLE IF NOT EXISTS bench_commits (k TEXT PRIMARY KEY, n BIGINT NOT NULL)";

@@ -17,7 +17,7 @@ use futures::future::BoxFuture;
 
 use super::fleet::{worker_from_row, WORKER_BY_ID};
 use super::records::record_from_row;
-use super::sql::{Dialect, SqlStore, Statement};
+use super::sql::{until_claimed, Dialect, SqlStore, Statement};
 use super::{Claim, NewWorker, Scope, StoreError, StoredResponse, Worker};
 
 /// The idempotency layer's claim, deferred into a create's first transaction: insert an in-flight
@@ -198,16 +198,16 @@ impl<D: Dialect> SqlStore<D> {
                 node_id,
             });
         };
-        let statement = Statement::new(sql.claim_and_reserve)
-            .reservation(&r)
-            .scope(&claim.scope)
-            .text(&claim.fingerprint)
-            .text(&claim.nonce)
-            .int(claim.expires_at);
-        let row = self
-            .run_create(sql, statement)
-            .await?
-            .ok_or(sqlx::Error::RowNotFound)?;
+        let row = until_claimed(|| {
+            let statement = Statement::new(sql.claim_and_reserve)
+                .reservation(&r)
+                .scope(&claim.scope)
+                .text(&claim.fingerprint)
+                .text(&claim.nonce)
+                .int(claim.expires_at);
+            self.run_create(sql, statement)
+        })
+        .await?;
         let record = record_from_row::<D>(&row)?;
         let inserted = D::claim_inserted(&row, &record, &claim.nonce)?;
         Ok(Reserved {

@@ -12,4 +12,8 @@ pub enum StoreError {
     /// A stored value could not be decoded (e.g. an unknown record state).
     #[error("decode a stored value: {0}")]
     Corrupt(String),
+    /// A statement that decides something found the database changing under it every time it ran
+    /// (see `sql::until_claimed`).
+    #[error("settle a contended statement: {0}")]
+    Unsettled(String),
 }

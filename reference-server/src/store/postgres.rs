@@ -80,6 +80,30 @@ macro_rules! reserve_ctes {
     };
 }
 
+/// The atomic claim as two CTEs, binding the scope, fingerprint, nonce, now and expires_at at the
+/// given parameters: `new_record` is the row the `INSERT … ON CONFLICT DO NOTHING` wrote, if any;
+/// `claim` is that row with `inserted = true`, or else the existing row (as the statement's
+/// snapshot sees it) with `inserted = false`: the record's columns as `records.rs` decodes them.
+macro_rules! claim_cte {
+    ($principal:literal, $endpoint:literal, $key:literal, $fingerprint:literal, $nonce:literal,
+     $now:literal, $expires_at:literal) => {
+        concat!(
+            "new_record AS (INSERT INTO idempotency_records (principal, endpoint, idem_key, \
+               fingerprint, state, claim_nonce, started_at, expires_at) \
+             VALUES (", $principal, ", ", $endpoint, ", ", $key, ", ", $fingerprint,
+            ", 'in_flight', ", $nonce, ", ", $now, ", ", $expires_at, ") \
+             ON CONFLICT (principal, endpoint, idem_key) DO NOTHING \
+             RETURNING state, fingerprint, claim_nonce, started_at, expires_at, status, headers, \
+               body, compressed), \
+             claim AS (SELECT true AS inserted, * FROM new_record UNION ALL \
+               SELECT false, state, fingerprint, claim_nonce, started_at, expires_at, status, \
+                 headers, body, compressed FROM idempotency_records \
+               WHERE principal = ", $principal, " AND endpoint = ", $endpoint,
+            " AND idem_key = ", $key, " AND NOT EXISTS (SELECT 1 FROM new_record)) "
+        )
+    };
+}
+
 /// The fleet's part of the last transaction, binding `$1`–`$11` as [`CreateStatements::finish`] says.
 macro_rules! finish_ctes {
     () => {
@@ -95,15 +119,16 @@ macro_rules! finish_ctes {
 const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Dialect for Postgres {
-    /// `INSERT … ON CONFLICT … DO UPDATE … RETURNING (xmax = 0)`: one statement; a concurrent inserter
-    /// of the same key waits for the row lock, then sees the existing row with `inserted = false`.
-    /// The no-op `DO UPDATE` (rather than `DO NOTHING`) is what makes the existing row come back.
-    const CLAIM: &'static str = "INSERT INTO idempotency_records \
-           (principal, endpoint, idem_key, fingerprint, state, claim_nonce, started_at, expires_at) \
-         VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7) \
-         ON CONFLICT (principal, endpoint, idem_key) DO UPDATE SET idem_key = EXCLUDED.idem_key \
-         RETURNING (xmax = 0) AS inserted, state, fingerprint, claim_nonce, started_at, expires_at, \
-           status, headers, body, compressed";
+    /// `INSERT … ON CONFLICT DO NOTHING`, then the existing row when nothing was inserted: one
+    /// statement, and a claim that finds a record writes nothing (a replay or an in-flight conflict
+    /// takes no row lock and needs no WAL flush). No row when a concurrent claim of the key committed
+    /// after this statement's snapshot: the insert waited for it, and the read cannot see it; the
+    /// caller runs it again ([`until_claimed`](super::sql::until_claimed)).
+    const CLAIM: &'static str = concat!(
+        "WITH ",
+        claim_cte!("$1", "$2", "$3", "$4", "$5", "$6", "$7"),
+        "SELECT * FROM claim"
+    );
 
     /// `FOR UPDATE SKIP LOCKED`: concurrent allocations on other replicas take other free nodes
     /// instead of queueing behind one.
@@ -124,15 +149,13 @@ impl Dialect for Postgres {
         script: false,
         reserve: concat!("WITH ", reserve_ctes!("true"), "SELECT node_id FROM node"),
         // The claim as `CLAIM`, with the fleet's binds first; a node is allocated (and so a lease and
-        // a pending boot written) only when the claim inserted the record.
+        // a pending boot written) only when the claim inserted the record. No row, as `CLAIM`, when a
+        // concurrent claim committed after the snapshot (and then nothing was written).
         claim_and_reserve: concat!(
-            "WITH claim AS (INSERT INTO idempotency_records \
-               (principal, endpoint, idem_key, fingerprint, state, claim_nonce, started_at, expires_at) \
-             VALUES ($7, $8, $9, $10, 'in_flight', $11, $2, $12) \
-             ON CONFLICT (principal, endpoint, idem_key) DO UPDATE SET idem_key = EXCLUDED.idem_key \
-             RETURNING (xmax = 0) AS inserted, state, fingerprint, claim_nonce, started_at, \
-               expires_at, status, headers, body, compressed), ",
-            reserve_ctes!("(SELECT inserted FROM claim)"),
+            "WITH ",
+            claim_cte!("$7", "$8", "$9", "$10", "$11", "$2", "$12"),
+            ", ",
+            reserve_ctes!("EXISTS (SELECT 1 FROM new_record)"),
             "SELECT claim.*, (SELECT node_id FROM node) AS node_id FROM claim"
         ),
         finish: concat!(
@@ -152,7 +175,8 @@ impl Dialect for Postgres {
         ),
     };
 
-    /// `xmax` is 0 on a row this transaction inserted, and set on one it updated (the conflict).
+    /// The `inserted` column: true from the insert's `RETURNING`, false from the read of the row
+    /// that was there.
     fn claim_inserted(
         row: &PgRow,
         _record: &IdempotencyRecord,
@@ -163,5 +187,172 @@ impl Dialect for Postgres {
 
     fn rows_affected(result: &PgQueryResult) -> u64 {
         result.rows_affected()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::{
+        ClaimRequest, CreateStore, RecordStore, Reservation, Scope, StoredResponse,
+    };
+    use super::*;
+    use crate::testing::TestDatabase;
+
+    async fn store(db: &TestDatabase) -> SqlStore<Postgres> {
+        SqlStore::<Postgres>::open(db.url(), 40, StoreLatency::default())
+            .await
+            .expect("open PostgreSQL")
+    }
+
+    fn scope(key: &str) -> Scope {
+        Scope {
+            principal: "alice".into(),
+            endpoint: "DELETE /v1/workers/{id}".into(),
+            key: key.into(),
+        }
+    }
+
+    /// The row version of `scope`'s record (`xmin`, the transaction that wrote it).
+    async fn row_version(store: &SqlStore<Postgres>, scope: &Scope) -> String {
+        sqlx::query_scalar(
+            "SELECT xmin::text FROM idempotency_records \
+             WHERE principal = $1 AND endpoint = $2 AND idem_key = $3",
+        )
+        .bind(&scope.principal)
+        .bind(&scope.endpoint)
+        .bind(&scope.key)
+        .fetch_one(store.db())
+        .await
+        .expect("read the record's version")
+    }
+
+    /// A claim that finds a record, completed or in flight, writes nothing: the row keeps its
+    /// version (no row lock, no WAL flush for a replay), and the record comes back as stored.
+    #[tokio::test]
+    async fn a_claim_that_finds_a_record_leaves_it_unwritten() {
+        let Some(db) = TestDatabase::create("lb_claim").await else {
+            return;
+        };
+        let store = store(&db).await;
+        let key = scope("replayed");
+        let first = store.claim(&key, "fp", 1_000, 9_000).await.expect("claim");
+        assert!(first.inserted);
+        let in_flight = row_version(&store, &key).await;
+        let again = store.claim(&key, "fp", 1_001, 9_001).await.expect("claim");
+        assert!(!again.inserted, "the second claim finds the record");
+        assert_eq!(again.record, first.record);
+        assert_eq!(row_version(&store, &key).await, in_flight, "in flight");
+        let response = StoredResponse {
+            status: 204,
+            headers_json: "[]".into(),
+            body: Vec::new(),
+            compressed: false,
+        };
+        let completed = store
+            .complete(&key, first.record.started_at, &response, 9_000)
+            .await
+            .expect("complete");
+        assert!(completed);
+        let done = row_version(&store, &key).await;
+        let replay = store.claim(&key, "fp", 1_002, 9_002).await.expect("claim");
+        assert!(!replay.inserted);
+        assert_eq!(replay.record.response, Some(response));
+        assert_eq!(row_version(&store, &key).await, done, "completed");
+        db.drop_database().await;
+    }
+
+    /// The same of a create's first transaction carrying the claim: a second attempt finds the
+    /// record, writes nothing, and allocates no node.
+    #[tokio::test]
+    async fn a_create_whose_claim_finds_a_record_leaves_it_unwritten() {
+        let Some(db) = TestDatabase::create("lb_claim").await else {
+            return;
+        };
+        let store = store(&db).await;
+        let key = scope("create");
+        let reserve = |nonce: &str, allocation: &str| {
+            let claim = ClaimRequest {
+                scope: key.clone(),
+                fingerprint: "fp".into(),
+                nonce: nonce.into(),
+                now: 1_000,
+                expires_at: 9_000,
+            };
+            let allocation = allocation.to_owned();
+            let store = &store;
+            async move {
+                store
+                    .reserve(Reservation {
+                        claim: Some(&claim),
+                        allocation_id: &allocation,
+                        lease_id: &format!("lease-{allocation}"),
+                        boot_id: &format!("boot-{allocation}"),
+                        worker_id: &format!("wkr-{allocation}"),
+                        principal: "alice",
+                        now: 1_000,
+                    })
+                    .await
+                    .expect("reserve")
+            }
+        };
+        let first = reserve("nonce-1", "a1").await;
+        assert!(first.claim.expect("a claim").inserted);
+        let version = row_version(&store, &key).await;
+        let second = reserve("nonce-2", "a2").await;
+        let claim = second.claim.expect("a claim");
+        assert!(!claim.inserted);
+        assert_eq!(claim.record.nonce, "nonce-1");
+        assert_eq!(
+            second.node_id, None,
+            "no node for an attempt that did not claim"
+        );
+        assert_eq!(row_version(&store, &key).await, version);
+        db.drop_database().await;
+    }
+
+    /// 30 claims of one key released together, 10 rounds: exactly one inserts, and every other
+    /// gets the record, including those that waited for the inserter's commit and whose first run
+    /// could not see its row.
+    #[tokio::test]
+    async fn simultaneous_claims_of_one_key_all_get_the_record() {
+        let Some(db) = TestDatabase::create("lb_claim").await else {
+            return;
+        };
+        let store = Arc::new(store(&db).await);
+        for round in 0..10 {
+            let barrier = Arc::new(tokio::sync::Barrier::new(30));
+            let tasks: Vec<_> = (0..30)
+                .map(|_| {
+                    let (store, barrier) = (store.clone(), barrier.clone());
+                    tokio::spawn(async move {
+                        let key = scope(&format!("round-{round}"));
+                        barrier.wait().await;
+                        store.claim(&key, "fp", 1_000, 9_000).await
+                    })
+                })
+                .collect();
+            let mut claims = Vec::new();
+            for task in tasks {
+                claims.push(task.await.expect("task").expect("every claim gets a row"));
+            }
+            assert_eq!(
+                claims.iter().filter(|c| c.inserted).count(),
+                1,
+                "round {round}"
+            );
+            let nonce = &claims
+                .iter()
+                .find(|c| c.inserted)
+                .expect("one")
+                .record
+                .nonce;
+            assert!(
+                claims.iter().all(|c| &c.record.nonce == nonce),
+                "round {round}"
+            );
+        }
+        db.drop_database().await;
     }
 }

@@ -6,7 +6,7 @@
 use futures::future::BoxFuture;
 use futures::TryFutureExt;
 
-use super::sql::{Dialect, SqlStore, Statement};
+use super::sql::{until_claimed, Dialect, SqlStore, Statement};
 use super::StoreError;
 
 /// The identity of an idempotency record: (principal, endpoint, key).
@@ -256,14 +256,17 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         self.timed("claim", async move {
             let nonce = uuid::Uuid::new_v4().to_string();
-            let row = Statement::new(D::CLAIM)
-                .scope(scope)
-                .text(fingerprint)
-                .text(&nonce)
-                .int(now)
-                .int(expires_at)
-                .fetch_one(self.db())
-                .await?;
+            let row = until_claimed(|| async {
+                Ok(Statement::new(D::CLAIM)
+                    .scope(scope)
+                    .text(fingerprint)
+                    .text(&nonce)
+                    .int(now)
+                    .int(expires_at)
+                    .fetch_optional(self.db())
+                    .await?)
+            })
+            .await?;
             let record = record_from_row::<D>(&row)?;
             Ok(Claim {
                 inserted: D::claim_inserted(&row, &record, &nonce)?,

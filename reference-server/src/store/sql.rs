@@ -123,11 +123,39 @@ impl<D: Dialect> Drop for RolledBackUnlessReleased<D> {
     }
 }
 
+/// How many times [`until_claimed`] runs a claim that returns no row before it gives up.
+const CLAIM_ATTEMPTS: usize = 4;
+
+/// Runs `attempt`, one run of a claim statement ([`Dialect::CLAIM`], or a create's first
+/// transaction carrying one), until it returns a row. A claim returns none when a concurrent claim
+/// of the same key committed after the statement's snapshot (PostgreSQL's `ON CONFLICT DO NOTHING`
+/// waited for it, and the statement's own read cannot see its row); it then wrote nothing, and a
+/// new run, on a new snapshot, finds the record. A record removed between runs (by the sweeper) is
+/// inserted by the next one.
+///
+/// # Errors
+/// `attempt`'s error, or [`StoreError::Unsettled`] after [`CLAIM_ATTEMPTS`] runs without a row.
+pub(super) async fn until_claimed<R, F, Fut>(mut attempt: F) -> Result<R, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<R>, StoreError>>,
+{
+    for _ in 0..CLAIM_ATTEMPTS {
+        if let Some(row) = attempt().await? {
+            return Ok(row);
+        }
+    }
+    Err(StoreError::Unsettled(format!(
+        "the claim found its key's record neither inserted nor readable, {CLAIM_ATTEMPTS} times"
+    )))
+}
+
 /// What differs between the databases. Every statement here is one statement, atomic on its own.
 pub(super) trait Dialect: Driver {
     /// The atomic claim: insert an in-flight record, or leave the existing one and return it.
     /// Binds `$1` principal, `$2` endpoint, `$3` key, `$4` fingerprint, `$5` a fresh claim nonce,
-    /// `$6` now and `$7` expires_at (ms); returns the record's columns (see `records.rs`).
+    /// `$6` now and `$7` expires_at (ms); returns the record's columns (see `records.rs`), or no
+    /// row when it must be run again ([`until_claimed`]).
     const CLAIM: &'static str;
 
     /// Claims a free node for allocation id `$1` at `$2` (ms) and returns its `node_id`; no row when the

@@ -153,13 +153,14 @@ impl Dialect for Sqlite {
             reserve_script!("true"),
             "SELECT node_id FROM nodes WHERE allocation_id = $1; COMMIT"
         ),
-        // The claim as `CLAIM`, then the fleet's part only if it inserted the record: the stored
-        // nonce is this claim's (`claim_inserted`).
+        // The claim, then the fleet's part only if it inserted the record: the stored nonce is this
+        // claim's (`claim_inserted`). `DO NOTHING`, unlike `CLAIM`'s no-op update: the row is read
+        // inside the transaction, and a replay or an in-flight conflict then writes no page.
         claim_and_reserve: concat!(
             "BEGIN IMMEDIATE; INSERT INTO idempotency_records \
                (principal, endpoint, idem_key, fingerprint, state, claim_nonce, started_at, expires_at) \
              VALUES ($7, $8, $9, $10, 'in_flight', $11, $2, $12) \
-             ON CONFLICT (principal, endpoint, idem_key) DO UPDATE SET idem_key = excluded.idem_key; ",
+             ON CONFLICT (principal, endpoint, idem_key) DO NOTHING; ",
             reserve_script!(
                 "EXISTS (SELECT 1 FROM idempotency_records WHERE principal = $7 AND endpoint = $8 \
                    AND idem_key = $9 AND claim_nonce = $11)"
