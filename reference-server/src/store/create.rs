@@ -120,9 +120,6 @@ pub trait CreateStore: Send + Sync + 'static {
 /// returns. Both bind the parameters numbered as below.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct CreateStatements {
-    /// Whether each text is a script of several statements that opens and commits its own
-    /// transaction; its result is its last row.
-    pub(super) script: bool,
     /// Binds `$1` allocation id, `$2` now, `$3` lease id, `$4` principal, `$5` boot id, `$6` worker
     /// id; returns `node_id` (no row when the pool is exhausted).
     pub(super) reserve: &'static str,
@@ -168,20 +165,6 @@ fn labels_json(worker: &NewWorker) -> Result<String, StoreError> {
 }
 
 impl<D: Dialect> SqlStore<D> {
-    /// Runs one of `sql`'s texts, bound as `statement`, in one round trip: a single statement, or
-    /// a script ([`SqlStore::run_script`]). Returns its last row, if any.
-    async fn run_create(
-        &self,
-        sql: CreateStatements,
-        statement: Statement<'_, D>,
-    ) -> Result<Option<D::Row>, StoreError> {
-        if sql.script {
-            Ok(self.run_script(statement).await?.pop())
-        } else {
-            Ok(statement.fetch_optional(self.db()).await?)
-        }
-    }
-
     /// [`CreateStore::reserve`] in one round trip.
     async fn reserve_in_one(
         &self,
@@ -190,7 +173,7 @@ impl<D: Dialect> SqlStore<D> {
     ) -> Result<Reserved, StoreError> {
         let Some(claim) = r.claim else {
             let row = self
-                .run_create(sql, Statement::new(sql.reserve).reservation(&r))
+                .run_one(Statement::new(sql.reserve).reservation(&r))
                 .await?;
             let node_id = row.map(|row| D::int(&row, "node_id")).transpose()?;
             return Ok(Reserved {
@@ -205,7 +188,7 @@ impl<D: Dialect> SqlStore<D> {
                 .text(&claim.fingerprint)
                 .text(&claim.nonce)
                 .int(claim.expires_at);
-            self.run_create(sql, statement)
+            self.run_one(statement)
         })
         .await?;
         let record = record_from_row::<D>(&row)?;
@@ -245,7 +228,7 @@ impl<D: Dialect> SqlStore<D> {
             None => statement,
         };
         let row = self
-            .run_create(sql, statement)
+            .run_one(statement)
             .await?
             .ok_or(sqlx::Error::RowNotFound)?;
         Ok((

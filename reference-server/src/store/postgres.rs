@@ -119,6 +119,9 @@ macro_rules! finish_ctes {
 const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Dialect for Postgres {
+    /// Each text is one statement (data-modifying CTEs).
+    const SCRIPTS: bool = false;
+
     /// `INSERT … ON CONFLICT DO NOTHING`, then the existing row when nothing was inserted: one
     /// statement, and a claim that finds a record writes nothing (a replay or an in-flight conflict
     /// takes no row lock and needs no WAL flush). No row when a concurrent claim of the key committed
@@ -146,7 +149,6 @@ impl Dialect for Postgres {
          RETURNING principal, endpoint, idem_key, claim_nonce";
 
     const CREATE_STATEMENTS: CreateStatements = CreateStatements {
-        script: false,
         reserve: concat!("WITH ", reserve_ctes!("true"), "SELECT node_id FROM node"),
         // The claim as `CLAIM`, with the fleet's binds first; a node is allocated (and so a lease and
         // a pending boot written) only when the claim inserted the record. No row, as `CLAIM`, when a

@@ -256,15 +256,15 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         self.timed("claim", async move {
             let nonce = uuid::Uuid::new_v4().to_string();
-            let row = until_claimed(|| async {
-                Ok(Statement::new(D::CLAIM)
-                    .scope(scope)
-                    .text(fingerprint)
-                    .text(&nonce)
-                    .int(now)
-                    .int(expires_at)
-                    .fetch_optional(self.db())
-                    .await?)
+            let row = until_claimed(|| {
+                self.run_one(
+                    Statement::new(D::CLAIM)
+                        .scope(scope)
+                        .text(fingerprint)
+                        .text(&nonce)
+                        .int(now)
+                        .int(expires_at),
+                )
             })
             .await?;
             let record = record_from_row::<D>(&row)?;

@@ -70,6 +70,20 @@ impl<D: Dialect> SqlStore<D> {
         self.pool.begin().await
     }
 
+    /// Runs `statement` in one round trip: one statement, or, where the dialect's texts are
+    /// [scripts](Dialect::SCRIPTS), a script ([`SqlStore::run_script`]). Returns its last row, if
+    /// any.
+    pub(super) async fn run_one(
+        &self,
+        statement: Statement<'_, D>,
+    ) -> Result<Option<D::Row>, StoreError> {
+        if D::SCRIPTS {
+            Ok(self.run_script(statement).await?.pop())
+        } else {
+            Ok(statement.fetch_optional(self.db()).await?)
+        }
+    }
+
     /// Runs `script`, statements that open and commit their own transaction (`BEGIN IMMEDIATE;
     /// …; COMMIT;`), in one trip to the database on one connection; returns every row its
     /// statements returned, in order. The connection goes back to the pool only with no
@@ -150,9 +164,17 @@ where
     )))
 }
 
-/// What differs between the databases. Every statement here is one statement, atomic on its own.
+/// What differs between the databases. Every text here is atomic on its own: one statement, or, where
+/// [`Dialect::SCRIPTS`] says so, a script that opens and commits its own transaction.
 pub(super) trait Dialect: Driver {
-    /// The atomic claim: insert an in-flight record, or leave the existing one and return it.
+    /// Whether a text of several statements is a script that opens and commits its own transaction
+    /// and whose result is its last row (SQLite, which has no data-modifying CTEs), rather than one
+    /// statement (PostgreSQL). Applies to [`Dialect::CLAIM`] and [`Dialect::CREATE_STATEMENTS`];
+    /// run them with [`SqlStore::run_one`].
+    const SCRIPTS: bool;
+
+    /// The atomic claim: insert an in-flight record, or leave the existing one and return it; one
+    /// that finds a record writes nothing.
     /// Binds `$1` principal, `$2` endpoint, `$3` key, `$4` fingerprint, `$5` a fresh claim nonce,
     /// `$6` now and `$7` expires_at (ms); returns the record's columns (see `records.rs`), or no
     /// row when it must be run again ([`until_claimed`]).

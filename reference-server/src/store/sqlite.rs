@@ -78,6 +78,34 @@ macro_rules! free_node {
     };
 }
 
+/// The claim's insert, binding the scope, fingerprint, nonce, now and expires_at at the given
+/// parameters; `DO NOTHING` when the scope has a record.
+macro_rules! claim_script {
+    ($principal:literal, $endpoint:literal, $key:literal, $fingerprint:literal, $nonce:literal,
+     $now:literal, $expires_at:literal) => {
+        concat!(
+            "INSERT INTO idempotency_records (principal, endpoint, idem_key, fingerprint, state, \
+               claim_nonce, started_at, expires_at) \
+             VALUES (",
+            $principal,
+            ", ",
+            $endpoint,
+            ", ",
+            $key,
+            ", ",
+            $fingerprint,
+            ", 'in_flight', ",
+            $nonce,
+            ", ",
+            $now,
+            ", ",
+            $expires_at,
+            ") \
+             ON CONFLICT (principal, endpoint, idem_key) DO NOTHING; "
+        )
+    };
+}
+
 /// The fleet's part of the first transaction, binding `$1`–`$6` as [`CreateStatements::reserve`]
 /// says; `$claim_holds` is the SQL condition under which a node is allocated. `WHERE` in each
 /// `INSERT … SELECT` also keeps SQLite from reading the `ON CONFLICT` as a join's.
@@ -120,14 +148,21 @@ macro_rules! worker_is_ours {
 }
 
 impl Dialect for Sqlite {
-    /// SQLite has no `xmax`: the claim writes a fresh nonce on insert and leaves the existing row's
-    /// nonce on conflict, so the returned nonce says who inserted. One statement, atomic.
-    const CLAIM: &'static str = "INSERT INTO idempotency_records \
-           (principal, endpoint, idem_key, fingerprint, state, claim_nonce, started_at, expires_at) \
-         VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7) \
-         ON CONFLICT (principal, endpoint, idem_key) DO UPDATE SET idem_key = excluded.idem_key \
-         RETURNING state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, \
-           compressed";
+    /// No data-modifying CTEs: texts of several statements are scripts, each one trip through sqlx's
+    /// worker thread (a trip per statement cost more than the statements).
+    const SCRIPTS: bool = true;
+
+    /// A script: the insert, `DO NOTHING` on a conflict (a claim that finds a record writes no
+    /// page), then the record read inside the same transaction. SQLite has no `xmax`: the insert
+    /// binds a fresh nonce and a conflict leaves the stored one, so the nonce read back says who
+    /// inserted (`claim_inserted`).
+    const CLAIM: &'static str = concat!(
+        "BEGIN IMMEDIATE; ",
+        claim_script!("$1", "$2", "$3", "$4", "$5", "$6", "$7"),
+        "SELECT state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, \
+           compressed FROM idempotency_records WHERE principal = $1 AND endpoint = $2 \
+           AND idem_key = $3; COMMIT"
+    );
 
     /// No `SKIP LOCKED` (nor a need: one connection, and SQLite serialises writers).
     const ALLOCATE_NODE: &'static str = concat!(
@@ -144,23 +179,17 @@ impl Dialect for Sqlite {
          (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' LIMIT $2) \
          RETURNING principal, endpoint, idem_key, claim_nonce";
 
-    /// No data-modifying CTEs, so each transaction is a script of single statements, run in one
-    /// trip through sqlx's worker thread (a trip per statement cost more than the statements).
     const CREATE_STATEMENTS: CreateStatements = CreateStatements {
-        script: true,
         reserve: concat!(
             "BEGIN IMMEDIATE; ",
             reserve_script!("true"),
             "SELECT node_id FROM nodes WHERE allocation_id = $1; COMMIT"
         ),
-        // The claim, then the fleet's part only if it inserted the record: the stored nonce is this
-        // claim's (`claim_inserted`). `DO NOTHING`, unlike `CLAIM`'s no-op update: the row is read
-        // inside the transaction, and a replay or an in-flight conflict then writes no page.
+        // The claim as `CLAIM`, then the fleet's part only if it inserted the record: the stored
+        // nonce is this claim's (`claim_inserted`).
         claim_and_reserve: concat!(
-            "BEGIN IMMEDIATE; INSERT INTO idempotency_records \
-               (principal, endpoint, idem_key, fingerprint, state, claim_nonce, started_at, expires_at) \
-             VALUES ($7, $8, $9, $10, 'in_flight', $11, $2, $12) \
-             ON CONFLICT (principal, endpoint, idem_key) DO NOTHING; ",
+            "BEGIN IMMEDIATE; ",
+            claim_script!("$7", "$8", "$9", "$10", "$11", "$2", "$12"),
             reserve_script!(
                 "EXISTS (SELECT 1 FROM idempotency_records WHERE principal = $7 AND endpoint = $8 \
                    AND idem_key = $9 AND claim_nonce = $11)"
@@ -275,6 +304,75 @@ mod tests {
             .expect("the next script finds the tables and begins its own transaction");
         let n: i64 = rows.last().expect("the count").get("n");
         assert_eq!(n, 0, "the dropped script's lease was rolled back");
+    }
+
+    /// A claim that finds a record, alone or in a create's first transaction, commits no change:
+    /// another connection's `PRAGMA data_version` (which moves when any other connection commits a
+    /// change to the file) stays where it was, and the record comes back as stored.
+    #[tokio::test]
+    async fn a_claim_that_finds_a_record_commits_no_change() {
+        use super::super::{ClaimRequest, CreateStore, RecordStore, Reservation, Scope};
+        use sqlx::Connection;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("claim.db");
+        let store =
+            SqlStore::<Sqlite>::open(&path.display().to_string(), false, Default::default())
+                .await
+                .expect("open SQLite");
+        let mut watcher = sqlx::SqliteConnection::connect_with(
+            &sqlite_options(&path.display().to_string(), false).expect("options"),
+        )
+        .await
+        .expect("a second connection");
+        let scope = Scope {
+            principal: "alice".into(),
+            endpoint: "POST /v1/workers".into(),
+            key: "k".into(),
+        };
+        let first = store
+            .claim(&scope, "fp", 1_000, 9_000)
+            .await
+            .expect("claim");
+        assert!(first.inserted);
+        const VERSION: &str = "PRAGMA data_version";
+        let before: i64 = sqlx::query_scalar(VERSION)
+            .fetch_one(&mut watcher)
+            .await
+            .expect("data_version");
+        let again = store
+            .claim(&scope, "fp", 1_001, 9_001)
+            .await
+            .expect("claim");
+        assert!(!again.inserted);
+        assert_eq!(again.record, first.record);
+        let claim = ClaimRequest {
+            scope: scope.clone(),
+            fingerprint: "fp".into(),
+            nonce: "another".into(),
+            now: 1_002,
+            expires_at: 9_002,
+        };
+        let reserved = store
+            .reserve(Reservation {
+                claim: Some(&claim),
+                allocation_id: "a",
+                lease_id: "l",
+                boot_id: "b",
+                worker_id: "w",
+                principal: "alice",
+                now: 1_002,
+            })
+            .await
+            .expect("reserve");
+        let found = reserved.claim.expect("a claim");
+        assert!(!found.inserted);
+        assert_eq!(found.record, first.record);
+        let after: i64 = sqlx::query_scalar(VERSION)
+            .fetch_one(&mut watcher)
+            .await
+            .expect("data_version");
+        assert_eq!(after, before, "no change committed");
+        let _ = watcher.close().await;
     }
 
     /// A create finds its free node through `nodes_free`, one index step, not by reading every
