@@ -100,7 +100,9 @@ pub struct IdempotencyRecord {
 pub struct Claim {
     /// True when this call inserted the record (this request owns it, in flight).
     pub inserted: bool,
-    /// The record as it is now (the new one, or the existing one when not inserted).
+    /// The record as the claim read it: the new one, or the existing one when not inserted. On
+    /// PostgreSQL that is the statement's snapshot, which a concurrent sweep or take-over may have
+    /// changed since; a take-over decided on it names the old state and `started_at`, so it loses.
     pub record: IdempotencyRecord,
 }
 
