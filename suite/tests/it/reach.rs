@@ -97,26 +97,6 @@ async fn failures_by_request_variant_are_judged_not_skipped() {
     }
 }
 
-/// An API whose same-key retries wait on the abandoned request's record answers none of them:
-/// a retry that timed out shows no free key, so the verdict is UNKNOWN naming the unanswered
-/// retry, not a PASS on "locked for 0.7 s, then `retry` got timed out".
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_retry_that_is_never_answered_is_not_a_released_key() {
-    let api = alt_api::start_with(alt_api::Options {
-        retry_waits_on_in_flight: true,
-        ..alt_api::Options::default()
-    })
-    .await;
-    let report = run_profile(profile(&api, failing_by_request), &["stuck-in-flight"]).await;
-    let o = &report.checks[0];
-    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
-    assert!(
-        o.summary.contains("got no answer") && o.summary.contains("timed out"),
-        "{}",
-        o.summary
-    );
-}
-
 /// An in-flight lock that never expires is never PASS: without a declared TTL (the article's
 /// preset declares none) the lockout is measured up to the bound and reported, with the time, as
 /// a WARN; with a declared TTL it is a FAIL.
