@@ -11,8 +11,26 @@ use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
 
 use super::assert::{status_matches, within, Needs};
-use super::check::{CheckRun, Sender, StepMeta};
-use crate::client::RequestSpec;
+use super::check::{CheckRun, Sender, StepMeta, STEP_HEADER};
+use crate::client::{Exchange, RequestSpec};
+
+/// How long an attempt of a retry that stops at `released` may go unanswered before its twin is
+/// sent (a correct API refuses a same-key retry within milliseconds).
+pub(crate) const TWIN_AFTER: Duration = Duration::from_secs(1);
+
+/// The twin's client timeout.
+const TWIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The step name a retry's twins are recorded under (`retry` → `retry-twin`).
+///
+/// An attempt of a `released` retry that has not been answered after [`TWIN_AFTER`] gets a twin:
+/// the same request, sent beside it. No answer means either that the key was free and the
+/// attempt's handler is working (then the twin is refused as in flight), or that the API makes
+/// same-key requests wait on the abandoned record (then the twin waits too); the twin's answer
+/// tells the two apart for `lock_released`.
+pub(crate) fn twin_step(step: &str) -> String {
+    format!("{step}-twin")
+}
 
 /// Runs every step in order; background steps are awaited at the end. `needs` says what the
 /// assertions want prepared on the way (a list probe before the first DELETE).
@@ -123,6 +141,27 @@ async fn join(task: JoinHandle<StepMeta>) -> StepMeta {
     })
 }
 
+/// Sends `spec`; if it is not answered within [`TWIN_AFTER`], sends its twin (see [`twin_step`])
+/// beside it and waits for both. Returns the attempt's exchange; the twin's is recorded.
+async fn send_with_twin(sender: &Sender, spec: &RequestSpec) -> Exchange {
+    let attempt = sender.send(spec.clone());
+    tokio::pin!(attempt);
+    tokio::select! {
+        exchange = &mut attempt => return exchange,
+        () = tokio::time::sleep(TWIN_AFTER) => {}
+    }
+    let mut twin = spec.clone();
+    twin.step = twin_step(&spec.step);
+    twin.timeout = TWIN_TIMEOUT.min(spec.timeout);
+    for (name, value) in &mut twin.headers {
+        if name.eq_ignore_ascii_case(STEP_HEADER) {
+            value.clone_from(&twin.step);
+        }
+    }
+    let (exchange, _) = tokio::join!(attempt, sender.send(twin));
+    exchange
+}
+
 /// Renders a request step into one request per `concurrency`.
 fn prepare(sender: &Sender, step: &Step) -> Result<Vec<RequestSpec>, String> {
     let op = step.op.expect("validated: a request step has an op");
@@ -162,10 +201,15 @@ async fn send_step(
             .next()
             .expect("a retried step has one request");
         let limit = within(&retry.within, &contract, lockout_bound);
-        // `released` also stops at no response: the key was free and the request is being worked.
+        // `released` also stops at no response: the key was free and the request is being worked
+        // (which its twin shows), or the API makes it wait (which its twin shows too).
         let released = retry.until.contains(&StatusPattern::Released);
         loop {
-            let exchange = sender.send(spec.clone()).await;
+            let exchange = if released {
+                send_with_twin(&sender, &spec).await
+            } else {
+                sender.send(spec.clone()).await
+            };
             let done = match exchange.status {
                 Some(s) => retry.until.iter().any(|p| status_matches(*p, s, &contract)),
                 None => released,

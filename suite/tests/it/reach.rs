@@ -97,6 +97,48 @@ async fn failures_by_request_variant_are_judged_not_skipped() {
     }
 }
 
+/// An API whose same-key retries wait on the abandoned request's record answers none of them,
+/// nor the twin sent beside the unanswered retry: no free key was seen, so the verdict is UNKNOWN
+/// naming both, not a PASS on "locked for 0.3 s, then `retry` got timed out".
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_retry_that_is_never_answered_is_not_a_released_key() {
+    let api = alt_api::start_with(alt_api::Options {
+        retry_waits_on_in_flight: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, failing_by_request), &["stuck-in-flight"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(
+        o.summary.contains("`retry` got no answer")
+            && o.summary.contains("`retry-twin`, sent with the same key")
+            && o.summary.contains("timed out"),
+        "{}",
+        o.summary
+    );
+}
+
+/// A correct API's reclaiming retry re-runs the hanging handler and gets no answer either; its
+/// twin, refused as in flight, shows that the retry held the key, so the lock was released: PASS,
+/// saying so, with the limit and its slack.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_unanswered_retry_whose_twin_is_refused_held_the_key() {
+    let api = alt_api::start().await;
+    let report = run_profile(profile(&api, failing_by_request), &["stuck-in-flight"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
+    assert!(
+        o.summary.contains("then `retry` got timed out")
+            && o.summary.contains("`retry-twin`, sent with the same key")
+            && o.summary.contains("got 409")
+            && o.summary.contains("`retry` held the key")
+            && o.summary.contains("limit 7.0 s"),
+        "{}",
+        o.summary
+    );
+}
+
 /// An in-flight lock that never expires is never PASS: without a declared TTL (the article's
 /// preset declares none) the lockout is measured up to the bound and reported, with the time, as
 /// a WARN; with a declared TTL it is a FAIL.

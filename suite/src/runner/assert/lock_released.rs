@@ -5,11 +5,17 @@
 //! locked at the run's lockout bound is a broken SHOULD, with the time and the article's advice.
 //! Only a refusal seen past the limit breaks the rule: where the first retry came late (a target
 //! that took longer than the TTL to restart) and found the key free, no lock past the TTL was seen.
+//! A retry that got no answer (timed out, reset) counts as the key free only when its twin (the same
+//! request sent beside it, see `steps::twin_step`) was refused as in flight: the retry held the key.
+//! Otherwise it is UNKNOWN: an API that makes same-key requests wait on the abandoned record answers
+//! neither, and its key stays locked for as long as that wait.
 
 use idemspec_scenarios::scenario::{Level, LockReleased};
 
 use super::{status_matches, within, Rule};
+use crate::client::Exchange;
 use crate::runner::check::CheckRun;
+use crate::runner::steps::{twin_step, TWIN_AFTER};
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 use idemspec_scenarios::scenario::StatusPattern;
 
@@ -39,6 +45,50 @@ impl Rule for LockReleased {
             None => true,
         });
         let secs = |d: std::time::Duration| format!("{:.1} s", d.as_secs_f64());
+        // How an unanswered release was shown to be one: its twin refused as in flight.
+        let mut admitted = String::new();
+        if let Some(r) = released.filter(|r| r.status.is_none()) {
+            let twin_name = twin_step(&self.step);
+            let twin = run
+                .step(&twin_name)
+                .exchanges
+                .into_iter()
+                .find(|t| t.started >= r.started);
+            let at = secs(r.started.saturating_duration_since(from));
+            match twin {
+                Some(t) if refused(t, contract) => {
+                    admitted = format!(
+                        "; `{twin_name}`, sent with the same key {} into it, got {}: `{}` held the key",
+                        secs(t.started.saturating_duration_since(r.started)),
+                        t.describe(),
+                        self.step
+                    );
+                }
+                twin => {
+                    return Undecided(format!(
+                        "`{}` got no answer {at} after the abandoned request ({}), and {}, so whether \
+                         its key was free could not be seen: an API that makes a same-key request \
+                         wait on the abandoned request's record answers neither, and keeps the key \
+                         locked for as long as that wait",
+                        self.step,
+                        r.describe(),
+                        twin.map_or_else(
+                            || format!(
+                                "no request was sent beside it (its timeout is under {})",
+                                secs(TWIN_AFTER)
+                            ),
+                            |t| format!(
+                                "`{twin_name}`, sent with the same key {} into it, got {} rather \
+                                 than the in-flight refusal that would show `{}` holding the key",
+                                secs(t.started.saturating_duration_since(r.started)),
+                                t.describe(),
+                                self.step
+                            )
+                        )
+                    ));
+                }
+            }
+        }
         let ttl = contract.in_flight_ttl;
         match (released, ttl) {
             (Some(r), Some(ttl)) => {
@@ -52,8 +102,8 @@ impl Rule for LockReleased {
                     .map(|e| e.started.saturating_duration_since(from));
                 if locked > limit && last_refused.is_none_or(|t| t <= limit) {
                     return Held(format!(
-                        "the first retry the target answered after the abandoned request came {} later \
-                         and found the key free ({}); {} (declared in-flight TTL {})",
+                        "the first retry not refused as in flight came {} after the abandoned request \
+                         and found the key free ({}{admitted}); {} (declared in-flight TTL {})",
                         secs(locked),
                         r.describe(),
                         last_refused.map_or("no retry was refused as in flight".to_owned(), |t| {
@@ -64,8 +114,9 @@ impl Rule for LockReleased {
                 }
                 if locked <= limit {
                     Held(format!(
-                        "the key was locked for {} after the abandoned request (declared in-flight TTL {}), then `{}` got {}",
-                        secs(locked), secs(ttl), self.step, r.describe()
+                        "the key was locked for {} after the abandoned request (declared in-flight TTL {}, \
+                         limit {}), then `{}` got {}{admitted}",
+                        secs(locked), secs(ttl), secs(limit), self.step, r.describe()
                     ))
                 } else {
                     Broken(format!(
@@ -75,8 +126,11 @@ impl Rule for LockReleased {
                 }
             }
             (Some(r), None) => Held(format!(
-                "the key was locked for {} after the abandoned request (the contract declares no in-flight TTL)",
-                secs(r.started.saturating_duration_since(from))
+                "the key was locked for {} after the abandoned request (the contract declares no \
+                 in-flight TTL), then `{}` got {}{admitted}",
+                secs(r.started.saturating_duration_since(from)),
+                self.step,
+                r.describe()
             )),
             (None, Some(ttl)) => Broken(format!(
                 "the key was still locked {} after the abandoned request ({} retries, last: {}), beyond the declared in-flight TTL of {}",
@@ -94,4 +148,10 @@ impl Rule for LockReleased {
             )),
         }
     }
+}
+
+/// Whether `e` was refused as in flight under the contract.
+fn refused(e: &Exchange, contract: &idemspec_scenarios::profile::Contract) -> bool {
+    e.status
+        .is_some_and(|s| status_matches(StatusPattern::InFlight, s, contract))
 }

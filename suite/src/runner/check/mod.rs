@@ -8,7 +8,7 @@
 mod evidence;
 mod send;
 
-pub(crate) use send::Sender;
+pub(crate) use send::{Sender, STEP_HEADER};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -99,6 +99,9 @@ pub struct Options {
     pub in_flight_status: Option<StatusCode>,
     /// How long a create works (120 ms when `None`).
     pub create_latency: Option<Duration>,
+    /// A same-key request while the key is in flight waits for it instead of being refused, and
+    /// the record is never reclaimed: after a crash every retry hangs (the defect under test).
+    pub retry_waits_on_in_flight: bool,
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -290,7 +293,7 @@ where
         endpoint,
         key,
     };
-    {
+    let waits = {
         let mut inner = app.lock();
         match inner.records.get(&scope) {
             Some(
@@ -316,6 +319,7 @@ where
                     .push(("idempotent-replayed".into(), "true".into()));
                 return respond(Some(replay));
             }
+            Some(Record::InFlight { .. }) if app.options.retry_waits_on_in_flight => true,
             Some(Record::InFlight { started, .. })
                 if started.elapsed() < IN_FLIGHT_TTL || app.options.never_reclaim =>
             {
@@ -338,8 +342,12 @@ where
                         started: Instant::now(),
                     },
                 );
+                false
             }
         }
+    };
+    if waits {
+        return std::future::pending().await;
     }
     let sub_key = hex::encode(Sha256::digest(format!(
         "{}\n{}\n{}",
