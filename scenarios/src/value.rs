@@ -92,6 +92,17 @@ impl JsonPathExpr {
     pub fn first<'v>(&self, value: &'v serde_json::Value) -> Option<&'v serde_json::Value> {
         self.path.query(value).first()
     }
+
+    /// For a path that selects every member of one node (`$.items[*]`, `$.data.*`), that node's
+    /// path (`$.items`, `$.data`); `None` for any other path. A list whose items path selects
+    /// nothing is empty only if this node is there: otherwise the path misses the response.
+    pub fn container(&self) -> Option<JsonPathExpr> {
+        let node = self
+            .source
+            .strip_suffix("[*]")
+            .or_else(|| self.source.strip_suffix(".*"))?;
+        Self::parse(node).ok()
+    }
 }
 
 /// The deepest nesting of `[` and `(` in `source`, outside string literals (RFC 9535 §2.3.1.1: in
@@ -134,6 +145,30 @@ impl Serialize for JsonPathExpr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wildcard_paths_container_is_the_node_it_spreads() {
+        let container = |p: &str| {
+            JsonPathExpr::parse(p)
+                .unwrap()
+                .container()
+                .map(|c| c.source().to_owned())
+        };
+        assert_eq!(container("$.items[*]").as_deref(), Some("$.items"));
+        assert_eq!(
+            container("$.data.machines.*").as_deref(),
+            Some("$.data.machines")
+        );
+        assert_eq!(container("$[*]").as_deref(), Some("$"));
+        assert_eq!(container("$.items[0]"), None);
+        assert_eq!(container("$..id"), None);
+        let body = serde_json::json!({"items": [], "next": null});
+        let items = JsonPathExpr::parse("$.items[*]").unwrap();
+        assert!(items.select(&body).is_empty());
+        assert_eq!(items.container().unwrap().select(&body).len(), 1);
+        let data = JsonPathExpr::parse("$.data[*]").unwrap();
+        assert!(data.container().unwrap().select(&body).is_empty());
+    }
 
     #[test]
     fn deep_or_long_jsonpaths_are_refused_not_a_stack_overflow() {

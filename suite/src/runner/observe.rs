@@ -46,6 +46,12 @@ pub(crate) async fn count_created(
             .count(),
     };
     if count == 0 {
+        if let Some(blind) = blind_list(list, json, &items) {
+            return Err(format!(
+                "the profile's `list` (GET {path}) cannot see resources: {blind}; check \
+                 `operations.list` in the target profile"
+            ));
+        }
         if let Some(id) = unseen_created_id(env, principal, seen) {
             return Err(format!(
                 "the profile's `list` (GET {path}, items `{}`{}) found {} item(s) and none of \
@@ -62,6 +68,57 @@ pub(crate) async fn count_created(
         }
     }
     Ok(count as u64)
+}
+
+/// Why a list response that shows no item of this check shows none by construction: its `items`
+/// path spreads a node the response does not have (`$.data[*]` on `{"items": []}`), or none of
+/// its items has the `marker` path at all. `None` when an empty count can be real.
+fn blind_list(
+    list: &idemspec_scenarios::profile::ListOp,
+    json: &serde_json::Value,
+    items: &[&serde_json::Value],
+) -> Option<String> {
+    let fields = || match json {
+        serde_json::Value::Object(m) if !m.is_empty() => format!(
+            "its top-level fields are {}",
+            m.keys()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        serde_json::Value::Object(_) => "it is an empty object".to_owned(),
+        serde_json::Value::Array(_) => "it is an array".to_owned(),
+        other => format!("it is `{other}`"),
+    };
+    if items.is_empty() {
+        let container = list.items.container()?;
+        return match container.first(json) {
+            None => Some(format!(
+                "items `{}` selects nothing because `{}` is not in the response ({})",
+                list.items.source(),
+                container.source(),
+                fields()
+            )),
+            Some(node) if !(node.is_array() || node.is_object()) => Some(format!(
+                "items `{}` spreads `{}`, which is `{node}`, not an array",
+                list.items.source(),
+                container.source()
+            )),
+            Some(_) => None,
+        };
+    }
+    let marker = list.marker.as_ref()?;
+    items
+        .iter()
+        .all(|item| marker.first(item).is_none())
+        .then(|| {
+            format!(
+                "none of the {} item(s) `{}` selects has the marker path `{}`",
+                items.len(),
+                list.items.source(),
+                marker.source()
+            )
+        })
 }
 
 /// A created id this check received for `principal` that the list should show: none when the
@@ -210,4 +267,52 @@ fn json_of<'a>(ex: &'a Exchange, what: &str) -> Result<&'a serde_json::Value, St
     ex.json
         .as_ref()
         .ok_or_else(|| format!("{what} {} did not answer JSON", ex.evidence.request.path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::blind_list;
+    use serde_json::json;
+
+    fn list(items: &str, marker: Option<&str>) -> idemspec_scenarios::profile::ListOp {
+        serde_json::from_value(json!({"path": "/v1/things", "items": items, "marker": marker}))
+            .expect("a list operation")
+    }
+
+    fn blind(items: &str, marker: Option<&str>, body: serde_json::Value) -> Option<String> {
+        let list = list(items, marker);
+        let selected = list.items.select(&body);
+        blind_list(&list, &body, &selected)
+    }
+
+    #[test]
+    fn an_empty_list_is_blind_only_when_its_items_path_misses_the_response() {
+        let empty = json!({"items": [], "next": null});
+        assert_eq!(blind("$.items[*]", None, empty.clone()), None);
+        assert_eq!(
+            blind("$.items[*]", Some("$.labels.run"), empty.clone()),
+            None
+        );
+        let missed = blind("$.data[*]", None, empty).expect("blind");
+        assert!(
+            missed.contains("`$.data` is not in the response"),
+            "{missed}"
+        );
+        assert!(missed.contains("`items`, `next`"), "{missed}");
+        let scalar = blind("$.items[*]", None, json!({"items": 3})).expect("blind");
+        assert!(scalar.contains("which is `3`, not an array"), "{scalar}");
+        assert!(blind("$[*]", None, json!("<html>")).is_some());
+        // A path that is not a spread says nothing about an empty selection.
+        assert_eq!(blind("$.items[?@.run]", None, json!({})), None);
+    }
+
+    #[test]
+    fn items_none_of_which_has_the_marker_path_are_blind() {
+        let others = json!({"items": [{"labels": {"run": "other"}}, {"labels": {}}]});
+        assert_eq!(blind("$.items[*]", Some("$.labels.run"), others), None);
+        let unmarked = json!({"items": [{"tags": {"run": "x"}}, {"id": 1}]});
+        let said = blind("$.items[*]", Some("$.labels.run"), unmarked).expect("blind");
+        assert!(said.contains("none of the 2 item(s)"), "{said}");
+        assert!(said.contains("`$.labels.run`"), "{said}");
+    }
 }

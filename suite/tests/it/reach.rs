@@ -139,6 +139,35 @@ async fn an_unanswered_retry_whose_twin_is_refused_held_the_key() {
     );
 }
 
+/// A profile whose `list` cannot see what the API creates (an `items` path that misses the
+/// response) is not a count of zero: the checks that create
+/// nothing and count that (a failed create, an abandoned one) are UNKNOWN naming the path, not
+/// PASS on "0 resource(s) created".
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_list_that_cannot_see_resources_counts_nothing() {
+    let api = alt_api::start().await;
+    let blind = [(
+        r#"items: "$.data[*]""#,
+        r#"items: "$.machines[*]""#,
+        "`$.machines` is not in the response (its top-level fields are `data`, `meta`)",
+    )];
+    for (from, to, said) in blind {
+        let edit = |text: &str| {
+            assert!(text.contains(from), "the fixture has {from}");
+            failing_by_request(text).replace(from, to)
+        };
+        let report = run_profile(
+            profile(&api, edit),
+            &["failed-creates-nothing", "stuck-in-flight"],
+        )
+        .await;
+        for o in &report.checks {
+            assert_eq!(o.verdict, Verdict::Unknown, "{to}: {}", table(&report));
+            assert!(o.summary.contains(said), "{to}: {}", o.summary);
+        }
+    }
+}
+
 /// An in-flight lock that never expires is never PASS: without a declared TTL (the article's
 /// preset declares none) the lockout is measured up to the bound and reported, with the time, as
 /// a WARN; with a declared TTL it is a FAIL.
