@@ -24,9 +24,9 @@ mod step;
 use serde::{Deserialize, Serialize};
 
 pub use assertion::{
-    AssertKind, Assertion, Conflict, ConflictKind, Created, EffectDelta, FailureHandled,
-    FaultApplied, HeaderPresent, LockReleased, Overlapped, SameResponse, SideEffects,
-    StatusPattern, StatusSet, StepList, StepPair, StepRef, StepRefs, SucceededWithin,
+    AssertKind, Assertion, Conflict, ConflictKind, Consistent, Created, EffectDelta,
+    FailureHandled, FaultApplied, HeaderPresent, LockReleased, Overlapped, SameResponse,
+    SideEffects, StatusPattern, StatusSet, StepList, StepPair, StepRef, StepRefs, SucceededWithin,
     UpstreamOutcome,
 };
 pub use step::{BodyVariant, HookName, KeySpec, Operation, RetrySpec, Step, Via, Within};

@@ -105,7 +105,7 @@ pub struct StepPair {
     pub other: String,
 }
 
-/// `same_response: {step, as, headers_judged_by}`: each judged response of the step is a faithful
+/// `same_response: {step, as, fidelity_judged_by}`: each judged response of the step is a faithful
 /// replay of the other step's first response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -115,11 +115,25 @@ pub struct SameResponse {
     /// The step it is compared with.
     #[serde(rename = "as")]
     pub other: String,
-    /// The check that owns header fidelity (`Location`, `Content-Type`), when it is not this one:
-    /// a header difference is then a note naming that check, not a broken rule here, so one defect
-    /// fails one check. Status and body are always judged.
+    /// The check that owns replay fidelity, when it is not this one (also accepted as
+    /// `headers_judged_by`). See [`Consistent::fidelity_judged_by`].
+    #[serde(default, alias = "headers_judged_by")]
+    pub fidelity_judged_by: Option<String>,
+}
+
+/// `consistent: {step, fidelity_judged_by}`: a concurrent step's successes are one resource,
+/// replayed identically, and the rest in-flight conflicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Consistent {
+    /// The concurrent step.
+    pub step: String,
+    /// The check that owns replay fidelity, when it is not this one: a replay's status code within
+    /// the original's class (`200` for `201`) and its `Location` and `Content-Type` are then a
+    /// note naming that check, not a broken rule here, so one defect fails one check. The status
+    /// class and the body are always judged.
     #[serde(default)]
-    pub headers_judged_by: Option<String>,
+    pub fidelity_judged_by: Option<String>,
 }
 
 /// `distinct_ids: {steps: [a, b]}`.
@@ -306,7 +320,7 @@ pub struct Assertion {
     pub distinct_ids: Option<StepList>,
     /// A concurrent step's successes are identical, the rest in-flight conflicts.
     #[serde(default)]
-    pub consistent: Option<StepRef>,
+    pub consistent: Option<Consistent>,
     /// Count of resources by marker.
     #[serde(default)]
     pub created: Option<Created>,
@@ -369,6 +383,7 @@ step_refs!(
     StatusSet => |a| vec![&a.step],
     StepRef => |a| vec![&a.step],
     SameResponse => |a| vec![&a.step, &a.other],
+    Consistent => |a| vec![&a.step],
     StepPair => |a| vec![&a.step, &a.other],
     StepList => |a| a.steps.iter().map(String::as_str).collect(),
     Created => |_a| vec![],
@@ -418,7 +433,7 @@ assertion_kinds!(
     same_response: SameResponse => SameResponse,
     not_replay_of: StepPair => NotReplayOf,
     distinct_ids: StepList => DistinctIds,
-    consistent: StepRef => Consistent,
+    consistent: Consistent => Consistent,
     created: Created => Created,
     conflict: Conflict => Conflict,
     header: HeaderPresent => Header,

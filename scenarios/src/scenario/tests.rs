@@ -165,3 +165,28 @@ fn hooks_and_side_effect_counters_make_a_check_run_alone() {
         .replace("  - created: {equals: 1}", "  - side_effects: {equals: 1}");
     assert!(Scenario::load("s.yaml", &counted).unwrap().runs_alone());
 }
+
+#[test]
+fn the_fidelity_owner_is_also_read_under_its_older_name() {
+    for field in ["fidelity_judged_by", "headers_judged_by"] {
+        let text = LOST.replace(
+            "  - created: {equals: 1}",
+            &format!("  - same_response: {{step: retry, as: first, {field}: replay-fidelity}}"),
+        );
+        let s = Scenario::load("s.yaml", &text).unwrap();
+        let AssertKind::SameResponse(a) = s.assertions[1].value.kind() else {
+            panic!("a same_response assertion");
+        };
+        assert_eq!(
+            a.fidelity_judged_by.as_deref(),
+            Some("replay-fidelity"),
+            "{field}"
+        );
+    }
+    let text = LOST.replace(
+        "  - created: {equals: 1}",
+        "  - consistent: {step: retry, owner: replay-fidelity}",
+    );
+    let err = Scenario::load("s.yaml", &text).unwrap_err().to_string();
+    assert!(err.contains("fidelity_judged_by"), "{err}");
+}

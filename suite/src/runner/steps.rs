@@ -18,8 +18,10 @@ use crate::client::{Exchange, RequestSpec};
 /// sent (a correct API refuses a same-key retry within milliseconds).
 pub(crate) const TWIN_AFTER: Duration = Duration::from_secs(1);
 
-/// The twin's client timeout.
-const TWIN_TIMEOUT: Duration = Duration::from_secs(2);
+/// The twin's client timeout: longer than an API that makes a same-key request wait for the
+/// one in flight before refusing it usually waits (fastapi-idempotency's default is 15 s), so its
+/// refusal is still heard. It costs time only where the twin is not answered at once.
+pub(crate) const TWIN_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The step name a retry's twins are recorded under (`retry` → `retry-twin`).
 ///
@@ -152,7 +154,7 @@ async fn send_with_twin(sender: &Sender, spec: &RequestSpec) -> Exchange {
     }
     let mut twin = spec.clone();
     twin.step = twin_step(&spec.step);
-    twin.timeout = TWIN_TIMEOUT.min(spec.timeout);
+    twin.timeout = TWIN_TIMEOUT;
     for (name, value) in &mut twin.headers {
         if name.eq_ignore_ascii_case(STEP_HEADER) {
             value.clone_from(&twin.step);

@@ -454,3 +454,97 @@ parameters: {clients: 3, attempts: 5, seed: 1, within: 20s}
         o.summary
     );
 }
+
+/// One defect fails one check: an API that replays a `201` as a `200` (body, Location and
+/// Content-Type intact) breaks replay fidelity, which `replay-fidelity` owns. The checks that also
+/// see a replay (`fingerprint-mismatch`, `replay-after-delete`, `concurrent-same-key`, ...) judge
+/// their own rules and name the difference in a note pointing there; nothing else FAILs or goes
+/// UNKNOWN.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_with_another_success_status_fails_replay_fidelity_alone() {
+    let api = alt_api::start_with(alt_api::Options {
+        replay_status: Some(axum::http::StatusCode::OK),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, |t| t.to_owned()), &[]).await;
+    for o in &report.checks {
+        let expected = if o.id == "replay-fidelity" {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
+        };
+        assert_eq!(o.verdict, expected, "{}: {}", o.id, table(&report));
+    }
+    let fidelity = crate::support::reference::outcome(&report, "replay-fidelity");
+    assert!(
+        fidelity.summary.contains("status 200 instead of 201"),
+        "{}",
+        fidelity.summary
+    );
+    let mismatch = crate::support::reference::outcome(&report, "fingerprint-mismatch");
+    assert!(
+        mismatch
+            .notes
+            .iter()
+            .any(|n| n.contains("status 200 instead of 201")
+                && n.contains("replay-fidelity judges a replay's status code")),
+        "{:?}",
+        mismatch.notes
+    );
+}
+
+/// A concurrent burst whose later successes are replays answered `200` for the first's `201` is
+/// one resource replayed, not "successes that are not identical replays": `consistent` leaves the
+/// status code to `replay-fidelity`, in a note, and still FAILs on a body that differs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_burst_replayed_with_another_success_status_is_consistent() {
+    const BURST: &str = r#"version: 1
+id: burst
+title: A burst with one key
+level: MUST
+reference: "test"
+steps:
+  - {name: burst, op: create, key: K1, concurrency: 10, via: direct}
+assert:
+  - consistent: {step: burst, fidelity_judged_by: replay-fidelity}
+"#;
+    let api = alt_api::start_with(alt_api::Options {
+        replay_status: Some(axum::http::StatusCode::OK),
+        create_latency: Some(std::time::Duration::ZERO),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let judged = BURST.replace(", fidelity_judged_by: replay-fidelity", "");
+    let mut replayed = 0;
+    for _ in 0..8 {
+        let report = run_scenario(profile(&api, |t| t.to_owned()), BURST).await;
+        let o = &report.checks[0];
+        assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
+        if o.notes.iter().any(|n| {
+            n.contains("status 200 instead of 201") && n.contains("replay-fidelity judges")
+        }) {
+            replayed += 1;
+        }
+        // Without an owner named, the same burst is judged whole: a replay among the successes
+        // FAILs it, naming the status; a burst with one success and conflicts PASSes.
+        let report = run_scenario(profile(&api, |t| t.to_owned()), &judged).await;
+        let o = &report.checks[0];
+        match o.verdict {
+            Verdict::Pass => assert!(
+                o.summary.starts_with("1 request(s) succeeded"),
+                "{}",
+                o.summary
+            ),
+            Verdict::Fail => assert!(
+                o.summary.contains(
+                    "not identical replays of the first (201): status 200 instead of 201"
+                ),
+                "{}",
+                o.summary
+            ),
+            _ => panic!("{}", table(&report)),
+        }
+    }
+    assert!(replayed > 0, "no burst had a replay among its successes");
+}

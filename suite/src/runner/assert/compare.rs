@@ -5,12 +5,23 @@ use crate::client::Exchange;
 /// What part of a response a [`Difference`] is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Part {
-    /// The status code.
+    /// The status class (a `201` replayed as a `409`: another outcome, not a replay).
+    Outcome,
+    /// The status code within the original's class (a `201` replayed as a `200`).
     Status,
     /// A header a replay must keep (`Location`, `Content-Type`).
     Header,
     /// The body bytes.
     Body,
+}
+
+impl Part {
+    /// Whether a difference here is one of replay fidelity (a code within its class, a header),
+    /// which a check that owns another rule leaves to the check that owns fidelity; an outcome or
+    /// a body that differs means the response is not a replay at all.
+    pub(crate) fn is_fidelity(self) -> bool {
+        matches!(self, Part::Status | Part::Header)
+    }
 }
 
 /// One way a replay differs from its original.
@@ -29,12 +40,19 @@ impl std::fmt::Display for Difference {
 }
 
 /// What differs between `replay` and `original` (empty: a faithful replay).
+///
+/// Split by who judges it with [`split_fidelity`].
 pub(crate) fn differences(replay: &Exchange, original: &Exchange) -> Vec<Difference> {
     let mut out = Vec::new();
     let mut push = |part, text| out.push(Difference { part, text });
     if replay.status != original.status {
+        let class = |e: &Exchange| e.status.map(|s| s / 100);
         push(
-            Part::Status,
+            if class(replay).is_some() && class(replay) == class(original) {
+                Part::Status
+            } else {
+                Part::Outcome
+            },
             format!(
                 "status {} instead of {}",
                 replay.describe(),
@@ -88,6 +106,26 @@ fn body_difference(replay: &[u8], original: &[u8]) -> String {
 /// Whether `a` is the same status and body as `b` (what a replay of `b` looks like).
 pub(crate) fn same_response(a: &Exchange, b: &Exchange) -> bool {
     a.status.is_some() && a.status == b.status && a.body == b.body
+}
+
+/// `differences` split into those a check judges and those the check named by `fidelity_judged_by`
+/// owns (none when it is `None`: every difference is judged).
+pub(crate) fn split_fidelity(
+    differences: Vec<Difference>,
+    fidelity_judged_by: Option<&str>,
+) -> (Vec<Difference>, Vec<Difference>) {
+    differences
+        .into_iter()
+        .partition(|d| !d.part.is_fidelity() || fidelity_judged_by.is_none())
+}
+
+/// The note for a difference `owner` judges: `` `step` differs from `other`: … (not judged here:
+/// owner judges a replay's status code and headers)``.
+pub(crate) fn owned_elsewhere(step: &str, other: &str, d: &Difference, owner: &str) -> String {
+    format!(
+        "`{step}` differs from `{other}`: {d} (not judged here: {owner} judges a replay's status \
+         code and headers)"
+    )
 }
 
 #[cfg(test)]

@@ -1,19 +1,47 @@
-//! `consistent: {step}`: N simultaneous requests with one key: the successes are identical (one
-//! resource), the rest in-flight conflicts (article: concurrent retries; ietf-draft-07 §2.6).
+//! `consistent: {step, fidelity_judged_by}`: N simultaneous requests with one key: the successes
+//! are one resource replayed identically (replay fidelity aside, where another check owns it), the
+//! rest in-flight conflicts (article: concurrent retries; ietf-draft-07 §2.6).
 
-use idemspec_scenarios::scenario::StepRef;
+use idemspec_scenarios::scenario::Consistent;
 
+use super::compare::{owned_elsewhere, split_fidelity, Difference};
 use super::{differences, Rule};
 use crate::client::Exchange;
 use crate::runner::check::CheckRun;
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
-/// The `consistent` kind.
-pub(super) struct Consistent<'a>(pub &'a StepRef);
+/// How the later successes of `step` differ from the first, once each: judged here, and owned by
+/// `fidelity_judged_by`.
+fn replay_differences(a: &Consistent, run: &CheckRun) -> (Vec<Difference>, Vec<Difference>) {
+    let rs = run.step(&a.step).exchanges;
+    let mut successes = rs.iter().filter(|e| e.is_success());
+    let Some(first) = successes.next() else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut all: Vec<Difference> = Vec::new();
+    for d in successes.flat_map(|e| differences(e, first)) {
+        if !all.contains(&d) {
+            all.push(d);
+        }
+    }
+    split_fidelity(all, a.fidelity_judged_by.as_deref())
+}
 
-impl Rule for Consistent<'_> {
+impl Rule for Consistent {
+    fn notes(&self, run: &CheckRun) -> Vec<String> {
+        let Some(owner) = &self.fidelity_judged_by else {
+            return Vec::new();
+        };
+        let (_, elsewhere) = replay_differences(self, run);
+        let later = format!("a later success of `{}`", self.step);
+        elsewhere
+            .iter()
+            .map(|d| owned_elsewhere(&later, "its first", d, owner))
+            .collect()
+    }
+
     fn judge(&self, run: &CheckRun) -> Finding {
-        let step = &self.0.step;
+        let step = &self.step;
         let rs = run.step(step).exchanges;
         if rs.is_empty() {
             return Undecided(format!("step `{step}` sent no request"));
@@ -57,15 +85,14 @@ impl Rule for Consistent<'_> {
                 contract.in_flight_status
             ));
         }
-        let replays = successes
-            .iter()
-            .skip(1)
-            .filter(|e| differences(e, first).is_empty())
-            .count();
-        if replays + 1 != successes.len() {
+        let (judged, _) = replay_differences(self, run);
+        if !judged.is_empty() {
+            let texts: Vec<String> = judged.iter().map(ToString::to_string).collect();
             return Broken(format!(
-                "the {} successes of `{step}` are not identical replays",
-                successes.len()
+                "the {} successes of `{step}` are not identical replays of the first ({}): {}",
+                successes.len(),
+                first.describe(),
+                texts.join("; ")
             ));
         }
         let conflicts = rs.len() - successes.len();

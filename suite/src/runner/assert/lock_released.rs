@@ -8,7 +8,8 @@
 //! A retry that got no answer (timed out, reset) counts as the key free only when its twin (the same
 //! request sent beside it, see `steps::twin_step`) was refused as in flight: the retry held the key.
 //! Otherwise it is UNKNOWN: an API that makes same-key requests wait on the abandoned record answers
-//! neither, and its key stays locked for as long as that wait.
+//! neither (its key stays locked for as long as that wait), and nor does one with no in-flight lock
+//! at all (whose twin runs the hanging handler too; `concurrent-same-key` owns that defect).
 
 use idemspec_scenarios::scenario::{Level, LockReleased};
 
@@ -68,8 +69,9 @@ impl Rule for LockReleased {
                     return Undecided(format!(
                         "`{}` got no answer {at} after the abandoned request ({}), and {}, so whether \
                          its key was free could not be seen: an API that makes a same-key request \
-                         wait on the abandoned request's record answers neither, and keeps the key \
-                         locked for as long as that wait",
+                         wait on the abandoned request's record (its key locked for as long as that \
+                         wait) answers neither, and so does one without an in-flight lock, whose \
+                         twin runs the hanging handler too",
                         self.step,
                         r.describe(),
                         twin.map_or_else(

@@ -119,7 +119,7 @@ fn rule(kind: AssertKind<'_>) -> Box<dyn Rule + '_> {
         AssertKind::SameResponse(a) => Box::new(a),
         AssertKind::NotReplayOf(a) => Box::new(not_replay_of::NotReplayOf(a)),
         AssertKind::DistinctIds(a) => Box::new(distinct_ids::DistinctIds(a)),
-        AssertKind::Consistent(a) => Box::new(consistent::Consistent(a)),
+        AssertKind::Consistent(a) => Box::new(a),
         AssertKind::Created(a) => Box::new(a),
         AssertKind::Conflict(a) => Box::new(a),
         AssertKind::Header(a) => Box::new(a),

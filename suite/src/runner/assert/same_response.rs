@@ -1,16 +1,16 @@
-//! `same_response: {step, as, headers_judged_by}`: every judged response of the step is a faithful
-//! replay of the other step's first response: status, body bytes, and (unless another check owns
-//! them) Location and Content-Type.
+//! `same_response: {step, as, fidelity_judged_by}`: every judged response of the step is a
+//! faithful replay of the other step's first response: status class and body bytes, and (unless
+//! another check owns replay fidelity) the status code, Location and Content-Type.
 
 use idemspec_scenarios::scenario::SameResponse;
 
-use super::compare::{Difference, Part};
+use super::compare::{owned_elsewhere, split_fidelity, Difference};
 use super::{differences, responses, Rule};
 use crate::runner::check::CheckRun;
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 /// Every difference of the step's responses from the original, once each, split into those this
-/// check judges and those `headers_judged_by` owns.
+/// check judges and those `fidelity_judged_by` owns.
 fn split(a: &SameResponse, run: &CheckRun) -> Result<(Vec<Difference>, Vec<Difference>), String> {
     let Some(original) = run.step(&a.other).first_response() else {
         return Err(format!(
@@ -26,9 +26,7 @@ fn split(a: &SameResponse, run: &CheckRun) -> Result<(Vec<Difference>, Vec<Diffe
             }
         }
     }
-    Ok(all
-        .into_iter()
-        .partition(|d| d.part != Part::Header || a.headers_judged_by.is_none()))
+    Ok(split_fidelity(all, a.fidelity_judged_by.as_deref()))
 }
 
 impl Rule for SameResponse {
@@ -50,18 +48,12 @@ impl Rule for SameResponse {
     }
 
     fn notes(&self, run: &CheckRun) -> Vec<String> {
-        let (Ok((_, owned_elsewhere)), Some(owner)) = (split(self, run), &self.headers_judged_by)
-        else {
+        let (Ok((_, elsewhere)), Some(owner)) = (split(self, run), &self.fidelity_judged_by) else {
             return Vec::new();
         };
-        owned_elsewhere
+        elsewhere
             .iter()
-            .map(|d| {
-                format!(
-                    "`{}` differs from `{}`: {d} (not judged here: {owner} judges replayed headers)",
-                    self.step, self.other
-                )
-            })
+            .map(|d| owned_elsewhere(&self.step, &self.other, d, owner))
             .collect()
     }
 }

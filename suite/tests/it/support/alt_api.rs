@@ -102,6 +102,9 @@ pub struct Options {
     /// A same-key request while the key is in flight waits for it instead of being refused, and
     /// the record is never reclaimed: after a crash every retry hangs (the defect under test).
     pub retry_waits_on_in_flight: bool,
+    /// The status a replay of a success is answered with instead of the stored one (a `201`
+    /// replayed as a `200`: the defect under test, owned by `replay-fidelity` alone).
+    pub replay_status: Option<StatusCode>,
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -317,6 +320,13 @@ where
                 replay
                     .headers
                     .push(("idempotent-replayed".into(), "true".into()));
+                if let Some(status) = app
+                    .options
+                    .replay_status
+                    .filter(|_| replay.status.is_success())
+                {
+                    replay.status = status;
+                }
                 return respond(Some(replay));
             }
             Some(Record::InFlight { .. }) if app.options.retry_waits_on_in_flight => true,
