@@ -119,6 +119,14 @@ fn in_user_terms(message: &str) -> String {
              loader's limit on {} was reached here); check that this is the file you meant",
             what.to_lowercase()
         )
+    } else if let Some(rest) = message.strip_prefix("duplicate mapping key: ") {
+        let key = rest.split(", set ").next().unwrap_or(rest);
+        format!("`{key}` is given twice in one mapping; keep one")
+    } else if let Some(field) = message.strip_prefix("missing field ") {
+        format!(
+            "missing field {field}: the mapping this line belongs to needs it (the parser noticed \
+             at the mapping's last entry)"
+        )
     } else {
         message.to_owned()
     }
@@ -165,6 +173,23 @@ mod tests {
             "{err}"
         );
         assert!(!err.to_string().contains("budget breached"), "{err}");
+    }
+
+    #[test]
+    fn a_duplicate_or_missing_field_is_said_without_the_parsers_advice() {
+        let err = from_yaml::<Doc>("d.yaml", "version: 1\nname: x\nname: y\n").unwrap_err();
+        assert_eq!(err.line, 3, "{err}");
+        assert_eq!(
+            err.message,
+            "`name` is given twice in one mapping; keep one"
+        );
+        assert!(!err.to_string().contains("DuplicateKeyPolicy"), "{err}");
+        let err = from_yaml::<Doc>("d.yaml", "version: 1\n").unwrap_err();
+        assert!(
+            err.message
+                .starts_with("missing field `name`: the mapping this line belongs to"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -79,11 +79,14 @@ pub struct ContractSpec {
     pub preset: Preset,
     /// The request header carrying the key (default `Idempotency-Key`).
     pub header: Option<String>,
-    /// Statuses accepted for "same key, different request".
+    /// Statuses accepted for "same key, different request" (see [`refusals`] for the form).
+    #[serde(default, deserialize_with = "refusals")]
     pub mismatch_status: Option<Vec<u16>>,
     /// Statuses accepted for "same key while the first is in flight".
+    #[serde(default, deserialize_with = "refusals")]
     pub in_flight_status: Option<Vec<u16>>,
     /// Statuses accepted when a required key is missing.
+    #[serde(default, deserialize_with = "refusals")]
     pub missing_key_status: Option<Vec<u16>>,
     /// How long an abandoned in-flight record locks its key (e.g. `3s`).
     pub in_flight_ttl: Option<HumanDuration>,
@@ -110,6 +113,91 @@ pub struct ContractSpec {
     /// and `ietf-draft`; `create` and `action` — POST — under `stripe-v1`). A check of an uncovered
     /// operation is SKIP.
     pub covers: Option<Vec<Covered>>,
+}
+
+/// Reads a contract's refusal statuses: one code (`422`) or a non-empty list (`[409, 423]`), each
+/// a 4xx or 5xx, since each names how the API refuses a request.
+///
+/// # Errors
+/// A message naming the value: a class such as `4xx` (the codes themselves are needed), a number
+/// that is no HTTP status, a code below 400, or an empty list.
+fn refusals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, D::Error> {
+    use serde::de::{Error, SeqAccess, Visitor};
+    /// The one-code part of the form.
+    fn code<E: Error>(n: u64) -> Result<u16, E> {
+        match u16::try_from(n) {
+            Ok(c @ 400..=599) => Ok(c),
+            Ok(c @ 100..=399) => Err(E::custom(format!(
+                "{c} is not a refusal: these statuses say how the API refuses a request, a 4xx \
+                 or 5xx such as 409 or 422"
+            ))),
+            _ => Err(E::custom(format!(
+                "{n} is not an HTTP status code (100-599); expected a 4xx or 5xx such as 409"
+            ))),
+        }
+    }
+    fn text<E: Error>(v: &str) -> Result<u16, E> {
+        match v.trim().parse::<u64>() {
+            Ok(n) => code(n),
+            Err(_) => Err(E::custom(format!(
+                "`{v}` is not a status code; list the codes themselves, e.g. [409, 423]"
+            ))),
+        }
+    }
+    /// One code, where a list element is expected.
+    struct Code(u16);
+    impl<'de> Deserialize<'de> for Code {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct One;
+            impl Visitor<'_> for One {
+                type Value = u16;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a status code such as 409")
+                }
+                fn visit_u64<E: Error>(self, n: u64) -> Result<u16, E> {
+                    code(n)
+                }
+                fn visit_i64<E: Error>(self, n: i64) -> Result<u16, E> {
+                    code(u64::try_from(n).unwrap_or(u64::MAX))
+                }
+                fn visit_str<E: Error>(self, v: &str) -> Result<u16, E> {
+                    text(v)
+                }
+            }
+            d.deserialize_any(One).map(Code)
+        }
+    }
+    struct Codes;
+    impl<'de> Visitor<'de> for Codes {
+        type Value = Vec<u16>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a status code such as 422, or a list of them such as [409, 423]")
+        }
+        fn visit_u64<E: Error>(self, n: u64) -> Result<Vec<u16>, E> {
+            code(n).map(|c| vec![c])
+        }
+        fn visit_i64<E: Error>(self, n: i64) -> Result<Vec<u16>, E> {
+            self.visit_u64(u64::try_from(n).unwrap_or(u64::MAX))
+        }
+        fn visit_str<E: Error>(self, v: &str) -> Result<Vec<u16>, E> {
+            text(v).map(|c| vec![c])
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u16>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(Code(c)) = seq.next_element()? {
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+            if out.is_empty() {
+                return Err(A::Error::custom(
+                    "an empty list: give at least one status code, e.g. [409]",
+                ));
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_any(Codes).map(Some)
 }
 
 /// A resolved contract: the preset with every override applied. Checks judge against this.
@@ -267,6 +355,15 @@ impl ContractSpec {
     /// characters and depends on the key.
     pub(crate) fn problems(&self) -> Vec<(Option<&crate::load::Location>, String)> {
         let mut out = Vec::new();
+        if self.in_flight_ttl.is_some_and(|t| t.0.is_zero()) {
+            out.push((
+                None,
+                "in_flight_ttl is 0s: a zero TTL would let any retry take over a request that is \
+                 still running; give the TTL the API documents (e.g. `30s`), or leave it out if it \
+                 has none"
+                    .into(),
+            ));
+        }
         for name in [&self.header, &self.replayed_header].into_iter().flatten() {
             if let Err(m) = super::check_header(name, "k") {
                 out.push((None, m));

@@ -537,6 +537,23 @@ impl TargetProfile {
             );
         }
         let ops = &self.operations;
+        if let Some(slow) = &ops.create.variants.slow {
+            let ttl = self.contract().in_flight_ttl;
+            if slow.takes.0.is_zero() || ttl.is_some_and(|t| slow.takes.0 <= t) {
+                at(
+                    &self.contract.referenced,
+                    format!(
+                        "operations.create.variants.slow.takes `{}` must be longer than the \
+                         contract's in-flight TTL ({}): the slow handler is there to outlive it",
+                        humantime::format_duration(slow.takes.0),
+                        ttl.map_or("none declared".to_owned(), |t| humantime::format_duration(
+                            t
+                        )
+                        .to_string())
+                    ),
+                );
+            }
+        }
         let with_id = [
             ops.get.as_ref().map(|g| &g.path),
             ops.delete.as_ref().map(|d| &d.path),
@@ -597,6 +614,57 @@ operations:
         let p = TargetProfile::load("p.yaml", MINIMAL, &no_env).unwrap();
         assert_eq!(p.principal("B").unwrap().name, "b");
         assert_eq!(p.contract().mismatch_status, vec![409]);
+    }
+
+    #[test]
+    fn refusal_statuses_are_one_code_or_a_list_and_a_bad_one_is_located_and_named() {
+        let with = |contract: &str| format!("{MINIMAL}contract:\n{contract}\n");
+        let p = TargetProfile::load("p.yaml", &with("  mismatch_status: 422"), &no_env).unwrap();
+        assert_eq!(p.contract().mismatch_status, vec![422]);
+        let text = with("  in_flight_status: [409, 423, 409]\n  missing_key_status: ['428']");
+        let p = TargetProfile::load("p.yaml", &text, &no_env).unwrap();
+        assert_eq!(p.contract().in_flight_status, vec![409, 423]);
+        assert_eq!(p.contract().missing_key_status, vec![428]);
+        for (value, said) in [
+            (
+                "['4xx']",
+                "`4xx` is not a status code; list the codes themselves",
+            ),
+            ("[999]", "999 is not an HTTP status code"),
+            ("[201]", "201 is not a refusal"),
+            ("304", "304 is not a refusal"),
+            ("[]", "an empty list"),
+            ("[-1]", "is not an HTTP status code"),
+        ] {
+            let text = with(&format!("  preset: article\n  mismatch_status: {value}"));
+            let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+            assert_eq!(err.line, 13, "{value}: {err}");
+            assert!(err.message.contains(said), "{value}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_zero_ttl_or_a_slow_handler_that_does_not_outlive_it_is_refused() {
+        let with = |extra: &str| format!("{MINIMAL}{extra}");
+        let err = TargetProfile::load("p.yaml", &with("contract:\n  in_flight_ttl: 0s\n"), &no_env)
+            .unwrap_err();
+        assert!(err.message.contains("in_flight_ttl is 0s"), "{err}");
+        let slow = |takes: &str, ttl: &str| {
+            MINIMAL.replace(
+                "id: $.data.uuid}",
+                &format!("id: $.data.uuid, variants: {{slow: {{body: '{{}}', takes: {takes}}}}}}}"),
+            ) + &format!("contract:\n  in_flight_ttl: {ttl}\n")
+        };
+        for (takes, ttl) in [("0s", "2s"), ("2s", "2s"), ("1s", "2s")] {
+            let err = TargetProfile::load("p.yaml", &slow(takes, ttl), &no_env).unwrap_err();
+            assert!(
+                err.message
+                    .contains("must be longer than the contract's in-flight TTL (2s)"),
+                "{takes}: {err}"
+            );
+        }
+        TargetProfile::load("p.yaml", &slow("3s", "2s"), &no_env)
+            .expect("a slow handler past the TTL");
     }
 
     #[test]
