@@ -180,11 +180,24 @@ async fn preflight(env: &Env) -> Result<(), RunError> {
                     via_proxy: false,
                 })
                 .await;
+            let path = ex.evidence.request.path.clone();
             let reason = match ex.status {
-                None => Unreachable::Silent(ex.describe()),
-                Some(200..=299) => continue,
+                None => Unreachable::Silent(format!(
+                    "GET {path} as principal `{}`: {}",
+                    principal.name,
+                    ex.describe()
+                )),
+                Some(status @ 200..=299) => match observe::unreadable_list(list, &ex) {
+                    None => continue,
+                    Some(why) => Unreachable::Unreadable {
+                        path,
+                        principal: principal.name.clone(),
+                        status,
+                        why,
+                    },
+                },
                 Some(_) => Unreachable::Answered {
-                    path: ex.evidence.request.path.clone(),
+                    path,
                     principal: principal.name.clone(),
                     answer: ex.describe(),
                 },

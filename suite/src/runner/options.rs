@@ -99,8 +99,8 @@ pub enum RunError {
     /// The embedded proxy could not be started.
     #[error("start the fault-injecting proxy")]
     Proxy(#[source] std::io::Error),
-    /// A base URL did not answer, or did not answer a principal's list with a 2xx, before any
-    /// check ran (exit code 3).
+    /// A base URL did not answer, or did not answer a principal's list with a 2xx the profile's
+    /// `list` can read, before any check ran (exit code 3).
     #[error("reach the target at {url}: {reason}")]
     TargetUnreachable {
         /// The base URL tried.
@@ -129,5 +129,21 @@ pub enum Unreachable {
         principal: String,
         /// The status (and problem type) it answered.
         answer: String,
+    },
+    /// The API answered a principal's list with a 2xx that the profile's `list` cannot read: not
+    /// JSON (another service on that port, a welcome page), or no node where `items` looks.
+    #[error(
+        "GET {path} as principal `{principal}` answered {status}, but {why}; check the profile's \
+         `base_urls` and `operations.list`"
+    )]
+    Unreadable {
+        /// Path and query of the list request.
+        path: String,
+        /// The principal it was sent as.
+        principal: String,
+        /// The status it answered.
+        status: u16,
+        /// What in the body the profile's `list` cannot read.
+        why: String,
     },
 }

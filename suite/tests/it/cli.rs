@@ -322,6 +322,63 @@ fn an_unreachable_target_exits_3_with_a_hint() {
     assert!(text.contains("\nhint: "), "{text}");
 }
 
+/// Serves every request on a fresh 127.0.0.1 port with `200`, `content_type` and `body` until
+/// the process ends; returns its base URL.
+fn answer_everything(content_type: &'static str, body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// A base URL where something else answers 200 (a welcome page, a JSON API of another shape)
+/// stops the run at the preflight with exit 3, naming the list request and what came back, instead
+/// of running every check against a page that can judge nothing.
+#[test]
+fn a_list_the_profile_cannot_read_stops_the_run_at_the_preflight() {
+    let dir = workspace();
+    let cases = [
+        (
+            "text/html",
+            "<!DOCTYPE html>\n<html><body>Welcome to nginx!</body></html>",
+            "its body is not JSON (Content-Type `text/html`",
+        ),
+        (
+            "application/json",
+            r#"{"results": [], "count": 0}"#,
+            "is not in the response (its top-level fields are `count`, `results`)",
+        ),
+    ];
+    for (content_type, body, said) in cases {
+        let url = answer_everything(content_type, body);
+        let out = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+            .args(["run", "--target", "profile.yaml"])
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .env("API_URL", &url)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        assert_eq!(stdout(&out), "", "no report when nothing could run");
+        let text = stderr(&out);
+        assert!(text.contains(said), "{text}");
+        assert!(text.contains("answered 200, but"), "{text}");
+        assert!(text.contains("as principal `"), "{text}");
+        assert!(text.contains("`operations.list`"), "{text}");
+    }
+}
+
 /// The YAML examples in the README and the scenario guide load as they are printed: the docs
 /// cannot drift from the schema unnoticed.
 #[test]

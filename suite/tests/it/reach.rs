@@ -140,32 +140,33 @@ async fn an_unanswered_retry_whose_twin_is_refused_held_the_key() {
 }
 
 /// A profile whose `list` cannot see what the API creates (an `items` path that misses the
-/// response) is not a count of zero: the checks that create
-/// nothing and count that (a failed create, an abandoned one) are UNKNOWN naming the path, not
-/// PASS on "0 resource(s) created".
+/// response) would count zero for the checks that create nothing (a failed create, an abandoned
+/// one) and PASS them on "0 resource(s) created"; the preflight stops the run first, naming the
+/// path and the response's fields.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_list_that_cannot_see_resources_counts_nothing() {
+async fn a_list_that_cannot_see_resources_stops_the_run() {
     let api = alt_api::start().await;
-    let blind = [(
-        r#"items: "$.data[*]""#,
-        r#"items: "$.machines[*]""#,
-        "`$.machines` is not in the response (its top-level fields are `data`, `meta`)",
-    )];
-    for (from, to, said) in blind {
-        let edit = |text: &str| {
-            assert!(text.contains(from), "the fixture has {from}");
-            failing_by_request(text).replace(from, to)
-        };
-        let report = run_profile(
-            profile(&api, edit),
-            &["failed-creates-nothing", "stuck-in-flight"],
-        )
-        .await;
-        for o in &report.checks {
-            assert_eq!(o.verdict, Verdict::Unknown, "{to}: {}", table(&report));
-            assert!(o.summary.contains(said), "{to}: {}", o.summary);
-        }
-    }
+    let edit = |text: &str| {
+        assert!(
+            text.contains(r#"items: "$.data[*]""#),
+            "the fixture's items path"
+        );
+        failing_by_request(text).replace(r#"items: "$.data[*]""#, r#"items: "$.machines[*]""#)
+    };
+    let mut opts = RunOptions::new(Target::Profile(Box::new(profile(&api, edit))));
+    opts.only = vec!["failed-creates-nothing".into(), "stuck-in-flight".into()];
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let err = run(opts, tx)
+        .await
+        .expect_err("the preflight refuses the list");
+    let text = err.to_string();
+    assert!(
+        text.contains("GET /api/machines?tag=preflight as principal `alpha` answered 200, but")
+            && text.contains(
+                "`$.machines` is not in the response (its top-level fields are `data`, `meta`)"
+            ),
+        "{text}"
+    );
 }
 
 /// An in-flight lock that never expires is never PASS: without a declared TTL (the article's
@@ -547,4 +548,24 @@ assert:
         }
     }
     assert!(replayed > 0, "no burst had a replay among its successes");
+}
+
+/// A create id path that matches nothing in an accepted create's body is the profile's problem,
+/// not "no client's create was accepted": retry-storm is UNKNOWN naming the path and the body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_storm_whose_creates_carry_no_id_at_the_path_names_the_path() {
+    let api = alt_api::start().await;
+    let edit = |text: &str| {
+        assert!(text.contains("id: $.data.uuid"), "the fixture's id path");
+        text.replace("id: $.data.uuid", "id: $.data.machine_id")
+    };
+    let report = run_profile(profile(&api, edit), &["retry-storm"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(
+        o.summary.contains("but no id at `$.data.machine_id` in it (first body: `{")
+            && o.summary.contains("check `operations.create.id`"),
+        "{}",
+        o.summary
+    );
 }

@@ -27,16 +27,7 @@ impl Rule for FaultApplied {
             }),
             UpstreamOutcome::NotReached => faulted().any(|e| e.upstream_sends == 0),
         };
-        let seen: Vec<String> = mine
-            .iter()
-            .map(|e| {
-                format!(
-                    "{} upstream {}",
-                    e.fault.as_deref().unwrap_or("passed through"),
-                    e.upstream_status.map_or("-".into(), |s| s.to_string())
-                )
-            })
-            .collect();
+        let seen: Vec<String> = mine.iter().map(|e| upstream_did(e)).collect();
         match (ok, self.upstream) {
             (true, UpstreamOutcome::Worked) => Held(format!(
                 "the server did `{step}`'s work and the response was lost"
@@ -49,5 +40,56 @@ impl Rule for FaultApplied {
                 seen.join(", ")
             )),
         }
+    }
+}
+
+/// What the proxy did with one request and what it saw the upstream do, for a reader: `drop_response,
+/// the upstream answered 500`, `passed through, the upstream never answered (reset)`, `refuse,
+/// never sent upstream`.
+fn upstream_did(e: &ProxyEvent) -> String {
+    let fault = e.fault.as_deref().unwrap_or("passed through");
+    let upstream = match (e.upstream_sends, e.upstream_status, &e.upstream_error) {
+        (0, _, _) => "never sent upstream".to_owned(),
+        (_, Some(s), _) => format!("the upstream answered {s}"),
+        (_, None, Some(why)) => format!("the upstream never answered ({why})"),
+        (_, None, None) => "the upstream never answered".to_owned(),
+    };
+    format!("{fault}, {upstream}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::upstream_did;
+
+    fn event(fault: Option<&str>, sends: u8, status: Option<u16>, error: Option<&str>) -> String {
+        let e: idemspec_proxy::ProxyEvent = serde_json::from_value(serde_json::json!({
+            "seq": 1, "at": "2026-01-01T00:00:00Z", "method": "POST", "path": "/w",
+            "idempotency_key": null, "step": "first", "rule": null, "fault": fault,
+            "upstream_sends": sends, "upstream_status": status, "upstream_error": error,
+            "error_side": null, "client_status": null, "client_bytes": 0,
+            "client_complete": false, "client_disconnected": false, "duration_ms": 3
+        }))
+        .expect("an event");
+        upstream_did(&e)
+    }
+
+    #[test]
+    fn what_the_upstream_did_is_said_in_words_never_a_dash() {
+        assert_eq!(
+            event(Some("drop_response"), 1, Some(500), None),
+            "drop_response, the upstream answered 500"
+        );
+        assert_eq!(
+            event(Some("drop_response"), 1, None, Some("connection reset")),
+            "drop_response, the upstream never answered (connection reset)"
+        );
+        assert_eq!(
+            event(None, 1, None, None),
+            "passed through, the upstream never answered"
+        );
+        assert_eq!(
+            event(Some("refuse"), 0, None, None),
+            "refuse, never sent upstream"
+        );
     }
 }

@@ -311,6 +311,28 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
         ));
     }
     let finished = runs.iter().filter(|r| r.id.is_some()).count();
+    let unread: Vec<&Exchange> = runs
+        .iter()
+        .filter(|r| r.id.is_none())
+        .filter_map(|r| r.exchanges.last().filter(|e| e.is_success()))
+        .collect();
+    if finished == 0 && !unread.is_empty() {
+        // Creates were accepted, but the profile's `create.id` reads no id from them.
+        let first = unread[0];
+        let body = String::from_utf8_lossy(&first.body[..first.body.len().min(80)]).into_owned();
+        judgements.push(Judgement::new(
+            scenario,
+            Finding::Undecided(format!(
+                "{} client(s) got a {} but no id at `{}` in it (first body: `{}`), so the storm \
+                 judged nothing; check `operations.create.id` in the target profile",
+                unread.len(),
+                first.describe(),
+                run.env().profile.operations.create.id.source(),
+                body.trim()
+            )),
+        ));
+        return judgements;
+    }
     if finished == 0 {
         // No create was accepted: "one id per key" and "resources = accepted keys" would both
         // hold of nothing.
