@@ -15,6 +15,14 @@
 //! node allocation and the batched sweep, which each database's `Dialect` (`postgres.rs`,
 //! `sqlite.rs`) supplies. [`connect`] opens one and hands out its [`Stores`].
 
+/// The idempotency record's columns, in the order `records.rs`'s `record_from_row` decodes them:
+/// every statement that reads a record (`FIND`, each dialect's claim) selects these.
+macro_rules! record_columns {
+    () => {
+        "state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, compressed"
+    };
+}
+
 mod connect;
 mod create;
 mod error;

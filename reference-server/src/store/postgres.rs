@@ -90,16 +90,32 @@ macro_rules! claim_cte {
         concat!(
             "new_record AS (INSERT INTO idempotency_records (principal, endpoint, idem_key, \
                fingerprint, state, claim_nonce, started_at, expires_at) \
-             VALUES (", $principal, ", ", $endpoint, ", ", $key, ", ", $fingerprint,
-            ", 'in_flight', ", $nonce, ", ", $now, ", ", $expires_at, ") \
-             ON CONFLICT (principal, endpoint, idem_key) DO NOTHING \
-             RETURNING state, fingerprint, claim_nonce, started_at, expires_at, status, headers, \
-               body, compressed), \
-             claim AS (SELECT true AS inserted, * FROM new_record UNION ALL \
-               SELECT false, state, fingerprint, claim_nonce, started_at, expires_at, status, \
-                 headers, body, compressed FROM idempotency_records \
-               WHERE principal = ", $principal, " AND endpoint = ", $endpoint,
-            " AND idem_key = ", $key, " AND NOT EXISTS (SELECT 1 FROM new_record)) "
+             VALUES (",
+            $principal,
+            ", ",
+            $endpoint,
+            ", ",
+            $key,
+            ", ",
+            $fingerprint,
+            ", 'in_flight', ",
+            $nonce,
+            ", ",
+            $now,
+            ", ",
+            $expires_at,
+            ") \
+             ON CONFLICT (principal, endpoint, idem_key) DO NOTHING RETURNING ",
+            record_columns!(),
+            "), claim AS (SELECT true AS inserted, * FROM new_record UNION ALL SELECT false, ",
+            record_columns!(),
+            " FROM idempotency_records WHERE principal = ",
+            $principal,
+            " AND endpoint = ",
+            $endpoint,
+            " AND idem_key = ",
+            $key,
+            " AND NOT EXISTS (SELECT 1 FROM new_record)) "
         )
     };
 }

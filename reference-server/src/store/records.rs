@@ -178,10 +178,11 @@ pub trait RecordStore: Send + Sync + 'static {
 }
 
 /// Reads a record by its scope. Binds `$1` principal, `$2` endpoint, `$3` key.
-const FIND: &str =
-    "SELECT state, fingerprint, claim_nonce, started_at, expires_at, status, headers, \
-       body, compressed \
-     FROM idempotency_records WHERE principal = $1 AND endpoint = $2 AND idem_key = $3";
+const FIND: &str = concat!(
+    "SELECT ",
+    record_columns!(),
+    " FROM idempotency_records WHERE principal = $1 AND endpoint = $2 AND idem_key = $3"
+);
 
 /// Writes an in-flight record over whatever is there. Binds the scope (`$1`–`$3`), `$4` fingerprint,
 /// `$5` now, `$6` expires_at, `$7` nonce. Not a claim: two callers both "win" (the flaw it serves).

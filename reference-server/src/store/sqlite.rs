@@ -159,9 +159,10 @@ impl Dialect for Sqlite {
     const CLAIM: &'static str = concat!(
         "BEGIN IMMEDIATE; ",
         claim_script!("$1", "$2", "$3", "$4", "$5", "$6", "$7"),
-        "SELECT state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, \
-           compressed FROM idempotency_records WHERE principal = $1 AND endpoint = $2 \
-           AND idem_key = $3; COMMIT"
+        "SELECT ",
+        record_columns!(),
+        " FROM idempotency_records WHERE principal = $1 AND endpoint = $2 AND idem_key = $3; \
+         COMMIT"
     );
 
     /// No `SKIP LOCKED` (nor a need: one connection, and SQLite serialises writers).
@@ -194,8 +195,9 @@ impl Dialect for Sqlite {
                 "EXISTS (SELECT 1 FROM idempotency_records WHERE principal = $7 AND endpoint = $8 \
                    AND idem_key = $9 AND claim_nonce = $11)"
             ),
-            "SELECT state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, \
-               compressed, (SELECT node_id FROM nodes WHERE allocation_id = $1) AS node_id \
+            "SELECT ",
+            record_columns!(),
+            ", (SELECT node_id FROM nodes WHERE allocation_id = $1) AS node_id \
              FROM idempotency_records WHERE principal = $7 AND endpoint = $8 AND idem_key = $9; \
              COMMIT"
         ),
