@@ -563,7 +563,8 @@ async fn a_storm_whose_creates_carry_no_id_at_the_path_names_the_path() {
     let o = &report.checks[0];
     assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
     assert!(
-        o.summary.contains("but no id at `$.data.machine_id` in it (first body: `{")
+        o.summary
+            .contains("but no id at `$.data.machine_id` in it (first body: `{")
             && o.summary.contains("check `operations.create.id`"),
         "{}",
         o.summary

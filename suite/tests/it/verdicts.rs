@@ -259,8 +259,8 @@ async fn a_failed_setup_is_unknown_not_fail() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_list_that_sees_nothing_is_unknown_not_fail() {
     let api = crate::support::alt_api::start().await;
-    let text =
-        crate::support::alt_api::PROFILE.replace("items: \"$.data[*]\"", "items: \"$.data[?@.nothing]\"");
+    let text = crate::support::alt_api::PROFILE
+        .replace("items: \"$.data[*]\"", "items: \"$.data[?@.nothing]\"");
     assert_ne!(
         text,
         crate::support::alt_api::PROFILE,
