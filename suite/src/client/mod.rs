@@ -24,6 +24,9 @@ const EVIDENCE_HEADERS: &[&str] = &[
 #[derive(Debug, Clone)]
 pub struct Client {
     inner: reqwest::Client,
+    /// Response headers shown in evidence besides [`EVIDENCE_HEADERS`] (lower-case): the
+    /// contract's replay marker, where it has another name.
+    also_shown: Vec<String>,
 }
 
 impl Client {
@@ -39,7 +42,21 @@ impl Client {
             .pool_idle_timeout(Duration::from_secs(5))
             .build()
             .expect("a plain HTTP client without TLS always builds");
-        Self { inner }
+        Self {
+            inner,
+            also_shown: Vec::new(),
+        }
+    }
+
+    /// The same client, also showing response header `name` (any case) in evidence, such as a
+    /// contract's `replayed_header`.
+    #[must_use]
+    pub fn showing_header(mut self, name: &str) -> Self {
+        let name = name.to_ascii_lowercase();
+        if !EVIDENCE_HEADERS.contains(&name.as_str()) && !self.also_shown.contains(&name) {
+            self.also_shown.push(name);
+        }
+        self
     }
 
     /// Sends one request and records what happened. Transport failures (refused, reset, closed,
@@ -75,7 +92,10 @@ impl Client {
                     status,
                     headers: headers
                         .iter()
-                        .filter(|(n, _)| EVIDENCE_HEADERS.contains(&n.as_str()))
+                        .filter(|(n, _)| {
+                            EVIDENCE_HEADERS.contains(&n.as_str())
+                                || self.also_shown.iter().any(|a| a == n.as_str())
+                        })
                         .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into()))
                         .collect(),
                     problem_type,

@@ -67,7 +67,7 @@ pub struct ResponseRecord {
     /// HTTP status code.
     pub status: u16,
     /// The headers that matter for idempotency (Location, Retry-After, Idempotent-Replayed,
-    /// Content-Type), in the order received.
+    /// Content-Type, and the contract's `replayed_header`), in the order received.
     pub headers: Vec<(String, String)>,
     /// The RFC 9457 problem `type` when the body is a problem document, so a reader can tell
     /// "in flight" from "mismatch".

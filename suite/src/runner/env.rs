@@ -32,10 +32,11 @@ impl Env {
         lockout_bound: std::time::Duration,
     ) -> Self {
         let contract = profile.contract();
+        let client = Client::new().showing_header(&contract.replayed_header);
         Self {
             profile,
             contract,
-            client: Client::new(),
+            client,
             hooks,
             lockout_bound,
             next_base: AtomicUsize::new(0),

@@ -570,3 +570,48 @@ async fn a_storm_whose_creates_carry_no_id_at_the_path_names_the_path() {
         o.summary
     );
 }
+
+/// Evidence shows the replay marker the contract declares, whatever its name, beside the
+/// headers it always shows: a reader sees the header replay-fidelity judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn evidence_shows_the_declared_replay_header() {
+    const REPLAYED: &str = r#"version: 1
+id: replayed
+title: A replay, judged against a status it cannot have so that its evidence is kept
+level: MUST
+reference: "test"
+steps:
+  - {name: original, op: create, key: K1, via: direct}
+  - {name: replay, op: create, key: K1, via: direct}
+assert:
+  - status: {step: replay, in: [418]}
+"#;
+    let api = alt_api::start_with(alt_api::Options {
+        replayed_header: Some("x-served-from-cache"),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let edit = |text: &str| {
+        text.replace(
+            "  mismatch_status: [422]\n",
+            "  mismatch_status: [422]\n  replayed_header: X-Served-From-Cache\n",
+        )
+    };
+    let report = run_scenario(profile(&api, edit), REPLAYED).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    let replay = o
+        .evidence
+        .iter()
+        .find(|e| e.request.step == "replay")
+        .and_then(|e| e.response.as_ref())
+        .expect("the replay's response is in the evidence");
+    assert!(
+        replay
+            .headers
+            .iter()
+            .any(|(n, v)| n == "x-served-from-cache" && v == "true"),
+        "{:?}",
+        replay.headers
+    );
+}

@@ -105,6 +105,9 @@ pub struct Options {
     /// The status a replay of a success is answered with instead of the stored one (a `201`
     /// replayed as a `200`: the defect under test, owned by `replay-fidelity` alone).
     pub replay_status: Option<StatusCode>,
+    /// The header that marks a replay (`Idempotent-Replayed` when `None`), for an API that names
+    /// it otherwise.
+    pub replayed_header: Option<&'static str>,
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -317,9 +320,13 @@ where
             }
             Some(Record::Done { response, .. }) => {
                 let mut replay = response.clone();
-                replay
-                    .headers
-                    .push(("idempotent-replayed".into(), "true".into()));
+                replay.headers.push((
+                    app.options
+                        .replayed_header
+                        .unwrap_or("idempotent-replayed")
+                        .into(),
+                    "true".into(),
+                ));
                 if let Some(status) = app
                     .options
                     .replay_status
