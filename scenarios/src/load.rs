@@ -119,9 +119,16 @@ fn in_user_terms(message: &str) -> String {
              loader's limit on {} was reached here); check that this is the file you meant",
             what.to_lowercase()
         )
-    } else if let Some(rest) = message.strip_prefix("duplicate mapping key: ") {
-        let key = rest.split(", set ").next().unwrap_or(rest);
-        format!("`{key}` is given twice in one mapping; keep one")
+    } else if let Some(rest) = message.strip_prefix("duplicate mapping key") {
+        match rest.strip_prefix(": ") {
+            Some(rest) => {
+                let key = rest
+                    .rsplit_once(", set DuplicateKeyPolicy")
+                    .map_or(rest, |(k, _)| k);
+                format!("`{key}` is given twice in one mapping; keep one")
+            }
+            None => "a key is given twice in one mapping; keep one".to_owned(),
+        }
     } else if let Some(field) = message.strip_prefix("missing field ") {
         format!(
             "missing field {field}: the mapping this line belongs to needs it (the parser noticed \

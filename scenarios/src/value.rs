@@ -93,16 +93,40 @@ impl JsonPathExpr {
         self.path.query(value).first()
     }
 
-    /// For a path that selects every member of one node (`$.items[*]`, `$.data.*`), that node's
-    /// path (`$.items`, `$.data`); `None` for any other path. A list whose items path selects
-    /// nothing is empty only if this node is there: otherwise the path misses the response.
+    /// For a path that selects every member of one node (`$.items[*]`, `$['data'].*`), that node's
+    /// path (`$.items`, `$['data']`); `None` for any other path, and where the node's path is not a
+    /// singular query (RFC 9535 §2.3.5.1: names and indexes only, no `..`, wildcard, filter,
+    /// slice or union), since such a path may rightly select nothing. A list whose items path
+    /// selects nothing is empty only if this node is there: otherwise the path misses the response.
     pub fn container(&self) -> Option<JsonPathExpr> {
         let node = self
             .source
             .strip_suffix("[*]")
             .or_else(|| self.source.strip_suffix(".*"))?;
-        Self::parse(node).ok()
+        singular(node).then(|| Self::parse(node).ok())?
     }
+}
+
+/// Whether `source` reads as a singular query: outside string literals, no `..`, `*`, `?`, `:`
+/// (slice), `,` (union) or `(`.
+fn singular(source: &str) -> bool {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut previous = ' ';
+    for c in source.chars() {
+        match (quote, c) {
+            (Some(_), _) if escaped => escaped = false,
+            (Some(_), '\\') => escaped = true,
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '*' | '?' | ':' | ',' | '(') => return false,
+            (None, '.') if previous == '.' => return false,
+            (None, _) => {}
+        }
+        previous = c;
+    }
+    true
 }
 
 /// The deepest nesting of `[` and `(` in `source`, outside string literals (RFC 9535 §2.3.1.1: in
@@ -162,6 +186,20 @@ mod tests {
         assert_eq!(container("$[*]").as_deref(), Some("$"));
         assert_eq!(container("$.items[0]"), None);
         assert_eq!(container("$..id"), None);
+        assert_eq!(container("$['items'][*]").as_deref(), Some("$['items']"));
+        assert_eq!(container("$['a.b'][*]").as_deref(), Some("$['a.b']"));
+        assert_eq!(container("$['a*'][0][*]").as_deref(), Some("$['a*'][0]"));
+        // Not one node: each may rightly select nothing.
+        for p in [
+            "$..items[*]",
+            "$.pages[*].items[*]",
+            "$.data[*][*]",
+            "$[?@.a].items[*]",
+            "$.a[0:2][*]",
+            "$['a','b'][*]",
+        ] {
+            assert_eq!(container(p), None, "{p}");
+        }
         let body = serde_json::json!({"items": [], "next": null});
         let items = JsonPathExpr::parse("$.items[*]").unwrap();
         assert!(items.select(&body).is_empty());

@@ -15,7 +15,7 @@
 //! node allocation and the batched sweep, which each database's `Dialect` (`postgres.rs`,
 //! `sqlite.rs`) supplies. [`connect`] opens one and hands out its [`Stores`].
 
-/// The idempotency record's columns, in the order `records.rs`'s `record_from_row` decodes them:
+/// The idempotency record's columns, the ones `records.rs`'s `record_from_row` decodes (by name):
 /// every statement that reads a record (`FIND`, each dialect's claim) selects these.
 macro_rules! record_columns {
     () => {

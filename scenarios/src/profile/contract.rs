@@ -116,15 +116,15 @@ pub struct ContractSpec {
 }
 
 /// Reads a contract's refusal statuses: one code (`422`) or a non-empty list (`[409, 423]`), each
-/// a 4xx or 5xx, since each names how the API refuses a request.
+/// a 4xx or 5xx, since each names how the API refuses a request; a null keeps the preset's.
 ///
 /// # Errors
 /// A message naming the value: a class such as `4xx` (the codes themselves are needed), a number
 /// that is no HTTP status, a code below 400, or an empty list.
 fn refusals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, D::Error> {
     use serde::de::{Error, SeqAccess, Visitor};
-    /// The one-code part of the form.
-    fn code<E: Error>(n: u64) -> Result<u16, E> {
+    /// The one-code part of the form; `n` as written.
+    fn code<E: Error>(n: i128) -> Result<u16, E> {
         match u16::try_from(n) {
             Ok(c @ 400..=599) => Ok(c),
             Ok(c @ 100..=399) => Err(E::custom(format!(
@@ -137,7 +137,7 @@ fn refusals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, 
         }
     }
     fn text<E: Error>(v: &str) -> Result<u16, E> {
-        match v.trim().parse::<u64>() {
+        match v.trim().parse::<i128>() {
             Ok(n) => code(n),
             Err(_) => Err(E::custom(format!(
                 "`{v}` is not a status code; list the codes themselves, e.g. [409, 423]"
@@ -155,10 +155,10 @@ fn refusals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, 
                     f.write_str("a status code such as 409")
                 }
                 fn visit_u64<E: Error>(self, n: u64) -> Result<u16, E> {
-                    code(n)
+                    code(n.into())
                 }
                 fn visit_i64<E: Error>(self, n: i64) -> Result<u16, E> {
-                    code(u64::try_from(n).unwrap_or(u64::MAX))
+                    code(n.into())
                 }
                 fn visit_str<E: Error>(self, v: &str) -> Result<u16, E> {
                     text(v)
@@ -167,22 +167,29 @@ fn refusals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, 
             d.deserialize_any(One).map(Code)
         }
     }
+    /// The whole form; a null keeps the preset's (`None`).
     struct Codes;
     impl<'de> Visitor<'de> for Codes {
-        type Value = Vec<u16>;
+        type Value = Option<Vec<u16>>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("a status code such as 422, or a list of them such as [409, 423]")
         }
-        fn visit_u64<E: Error>(self, n: u64) -> Result<Vec<u16>, E> {
-            code(n).map(|c| vec![c])
+        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
         }
-        fn visit_i64<E: Error>(self, n: i64) -> Result<Vec<u16>, E> {
-            self.visit_u64(u64::try_from(n).unwrap_or(u64::MAX))
+        fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
         }
-        fn visit_str<E: Error>(self, v: &str) -> Result<Vec<u16>, E> {
-            text(v).map(|c| vec![c])
+        fn visit_u64<E: Error>(self, n: u64) -> Result<Self::Value, E> {
+            code(n.into()).map(|c| Some(vec![c]))
         }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u16>, A::Error> {
+        fn visit_i64<E: Error>(self, n: i64) -> Result<Self::Value, E> {
+            code(n.into()).map(|c| Some(vec![c]))
+        }
+        fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
+            text(v).map(|c| Some(vec![c]))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             let mut out = Vec::new();
             while let Some(Code(c)) = seq.next_element()? {
                 if !out.contains(&c) {
@@ -194,10 +201,10 @@ fn refusals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, 
                     "an empty list: give at least one status code, e.g. [409]",
                 ));
             }
-            Ok(out)
+            Ok(Some(out))
         }
     }
-    d.deserialize_any(Codes).map(Some)
+    d.deserialize_any(Codes)
 }
 
 /// A resolved contract: the preset with every override applied. Checks judge against this.

@@ -539,19 +539,21 @@ impl TargetProfile {
         let ops = &self.operations;
         if let Some(slow) = &ops.create.variants.slow {
             let ttl = self.contract().in_flight_ttl;
-            if slow.takes.0.is_zero() || ttl.is_some_and(|t| slow.takes.0 <= t) {
-                at(
+            let takes = humantime::format_duration(slow.takes.0);
+            match ttl {
+                Some(t) if slow.takes.0 <= t => at(
                     &self.contract.referenced,
                     format!(
-                        "operations.create.variants.slow.takes `{}` must be longer than the \
+                        "operations.create.variants.slow.takes `{takes}` must be longer than the \
                          contract's in-flight TTL ({}): the slow handler is there to outlive it",
-                        humantime::format_duration(slow.takes.0),
-                        ttl.map_or("none declared".to_owned(), |t| humantime::format_duration(
-                            t
-                        )
-                        .to_string())
+                        humantime::format_duration(t)
                     ),
-                );
+                ),
+                None if slow.takes.0.is_zero() => at(
+                    &self.contract.referenced,
+                    "operations.create.variants.slow.takes must be more than 0s".to_owned(),
+                ),
+                _ => {}
             }
         }
         let with_id = [
@@ -621,6 +623,18 @@ operations:
         let with = |contract: &str| format!("{MINIMAL}contract:\n{contract}\n");
         let p = TargetProfile::load("p.yaml", &with("  mismatch_status: 422"), &no_env).unwrap();
         assert_eq!(p.contract().mismatch_status, vec![422]);
+        for null in [
+            "  mismatch_status:",
+            "  mismatch_status: ~",
+            "  mismatch_status: null",
+        ] {
+            let p = TargetProfile::load("p.yaml", &with(null), &no_env).unwrap();
+            assert_eq!(
+                p.contract().mismatch_status,
+                vec![409],
+                "{null} keeps the preset's"
+            );
+        }
         let text = with("  in_flight_status: [409, 423, 409]\n  missing_key_status: ['428']");
         let p = TargetProfile::load("p.yaml", &text, &no_env).unwrap();
         assert_eq!(p.contract().in_flight_status, vec![409, 423]);
@@ -634,7 +648,8 @@ operations:
             ("[201]", "201 is not a refusal"),
             ("304", "304 is not a refusal"),
             ("[]", "an empty list"),
-            ("[-1]", "is not an HTTP status code"),
+            ("[-1]", "-1 is not an HTTP status code"),
+            ("70000", "70000 is not an HTTP status code"),
         ] {
             let text = with(&format!("  preset: article\n  mismatch_status: {value}"));
             let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();

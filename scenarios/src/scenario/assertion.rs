@@ -128,10 +128,10 @@ pub struct SameResponse {
 pub struct Consistent {
     /// The concurrent step.
     pub step: String,
-    /// The check that owns replay fidelity, when it is not this one: a replay's status code within
-    /// the original's class (`200` for `201`) and its `Location` and `Content-Type` are then a
-    /// note naming that check, not a broken rule here, so one defect fails one check. The status
-    /// class and the body are always judged.
+    /// The check that owns replay fidelity, when it is not this one: another success code for a
+    /// success (`200` for `201`) and a replay's `Location` and `Content-Type` are then a note
+    /// naming that check, not a broken rule here, so one defect fails one check. Any other status
+    /// difference, and the body, are always judged.
     #[serde(default)]
     pub fidelity_judged_by: Option<String>,
 }

@@ -126,10 +126,10 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// Maps a [`RunError`] to its exit code and a hint.
 fn run_failure(error: RunError) -> Failure {
     match &error {
-        // When the API answered (wrong credentials, a wrong list path) the message says what to
-        // check; only a silent target needs the hint.
+        // When the API answered (wrong credentials, a wrong list path, a body the list cannot
+        // read) the message says what to check; only a silent target needs the hint.
         RunError::TargetUnreachable {
-            reason: Unreachable::Answered { .. },
+            reason: Unreachable::Answered { .. } | Unreachable::Unreadable { .. },
             ..
         } => Failure::unreachable(error),
         RunError::TargetUnreachable { .. } => Failure::unreachable(error)

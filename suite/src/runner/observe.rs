@@ -77,6 +77,10 @@ pub(crate) fn unreadable_list(
     list: &idemspec_scenarios::profile::ListOp,
     ex: &Exchange,
 ) -> Option<String> {
+    if ex.body.iter().all(u8::is_ascii_whitespace) {
+        // A 204, or an empty body: an empty list as some APIs say it.
+        return None;
+    }
     let Some(json) = ex.json.as_ref() else {
         let start: String = String::from_utf8_lossy(&ex.body[..ex.body.len().min(40)])
             .chars()
@@ -96,7 +100,8 @@ pub(crate) fn unreadable_list(
 }
 
 /// Why a list response that shows no item of this check shows none by construction: its `items`
-/// path spreads a node the response does not have (`$.data[*]` on `{"items": []}`), or a scalar.
+/// path spreads a node the response does not have while another member is an array (`$.data[*]`
+/// on `{"items": []}`) or the response is no object, or it spreads a scalar.
 /// `None` when an empty count can be real. Items that lack the `marker` path are not blindness:
 /// resources made outside idemspec may carry no label.
 fn blind_list(
@@ -120,13 +125,21 @@ fn blind_list(
         other => format!("it is `{other}`"),
     };
     let container = list.items.container()?;
+    // An absent node is an empty list where the encoder drops empty members (Go's `omitempty`,
+    // proto3 JSON): blindness only where the list must be elsewhere (another member is an array)
+    // or the response is no object at all.
+    let elsewhere = match json {
+        serde_json::Value::Object(m) => m.values().any(serde_json::Value::is_array),
+        _ => true,
+    };
     match container.first(json) {
-        None => Some(format!(
+        None if elsewhere => Some(format!(
             "items `{}` selects nothing because `{}` is not in the response ({})",
             list.items.source(),
             container.source(),
             fields()
         )),
+        None | Some(serde_json::Value::Null) => None,
         Some(node) if !(node.is_array() || node.is_object()) => Some(format!(
             "items `{}` spreads `{}`, which is `{node}`, not an array",
             list.items.source(),
@@ -317,6 +330,14 @@ mod tests {
         let scalar = blind("$.items[*]", None, json!({"items": 3})).expect("blind");
         assert!(scalar.contains("which is `3`, not an array"), "{scalar}");
         assert!(blind("$[*]", None, json!("<html>")).is_some());
+        assert!(
+            blind("$.items[*]", None, json!([])).is_some(),
+            "an array is no object"
+        );
+        // Empty lists as encoders write them: null, or the member dropped.
+        assert_eq!(blind("$.items[*]", None, json!({"items": null})), None);
+        assert_eq!(blind("$.items[*]", None, json!({"count": 0})), None);
+        assert_eq!(blind("$.items[*]", None, json!({})), None);
         // A path that is not a spread says nothing about an empty selection.
         assert_eq!(blind("$.items[?@.run]", None, json!({})), None);
     }

@@ -14,22 +14,18 @@ use super::assert::{status_matches, within, Needs};
 use super::check::{CheckRun, Sender, StepMeta, STEP_HEADER};
 use crate::client::{Exchange, RequestSpec};
 
-/// How long an attempt of a retry that stops at `released` may go unanswered before its twin is
-/// sent (a correct API refuses a same-key retry within milliseconds).
+/// How long an attempt of a retry whose step a `lock_released` judges may go unanswered before its
+/// twin is sent (a correct API refuses a same-key retry within milliseconds).
 pub(crate) const TWIN_AFTER: Duration = Duration::from_secs(1);
-
-/// The twin's client timeout: longer than an API that makes a same-key request wait for the
-/// one in flight before refusing it usually waits (fastapi-idempotency's default is 15 s), so its
-/// refusal is still heard. It costs time only where the twin is not answered at once.
-pub(crate) const TWIN_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The step name a retry's twins are recorded under (`retry` → `retry-twin`).
 ///
-/// An attempt of a `released` retry that has not been answered after [`TWIN_AFTER`] gets a twin:
-/// the same request, sent beside it. No answer means either that the key was free and the
-/// attempt's handler is working (then the twin is refused as in flight), or that the API makes
-/// same-key requests wait on the abandoned record (then the twin waits too); the twin's answer
-/// tells the two apart for `lock_released`.
+/// An attempt of a retry that `lock_released` judges, not answered after [`TWIN_AFTER`], gets a
+/// twin: the same request sent beside it, with what is left of the attempt's timeout. No answer
+/// means either that the key was free and the attempt's handler is working (then the twin is
+/// refused as in flight, while the attempt is still unanswered), or that the API makes same-key
+/// requests wait on the abandoned record (then the twin waits too, or is refused only as late as
+/// the attempt would have been); the twin's answer tells the two apart for `lock_released`.
 pub(crate) fn twin_step(step: &str) -> String {
     format!("{step}-twin")
 }
@@ -83,6 +79,7 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
             sender.clone(),
             specs,
             step.retry.clone(),
+            needs.twins.contains(&name),
             run.contract().clone(),
             run.env().lockout_bound,
         ));
@@ -144,24 +141,29 @@ async fn join(task: JoinHandle<StepMeta>) -> StepMeta {
 }
 
 /// Sends `spec`; if it is not answered within [`TWIN_AFTER`], sends its twin (see [`twin_step`])
-/// beside it and waits for both. Returns the attempt's exchange; the twin's is recorded.
-async fn send_with_twin(sender: &Sender, spec: &RequestSpec) -> Exchange {
+/// beside it, with what is left of its timeout, and waits for both. Returns the attempt's exchange
+/// and the twin's, if one was sent (both are recorded).
+async fn send_with_twin(sender: &Sender, spec: &RequestSpec) -> (Exchange, Option<Exchange>) {
     let attempt = sender.send(spec.clone());
     tokio::pin!(attempt);
     tokio::select! {
-        exchange = &mut attempt => return exchange,
+        biased;
+        exchange = &mut attempt => return (exchange, None),
         () = tokio::time::sleep(TWIN_AFTER) => {}
     }
     let mut twin = spec.clone();
     twin.step = twin_step(&spec.step);
-    twin.timeout = TWIN_TIMEOUT;
+    twin.timeout = spec.timeout.saturating_sub(TWIN_AFTER);
+    if twin.timeout.is_zero() {
+        return (attempt.await, None);
+    }
     for (name, value) in &mut twin.headers {
         if name.eq_ignore_ascii_case(STEP_HEADER) {
             value.clone_from(&twin.step);
         }
     }
-    let (exchange, _) = tokio::join!(attempt, sender.send(twin));
-    exchange
+    let (exchange, twin) = tokio::join!(attempt, sender.send(twin));
+    (exchange, Some(twin))
 }
 
 /// Renders a request step into one request per `concurrency`.
@@ -179,11 +181,14 @@ fn prepare(sender: &Sender, step: &Step) -> Result<Vec<RequestSpec>, String> {
 }
 
 /// Sends a step's requests: all at once behind one barrier, or (with `retry`) one at a time until a
-/// status in `until` or the time limit.
+/// status in `until` or the time limit; with `twins` (and `until: [released]`), an attempt still
+/// unanswered after [`TWIN_AFTER`] gets its twin, and a twin that was not refused as in flight
+/// ends the retries too (the key was free for it).
 async fn send_step(
     sender: Sender,
     specs: Vec<RequestSpec>,
     retry: Option<RetrySpec>,
+    twins: bool,
     contract: Contract,
     lockout_bound: Duration,
 ) -> StepMeta {
@@ -203,19 +208,23 @@ async fn send_step(
             .next()
             .expect("a retried step has one request");
         let limit = within(&retry.within, &contract, lockout_bound);
-        // `released` also stops at no response: the key was free and the request is being worked
-        // (which its twin shows), or the API makes it wait (which its twin shows too).
+        // `released` also stops at no response: the key was free and the request is being worked,
+        // or the API makes it wait (its twin, where `lock_released` asks for one, tells which).
         let released = retry.until.contains(&StatusPattern::Released);
+        let refused = |e: &Exchange| {
+            e.status
+                .is_some_and(|s| status_matches(StatusPattern::InFlight, s, &contract))
+        };
         loop {
-            let exchange = if released {
+            let (exchange, twin) = if released && twins {
                 send_with_twin(&sender, &spec).await
             } else {
-                sender.send(spec.clone()).await
+                (sender.send(spec.clone()).await, None)
             };
             let done = match exchange.status {
                 Some(s) => retry.until.iter().any(|p| status_matches(*p, s, &contract)),
                 None => released,
-            };
+            } || twin.as_ref().is_some_and(|t| !refused(t));
             note_success(exchange.is_success(), &mut meta);
             if done || started.elapsed() + retry.every.0 > limit {
                 break;

@@ -119,6 +119,31 @@ async fn a_retry_that_is_never_answered_is_not_a_released_key() {
     );
 }
 
+/// An API that makes a same-key request wait before refusing it, longer than the retry waits for
+/// an answer, while its abandoned record is never released: the unanswered retry's twin would be
+/// refused, but only as late as the retry itself (it waits on the same record), and a twin ends
+/// when its retry does. A late refusal is no sign the retry held the key (it never did): UNKNOWN,
+/// never the PASS a twin that waited longer than its retry once gave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_twin_refused_only_after_its_retry_ended_shows_nothing() {
+    let api = alt_api::start_with(alt_api::Options {
+        never_reclaim: true,
+        in_flight_wait: Some(std::time::Duration::from_secs(6)),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, failing_by_request), &["stuck-in-flight"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(
+        o.summary.contains("`retry` got no answer")
+            && o.summary
+                .contains("`retry-twin`, sent with the same key 1.0 s into it, got timed out"),
+        "{}",
+        o.summary
+    );
+}
+
 /// A correct API's reclaiming retry re-runs the hanging handler and gets no answer either; its
 /// twin, refused as in flight, shows that the retry held the key, so the lock was released: PASS,
 /// saying so, with the limit and its slack.
@@ -518,7 +543,7 @@ assert:
     .await;
     let judged = BURST.replace(", fidelity_judged_by: replay-fidelity", "");
     let mut replayed = 0;
-    for _ in 0..8 {
+    for _ in 0..30 {
         let report = run_scenario(profile(&api, |t| t.to_owned()), BURST).await;
         let o = &report.checks[0];
         assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));

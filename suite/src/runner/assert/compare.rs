@@ -5,9 +5,9 @@ use crate::client::Exchange;
 /// What part of a response a [`Difference`] is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Part {
-    /// The status class (a `201` replayed as a `409`: another outcome, not a replay).
+    /// Another outcome (a `201` replayed as a `409`, a `500` as a `503`): not the same response.
     Outcome,
-    /// The status code within the original's class (a `201` replayed as a `200`).
+    /// Another success code (a `201` replayed as a `200`).
     Status,
     /// A header a replay must keep (`Location`, `Content-Type`).
     Header,
@@ -46,9 +46,10 @@ pub(crate) fn differences(replay: &Exchange, original: &Exchange) -> Vec<Differe
     let mut out = Vec::new();
     let mut push = |part, text| out.push(Difference { part, text });
     if replay.status != original.status {
-        let class = |e: &Exchange| e.status.map(|s| s / 100);
+        // Only a success's code is a matter of fidelity alone: replay-fidelity judges 2xx replays.
+        let success = |e: &Exchange| e.status.is_some_and(|s| (200..300).contains(&s));
         push(
-            if class(replay).is_some() && class(replay) == class(original) {
+            if success(replay) && success(original) {
                 Part::Status
             } else {
                 Part::Outcome

@@ -5,15 +5,17 @@
 //! locked at the run's lockout bound is a broken SHOULD, with the time and the article's advice.
 //! Only a refusal seen past the limit breaks the rule: where the first retry came late (a target
 //! that took longer than the TTL to restart) and found the key free, no lock past the TTL was seen.
-//! A retry that got no answer (timed out, reset) counts as the key free only when its twin (the same
-//! request sent beside it, see `steps::twin_step`) was refused as in flight: the retry held the key.
+//! A retry that got no answer (timed out, reset, a gateway's 502–504) counts as the key free only
+//! when its twin (the same request sent beside it, see `steps::twin_step`) was refused as in flight
+//! while the retry was still unanswered: the retry held the key. A twin that was not refused is
+//! itself where the key was seen free.
 //! Otherwise it is UNKNOWN: an API that makes same-key requests wait on the abandoned record answers
 //! neither (its key stays locked for as long as that wait), and nor does one with no in-flight lock
 //! at all (whose twin runs the hanging handler too; `concurrent-same-key` owns that defect).
 
 use idemspec_scenarios::scenario::{Level, LockReleased};
 
-use super::{status_matches, within, Rule};
+use super::{status_matches, within, Needs, Rule};
 use crate::client::Exchange;
 use crate::runner::check::CheckRun;
 use crate::runner::steps::{twin_step, TWIN_AFTER};
@@ -21,6 +23,13 @@ use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 use idemspec_scenarios::scenario::StatusPattern;
 
 impl Rule for LockReleased {
+    fn needs(&self) -> Needs {
+        Needs {
+            twins: vec![self.step.clone()],
+            ..Needs::default()
+        }
+    }
+
     fn level(&self, run: &CheckRun) -> Option<Level> {
         run.contract()
             .in_flight_ttl
@@ -41,54 +50,65 @@ impl Rule for LockReleased {
             .exchanges
             .first()
             .map_or(first.started, |e| e.started);
-        let released = retries.exchanges.iter().find(|e| match e.status {
-            Some(s) => status_matches(StatusPattern::Released, s, contract),
-            None => true,
-        });
+        // Retries and their twins in send order: the first one not refused as in flight is where
+        // the key was seen free (or, unanswered, where it may have been).
+        let twin_name = twin_step(&self.step);
+        let mut attempts: Vec<&Exchange> = retries.exchanges.clone();
+        attempts.extend(run.step(&twin_name).exchanges);
+        attempts.sort_by_key(|e| e.started);
+        let released = attempts.iter().copied().find(|e| !refused(e, contract));
         let secs = |d: std::time::Duration| format!("{:.1} s", d.as_secs_f64());
-        // How an unanswered release was shown to be one: its twin refused as in flight.
+        // How an unanswered release was shown to be one: its twin refused as in flight while it
+        // was still unanswered.
         let mut admitted = String::new();
-        if let Some(r) = released.filter(|r| r.status.is_none()) {
-            let twin_name = twin_step(&self.step);
-            let twin = run
-                .step(&twin_name)
-                .exchanges
-                .into_iter()
-                .find(|t| t.started >= r.started);
+        if let Some(r) = released.filter(|r| unanswered(r)) {
             let at = secs(r.started.saturating_duration_since(from));
-            match twin {
-                Some(t) if refused(t, contract) => {
-                    admitted = format!(
-                        "; `{twin_name}`, sent with the same key {} into it, got {}: `{}` held the key",
-                        secs(t.started.saturating_duration_since(r.started)),
-                        t.describe(),
-                        self.step
-                    );
+            let r_name = &r.evidence.request.step;
+            let ends = |e: &Exchange| e.started + e.elapsed;
+            let twin = attempts
+                .iter()
+                .copied()
+                .filter(|t| t.evidence.request.step == twin_name)
+                .find(|t| t.started >= r.started && t.started < ends(r));
+            let beside = |t: &Exchange| {
+                format!(
+                    "`{twin_name}`, sent with the same key {} into it, got {}",
+                    secs(t.started.saturating_duration_since(r.started)),
+                    t.describe()
+                )
+            };
+            let why = match twin {
+                Some(t) if refused(t, contract) && ends(t) <= ends(r) => {
+                    admitted = format!("; {}: `{r_name}` held the key", beside(t));
+                    None
                 }
-                twin => {
-                    return Undecided(format!(
-                        "`{}` got no answer {at} after the abandoned request ({}), and {}, so whether \
-                         its key was free could not be seen: an API that makes a same-key request \
-                         wait on the abandoned request's record (its key locked for as long as that \
-                         wait) answers neither, and so does one without an in-flight lock, whose \
-                         twin runs the hanging handler too",
-                        self.step,
-                        r.describe(),
-                        twin.map_or_else(
-                            || format!(
-                                "no request was sent beside it (its timeout is under {})",
-                                secs(TWIN_AFTER)
-                            ),
-                            |t| format!(
-                                "`{twin_name}`, sent with the same key {} into it, got {} rather \
-                                 than the in-flight refusal that would show `{}` holding the key",
-                                secs(t.started.saturating_duration_since(r.started)),
-                                t.describe(),
-                                self.step
-                            )
-                        )
-                    ));
-                }
+                Some(t) if refused(t, contract) => Some(format!(
+                    "{} only {} after `{r_name}` had ended, as late as an API that makes a \
+                     same-key request wait on the abandoned record and then refuses it would \
+                     have refused `{r_name}` itself",
+                    beside(t),
+                    secs(ends(t).saturating_duration_since(ends(r)))
+                )),
+                Some(t) => Some(format!(
+                    "{} rather than the in-flight refusal that would show `{r_name}` holding the key",
+                    beside(t)
+                )),
+                None if r.elapsed < TWIN_AFTER => Some(format!(
+                    "it ended after {} ms, before a request is sent beside an unanswered one (at {})",
+                    r.elapsed.as_millis(),
+                    secs(TWIN_AFTER)
+                )),
+                None => Some("no request was sent beside it".to_owned()),
+            };
+            if let Some(why) = why {
+                return Undecided(format!(
+                    "`{r_name}` got no answer {at} after the abandoned request ({}), and {why}, so \
+                     whether its key was free could not be seen: an API that makes a same-key \
+                     request wait on the abandoned request's record (its key locked for as long as \
+                     that wait) answers neither, and so does one without an in-flight lock, whose \
+                     twin runs the hanging handler too",
+                    r.describe()
+                ));
             }
         }
         let ttl = contract.in_flight_ttl;
@@ -96,10 +116,9 @@ impl Rule for LockReleased {
             (Some(r), Some(ttl)) => {
                 let locked = r.started.saturating_duration_since(from);
                 // The last refusal before the release: the latest moment the lock was seen held.
-                let last_refused = retries
-                    .exchanges
+                let last_refused = attempts
                     .iter()
-                    .take_while(|e| !std::ptr::eq(*e, r))
+                    .take_while(|e| !std::ptr::eq(**e, r))
                     .last()
                     .map(|e| e.started.saturating_duration_since(from));
                 if locked > limit && last_refused.is_none_or(|t| t <= limit) {
@@ -150,6 +169,12 @@ impl Rule for LockReleased {
             )),
         }
     }
+}
+
+/// Whether `e` shows nothing of the key: no answer, or a gateway's 502, 503 or 504 (a proxy in
+/// front of a handler that hangs or waits answers one of those when it gives up).
+fn unanswered(e: &Exchange) -> bool {
+    matches!(e.status, None | Some(502..=504))
 }
 
 /// Whether `e` was refused as in flight under the contract.

@@ -77,11 +77,19 @@ pub(crate) struct Needs {
     /// Probe the list just before the first DELETE, for this principal's count after it (after a
     /// delete an empty list proves nothing about the profile's `list`).
     pub list_before_delete: Option<Option<String>>,
+    /// Retried steps whose unanswered attempts get a twin (see `steps::twin_step`): the steps a
+    /// `lock_released` judges.
+    pub twins: Vec<String>,
 }
 
 impl Needs {
     fn merge(&mut self, other: Needs) {
         self.counters |= other.counters;
+        for t in other.twins {
+            if !self.twins.contains(&t) {
+                self.twins.push(t);
+            }
+        }
         for p in other.counts {
             if !self.counts.contains(&p) {
                 self.counts.push(p);

@@ -84,6 +84,16 @@ impl Drop for AltApi {
     }
 }
 
+/// What a keyed request does after looking at its key's record.
+enum Claimed {
+    /// It holds the record: do the work.
+    Work,
+    /// It waits on the record in flight, for good (`retry_waits_on_in_flight`).
+    Pend,
+    /// It is refused as in flight after this wait (`in_flight_wait`).
+    RefuseAfter(Duration),
+}
+
 /// How the alt API is configured.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
@@ -108,6 +118,9 @@ pub struct Options {
     /// The header that marks a replay (`Idempotent-Replayed` when `None`), for an API that names
     /// it otherwise.
     pub replayed_header: Option<&'static str>,
+    /// A same-key request while the key is in flight waits this long before it is refused
+    /// (fastapi-idempotency's `wait_seconds`), instead of being refused at once.
+    pub in_flight_wait: Option<Duration>,
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -299,7 +312,7 @@ where
         endpoint,
         key,
     };
-    let waits = {
+    let claimed = 'claim: {
         let mut inner = app.lock();
         match inner.records.get(&scope) {
             Some(
@@ -336,10 +349,13 @@ where
                 }
                 return respond(Some(replay));
             }
-            Some(Record::InFlight { .. }) if app.options.retry_waits_on_in_flight => true,
+            Some(Record::InFlight { .. }) if app.options.retry_waits_on_in_flight => Claimed::Pend,
             Some(Record::InFlight { started, .. })
                 if started.elapsed() < IN_FLIGHT_TTL || app.options.never_reclaim =>
             {
+                if let Some(wait) = app.options.in_flight_wait {
+                    break 'claim Claimed::RefuseAfter(wait);
+                }
                 let mut response = problem(
                     app.options.in_flight_status.unwrap_or(StatusCode::CONFLICT),
                     "request-in-progress",
@@ -359,12 +375,21 @@ where
                         started: Instant::now(),
                     },
                 );
-                false
+                Claimed::Work
             }
         }
     };
-    if waits {
-        return std::future::pending().await;
+    match claimed {
+        Claimed::Work => {}
+        Claimed::Pend => return std::future::pending().await,
+        Claimed::RefuseAfter(wait) => {
+            tokio::time::sleep(wait).await;
+            return problem(
+                app.options.in_flight_status.unwrap_or(StatusCode::CONFLICT),
+                "request-in-progress",
+                "a request with this Idempotency-Key is still in progress",
+            );
+        }
     }
     let sub_key = hex::encode(Sha256::digest(format!(
         "{}\n{}\n{}",
