@@ -198,7 +198,7 @@ fn refusals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, 
             }
             if out.is_empty() {
                 return Err(A::Error::custom(
-                    "an empty list: give at least one status code, e.g. [409]",
+                    "an empty list: give at least one status code",
                 ));
             }
             Ok(Some(out))

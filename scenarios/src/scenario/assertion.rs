@@ -19,8 +19,9 @@ pub enum StatusPattern {
     InFlight,
     /// The contract's `missing_key_status`.
     MissingKey,
-    /// Anything but the contract's in-flight conflict — another status, or (in a retry's `until`)
-    /// no response at all: the key is no longer locked.
+    /// Anything but the contract's in-flight conflict or a 5xx (which shows nothing of the key) —
+    /// another status, or (in a retry's `until`) no response after a second or more: the key is
+    /// no longer locked.
     Released,
 }
 
@@ -129,9 +130,10 @@ pub struct Consistent {
     /// The concurrent step.
     pub step: String,
     /// The check that owns replay fidelity, when it is not this one: another success code for a
-    /// success (`200` for `201`) and a replay's `Location` and `Content-Type` are then a note
-    /// naming that check, not a broken rule here, so one defect fails one check. Any other status
-    /// difference, and the body, are always judged.
+    /// success (`200` for `201`), a replay's `Location` and `Content-Type`, and a body rendered
+    /// again for the same resource (the same id at `create.id`) are then a note naming that check,
+    /// not a broken rule here, so one defect fails one check. Any other status difference, and a
+    /// body of another resource or none, are always judged.
     #[serde(default)]
     pub fidelity_judged_by: Option<String>,
 }

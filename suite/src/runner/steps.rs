@@ -223,7 +223,9 @@ async fn send_step(
             };
             let done = match exchange.status {
                 Some(s) => retry.until.iter().any(|p| status_matches(*p, s, &contract)),
-                None => released,
+                // A fast failure (a refused connection, a restarted target's stale keep-alive
+                // reset) is no request being worked: try again.
+                None => released && exchange.elapsed >= TWIN_AFTER,
             } || twin.as_ref().is_some_and(|t| !refused(t));
             note_success(exchange.is_success(), &mut meta);
             if done || started.elapsed() + retry.every.0 > limit {

@@ -144,6 +144,30 @@ async fn a_twin_refused_only_after_its_retry_ended_shows_nothing() {
     );
 }
 
+/// An API whose abandoned key answers 503 for good (a middleware's "record busy" error the profile
+/// does not declare as its in-flight status) never showed the key free: a 5xx is no release, and
+/// retries that end in one are UNKNOWN naming `contract.in_flight_status`, not the PASS "then
+/// `retry` got 503".
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_that_answers_5xx_for_good_is_not_released() {
+    let api = alt_api::start_with(alt_api::Options {
+        never_reclaim: true,
+        in_flight_status: Some(axum::http::StatusCode::SERVICE_UNAVAILABLE),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, failing_by_request), &["stuck-in-flight"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(
+        o.summary.contains("`retry` was answered 503")
+            && o.summary
+                .contains("declare it in `contract.in_flight_status`"),
+        "{}",
+        o.summary
+    );
+}
+
 /// A correct API's reclaiming retry re-runs the hanging handler and gets no answer either; its
 /// twin, refused as in flight, shows that the retry held the key, so the lock was released: PASS,
 /// saying so, with the limit and its slack.
@@ -494,27 +518,48 @@ async fn a_replay_with_another_success_status_fails_replay_fidelity_alone() {
     })
     .await;
     let report = run_profile(profile(&api, |t| t.to_owned()), &[]).await;
+    only_replay_fidelity_fails(&report, "status 200 instead of 201");
+}
+
+/// The same for a replay that renders the same resource's body again (a member added): the body
+/// differs but names the one resource, which is replay fidelity too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_rendered_again_fails_replay_fidelity_alone() {
+    let api = alt_api::start_with(alt_api::Options {
+        rerender_replays: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, |t| t.to_owned()), &[]).await;
+    only_replay_fidelity_fails(&report, "body differs at byte");
+}
+
+/// Asserts that only `replay-fidelity` FAILs, saying `said`, and that `fingerprint-mismatch`
+/// PASSes with a note naming the difference and the check that owns it.
+fn only_replay_fidelity_fails(report: &RunReport, said: &str) {
     for o in &report.checks {
         let expected = if o.id == "replay-fidelity" {
             Verdict::Fail
         } else {
             Verdict::Pass
         };
-        assert_eq!(o.verdict, expected, "{}: {}", o.id, table(&report));
+        assert_eq!(o.verdict, expected, "{}: {}", o.id, table(report));
     }
-    let fidelity = crate::support::reference::outcome(&report, "replay-fidelity");
+    let fidelity = crate::support::reference::outcome(report, "replay-fidelity");
+    assert!(fidelity.summary.contains(said), "{}", fidelity.summary);
+    let mismatch = crate::support::reference::outcome(report, "fingerprint-mismatch");
     assert!(
-        fidelity.summary.contains("status 200 instead of 201"),
+        mismatch
+            .summary
+            .contains("apart from what replay-fidelity judges (in the notes)"),
         "{}",
-        fidelity.summary
+        mismatch.summary
     );
-    let mismatch = crate::support::reference::outcome(&report, "fingerprint-mismatch");
     assert!(
         mismatch
             .notes
             .iter()
-            .any(|n| n.contains("status 200 instead of 201")
-                && n.contains("replay-fidelity judges a replay's status code")),
+            .any(|n| n.contains(said) && n.contains("replay-fidelity judges a replay's")),
         "{:?}",
         mismatch.notes
     );

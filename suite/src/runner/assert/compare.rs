@@ -13,6 +13,9 @@ pub(crate) enum Part {
     Header,
     /// The body bytes.
     Body,
+    /// The body bytes, where both bodies name one created resource (the same id at the profile's
+    /// `create.id`): the same resource, rendered again.
+    Rendering,
 }
 
 impl Part {
@@ -20,7 +23,7 @@ impl Part {
     /// which a check that owns another rule leaves to the check that owns fidelity; an outcome or
     /// a body that differs means the response is not a replay at all.
     pub(crate) fn is_fidelity(self) -> bool {
-        matches!(self, Part::Status | Part::Header)
+        matches!(self, Part::Status | Part::Header | Part::Rendering)
     }
 }
 
@@ -109,6 +112,28 @@ pub(crate) fn same_response(a: &Exchange, b: &Exchange) -> bool {
     a.status.is_some() && a.status == b.status && a.body == b.body
 }
 
+/// [`differences`] as a check of the run judges them: a body difference between two responses that
+/// name one created resource is [`Part::Rendering`].
+pub(crate) fn replay_differences(
+    run: &crate::runner::check::CheckRun,
+    replay: &Exchange,
+    original: &Exchange,
+) -> Vec<Difference> {
+    let env = run.env();
+    let same = env
+        .created_id(replay)
+        .is_some_and(|id| env.created_id(original).as_ref() == Some(&id));
+    differences(replay, original)
+        .into_iter()
+        .map(|mut d| {
+            if same && d.part == Part::Body {
+                d.part = Part::Rendering;
+            }
+            d
+        })
+        .collect()
+}
+
 /// `differences` split into those a check judges and those the check named by `fidelity_judged_by`
 /// owns (none when it is `None`: every difference is judged).
 pub(crate) fn split_fidelity(
@@ -121,11 +146,11 @@ pub(crate) fn split_fidelity(
 }
 
 /// The note for a difference `owner` judges: `` `step` differs from `other`: … (not judged here:
-/// owner judges a replay's status code and headers)``.
+/// owner judges a replay's fidelity: status code, headers, rendering)``.
 pub(crate) fn owned_elsewhere(step: &str, other: &str, d: &Difference, owner: &str) -> String {
     format!(
-        "`{step}` differs from `{other}`: {d} (not judged here: {owner} judges a replay's status \
-         code and headers)"
+        "`{step}` differs from `{other}`: {d} (not judged here: {owner} judges a replay's \
+         fidelity: status code, headers, rendering)"
     )
 }
 

@@ -4,22 +4,22 @@
 
 use idemspec_scenarios::scenario::Consistent;
 
-use super::compare::{owned_elsewhere, split_fidelity, Difference};
-use super::{differences, Rule};
+use super::compare::{self, owned_elsewhere, split_fidelity, Difference};
+use super::Rule;
 use crate::client::Exchange;
 use crate::runner::check::CheckRun;
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 /// How the later successes of `step` differ from the first, once each: judged here, and owned by
 /// `fidelity_judged_by`.
-fn replay_differences(a: &Consistent, run: &CheckRun) -> (Vec<Difference>, Vec<Difference>) {
+fn later_differences(a: &Consistent, run: &CheckRun) -> (Vec<Difference>, Vec<Difference>) {
     let rs = run.step(&a.step).exchanges;
     let mut successes = rs.iter().filter(|e| e.is_success());
     let Some(first) = successes.next() else {
         return (Vec::new(), Vec::new());
     };
     let mut all: Vec<Difference> = Vec::new();
-    for d in successes.flat_map(|e| differences(e, first)) {
+    for d in successes.flat_map(|e| compare::replay_differences(run, e, first)) {
         if !all.contains(&d) {
             all.push(d);
         }
@@ -32,7 +32,7 @@ impl Rule for Consistent {
         let Some(owner) = &self.fidelity_judged_by else {
             return Vec::new();
         };
-        let (_, elsewhere) = replay_differences(self, run);
+        let (_, elsewhere) = later_differences(self, run);
         let later = format!("a later success of `{}`", self.step);
         elsewhere
             .iter()
@@ -85,7 +85,7 @@ impl Rule for Consistent {
                 contract.in_flight_status
             ));
         }
-        let (judged, _) = replay_differences(self, run);
+        let (judged, _) = later_differences(self, run);
         if !judged.is_empty() {
             let texts: Vec<String> = judged.iter().map(ToString::to_string).collect();
             return Broken(format!(

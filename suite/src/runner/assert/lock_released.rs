@@ -5,7 +5,7 @@
 //! locked at the run's lockout bound is a broken SHOULD, with the time and the article's advice.
 //! Only a refusal seen past the limit breaks the rule: where the first retry came late (a target
 //! that took longer than the TTL to restart) and found the key free, no lock past the TTL was seen.
-//! A retry that got no answer (timed out, reset, a gateway's 502–504) counts as the key free only
+//! A retry that got no answer (timed out, reset, a 5xx) counts as the key free only
 //! when its twin (the same request sent beside it, see `steps::twin_step`) was refused as in flight
 //! while the retry was still unanswered: the retry held the key. A twin that was not refused is
 //! itself where the key was seen free.
@@ -56,15 +56,19 @@ impl Rule for LockReleased {
         let mut attempts: Vec<&Exchange> = retries.exchanges.clone();
         attempts.extend(run.step(&twin_name).exchanges);
         attempts.sort_by_key(|e| e.started);
-        let released = attempts.iter().copied().find(|e| !refused(e, contract));
         let secs = |d: std::time::Duration| format!("{:.1} s", d.as_secs_f64());
-        // How an unanswered release was shown to be one: its twin refused as in flight while it
-        // was still unanswered.
-        let mut admitted = String::new();
-        if let Some(r) = released.filter(|r| unanswered(r)) {
-            let at = secs(r.started.saturating_duration_since(from));
+        let ends = |e: &Exchange| e.started + e.elapsed;
+        // Whether the retries went on after `e` (it was no release to the runner either).
+        let later = |e: &Exchange| {
+            attempts
+                .iter()
+                .any(|a| a.started > e.started && a.evidence.request.step == self.step)
+        };
+        // An unanswered attempt (no answer, a 5xx) held the key only if its twin was refused as in
+        // flight while it was still unanswered: `Ok` with the sentence that says so, else `Err`
+        // with why nothing could be seen.
+        let held_by = |r: &Exchange| -> Result<String, String> {
             let r_name = &r.evidence.request.step;
-            let ends = |e: &Exchange| e.started + e.elapsed;
             let twin = attempts
                 .iter()
                 .copied()
@@ -77,39 +81,74 @@ impl Rule for LockReleased {
                     t.describe()
                 )
             };
-            let why = match twin {
+            match twin {
                 Some(t) if refused(t, contract) && ends(t) <= ends(r) => {
-                    admitted = format!("; {}: `{r_name}` held the key", beside(t));
-                    None
+                    Ok(format!("; {}: `{r_name}` held the key", beside(t)))
                 }
-                Some(t) if refused(t, contract) => Some(format!(
+                Some(t) if refused(t, contract) => Err(format!(
                     "{} only {} after `{r_name}` had ended, as late as an API that makes a \
                      same-key request wait on the abandoned record and then refuses it would \
                      have refused `{r_name}` itself",
                     beside(t),
                     secs(ends(t).saturating_duration_since(ends(r)))
                 )),
-                Some(t) => Some(format!(
+                Some(t) => Err(format!(
                     "{} rather than the in-flight refusal that would show `{r_name}` holding the key",
                     beside(t)
                 )),
-                None if r.elapsed < TWIN_AFTER => Some(format!(
+                None if r.elapsed < TWIN_AFTER => Err(format!(
                     "it ended after {} ms, before a request is sent beside an unanswered one (at {})",
                     r.elapsed.as_millis(),
                     secs(TWIN_AFTER)
                 )),
-                None => Some("no request was sent beside it".to_owned()),
-            };
-            if let Some(why) = why {
-                return Undecided(format!(
-                    "`{r_name}` got no answer {at} after the abandoned request ({}), and {why}, so \
-                     whether its key was free could not be seen: an API that makes a same-key \
-                     request wait on the abandoned request's record (its key locked for as long as \
-                     that wait) answers neither, and so does one without an in-flight lock, whose \
-                     twin runs the hanging handler too",
-                    r.describe()
-                ));
+                None => Err("no request was sent beside it".to_owned()),
             }
+        };
+        // Retries and their twins in send order: the first one not refused as in flight that
+        // shows the key free is the release. An unanswered one shows it only through its twin;
+        // one the retries went on after (a fast failure, a 5xx) shows nothing.
+        let mut released = None;
+        let mut admitted = String::new();
+        for r in attempts.iter().copied().filter(|e| !refused(e, contract)) {
+            if !unanswered(r) {
+                released = Some(r);
+                break;
+            }
+            match held_by(r) {
+                Ok(note) => {
+                    admitted = note;
+                    released = Some(r);
+                    break;
+                }
+                // The retries went on, or it is a 5xx (said below, with the status): no answer
+                // to weigh here.
+                Err(_) if later(r) || r.status.is_some() => {}
+                Err(why) => {
+                    return Undecided(format!(
+                        "`{}` got no answer {} after the abandoned request ({}), and {why}, so \
+                         whether its key was free could not be seen: an API that makes a same-key \
+                         request wait on the abandoned request's record (its key locked for as long \
+                         as that wait) answers neither, and so does one without an in-flight lock, \
+                         whose twin runs the hanging handler too",
+                        r.evidence.request.step,
+                        secs(r.started.saturating_duration_since(from)),
+                        r.describe()
+                    ));
+                }
+            }
+        }
+        let last = retries.exchanges.last().copied().unwrap_or(first);
+        if released.is_none() && unanswered(last) {
+            return Undecided(format!(
+                "`{}` was answered {} to the end ({} retries, the last {} after the abandoned \
+                 request), neither a success nor the in-flight refusal: a 5xx or a lost \
+                 connection shows neither a free key nor a held one; if it is how the API refuses \
+                 a request still in flight, declare it in `contract.in_flight_status`",
+                self.step,
+                last.describe(),
+                retries.exchanges.len(),
+                secs(last.started.saturating_duration_since(from))
+            ));
         }
         let ttl = contract.in_flight_ttl;
         match (released, ttl) {
@@ -171,10 +210,11 @@ impl Rule for LockReleased {
     }
 }
 
-/// Whether `e` shows nothing of the key: no answer, or a gateway's 502, 503 or 504 (a proxy in
-/// front of a handler that hangs or waits answers one of those when it gives up).
+/// Whether `e` shows nothing of the key: no answer, or a 5xx (a gateway in front of a handler that
+/// hangs or waits gives up with a 502–504; a middleware may answer 500 or 503 for a record it
+/// cannot take).
 fn unanswered(e: &Exchange) -> bool {
-    matches!(e.status, None | Some(502..=504))
+    matches!(e.status, None | Some(500..=599))
 }
 
 /// Whether `e` was refused as in flight under the contract.

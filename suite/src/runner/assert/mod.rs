@@ -27,7 +27,7 @@ mod side_effects;
 mod status;
 mod succeeded_within;
 
-pub(crate) use compare::{differences, same_response};
+pub(crate) use compare::same_response;
 
 use std::time::Duration;
 
@@ -249,7 +249,9 @@ pub(crate) fn status_matches(pattern: StatusPattern, status: u16, contract: &Con
         StatusPattern::Mismatch => contract.mismatch_status.contains(&status),
         StatusPattern::InFlight => contract.in_flight_status.contains(&status),
         StatusPattern::MissingKey => contract.missing_key_status.contains(&status),
-        StatusPattern::Released => !contract.in_flight_status.contains(&status),
+        StatusPattern::Released => {
+            !contract.in_flight_status.contains(&status) && !(500..600).contains(&status)
+        }
     }
 }
 
@@ -279,7 +281,7 @@ pub(crate) fn describe_patterns(patterns: &[StatusPattern], contract: &Contract)
             }
             StatusPattern::Released => {
                 format!(
-                    "released (not in flight {})",
+                    "released (not in flight {}, not 5xx)",
                     list(&contract.in_flight_status)
                 )
             }

@@ -4,8 +4,8 @@
 
 use idemspec_scenarios::scenario::SameResponse;
 
-use super::compare::{owned_elsewhere, split_fidelity, Difference};
-use super::{differences, responses, Rule};
+use super::compare::{owned_elsewhere, replay_differences, split_fidelity, Difference};
+use super::{responses, Rule};
 use crate::runner::check::CheckRun;
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
@@ -20,7 +20,7 @@ fn split(a: &SameResponse, run: &CheckRun) -> Result<(Vec<Difference>, Vec<Diffe
     };
     let mut all: Vec<Difference> = Vec::new();
     for r in responses(run, &a.step)? {
-        for d in differences(r, original) {
+        for d in replay_differences(run, r, original) {
             if !all.contains(&d) {
                 all.push(d);
             }
@@ -32,11 +32,16 @@ fn split(a: &SameResponse, run: &CheckRun) -> Result<(Vec<Difference>, Vec<Diffe
 impl Rule for SameResponse {
     fn judge(&self, run: &CheckRun) -> Finding {
         let (step, other) = (&self.step, &self.other);
-        let judged = match split(self, run) {
-            Ok((judged, _)) => judged,
+        let (judged, elsewhere) = match split(self, run) {
+            Ok(split) => split,
             Err(e) => return Undecided(e),
         };
-        if judged.is_empty() {
+        if judged.is_empty() && !elsewhere.is_empty() {
+            let owner = self.fidelity_judged_by.as_deref().unwrap_or_default();
+            Held(format!(
+                "`{step}` replayed `{other}`, apart from what {owner} judges (in the notes)"
+            ))
+        } else if judged.is_empty() {
             Held(format!("`{step}` replayed `{other}` faithfully"))
         } else {
             let texts: Vec<String> = judged.iter().map(ToString::to_string).collect();

@@ -121,6 +121,9 @@ pub struct Options {
     /// A same-key request while the key is in flight waits this long before it is refused
     /// (fastapi-idempotency's `wait_seconds`), instead of being refused at once.
     pub in_flight_wait: Option<Duration>,
+    /// A replay of a success renders its body again, with a `"replayed_at"` member added (the
+    /// same resource; the defect under test, owned by `replay-fidelity` alone).
+    pub rerender_replays: bool,
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -346,6 +349,12 @@ where
                     .filter(|_| replay.status.is_success())
                 {
                     replay.status = status;
+                }
+                if app.options.rerender_replays && replay.status.is_success() {
+                    if let Ok(Value::Object(mut body)) = serde_json::from_slice(&replay.body) {
+                        body.insert("replayed_at".into(), Value::from(1_764_633_600));
+                        replay.body = Bytes::from(Value::Object(body).to_string());
+                    }
                 }
                 return respond(Some(replay));
             }
