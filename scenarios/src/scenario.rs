@@ -236,6 +236,35 @@ impl Scenario {
             if let Err(m) = a.value.validate(&names) {
                 err(&a.referenced, m);
             }
+            // `lock_released` reads a retry that stops at `released`, with its twins.
+            if let Some(l) = &a.value.lock_released {
+                let released = self
+                    .step(&l.step)
+                    .and_then(|s| s.retry.as_ref())
+                    .is_some_and(|r| r.until.contains(&StatusPattern::Released));
+                if !released && names.contains(&l.step) {
+                    err(
+                        &a.referenced,
+                        format!(
+                            "lock_released judges step `{}`, which needs `retry: {{…, until: \
+                             [released]}}` (the retries that find the key locked or free)",
+                            l.step
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(name) = names.iter().find(|n| {
+            n.strip_suffix("-twin")
+                .is_some_and(|of| names.contains(&of.to_owned()))
+        }) {
+            err(
+                &self.id.referenced,
+                format!(
+                    "step name `{name}` is taken: a retried step's twins are recorded under \
+                     `<name>-twin`; rename it"
+                ),
+            );
         }
         if let Some((index, name)) =
             duplicate_name(self.faults.iter().map(|r| r.value.name.as_str()))

@@ -190,3 +190,35 @@ fn the_fidelity_owner_is_also_read_under_its_older_name() {
     let err = Scenario::load("s.yaml", &text).unwrap_err().to_string();
     assert!(err.contains("fidelity_judged_by"), "{err}");
 }
+
+#[test]
+fn lock_released_needs_a_released_retry_and_twins_keep_their_names() {
+    const STUCK: &str = r#"version: 1
+id: stuck
+title: t
+level: MUST
+reference: "article"
+steps:
+  - {name: doomed, op: create, key: K1, timeout: 2s}
+  - {name: retry, op: create, key: K1, retry: {every: 250ms, within: in_flight_ttl + 10s, until: [released]}}
+assert:
+  - lock_released: {step: retry, since: doomed, within: in_flight_ttl + 5s}
+"#;
+    Scenario::load("s.yaml", STUCK).expect("a released retry loads");
+    let err = Scenario::load(
+        "s.yaml",
+        &STUCK.replace("until: [released]", "until: [2xx]"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("lock_released judges step `retry`, which needs"),
+        "{err}"
+    );
+    let text = STUCK.replace(
+        "assert:",
+        "  - {name: retry-twin, op: create, key: K2}\nassert:",
+    );
+    let err = Scenario::load("s.yaml", &text).unwrap_err().to_string();
+    assert!(err.contains("step name `retry-twin` is taken"), "{err}");
+}
