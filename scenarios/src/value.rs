@@ -110,47 +110,55 @@ impl JsonPathExpr {
 /// Whether `source` reads as a singular query: outside string literals, no `..`, `*`, `?`, `:`
 /// (slice), `,` (union) or `(`.
 fn singular(source: &str) -> bool {
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
     let mut previous = ' ';
-    for c in source.chars() {
-        match (quote, c) {
-            (Some(_), _) if escaped => escaped = false,
-            (Some(_), '\\') => escaped = true,
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '*' | '?' | ':' | ',' | '(') => return false,
-            (None, '.') if previous == '.' => return false,
-            (None, _) => {}
-        }
+    unquoted(source).all(|c| {
+        let ok = !(matches!(c, '*' | '?' | ':' | ',' | '(') || c == '.' && previous == '.');
         previous = c;
-    }
-    true
+        ok
+    })
 }
 
-/// The deepest nesting of `[` and `(` in `source`, outside string literals (RFC 9535 §2.3.1.1: in
-/// `'…'` or `"…"`, with `\\` escapes).
+/// The deepest nesting of `[` and `(` in `source`, outside string literals.
 fn nesting(source: &str) -> usize {
     let (mut depth, mut deepest) = (0usize, 0usize);
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for c in source.chars() {
-        match (quote, c) {
-            (Some(_), _) if escaped => escaped = false,
-            (Some(_), '\\') => escaped = true,
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '[' | '(') => {
+    for c in unquoted(source) {
+        match c {
+            '[' | '(' => {
                 depth += 1;
                 deepest = deepest.max(depth);
             }
-            (None, ']' | ')') => depth = depth.saturating_sub(1),
-            (None, _) => {}
+            ']' | ')' => depth = depth.saturating_sub(1),
+            _ => {}
         }
     }
     deepest
+}
+
+/// The characters of `source` outside string literals (RFC 9535 §2.3.1.1: in `'…'` or `"…"`, with
+/// `\\` escapes), the quotes left out.
+fn unquoted(source: &str) -> impl Iterator<Item = char> + '_ {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    source.chars().filter(move |&c| match (quote, c) {
+        (Some(_), _) if escaped => {
+            escaped = false;
+            false
+        }
+        (Some(_), '\\') => {
+            escaped = true;
+            false
+        }
+        (Some(q), c) if c == q => {
+            quote = None;
+            false
+        }
+        (Some(_), _) => false,
+        (None, '\'' | '"') => {
+            quote = Some(c);
+            false
+        }
+        (None, _) => true,
+    })
 }
 
 impl<'de> Deserialize<'de> for JsonPathExpr {

@@ -10,7 +10,7 @@ use idemspec_scenarios::scenario::{HookName, Operation, RetrySpec, StatusPattern
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
 
-use super::assert::{status_matches, within, Needs};
+use super::assert::{refused, status_matches, within, Needs};
 use super::check::{CheckRun, Sender, StepMeta, STEP_HEADER};
 use crate::client::{Exchange, RequestSpec};
 
@@ -211,10 +211,6 @@ async fn send_step(
         // `released` also stops at no response: the key was free and the request is being worked,
         // or the API makes it wait (its twin, where `lock_released` asks for one, tells which).
         let released = retry.until.contains(&StatusPattern::Released);
-        let refused = |e: &Exchange| {
-            e.status
-                .is_some_and(|s| status_matches(StatusPattern::InFlight, s, &contract))
-        };
         loop {
             let (exchange, twin) = if released && twins {
                 send_with_twin(&sender, &spec).await
@@ -226,7 +222,7 @@ async fn send_step(
                 // A fast failure (a refused connection, a restarted target's stale keep-alive
                 // reset) is no request being worked: try again.
                 None => released && exchange.elapsed >= TWIN_AFTER,
-            } || twin.as_ref().is_some_and(|t| !refused(t));
+            } || twin.as_ref().is_some_and(|t| !refused(t, &contract));
             note_success(exchange.is_success(), &mut meta);
             if done || started.elapsed() + retry.every.0 > limit {
                 break;

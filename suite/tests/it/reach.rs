@@ -97,26 +97,33 @@ async fn failures_by_request_variant_are_judged_not_skipped() {
     }
 }
 
+/// Runs `stuck-in-flight` alone against an alt API started with `options`, failing by request
+/// (no hooks), and asserts its verdict and that its sentence says every one of `said`.
+async fn stuck_in_flight(options: alt_api::Options, verdict: Verdict, said: &[&str]) {
+    let api = alt_api::start_with(options).await;
+    let report = run_profile(profile(&api, failing_by_request), &["stuck-in-flight"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, verdict, "{}", table(&report));
+    for s in said {
+        assert!(o.summary.contains(s), "{s}: {}", o.summary);
+    }
+}
+
 /// An API whose same-key retries wait on the abandoned request's record answers none of them,
 /// nor the twin sent beside the unanswered retry: no free key was seen, so the verdict is UNKNOWN
 /// naming both, not a PASS on "locked for 0.3 s, then `retry` got timed out".
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_retry_that_is_never_answered_is_not_a_released_key() {
-    let api = alt_api::start_with(alt_api::Options {
+    let options = alt_api::Options {
         retry_waits_on_in_flight: true,
         ..alt_api::Options::default()
-    })
-    .await;
-    let report = run_profile(profile(&api, failing_by_request), &["stuck-in-flight"]).await;
-    let o = &report.checks[0];
-    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
-    assert!(
-        o.summary.contains("`retry` got no answer")
-            && o.summary.contains("`retry-twin`, sent with the same key")
-            && o.summary.contains("timed out"),
-        "{}",
-        o.summary
-    );
+    };
+    let said = [
+        "`retry` got no answer",
+        "`retry-twin`, sent with the same key",
+        "timed out",
+    ];
+    stuck_in_flight(options, Verdict::Unknown, &said).await;
 }
 
 /// An API that makes a same-key request wait before refusing it, longer than the retry waits for
@@ -126,22 +133,16 @@ async fn a_retry_that_is_never_answered_is_not_a_released_key() {
 /// never the PASS a twin that waited longer than its retry once gave.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_twin_refused_only_after_its_retry_ended_shows_nothing() {
-    let api = alt_api::start_with(alt_api::Options {
+    let options = alt_api::Options {
         never_reclaim: true,
         in_flight_wait: Some(std::time::Duration::from_secs(6)),
         ..alt_api::Options::default()
-    })
-    .await;
-    let report = run_profile(profile(&api, failing_by_request), &["stuck-in-flight"]).await;
-    let o = &report.checks[0];
-    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
-    assert!(
-        o.summary.contains("`retry` got no answer")
-            && o.summary
-                .contains("`retry-twin`, sent with the same key 1.0 s into it, got timed out"),
-        "{}",
-        o.summary
-    );
+    };
+    let said = [
+        "`retry` got no answer",
+        "`retry-twin`, sent with the same key 1.0 s into it, got timed out",
+    ];
+    stuck_in_flight(options, Verdict::Unknown, &said).await;
 }
 
 /// An API whose abandoned key answers 503 for good (a middleware's "record busy" error the profile
@@ -150,22 +151,16 @@ async fn a_twin_refused_only_after_its_retry_ended_shows_nothing() {
 /// `retry` got 503".
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_key_that_answers_5xx_for_good_is_not_released() {
-    let api = alt_api::start_with(alt_api::Options {
+    let options = alt_api::Options {
         never_reclaim: true,
         in_flight_status: Some(axum::http::StatusCode::SERVICE_UNAVAILABLE),
         ..alt_api::Options::default()
-    })
-    .await;
-    let report = run_profile(profile(&api, failing_by_request), &["stuck-in-flight"]).await;
-    let o = &report.checks[0];
-    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
-    assert!(
-        o.summary.contains("`retry` was answered 503")
-            && o.summary
-                .contains("declare it in `contract.in_flight_status`"),
-        "{}",
-        o.summary
-    );
+    };
+    let said = [
+        "`retry` was answered 503",
+        "declare it in `contract.in_flight_status`",
+    ];
+    stuck_in_flight(options, Verdict::Unknown, &said).await;
 }
 
 /// A correct API's reclaiming retry re-runs the hanging handler and gets no answer either; its
@@ -173,19 +168,14 @@ async fn a_key_that_answers_5xx_for_good_is_not_released() {
 /// saying so, with the limit and its slack.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_unanswered_retry_whose_twin_is_refused_held_the_key() {
-    let api = alt_api::start().await;
-    let report = run_profile(profile(&api, failing_by_request), &["stuck-in-flight"]).await;
-    let o = &report.checks[0];
-    assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
-    assert!(
-        o.summary.contains("then `retry` got timed out")
-            && o.summary.contains("`retry-twin`, sent with the same key")
-            && o.summary.contains("got 409")
-            && o.summary.contains("`retry` held the key")
-            && o.summary.contains("limit 7.0 s"),
-        "{}",
-        o.summary
-    );
+    let said = [
+        "then `retry` got timed out",
+        "`retry-twin`, sent with the same key",
+        "got 409",
+        "`retry` held the key",
+        "limit 7.0 s",
+    ];
+    stuck_in_flight(alt_api::Options::default(), Verdict::Pass, &said).await;
 }
 
 /// A profile whose `list` cannot see what the API creates (an `items` path that misses the

@@ -15,12 +15,11 @@
 
 use idemspec_scenarios::scenario::{Level, LockReleased};
 
-use super::{status_matches, within, Needs, Rule};
+use super::{refused, within, Needs, Rule};
 use crate::client::Exchange;
 use crate::runner::check::CheckRun;
 use crate::runner::steps::{twin_step, TWIN_AFTER};
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
-use idemspec_scenarios::scenario::StatusPattern;
 
 impl Rule for LockReleased {
     fn needs(&self) -> Needs {
@@ -215,10 +214,4 @@ impl Rule for LockReleased {
 /// cannot take).
 fn unanswered(e: &Exchange) -> bool {
     matches!(e.status, None | Some(500..=599))
-}
-
-/// Whether `e` was refused as in flight under the contract.
-fn refused(e: &Exchange, contract: &idemspec_scenarios::profile::Contract) -> bool {
-    e.status
-        .is_some_and(|s| status_matches(StatusPattern::InFlight, s, contract))
 }

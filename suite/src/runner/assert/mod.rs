@@ -255,6 +255,12 @@ pub(crate) fn status_matches(pattern: StatusPattern, status: u16, contract: &Con
     }
 }
 
+/// Whether `e` was refused as in flight under `contract` (a status in its `in_flight_status`).
+pub(crate) fn refused(e: &crate::client::Exchange, contract: &Contract) -> bool {
+    e.status
+        .is_some_and(|s| status_matches(StatusPattern::InFlight, s, contract))
+}
+
 /// A [`Within`] as a duration under `contract`; `bound` stands in for an in-flight TTL the contract
 /// does not declare (the run's lockout bound), so a lockout is still measured, up to it.
 pub(crate) fn within(w: &Within, contract: &Contract, bound: Duration) -> Duration {
