@@ -147,6 +147,27 @@ async fn run_case(server: &RunningServer, case: Case, total: usize, concurrency:
     rate
 }
 
+/// The commits and the scripts they committed so far (`leasebroker_store_scripts_per_commit`'s
+/// count and sum, from the admin listener's `/metrics`).
+async fn scripts_per_commit(server: &RunningServer) -> (f64, f64) {
+    let admin = format!("http://{}/metrics", server.admin_addr().expect("admin"));
+    let text = reqwest::get(admin)
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .expect("metrics text");
+    let read = |name: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (
+        read("leasebroker_store_scripts_per_commit_count"),
+        read("leasebroker_store_scripts_per_commit_sum"),
+    )
+}
+
 /// The store's own commit rate: `total` single-statement transactions (an upsert of a fresh key that
 /// returns a column, the statement issue 12 timed with pgbench), on PostgreSQL over `concurrency`
 /// connections, on SQLite in a loop on one connection; returns statements per second.
@@ -261,13 +282,17 @@ async fn main() {
     println!("|---|{}", "---:|".repeat(stores.len()));
     let mut results = vec![vec![0.0; stores.len()]; cases.len()];
     let mut commits = vec![0.0; stores.len()];
+    let mut grouped = vec![(0.0, 0.0); stores.len()];
     for (s, (_, url, _)) in stores.iter().enumerate() {
         let server = server(url, pool_size).await;
         // Warm up connections and caches.
         run_case(&server, Case::CreateNoKey, 100, concurrency).await;
+        let before = scripts_per_commit(&server).await;
         for (c, case) in cases.iter().enumerate() {
             results[c][s] = run_case(&server, *case, total, concurrency).await;
         }
+        let after = scripts_per_commit(&server).await;
+        grouped[s] = (after.0 - before.0, after.1 - before.1);
         server.shutdown(Duration::from_secs(2)).await;
         // The same file or database, now idle, each statement its own transaction.
         commit_rate(url, 100, concurrency).await;
@@ -283,6 +308,16 @@ async fn main() {
     row(
         "store: one-statement commits",
         commits.iter().map(|r| format!("{r:.0} /s")).collect(),
+    );
+    row(
+        "scripts per commit (SQLite's group commit)",
+        grouped
+            .iter()
+            .map(|&(commits, scripts)| match commits {
+                0.0 => "–".to_owned(),
+                _ => format!("{:.2} ({commits:.0} commits)", scripts / commits),
+            })
+            .collect(),
     );
     // The targets of issue 12: keyed ÷ unkeyed ≥ 0.9, keyed ÷ the store's commit rate ≥ 0.25.
     let verdict = |ratio: f64, target: f64| {

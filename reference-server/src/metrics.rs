@@ -8,6 +8,9 @@
 //! - `leasebroker_store_operation_seconds{operation}`: a histogram of how long one store call took
 //!   (one statement or one transaction, from taking a connection to the last row), by the store
 //!   trait's method name (`claim`, `complete`, `allocate_node`, …).
+//! - `leasebroker_store_scripts_per_commit`: on SQLite, a histogram of how many transactions one
+//!   commit committed: 1 for a script run alone, more for scripts that waited for the connection
+//!   and were committed together (`store::batch`).
 //!
 //! Everything is in process memory: counts start at zero when leasebroker starts.
 
@@ -119,29 +122,47 @@ fn store_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_1, 2.0, 16))
 }
 
-/// The store-latency histogram family, shared by the store (which observes) and [`Metrics`] (which
-/// renders). Cheap to clone.
-#[derive(Clone)]
-pub struct StoreLatency(Family<OperationLabels, Histogram, fn() -> Histogram>);
+/// The scripts-per-commit buckets: 1, 2, 4, … 64 (the group commit's most, `store::batch`).
+fn group_commit_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 2.0, 7))
+}
 
-impl StoreLatency {
+/// The store's metrics, shared by the store (which observes) and [`Metrics`] (which renders): the
+/// latency of each store call, and on SQLite how many scripts each group commit committed. Cheap
+/// to clone.
+#[derive(Clone)]
+pub struct StoreMetrics {
+    latency: Family<OperationLabels, Histogram, fn() -> Histogram>,
+    committed_together: Histogram,
+}
+
+impl StoreMetrics {
     /// Records that one call of store method `operation` took `elapsed`.
     pub fn observe(&self, operation: &'static str, elapsed: Duration) {
-        self.0
+        self.latency
             .get_or_create(&OperationLabels { operation })
             .observe(elapsed.as_secs_f64());
     }
-}
 
-impl Default for StoreLatency {
-    fn default() -> Self {
-        Self(Family::new_with_constructor(store_histogram))
+    /// Records that one commit committed `scripts` scripts (SQLite's group commit; 1 for a script
+    /// run alone).
+    pub fn committed_together(&self, scripts: usize) {
+        self.committed_together.observe(scripts as f64);
     }
 }
 
-impl std::fmt::Debug for StoreLatency {
+impl Default for StoreMetrics {
+    fn default() -> Self {
+        Self {
+            latency: Family::new_with_constructor(store_histogram),
+            committed_together: group_commit_histogram(),
+        }
+    }
+}
+
+impl std::fmt::Debug for StoreMetrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StoreLatency")
+        f.write_str("StoreMetrics")
     }
 }
 
@@ -150,12 +171,12 @@ pub struct Metrics {
     registry: Registry,
     outcomes: Family<OutcomeLabels, Counter>,
     creates: Family<CreateLabels, Counter>,
-    store: StoreLatency,
+    store: StoreMetrics,
 }
 
 impl Metrics {
     /// The registry with every metric registered, at zero; `store` is the histogram the store observes.
-    pub fn new(store: StoreLatency) -> Self {
+    pub fn new(store: StoreMetrics) -> Self {
         let mut registry = Registry::default();
         let outcomes = Family::<OutcomeLabels, Counter>::default();
         registry.register(
@@ -173,7 +194,12 @@ impl Metrics {
             "leasebroker_store_operation",
             "How long one store call (a statement or a transaction) took, by store method",
             Unit::Seconds,
-            store.0.clone(),
+            store.latency.clone(),
+        );
+        registry.register(
+            "leasebroker_store_scripts_per_commit",
+            "SQLite: how many transactions' scripts one commit committed (the group commit)",
+            store.committed_together.clone(),
         );
         // Every label value from the start, so a scrape shows the zeros too.
         for outcome in Outcome::ALL {
@@ -202,8 +228,8 @@ impl Metrics {
         self.creates.get_or_create(&CreateLabels { result }).inc();
     }
 
-    /// The store-latency histogram (what the store observes into).
-    pub fn store_latency(&self) -> &StoreLatency {
+    /// The store's metrics (what the store observes into).
+    pub fn store_metrics(&self) -> &StoreMetrics {
         &self.store
     }
 
@@ -220,7 +246,7 @@ impl Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        Self::new(StoreLatency::default())
+        Self::new(StoreMetrics::default())
     }
 }
 

@@ -118,7 +118,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let stores = connect(
         &config.database,
         config.max_connections,
-        metrics.store_latency().clone(),
+        metrics.store_metrics().clone(),
     )
     .await?;
     stores.fleet.seed_nodes(config.pool_size).await?;

@@ -6,7 +6,7 @@ use sqlx::{Postgres, Sqlite};
 
 use super::sql::{Dialect, SqlStore};
 use super::{FleetStore, RecordStore, StatsStore, StoreError};
-use crate::metrics::StoreLatency;
+use crate::metrics::StoreMetrics;
 
 /// A parsed `--database-url`: a `postgres://` URL, a `sqlite:` URL, or a plain file path (SQLite).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl Stores {
 pub async fn connect(
     url: &DatabaseUrl,
     max_connections: u32,
-    latency: StoreLatency,
+    latency: StoreMetrics,
 ) -> Result<Stores, StoreError> {
     Ok(match url {
         DatabaseUrl::Postgres(u) => {

@@ -481,9 +481,8 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
                 .text(instance_id)
                 .text(tag)
                 .int(node_id)
-                .int(now)
-                .fetch_optional(self.db())
-                .await?;
+                .int(now);
+            let recorded = self.write(recorded).await?.pop();
             // No row back: an instance with this tag was already running; that one is the answer.
             let running = match recorded {
                 Some(row) => row,

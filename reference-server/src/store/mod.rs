@@ -13,7 +13,8 @@
 //! (`reference-server/migrations/{sqlite,postgres}`, embedded with `sqlx::migrate!`, differing only in
 //! `BYTEA`/`BLOB`) and the same statements, except where the databases differ: the atomic claim, the
 //! node allocation and the batched sweep, which each database's `Dialect` (`postgres.rs`,
-//! `sqlite.rs`) supplies. [`connect`] opens one and hands out its [`Stores`].
+//! `sqlite.rs`) supplies. On SQLite, transactions that wait for the one connection are committed
+//! together (`batch.rs`, the group commit). [`connect`] opens one and hands out its [`Stores`].
 
 /// The idempotency record's columns, the ones `records.rs`'s `record_from_row` decodes (by name):
 /// every statement that reads a record (`FIND`, each dialect's claim) selects these.
@@ -23,6 +24,7 @@ macro_rules! record_columns {
     };
 }
 
+mod batch;
 mod connect;
 mod create;
 mod error;

@@ -9,7 +9,7 @@ use sqlx::Postgres;
 use super::create::CreateStatements;
 use super::sql::{Dialect, SqlStore};
 use super::{IdempotencyRecord, StoreError};
-use crate::metrics::StoreLatency;
+use crate::metrics::StoreMetrics;
 
 impl SqlStore<Postgres> {
     /// Connects to `url` with up to `max_connections` connections and migrates the schema
@@ -18,7 +18,7 @@ impl SqlStore<Postgres> {
     pub(super) async fn open(
         url: &str,
         max_connections: u32,
-        latency: StoreLatency,
+        latency: StoreMetrics,
     ) -> Result<Self, StoreError> {
         // One direct attempt first, bounded: a pool that cannot connect retries until its acquire
         // timeout and then reports only "pool timed out", hiding the cause (refused, no such
@@ -219,7 +219,7 @@ mod tests {
     use crate::testing::TestDatabase;
 
     async fn store(db: &TestDatabase) -> SqlStore<Postgres> {
-        SqlStore::<Postgres>::open(db.url(), 40, StoreLatency::default())
+        SqlStore::<Postgres>::open(db.url(), 40, StoreMetrics::default())
             .await
             .expect("open PostgreSQL")
     }

@@ -10,15 +10,18 @@
 //!   restate them. The code over a `D: Dialect` needs no bounds of its own.
 //! - [`Statement`]: a statement and its parameters, built with those binds.
 
+use std::borrow::Cow;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::time::Instant;
 
 use futures::future::BoxFuture;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Type};
 
+use super::batch::GroupCommit;
 use super::create::CreateStatements;
 use super::{IdempotencyRecord, StoreError};
-use crate::metrics::StoreLatency;
+use crate::metrics::StoreMetrics;
 
 /// A sqlx query with the database's own argument buffer.
 type Query<'q, D> = sqlx::query::Query<'q, D, <D as Database>::Arguments<'q>>;
@@ -26,16 +29,26 @@ type Query<'q, D> = sqlx::query::Query<'q, D, <D as Database>::Arguments<'q>>;
 /// The store over one database's connection pool; implements every store trait, the same SQL for
 /// both databases except where its [`Dialect`] says otherwise.
 #[derive(Debug)]
-pub(super) struct SqlStore<D: Database> {
+pub(super) struct SqlStore<D: Dialect> {
     pool: Pool<D>,
     /// Where every store call's duration goes (`leasebroker_store_operation_seconds`).
-    latency: StoreLatency,
+    latency: StoreMetrics,
+    /// Where the dialect's texts are [scripts](Dialect::SCRIPTS): the task that commits scripts
+    /// waiting for the connection together.
+    group_commit: Option<GroupCommit<D>>,
 }
 
 impl<D: Dialect> SqlStore<D> {
-    /// A store over `pool` (already migrated) that times its calls into `latency`.
-    pub(super) fn new(pool: Pool<D>, latency: StoreLatency) -> Self {
-        Self { pool, latency }
+    /// A store over `pool` (already migrated) that times its calls into `latency`. Where the
+    /// dialect's texts are scripts, starts their [group commit](super::batch) on the current Tokio
+    /// runtime.
+    pub(super) fn new(pool: Pool<D>, latency: StoreMetrics) -> Self {
+        let group_commit = D::SCRIPTS.then(|| GroupCommit::start(pool.clone(), latency.clone()));
+        Self {
+            pool,
+            latency,
+            group_commit,
+        }
     }
 
     /// Runs `work`, one call of store method `operation`, and records how long it took.
@@ -84,6 +97,22 @@ impl<D: Dialect> SqlStore<D> {
         }
     }
 
+    /// Runs `statement`, one statement that writes, as its own transaction; returns its rows
+    /// (a `RETURNING` clause's). Where the dialect's texts are [scripts](Dialect::SCRIPTS), it
+    /// is run as the script `BEGIN IMMEDIATE; …; COMMIT`, so that it can be committed with the
+    /// scripts that wait for the connection beside it (`batch.rs`).
+    pub(super) async fn write(
+        &self,
+        statement: Statement<'_, D>,
+    ) -> Result<Vec<D::Row>, StoreError> {
+        if !D::SCRIPTS {
+            return Ok(statement.fetch_all(self.db()).await?);
+        }
+        let script = format!("BEGIN IMMEDIATE; {}; COMMIT", statement.sql);
+        self.run_script(Statement::with(Cow::Owned(script), statement.params))
+            .await
+    }
+
     /// Runs `script`, statements that open and commit their own transaction (`BEGIN IMMEDIATE;
     /// …; COMMIT;`), in one trip to the database on one connection; returns every row its
     /// statements returned, in order. The connection goes back to the pool only with no
@@ -94,12 +123,46 @@ impl<D: Dialect> SqlStore<D> {
         &self,
         script: Statement<'_, D>,
     ) -> Result<Vec<D::Row>, StoreError> {
-        let mut conn = RolledBackUnlessReleased(Some(self.pool.acquire().await?));
-        let connection = conn.0.as_mut().expect("held until released");
-        let rows = script.fetch_all(D::in_transaction(connection)).await?;
-        conn.release();
-        Ok(rows)
+        match &self.group_commit {
+            Some(group_commit) => group_commit.run(script).await,
+            None => run_on(self.pool.acquire().await?, script).await,
+        }
     }
+}
+
+/// Runs `script` (see [`SqlStore::run_script`]) on `connection`, which goes back to the pool with
+/// no transaction open.
+pub(super) async fn run_on<D: Dialect>(
+    connection: sqlx::pool::PoolConnection<D>,
+    script: Statement<'_, D>,
+) -> Result<Vec<D::Row>, StoreError> {
+    Ok(run_all(connection, vec![script])
+        .await?
+        .pop()
+        .expect("one statement's rows"))
+}
+
+/// Runs `statements` one after another on `connection`, each a trip of its own; returns each
+/// one's rows. Together they open and commit their transactions (a [script](SqlStore::run_script)
+/// each, or a group commit's batch: the first begins, the last commits). The connection goes back
+/// to the pool with no transaction open: when a statement fails, or the call is dropped part-way,
+/// it is rolled back first ([`RolledBackUnlessReleased`]), and nothing uncommitted is kept.
+pub(super) async fn run_all<D: Dialect>(
+    connection: sqlx::pool::PoolConnection<D>,
+    statements: Vec<Statement<'_, D>>,
+) -> Result<Vec<Vec<D::Row>>, StoreError> {
+    let mut conn = RolledBackUnlessReleased(Some(connection));
+    let connection: &mut D::Connection = conn.0.as_mut().expect("held until released");
+    let mut each = Vec::with_capacity(statements.len());
+    for statement in statements {
+        each.push(
+            statement
+                .fetch_all(D::in_transaction(&mut *connection))
+                .await?,
+        );
+    }
+    conn.release();
+    Ok(each)
 }
 
 /// A pooled connection that may hold an open transaction: dropped without
@@ -219,19 +282,19 @@ pub(super) trait Driver: Database {
     fn bind_bytes<'q>(query: Query<'q, Self>, value: &'q [u8]) -> Query<'q, Self>;
 
     /// Runs `query` and returns what it changed.
-    fn execute<'e, 'q: 'e>(
+    fn execute<'e, 'c: 'e, 'q: 'e>(
         query: Query<'q, Self>,
-        on: impl Executor<'e, Database = Self> + 'e,
+        on: impl Executor<'c, Database = Self> + 'e,
     ) -> impl Future<Output = Result<Self::QueryResult, sqlx::Error>> + Send + 'e;
     /// Runs `query` and returns its row, if any.
-    fn fetch_optional<'e, 'q: 'e>(
+    fn fetch_optional<'e, 'c: 'e, 'q: 'e>(
         query: Query<'q, Self>,
-        on: impl Executor<'e, Database = Self> + 'e,
+        on: impl Executor<'c, Database = Self> + 'e,
     ) -> impl Future<Output = Result<Option<Self::Row>, sqlx::Error>> + Send + 'e;
     /// Runs `query` and returns its rows.
-    fn fetch_all<'e, 'q: 'e>(
+    fn fetch_all<'e, 'c: 'e, 'q: 'e>(
         query: Query<'q, Self>,
-        on: impl Executor<'e, Database = Self> + 'e,
+        on: impl Executor<'c, Database = Self> + 'e,
     ) -> impl Future<Output = Result<Vec<Self::Row>, sqlx::Error>> + Send + 'e;
 
     /// The pool as an executor: each statement gets a connection of its own.
@@ -273,21 +336,21 @@ where
         query.bind(value)
     }
 
-    fn execute<'e, 'q: 'e>(
+    fn execute<'e, 'c: 'e, 'q: 'e>(
         query: Query<'q, Self>,
-        on: impl Executor<'e, Database = Self> + 'e,
+        on: impl Executor<'c, Database = Self> + 'e,
     ) -> impl Future<Output = Result<Self::QueryResult, sqlx::Error>> + Send + 'e {
         query.execute(on)
     }
-    fn fetch_optional<'e, 'q: 'e>(
+    fn fetch_optional<'e, 'c: 'e, 'q: 'e>(
         query: Query<'q, Self>,
-        on: impl Executor<'e, Database = Self> + 'e,
+        on: impl Executor<'c, Database = Self> + 'e,
     ) -> impl Future<Output = Result<Option<Self::Row>, sqlx::Error>> + Send + 'e {
         query.fetch_optional(on)
     }
-    fn fetch_all<'e, 'q: 'e>(
+    fn fetch_all<'e, 'c: 'e, 'q: 'e>(
         query: Query<'q, Self>,
-        on: impl Executor<'e, Database = Self> + 'e,
+        on: impl Executor<'c, Database = Self> + 'e,
     ) -> impl Future<Output = Result<Vec<Self::Row>, sqlx::Error>> + Send + 'e {
         query.fetch_all(on)
     }
@@ -316,73 +379,141 @@ where
     }
 }
 
-/// A statement and its parameters, in `$1, $2, …` order (both databases read `$N`).
-pub(super) struct Statement<'q, D: Database>(Query<'q, D>);
+/// One bound parameter of a [`Statement`]: borrowed from the caller, or owned (a statement handed
+/// to the [group commit](super::batch), which outlives its caller's borrows).
+#[derive(Debug, Clone)]
+pub(super) enum Param<'q> {
+    /// TEXT.
+    Text(Cow<'q, str>),
+    /// BIGINT.
+    Int(i64),
+    /// BYTEA/BLOB.
+    Bytes(Cow<'q, [u8]>),
+}
+
+impl Param<'_> {
+    /// The parameter, borrowing its value.
+    pub(super) fn borrowed(&self) -> Param<'_> {
+        match self {
+            Self::Text(text) => Param::Text(Cow::Borrowed(text)),
+            Self::Int(n) => Param::Int(*n),
+            Self::Bytes(bytes) => Param::Bytes(Cow::Borrowed(bytes)),
+        }
+    }
+
+    /// The parameter, owning its value.
+    fn into_owned(self) -> Param<'static> {
+        match self {
+            Self::Text(text) => Param::Text(Cow::Owned(text.into_owned())),
+            Self::Int(n) => Param::Int(n),
+            Self::Bytes(bytes) => Param::Bytes(Cow::Owned(bytes.into_owned())),
+        }
+    }
+}
+
+/// A statement and its parameters, in `$1, $2, …` order (both databases read `$N`), bound to a
+/// sqlx query when it runs.
+pub(super) struct Statement<'q, D: Database> {
+    sql: Cow<'q, str>,
+    params: Vec<Param<'q>>,
+    database: PhantomData<D>,
+}
 
 impl<'q, D: Dialect> Statement<'q, D> {
     /// The statement `sql`, no parameters bound yet.
-    pub(super) fn new(sql: &'q str) -> Self {
-        Self(sqlx::query(sql))
+    pub(super) fn new(sql: impl Into<Cow<'q, str>>) -> Self {
+        Self::with(sql.into(), Vec::new())
+    }
+
+    /// The statement `sql` with `params` bound.
+    pub(super) fn with(sql: Cow<'q, str>, params: Vec<Param<'q>>) -> Self {
+        Self {
+            sql,
+            params,
+            database: PhantomData,
+        }
+    }
+
+    /// The SQL text.
+    pub(super) fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    /// The parameters, in order.
+    pub(super) fn params(&self) -> &[Param<'q>] {
+        &self.params
+    }
+
+    /// The statement, owning its text and parameters.
+    pub(super) fn into_owned(self) -> Statement<'static, D> {
+        Statement::with(
+            Cow::Owned(self.sql.into_owned()),
+            self.params.into_iter().map(Param::into_owned).collect(),
+        )
+    }
+
+    fn bind(mut self, param: Param<'q>) -> Self {
+        self.params.push(param);
+        self
     }
 
     /// Binds the next parameter as TEXT.
     pub(super) fn text(self, value: &'q str) -> Self {
-        Self(D::bind_text(self.0, value))
+        self.bind(Param::Text(Cow::Borrowed(value)))
     }
 
     /// Binds the next parameter as BIGINT.
     pub(super) fn int(self, value: i64) -> Self {
-        Self(D::bind_int(self.0, value))
+        self.bind(Param::Int(value))
     }
 
     /// Binds the next parameter as BYTEA/BLOB.
     pub(super) fn bytes(self, value: &'q [u8]) -> Self {
-        Self(D::bind_bytes(self.0, value))
+        self.bind(Param::Bytes(Cow::Borrowed(value)))
+    }
+
+    /// The sqlx query: the text with every parameter bound, borrowed from the statement.
+    fn query(&self) -> Query<'_, D> {
+        self.params
+            .iter()
+            .fold(sqlx::query(&self.sql), |query, param| match param {
+                Param::Text(text) => D::bind_text(query, text),
+                Param::Int(n) => D::bind_int(query, *n),
+                Param::Bytes(bytes) => D::bind_bytes(query, bytes),
+            })
     }
 
     /// Runs the statement; returns how many rows it changed.
-    pub(super) async fn execute<'e>(
+    pub(super) async fn execute<'c>(
         self,
-        on: impl Executor<'e, Database = D> + 'e,
-    ) -> Result<u64, sqlx::Error>
-    where
-        'q: 'e,
-    {
-        Ok(D::rows_affected(&D::execute(self.0, on).await?))
+        on: impl Executor<'c, Database = D> + 'c,
+    ) -> Result<u64, sqlx::Error> {
+        Ok(D::rows_affected(&D::execute(self.query(), on).await?))
     }
 
     /// Runs the statement; returns its row, if any.
-    pub(super) async fn fetch_optional<'e>(
+    pub(super) async fn fetch_optional<'c>(
         self,
-        on: impl Executor<'e, Database = D> + 'e,
-    ) -> Result<Option<D::Row>, sqlx::Error>
-    where
-        'q: 'e,
-    {
-        D::fetch_optional(self.0, on).await
+        on: impl Executor<'c, Database = D> + 'c,
+    ) -> Result<Option<D::Row>, sqlx::Error> {
+        D::fetch_optional(self.query(), on).await
     }
 
     /// Runs the statement; returns its one row (an error when there is none).
-    pub(super) async fn fetch_one<'e>(
+    pub(super) async fn fetch_one<'c>(
         self,
-        on: impl Executor<'e, Database = D> + 'e,
-    ) -> Result<D::Row, sqlx::Error>
-    where
-        'q: 'e,
-    {
-        D::fetch_optional(self.0, on)
+        on: impl Executor<'c, Database = D> + 'c,
+    ) -> Result<D::Row, sqlx::Error> {
+        D::fetch_optional(self.query(), on)
             .await?
             .ok_or(sqlx::Error::RowNotFound)
     }
 
     /// Runs the statement; returns its rows.
-    pub(super) async fn fetch_all<'e>(
+    pub(super) async fn fetch_all<'c>(
         self,
-        on: impl Executor<'e, Database = D> + 'e,
-    ) -> Result<Vec<D::Row>, sqlx::Error>
-    where
-        'q: 'e,
-    {
-        D::fetch_all(self.0, on).await
+        on: impl Executor<'c, Database = D> + 'c,
+    ) -> Result<Vec<D::Row>, sqlx::Error> {
+        D::fetch_all(self.query(), on).await
     }
 }

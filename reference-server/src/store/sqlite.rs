@@ -2,7 +2,8 @@
 //!
 //! One connection: SQLite serialises writers anyway, and a single connection rules out
 //! `SQLITE_BUSY` upgrade failures under load. WAL journal and a busy timeout let other processes
-//! (an operator's `sqlite3`) read the file while leasebroker runs.
+//! (an operator's `sqlite3`) read the file while leasebroker runs. Transactions are scripts, and
+//! scripts that wait for the connection are committed together (`batch.rs`).
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use sqlx::Sqlite;
 use super::create::CreateStatements;
 use super::sql::{Dialect, SqlStore};
 use super::{IdempotencyRecord, StoreError};
-use crate::metrics::StoreLatency;
+use crate::metrics::StoreMetrics;
 
 impl SqlStore<Sqlite> {
     /// Opens (creating if missing) the database at `url` (`sqlite:` URL) or file `path`, and migrates it.
@@ -24,7 +25,7 @@ impl SqlStore<Sqlite> {
     pub(super) async fn open(
         url_or_path: &str,
         is_url: bool,
-        latency: StoreLatency,
+        latency: StoreMetrics,
     ) -> Result<Self, StoreError> {
         let options = sqlite_options(url_or_path, is_url)?;
         let pool = SqlitePoolOptions::new()

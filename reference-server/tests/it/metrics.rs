@@ -170,7 +170,33 @@ async fn metrics_count_every_outcome(db: &Db) {
         store_calls(&after, "claim") + store_calls(&after, "claim_and_reserve"),
         claims as f64
     );
+    // On SQLite each transaction is committed alone or with others that waited for the connection
+    // (group commit): the scripts committed include every claim's.
+    let commits = unlabeled(&after, "leasebroker_store_scripts_per_commit_count");
+    let scripts = unlabeled(&after, "leasebroker_store_scripts_per_commit_sum");
+    if matches!(db, Db::Sqlite { .. }) {
+        assert!(commits >= 1.0, "{commits} commits");
+        assert!(
+            scripts >= claims as f64,
+            "{scripts} scripts, {claims} claims"
+        );
+    } else {
+        assert_eq!((commits, scripts), (0.0, 0.0), "PostgreSQL runs no scripts");
+    }
     server.stop().await;
+}
+
+/// The value of the one sample of unlabelled `metric`.
+fn unlabeled(scrape: &Scrape, metric: &str) -> f64 {
+    let found = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == metric)
+        .unwrap_or_else(|| panic!("no {metric} in {:#?}", scrape.samples));
+    match found.value {
+        Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => v,
+        ref other => panic!("{metric}: not a single value: {other:?}"),
+    }
 }
 
 /// The store calls one create makes, each one statement or one transaction.

@@ -1,0 +1,523 @@
+//! Group commit: SQLite scripts that wait for the one connection are run together, one after another
+//! in one transaction on the connection, with one commit for all of them.
+//!
+//! On SQLite every transaction is a script ([`Dialect::SCRIPTS`]) on leasebroker's one connection.
+//! Between two scripts run one after another the connection sits idle on thread wake-ups: the first
+//! script's rows back to its task, the connection back to the pool and on to the next waiter, the
+//! next script to the worker thread. Under load those waits, not the statements, set the rate. In a
+//! batch the task that holds the connection sends each script's statements as soon as the one
+//! before it has answered: one trip each, no hand-over between them, and one commit. A script's
+//! statements are sent as the same text every time (not joined into one text per batch, which
+//! SQLite would parse and plan again for every batch), so the connection keeps them prepared.
+//!
+//! - **When.** A script finds the connection free and no script queued: it runs alone, as it
+//!   would without this module. Otherwise it is queued for the [`GroupCommit`] task, which takes the
+//!   connection when it is free and runs every script queued by then (at most [`MAX_SCRIPTS`]).
+//! - **Equivalence.** A batch runs its scripts one after another, in the order they were queued, in
+//!   one transaction on one connection: what each reads and writes is what it would read and write
+//!   run alone in that order (SQLite serialises its writers). `changes()` is per statement, so a
+//!   script's count is its own.
+//! - **Durability.** No caller hears of its script before the batch has committed: a crash before
+//!   the commit loses the batch, and no caller was answered.
+//! - **Failure.** A script that fails stops the batch, which is rolled back; every script of it is
+//!   then run alone, so only the failing one gets its error.
+//! - **Callers that are gone.** A script whose caller is gone before its batch starts is not run. A
+//!   batch whose callers are all gone is dropped part-way and rolled back, as a lone script is. A
+//!   script whose caller leaves while others of its batch wait commits with them, as a lone script
+//!   does whose caller leaves after its `COMMIT` was sent: a create's handler runs in a task of its
+//!   own, so the callers that matter do not leave.
+//! - **Constraints** are checked per statement (the schema has no deferred ones, which a batch
+//!   would check only at its commit).
+//! - **Shape.** Only scripts of the form `BEGIN IMMEDIATE; …; COMMIT`, with no other transaction
+//!   control inside, join a batch; any other script runs alone.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use sqlx::pool::PoolConnection;
+use sqlx::Pool;
+use tokio::sync::{mpsc, oneshot};
+
+use super::sql::{run_all, run_on, Dialect, Param, Statement};
+use super::StoreError;
+use crate::metrics::StoreMetrics;
+
+/// The most scripts one batch runs: a bound on how long one commit keeps the others waiting.
+pub(super) const MAX_SCRIPTS: usize = 64;
+
+/// How a batchable script opens and closes its transaction.
+const BEGIN: &str = "BEGIN IMMEDIATE;";
+const COMMIT: &str = "COMMIT";
+
+/// What a script's caller gets: every row its statements returned, in order.
+type Rows<D> = Result<Vec<<D as sqlx::Database>::Row>, StoreError>;
+
+/// One queued script and where its rows go.
+struct Job<D: Dialect> {
+    script: Statement<'static, D>,
+    reply: oneshot::Sender<Rows<D>>,
+}
+
+/// The handle of the group-commit task over one pool: [`GroupCommit::run`] runs a script alone
+/// or queues it. The task ends when the handle is dropped.
+pub(super) struct GroupCommit<D: Dialect> {
+    pool: Pool<D>,
+    metrics: StoreMetrics,
+    jobs: mpsc::UnboundedSender<Job<D>>,
+    /// Scripts queued and not yet taken into a batch.
+    queued: Arc<AtomicUsize>,
+}
+
+impl<D: Dialect> fmt::Debug for GroupCommit<D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupCommit")
+            .field("queued", &self.queued.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl<D: Dialect> GroupCommit<D> {
+    /// Starts the task over `pool` (on the current Tokio runtime); each commit's script count goes
+    /// to `metrics`.
+    pub(super) fn start(pool: Pool<D>, metrics: StoreMetrics) -> Self {
+        let (jobs, queue) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(commit_queued(
+            pool.clone(),
+            queue,
+            queued.clone(),
+            metrics.clone(),
+        ));
+        Self {
+            pool,
+            metrics,
+            jobs,
+            queued,
+        }
+    }
+
+    /// Runs `script` alone when the connection is free and nothing is queued, else in the next
+    /// batch; returns every row its statements returned, in order.
+    pub(super) fn run<'a>(&'a self, script: Statement<'a, D>) -> BoxFuture<'a, Rows<D>> {
+        Box::pin(async move {
+            let batchable = body(script.sql()).is_some();
+            if !batchable || self.queued.load(Ordering::Acquire) == 0 {
+                if let Some(connection) = self.pool.try_acquire() {
+                    return self.alone(connection, script).await;
+                }
+                if !batchable {
+                    return self.alone(self.pool.acquire().await?, script).await;
+                }
+            }
+            let (reply, rows) = oneshot::channel();
+            self.queued.fetch_add(1, Ordering::AcqRel);
+            let job = Job {
+                script: script.into_owned(),
+                reply,
+            };
+            if let Err(mpsc::error::SendError(job)) = self.jobs.send(job) {
+                // The task has ended (a panic): the script runs alone, as without it.
+                self.queued.fetch_sub(1, Ordering::AcqRel);
+                return self.alone(self.pool.acquire().await?, job.script).await;
+            }
+            match rows.await {
+                Ok(rows) => rows,
+                // The task ended with the script queued: it was not run.
+                Err(_) => Err(StoreError::Database(sqlx::Error::WorkerCrashed)),
+            }
+        })
+    }
+}
+
+impl<D: Dialect> GroupCommit<D> {
+    /// Runs `script` alone on `connection`.
+    async fn alone(&self, connection: PoolConnection<D>, script: Statement<'_, D>) -> Rows<D> {
+        let rows = run_on(connection, script).await;
+        if rows.is_ok() {
+            self.metrics.committed_together(1);
+        }
+        rows
+    }
+
+    /// Scripts queued and not yet taken into a batch.
+    #[cfg(test)]
+    fn queued(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
+    }
+}
+
+/// The statements between a batchable script's `BEGIN IMMEDIATE;` and its `COMMIT`, ending in `;`;
+/// `None` when `sql` may not join a batch: not of that form, or with transaction control inside
+/// (`END` included: it is SQLite's synonym of `COMMIT`, so a `CASE … END` runs alone), or with
+/// anything the check does not read (a comment, an identifier in backticks or brackets, an
+/// unclosed quote).
+fn body(sql: &str) -> Option<&str> {
+    let inner = sql
+        .trim()
+        .strip_prefix(BEGIN)?
+        .trim_end_matches(|c: char| c == ';' || c.is_whitespace())
+        .strip_suffix(COMMIT)?
+        .trim();
+    let control = ["BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "END"];
+    let words = unquoted_words(inner)?;
+    (inner.ends_with(';')
+        && !words
+            .iter()
+            .any(|word| control.iter().any(|c| word.eq_ignore_ascii_case(c))))
+    .then_some(inner)
+}
+
+/// The words of `sql` outside its string literals (`'…'`) and quoted identifiers (`"…"`); `None`
+/// when `sql` has a comment, a backtick or bracket outside them, or a quote it does not close.
+fn unquoted_words(sql: &str) -> Option<Vec<&str>> {
+    let mut quote = None;
+    let mut outside = Vec::new();
+    let mut start = 0;
+    let mut previous = ' ';
+    for (i, c) in sql.char_indices() {
+        match quote {
+            Some(q) if c == q => {
+                quote = None;
+                start = i + 1;
+            }
+            Some(_) => {}
+            None if c == '\'' || c == '"' => {
+                outside.push(&sql[start..i]);
+                quote = Some(c);
+            }
+            None if c == '`' || c == '[' => return None,
+            None if (previous == '-' && c == '-') || (previous == '/' && c == '*') => return None,
+            None => {}
+        }
+        previous = if quote.is_some() { ' ' } else { c };
+    }
+    if quote.is_some() {
+        return None;
+    }
+    outside.push(&sql[start..]);
+    Some(
+        outside
+            .into_iter()
+            .flat_map(|part| part.split(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
+            .filter(|word| !word.is_empty())
+            .collect(),
+    )
+}
+
+/// An error of the same kind as `err`, a failure to take the connection, for each script that
+/// waited on it (sqlx's errors are not `Clone`).
+fn like(err: &sqlx::Error) -> sqlx::Error {
+    match err {
+        sqlx::Error::PoolTimedOut => sqlx::Error::PoolTimedOut,
+        sqlx::Error::PoolClosed => sqlx::Error::PoolClosed,
+        other => sqlx::Error::Protocol(format!("take the connection: {other}")),
+    }
+}
+
+/// `scripts` (two or more) as statements that run one after another as one transaction: each
+/// script's statements, the first's after its `BEGIN IMMEDIATE;`, the last's before its `COMMIT`.
+/// Each text comes again with the next batch's script of the same kind, so the connection's
+/// statement cache keeps it prepared.
+fn in_one_transaction<'a, D: Dialect>(
+    scripts: &'a [Statement<'static, D>],
+) -> Vec<Statement<'a, D>> {
+    let last = scripts.len() - 1;
+    scripts
+        .iter()
+        .enumerate()
+        .map(|(i, script)| {
+            let statements = body(script.sql()).expect("only batchable scripts are queued");
+            let text = match i {
+                0 => Cow::Owned(format!("{BEGIN} {statements}")),
+                i if i == last => Cow::Owned(format!("{statements} {COMMIT}")),
+                _ => Cow::Borrowed(statements),
+            };
+            Statement::with(text, script.params().iter().map(Param::borrowed).collect())
+        })
+        .collect()
+}
+
+/// The group-commit task: takes the queued scripts, waits for the connection, and runs them.
+async fn commit_queued<D: Dialect>(
+    pool: Pool<D>,
+    mut queue: mpsc::UnboundedReceiver<Job<D>>,
+    queued: Arc<AtomicUsize>,
+    metrics: StoreMetrics,
+) {
+    while let Some(first) = queue.recv().await {
+        let connection = pool.acquire().await;
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_SCRIPTS {
+            match queue.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        queued.fetch_sub(jobs.len(), Ordering::AcqRel);
+        jobs.retain(|job| !job.reply.is_closed());
+        let connection = match connection {
+            Ok(connection) => connection,
+            Err(err) => {
+                for job in jobs {
+                    let _ = job.reply.send(Err(StoreError::Database(like(&err))));
+                }
+                continue;
+            }
+        };
+        match jobs.len() {
+            0 => drop(connection),
+            1 => {
+                let Job { script, mut reply } = jobs.pop().expect("one job");
+                tokio::select! {
+                    rows = run_on(connection, script) => {
+                        if rows.is_ok() {
+                            metrics.committed_together(1);
+                        }
+                        let _ = reply.send(rows);
+                    }
+                    () = reply.closed() => {}
+                }
+            }
+            _ => run_batch(&pool, connection, jobs, &metrics).await,
+        }
+    }
+}
+
+/// Runs `jobs` (two or more) as one transaction on `connection`, and sends each its rows.
+async fn run_batch<D: Dialect>(
+    pool: &Pool<D>,
+    connection: PoolConnection<D>,
+    jobs: Vec<Job<D>>,
+    metrics: &StoreMetrics,
+) {
+    let (scripts, mut replies): (Vec<_>, Vec<_>) =
+        jobs.into_iter().map(|job| (job.script, job.reply)).unzip();
+    let all_gone = futures::future::join_all(replies.iter_mut().map(|r| r.closed()));
+    let rows = tokio::select! {
+        rows = run_all(connection, in_one_transaction(&scripts)) => rows,
+        _ = all_gone => return,
+    };
+    if let Ok(each) = rows {
+        metrics.committed_together(replies.len());
+        for (reply, rows) in replies.into_iter().zip(each) {
+            let _ = reply.send(Ok(rows));
+        }
+        return;
+    }
+    // A script failed: the batch was rolled back. Each
+    // script alone, so only the failing one gets its error.
+    for (script, mut reply) in scripts.into_iter().zip(replies) {
+        let alone = async {
+            let rows = run_on(pool.acquire().await?, script).await;
+            if rows.is_ok() {
+                metrics.committed_together(1);
+            }
+            rows
+        };
+        tokio::select! {
+            rows = alone => { let _ = reply.send(rows); }
+            () = reply.closed() => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Metrics;
+    use sqlx::sqlite::SqlitePoolOptions;
+    use sqlx::{Row, Sqlite};
+    use std::time::Duration;
+
+    /// Inserts key `$1` and reads it back, with how many keys the table held then.
+    const INSERT: &str = "BEGIN IMMEDIATE; INSERT INTO t (k) VALUES ($1); \
+         SELECT k, (SELECT COUNT(*) FROM t) AS n FROM t WHERE k = $1; COMMIT";
+
+    /// A one-connection SQLite pool on a file in `dir`, with table `t`, and its group commit.
+    async fn group_commit(dir: &tempfile::TempDir) -> (Pool<Sqlite>, GroupCommit<Sqlite>, Metrics) {
+        let options =
+            super::super::sqlite_options(&dir.path().join("batch.db").display().to_string(), false)
+                .expect("options");
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .expect("open SQLite");
+        sqlx::query("CREATE TABLE t (k TEXT PRIMARY KEY)")
+            .execute(&pool)
+            .await
+            .expect("table");
+        let metrics = Metrics::new(StoreMetrics::default());
+        let group = GroupCommit::start(pool.clone(), metrics.store_metrics().clone());
+        (pool, group, metrics)
+    }
+
+    /// `keys`' inserts, started while the test holds the one connection; resolves once every one
+    /// of them is queued.
+    async fn queued_inserts(
+        group: &Arc<GroupCommit<Sqlite>>,
+        keys: &[&str],
+    ) -> Vec<tokio::task::JoinHandle<Rows<Sqlite>>> {
+        let tasks = keys
+            .iter()
+            .map(|key| {
+                let (group, key) = (group.clone(), (*key).to_owned());
+                tokio::spawn(async move { group.run(Statement::new(INSERT).text(&key)).await })
+            })
+            .collect();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while group.queued() < keys.len() {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+        .await
+        .expect("every insert queued behind the held connection");
+        tasks
+    }
+
+    /// The count and sum of `leasebroker_store_scripts_per_commit`: commits, and the scripts they
+    /// committed.
+    fn commits(metrics: &Metrics) -> (f64, f64) {
+        let text = metrics.render();
+        let read = |name: &str| -> f64 {
+            text.lines()
+                .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+                .unwrap_or_else(|| panic!("{name} in {text}"))
+        };
+        (
+            read("leasebroker_store_scripts_per_commit_count"),
+            read("leasebroker_store_scripts_per_commit_sum"),
+        )
+    }
+
+    async fn keys_in(pool: &Pool<Sqlite>) -> Vec<String> {
+        sqlx::query_scalar("SELECT k FROM t ORDER BY k")
+            .fetch_all(pool)
+            .await
+            .expect("read the keys")
+    }
+
+    /// Twenty scripts that wait for the connection are committed in one commit, in the order they
+    /// were queued, and each caller gets its own script's rows.
+    #[tokio::test]
+    async fn scripts_that_wait_for_the_connection_commit_together_each_with_its_rows() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (pool, group, metrics) = group_commit(&dir).await;
+        let group = Arc::new(group);
+        let keys: Vec<String> = (0..20).map(|i| format!("k{i:02}")).collect();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let held = pool.acquire().await.expect("hold the connection");
+        let tasks = queued_inserts(&group, &keys).await;
+        drop(held);
+        let mut order = Vec::new();
+        for (task, key) in tasks.into_iter().zip(&keys) {
+            let rows = task.await.expect("task").expect("the insert commits");
+            assert_eq!(rows.len(), 1, "{key}: its own row only");
+            assert_eq!(rows[0].get::<String, _>("k"), *key);
+            order.push(rows[0].get::<i64, _>("n"));
+        }
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            (1..=20).collect::<Vec<i64>>(),
+            "each saw those before it"
+        );
+        assert_eq!(
+            commits(&metrics),
+            (1.0, 20.0),
+            "one commit of twenty scripts"
+        );
+        assert_eq!(keys_in(&pool).await, keys);
+    }
+
+    /// A script that fails in a batch gets its error; the others commit and get their rows.
+    #[tokio::test]
+    async fn a_failing_script_fails_alone_and_the_rest_of_its_batch_commits() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (pool, group, metrics) = group_commit(&dir).await;
+        let group = Arc::new(group);
+        sqlx::query("INSERT INTO t (k) VALUES ('b')")
+            .execute(&pool)
+            .await
+            .expect("the key the batch's second script inserts again");
+        let held = pool.acquire().await.expect("hold the connection");
+        let tasks = queued_inserts(&group, &["a", "b", "c", "d"]).await;
+        drop(held);
+        let mut results = Vec::new();
+        for task in tasks {
+            results.push(task.await.expect("task").map(|rows| rows.len()));
+        }
+        assert!(
+            matches!(results[1], Err(StoreError::Database(_))),
+            "{results:?}"
+        );
+        for i in [0, 2, 3] {
+            assert!(matches!(results[i], Ok(1)), "{results:?}");
+        }
+        assert_eq!(keys_in(&pool).await, ["a", "b", "c", "d"]);
+        assert_eq!(
+            commits(&metrics),
+            (3.0, 3.0),
+            "each committed alone after the rollback"
+        );
+    }
+
+    /// A script whose caller is gone before its batch starts is not run.
+    #[tokio::test]
+    async fn a_script_whose_caller_is_gone_is_not_run() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (pool, group, _) = group_commit(&dir).await;
+        let group = Arc::new(group);
+        let held = pool.acquire().await.expect("hold the connection");
+        let mut tasks = queued_inserts(&group, &["a", "gone", "c"]).await;
+        let gone = tasks.remove(1);
+        gone.abort();
+        assert!(matches!(gone.await, Err(err) if err.is_cancelled()));
+        drop(held);
+        for task in tasks {
+            task.await.expect("task").expect("the insert commits");
+        }
+        assert_eq!(keys_in(&pool).await, ["a", "c"]);
+    }
+
+    #[test]
+    fn a_script_joins_a_batch_only_as_one_transaction() {
+        assert_eq!(
+            body("BEGIN IMMEDIATE; INSERT INTO t VALUES ($1); SELECT 1; COMMIT"),
+            Some("INSERT INTO t VALUES ($1); SELECT 1;")
+        );
+        assert_eq!(
+            body("BEGIN IMMEDIATE; SELECT 1; COMMIT;\n"),
+            Some("SELECT 1;")
+        );
+        for alone in [
+            "SELECT 1",
+            "BEGIN; SELECT 1; COMMIT",
+            "BEGIN IMMEDIATE; SELECT 1; COMMIT; SELECT 2",
+            "BEGIN IMMEDIATE; SELECT 1; COMMIT; BEGIN IMMEDIATE; SELECT 2; COMMIT",
+            "BEGIN IMMEDIATE; SAVEPOINT a; SELECT 1; COMMIT",
+            "BEGIN IMMEDIATE; SELECT 1 COMMIT",
+        ] {
+            assert_eq!(body(alone), None, "{alone}");
+        }
+        assert_eq!(
+            body("BEGIN IMMEDIATE; SELECT 'COMMIT' AS \"end\"; COMMIT"),
+            Some("SELECT 'COMMIT' AS \"end\";"),
+            "words inside quotes are not transaction control"
+        );
+        for unread in [
+            "BEGIN IMMEDIATE; SELECT 1; -- don't\nCOMMIT; BEGIN IMMEDIATE; SELECT 2; COMMIT",
+            "BEGIN IMMEDIATE; SELECT 1; /* COMMIT */ SELECT 2; COMMIT",
+            "BEGIN IMMEDIATE; SELECT `a`; COMMIT",
+            "BEGIN IMMEDIATE; SELECT [a]; COMMIT",
+            "BEGIN IMMEDIATE; SELECT 'a; COMMIT",
+            "BEGIN IMMEDIATE; SELECT CASE WHEN 1 THEN 2 END; COMMIT",
+        ] {
+            assert_eq!(body(unread), None, "{unread}");
+        }
+    }
+}
