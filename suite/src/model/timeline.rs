@@ -22,11 +22,15 @@ pub enum AttemptEnd {
     ServerError,
     /// No response: refused, reset, cut off, timed out.
     NoResponse,
+    /// A status in both the contract's in-flight and mismatch lists (an API that answers 409 for
+    /// both): the status cannot say which it was.
+    Conflict,
 }
 
 impl AttemptEnd {
     /// Every kind, in the order a legend lists them.
-    pub const ALL: [AttemptEnd; 7] = [
+    /// `Conflict` comes last so that bucket counts keep the other kinds at their indices.
+    pub const ALL: [AttemptEnd; 8] = [
         AttemptEnd::Success,
         AttemptEnd::Replay,
         AttemptEnd::InFlight,
@@ -34,6 +38,7 @@ impl AttemptEnd {
         AttemptEnd::ClientError,
         AttemptEnd::ServerError,
         AttemptEnd::NoResponse,
+        AttemptEnd::Conflict,
     ];
 
     /// Words for a legend.
@@ -46,6 +51,7 @@ impl AttemptEnd {
             AttemptEnd::ClientError => "other 4xx",
             AttemptEnd::ServerError => "5xx",
             AttemptEnd::NoResponse => "no response",
+            AttemptEnd::Conflict => "in flight or mismatch",
         }
     }
 }
@@ -83,7 +89,7 @@ pub struct Bucket {
     /// Start of the slice, in ms from the check's first request.
     pub start_ms: u64,
     /// Counts per ending, in [`AttemptEnd::ALL`] order.
-    pub counts: [u32; 7],
+    pub counts: [u32; AttemptEnd::ALL.len()],
     /// Attempts the proxy applied a fault to.
     pub faulted: u32,
 }
@@ -137,7 +143,7 @@ impl Timeline {
         let mut buckets: Vec<Bucket> = (0..=span_ms / bucket_ms)
             .map(|i| Bucket {
                 start_ms: i * bucket_ms,
-                counts: [0; 7],
+                counts: [0; AttemptEnd::ALL.len()],
                 faulted: 0,
             })
             .collect();

@@ -325,6 +325,7 @@ fn end_class(end: AttemptEnd) -> &'static str {
         AttemptEnd::ClientError => "client-error",
         AttemptEnd::ServerError => "server-error",
         AttemptEnd::NoResponse => "no-response",
+        AttemptEnd::Conflict => "conflict",
     }
 }
 
@@ -355,7 +356,7 @@ section.check{border:1px solid #d0d7de;border-left:6px solid #6e7781;border-radi
 section.check.pass{border-left-color:#1a7f37}section.check.fail{border-left-color:#cf222e}section.check.warn{border-left-color:#bf8700}section.check.info{border-left-color:#0969da}section.check.unknown{border-left-color:#8250df}\
 .summary{margin:4px 0}.source{margin:0;color:#57606a;font-size:12px}.notes{margin:4px 0;color:#57606a}pre{white-space:pre-wrap;background:#f6f8fa;padding:8px;border-radius:4px;font-size:12px}\
 svg.timeline{display:block;margin:8px 0;background:#fbfcfd;border:1px solid #eaeef2}svg .label,svg .tick{font:11px ui-monospace,Menlo,monospace;fill:#57606a}\
-svg .axis{stroke:#8c959f;stroke-width:1}.success{fill:#2da44e}.replay{fill:#54aeff}.in-flight{fill:#d4a72c}.mismatch{fill:#fb8f44}\
+svg .axis{stroke:#8c959f;stroke-width:1}.success{fill:#2da44e}.replay{fill:#54aeff}.in-flight{fill:#d4a72c}.mismatch{fill:#fb8f44}.conflict{fill:#e3b341}\
 .client-error{fill:#a475f9}.server-error{fill:#cf222e}.no-response{fill:#8c959f}.faulted{stroke:#1b1f24;stroke-width:1.5;stroke-dasharray:3 2}.fault-mark{fill:#1b1f24}\
 .legend span{white-space:nowrap;margin-right:10px}.legend svg{vertical-align:middle}.aggregate{color:#57606a;margin:6px 0 0}\
 body.only-open section.check.pass,body.only-open section.check.skip,body.only-open tr.row.pass,body.only-open tr.row.skip{display:none}";

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use idemspec::model::{ExitPolicy, RunReport};
+use idemspec::model::{AttemptEnd, ExitPolicy, RunReport};
 use idemspec::report::html;
 use idemspec::runner::{run, RunOptions, Target};
 use idemspec_scenarios::scenario::Scenario;
@@ -95,6 +95,25 @@ async fn check_page(report: &RunReport) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_flawed_reference_run_renders_every_check_with_its_timeline() {
     let report = run_reference(&["no-fingerprint"], None, &[]).await;
+    // The reference server's contract (the article's) answers 409 to both refusals: a 409 on a
+    // timeline is "in flight or mismatch", never one of them by guess.
+    let ends: Vec<(Option<u16>, AttemptEnd)> = report
+        .checks
+        .iter()
+        .flat_map(|c| &c.timeline.lanes)
+        .flat_map(|lane| &lane.attempts)
+        .map(|a| (a.status, a.end))
+        .collect();
+    assert!(
+        ends.contains(&(Some(409), AttemptEnd::Conflict)),
+        "{ends:?}"
+    );
+    assert!(
+        !ends
+            .iter()
+            .any(|(_, end)| matches!(end, AttemptEnd::InFlight | AttemptEnd::Mismatch)),
+        "{ends:?}"
+    );
     let Some(dom) = check_page(&report).await else {
         return;
     };

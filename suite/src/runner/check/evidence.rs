@@ -91,9 +91,43 @@ fn end_of(ex: &Exchange, contract: &Contract) -> AttemptEnd {
         None => AttemptEnd::NoResponse,
         Some(200..=299) if ex.header(&contract.replayed_header).is_some() => AttemptEnd::Replay,
         Some(200..=299) => AttemptEnd::Success,
+        Some(s)
+            if contract.in_flight_status.contains(&s) && contract.mismatch_status.contains(&s) =>
+        {
+            AttemptEnd::Conflict
+        }
         Some(s) if contract.in_flight_status.contains(&s) => AttemptEnd::InFlight,
         Some(s) if contract.mismatch_status.contains(&s) => AttemptEnd::Mismatch,
         Some(500..) => AttemptEnd::ServerError,
         Some(_) => AttemptEnd::ClientError,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use idemspec_scenarios::profile::{ContractSpec, Preset};
+
+    fn ended(status: u16, contract: &Contract) -> AttemptEnd {
+        let mut ex = Exchange::failed("s", String::new());
+        ex.status = Some(status);
+        end_of(&ex, contract)
+    }
+
+    /// A status the contract gives both refusals says neither: the article's 409 is "in flight or
+    /// mismatch"; the IETF draft's 409 and 422 say which.
+    #[test]
+    fn a_status_both_refusals_share_is_labelled_as_either() {
+        let article = ContractSpec::default().resolve();
+        assert_eq!(ended(409, &article), AttemptEnd::Conflict);
+        assert_eq!(ended(422, &article), AttemptEnd::ClientError);
+        let draft = ContractSpec {
+            preset: Preset::IetfDraft,
+            ..ContractSpec::default()
+        }
+        .resolve();
+        assert_eq!(ended(409, &draft), AttemptEnd::InFlight);
+        assert_eq!(ended(422, &draft), AttemptEnd::Mismatch);
+        assert_eq!(ended(503, &draft), AttemptEnd::ServerError);
     }
 }
