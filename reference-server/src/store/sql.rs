@@ -168,9 +168,9 @@ pub(super) async fn run_all<D: Dialect>(
 /// A pooled connection that may hold an open transaction: dropped without
 /// [`RolledBackUnlessReleased::release`], it is rolled back in a task of its own, which then
 /// returns it to the pool. Closing it instead would also roll back, but would lose a `:memory:`
-/// database, which lives only while its one connection is open. The database's own refusal ("no
-/// transaction is active": the script failed before its `BEGIN`, or its `COMMIT` rolled back)
-/// also leaves none open; any other failure closes the connection.
+/// database, which lives only while its one connection is open. The database's refusal because
+/// no transaction is active (the script failed before its `BEGIN`, or its `COMMIT` rolled back)
+/// also leaves none open; any other failure, which may leave one open, closes the connection.
 struct RolledBackUnlessReleased<D: Dialect>(Option<sqlx::pool::PoolConnection<D>>);
 
 impl<D: Dialect> RolledBackUnlessReleased<D> {
@@ -193,11 +193,23 @@ impl<D: Dialect> Drop for RolledBackUnlessReleased<D> {
             let rolled_back = Statement::<D>::new("ROLLBACK")
                 .execute(D::in_transaction(&mut connection))
                 .await;
-            if !matches!(rolled_back, Ok(_) | Err(sqlx::Error::Database(_))) {
+            let no_transaction_left = match &rolled_back {
+                Ok(_) => true,
+                Err(sqlx::Error::Database(e)) => no_transaction(e.message()),
+                Err(_) => false,
+            };
+            if !no_transaction_left {
                 connection.close_on_drop();
             }
         });
     }
+}
+
+/// Whether a failed `ROLLBACK`'s `message` is the database saying no transaction was open
+/// (SQLite: "cannot rollback - no transaction is active"; PostgreSQL only warns). Any other
+/// failure may have left one open.
+fn no_transaction(message: &str) -> bool {
+    message.contains("no transaction is active")
 }
 
 /// How many times [`until_claimed`] runs a claim that returns no row before it gives up.

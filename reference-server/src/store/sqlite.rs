@@ -309,6 +309,31 @@ mod tests {
         assert_eq!(n, 0, "the dropped script's lease was rolled back");
     }
 
+    /// A script that fails before its `BEGIN` leaves no transaction for the rollback to end: the
+    /// database's "no transaction is active" is told from other failures, so the connection is
+    /// kept, and a `:memory:` database with it (closing it would lose every table).
+    #[tokio::test]
+    async fn a_script_that_fails_before_its_transaction_keeps_its_connection() {
+        let store = SqlStore::<Sqlite>::open("sqlite::memory:", true, Default::default())
+            .await
+            .expect("open SQLite in memory");
+        let failed = store
+            .run_script(Statement::new(
+                "SELECT no_such_column FROM leases; BEGIN IMMEDIATE; SELECT 1; COMMIT",
+            ))
+            .await;
+        assert!(failed.is_err(), "the first statement fails");
+        // The rollback runs in a task of its own; the next script waits for the connection.
+        let rows = store
+            .run_script(Statement::new(
+                "BEGIN IMMEDIATE; SELECT COUNT(*) AS n FROM leases; COMMIT",
+            ))
+            .await
+            .expect("the tables are still there");
+        let n: i64 = rows.last().expect("the count").get("n");
+        assert_eq!(n, 0);
+    }
+
     /// A claim that finds a record, alone or in a create's first transaction, commits no change:
     /// another connection's `PRAGMA data_version` (which moves when any other connection commits a
     /// change to the file) stays where it was, and the record comes back as stored.
