@@ -16,7 +16,7 @@ const TTL: Duration = Duration::from_secs(3);
 const BURST: usize = 5;
 
 /// Scrapes `/metrics` from the admin listener and parses it.
-async fn scrape(admin: &str) -> Scrape {
+pub(crate) async fn scrape(admin: &str) -> Scrape {
     let resp = reqwest::get(format!("{admin}/metrics"))
         .await
         .expect("GET /metrics");
@@ -187,7 +187,7 @@ async fn metrics_count_every_outcome(db: &Db) {
 }
 
 /// The value of the one sample of unlabelled `metric`.
-fn unlabeled(scrape: &Scrape, metric: &str) -> f64 {
+pub(crate) fn unlabeled(scrape: &Scrape, metric: &str) -> f64 {
     let found = scrape
         .samples
         .iter()
