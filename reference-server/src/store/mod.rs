@@ -24,6 +24,34 @@ macro_rules! record_columns {
     };
 }
 
+/// A claim's insert of a new in-flight record for the scope, binding the principal, endpoint, key,
+/// fingerprint, nonce, now and expires_at at the given parameters; nothing when the scope has a
+/// record. Each dialect's claim continues it (PostgreSQL with `RETURNING`, SQLite with `;`).
+macro_rules! insert_record {
+    ($principal:literal, $endpoint:literal, $key:literal, $fingerprint:literal, $nonce:literal,
+     $now:literal, $expires_at:literal) => {
+        concat!(
+            "INSERT INTO idempotency_records (principal, endpoint, idem_key, fingerprint, state, \
+               claim_nonce, started_at, expires_at) \
+             VALUES (",
+            $principal,
+            ", ",
+            $endpoint,
+            ", ",
+            $key,
+            ", ",
+            $fingerprint,
+            ", 'in_flight', ",
+            $nonce,
+            ", ",
+            $now,
+            ", ",
+            $expires_at,
+            ") ON CONFLICT (principal, endpoint, idem_key) DO NOTHING"
+        )
+    };
+}
+
 mod batch;
 mod connect;
 mod create;

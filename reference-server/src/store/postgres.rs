@@ -88,24 +88,17 @@ macro_rules! claim_cte {
     ($principal:literal, $endpoint:literal, $key:literal, $fingerprint:literal, $nonce:literal,
      $now:literal, $expires_at:literal) => {
         concat!(
-            "new_record AS (INSERT INTO idempotency_records (principal, endpoint, idem_key, \
-               fingerprint, state, claim_nonce, started_at, expires_at) \
-             VALUES (",
-            $principal,
-            ", ",
-            $endpoint,
-            ", ",
-            $key,
-            ", ",
-            $fingerprint,
-            ", 'in_flight', ",
-            $nonce,
-            ", ",
-            $now,
-            ", ",
-            $expires_at,
-            ") \
-             ON CONFLICT (principal, endpoint, idem_key) DO NOTHING RETURNING ",
+            "new_record AS (",
+            insert_record!(
+                $principal,
+                $endpoint,
+                $key,
+                $fingerprint,
+                $nonce,
+                $now,
+                $expires_at
+            ),
+            " RETURNING ",
             record_columns!(),
             "), claim AS (SELECT true AS inserted, * FROM new_record UNION ALL SELECT false, ",
             record_columns!(),

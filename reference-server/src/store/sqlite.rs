@@ -79,34 +79,6 @@ macro_rules! free_node {
     };
 }
 
-/// The claim's insert, binding the scope, fingerprint, nonce, now and expires_at at the given
-/// parameters; `DO NOTHING` when the scope has a record.
-macro_rules! claim_script {
-    ($principal:literal, $endpoint:literal, $key:literal, $fingerprint:literal, $nonce:literal,
-     $now:literal, $expires_at:literal) => {
-        concat!(
-            "INSERT INTO idempotency_records (principal, endpoint, idem_key, fingerprint, state, \
-               claim_nonce, started_at, expires_at) \
-             VALUES (",
-            $principal,
-            ", ",
-            $endpoint,
-            ", ",
-            $key,
-            ", ",
-            $fingerprint,
-            ", 'in_flight', ",
-            $nonce,
-            ", ",
-            $now,
-            ", ",
-            $expires_at,
-            ") \
-             ON CONFLICT (principal, endpoint, idem_key) DO NOTHING; "
-        )
-    };
-}
-
 /// The fleet's part of the first transaction, binding `$1`–`$6` as [`CreateStatements::reserve`]
 /// says; `$claim_holds` is the SQL condition under which a node is allocated. `WHERE` in each
 /// `INSERT … SELECT` also keeps SQLite from reading the `ON CONFLICT` as a join's.
@@ -159,7 +131,8 @@ impl Dialect for Sqlite {
     /// inserted (`claim_inserted`).
     const CLAIM: &'static str = concat!(
         "BEGIN IMMEDIATE; ",
-        claim_script!("$1", "$2", "$3", "$4", "$5", "$6", "$7"),
+        insert_record!("$1", "$2", "$3", "$4", "$5", "$6", "$7"),
+        "; ",
         "SELECT ",
         record_columns!(),
         " FROM idempotency_records WHERE principal = $1 AND endpoint = $2 AND idem_key = $3; \
@@ -191,7 +164,8 @@ impl Dialect for Sqlite {
         // nonce is this claim's (`claim_inserted`).
         claim_and_reserve: concat!(
             "BEGIN IMMEDIATE; ",
-            claim_script!("$7", "$8", "$9", "$10", "$11", "$2", "$12"),
+            insert_record!("$7", "$8", "$9", "$10", "$11", "$2", "$12"),
+            "; ",
             reserve_script!(
                 "EXISTS (SELECT 1 FROM idempotency_records WHERE principal = $7 AND endpoint = $8 \
                    AND idem_key = $9 AND claim_nonce = $11)"
