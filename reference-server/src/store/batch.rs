@@ -484,6 +484,49 @@ mod tests {
         assert_eq!(keys_in(&pool).await, ["a", "c"]);
     }
 
+    /// A batch whose callers all leave while it runs is rolled back: none of its scripts is kept,
+    /// and the connection serves the next script.
+    #[tokio::test]
+    async fn a_batch_whose_callers_all_leave_while_it_runs_is_rolled_back() {
+        const SLOW: &str = "BEGIN IMMEDIATE; INSERT INTO t (k) VALUES ($1); \
+             SELECT COUNT(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL \
+             SELECT x + 1 FROM c WHERE x < 5000000) SELECT x FROM c); COMMIT";
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (pool, group, metrics) = group_commit(&dir).await;
+        let group = Arc::new(group);
+        let held = pool.acquire().await.expect("hold the connection");
+        let tasks: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|key| {
+                let group = group.clone();
+                tokio::spawn(async move { group.run(Statement::new(SLOW).text(key)).await })
+            })
+            .collect();
+        while group.queued() < 2 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        drop(held);
+        // The task takes both into one batch, whose first script counts to five million.
+        while group.queued() > 0 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        for task in tasks {
+            task.abort();
+            assert!(matches!(task.await, Err(err) if err.is_cancelled()));
+        }
+        group
+            .run(Statement::new(INSERT).text("after"))
+            .await
+            .expect("the next script runs once the batch is rolled back");
+        assert_eq!(keys_in(&pool).await, ["after"], "nothing of the batch kept");
+        assert_eq!(
+            commits(&metrics),
+            (1.0, 1.0),
+            "only the next script committed"
+        );
+    }
+
     #[test]
     fn a_script_joins_a_batch_only_as_one_transaction() {
         assert_eq!(
