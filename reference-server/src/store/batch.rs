@@ -33,6 +33,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -49,8 +50,8 @@ use crate::metrics::StoreMetrics;
 pub(super) const MAX_SCRIPTS: usize = 64;
 
 /// How a batchable script opens and closes its transaction.
-const BEGIN: &str = "BEGIN IMMEDIATE;";
-const COMMIT: &str = "COMMIT";
+pub(super) const BEGIN: &str = "BEGIN IMMEDIATE;";
+pub(super) const COMMIT: &str = "COMMIT";
 
 /// What a script's caller gets: every row its statements returned, in order.
 type Rows<D> = Result<Vec<<D as sqlx::Database>::Row>, StoreError>;
@@ -135,11 +136,7 @@ impl<D: Dialect> GroupCommit<D> {
 impl<D: Dialect> GroupCommit<D> {
     /// Runs `script` alone on `connection`.
     async fn alone(&self, connection: PoolConnection<D>, script: Statement<'_, D>) -> Rows<D> {
-        let rows = run_on(connection, script).await;
-        if rows.is_ok() {
-            self.metrics.committed_together(1);
-        }
-        rows
+        alone(connection, script, &self.metrics).await
     }
 
     /// Scripts queued and not yet taken into a batch.
@@ -270,16 +267,8 @@ async fn commit_queued<D: Dialect>(
         match jobs.len() {
             0 => drop(connection),
             1 => {
-                let Job { script, mut reply } = jobs.pop().expect("one job");
-                tokio::select! {
-                    rows = run_on(connection, script) => {
-                        if rows.is_ok() {
-                            metrics.committed_together(1);
-                        }
-                        let _ = reply.send(rows);
-                    }
-                    () = reply.closed() => {}
-                }
+                let Job { script, reply } = jobs.pop().expect("one job");
+                answer::<D>(reply, alone(connection, script, &metrics)).await;
             }
             _ => run_batch(&pool, connection, jobs, &metrics).await,
         }
@@ -307,20 +296,38 @@ async fn run_batch<D: Dialect>(
         }
         return;
     }
-    // A script failed: the batch was rolled back. Each
-    // script alone, so only the failing one gets its error.
-    for (script, mut reply) in scripts.into_iter().zip(replies) {
-        let alone = async {
-            let rows = run_on(pool.acquire().await?, script).await;
-            if rows.is_ok() {
-                metrics.committed_together(1);
-            }
-            rows
-        };
-        tokio::select! {
-            rows = alone => { let _ = reply.send(rows); }
-            () = reply.closed() => {}
-        }
+    // A script failed: the batch was rolled back. Each script alone, so only the failing one
+    // gets its error.
+    for (script, reply) in scripts.into_iter().zip(replies) {
+        answer::<D>(reply, async {
+            alone(pool.acquire().await?, script, metrics).await
+        })
+        .await;
+    }
+}
+
+/// Runs `script` alone on `connection`, a commit of one script.
+async fn alone<D: Dialect>(
+    connection: PoolConnection<D>,
+    script: Statement<'_, D>,
+    metrics: &StoreMetrics,
+) -> Rows<D> {
+    let rows = run_on(connection, script).await;
+    if rows.is_ok() {
+        metrics.committed_together(1);
+    }
+    rows
+}
+
+/// Sends the rows of `work` to `reply`, or drops `work` (its script rolled back) when the caller
+/// leaves first.
+async fn answer<D: Dialect>(
+    mut reply: oneshot::Sender<Rows<D>>,
+    work: impl Future<Output = Rows<D>>,
+) {
+    tokio::select! {
+        rows = work => { let _ = reply.send(rows); }
+        () = reply.closed() => {}
     }
 }
 

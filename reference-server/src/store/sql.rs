@@ -18,7 +18,7 @@ use std::time::Instant;
 use futures::future::BoxFuture;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Type};
 
-use super::batch::GroupCommit;
+use super::batch::{GroupCommit, BEGIN, COMMIT};
 use super::create::CreateStatements;
 use super::{IdempotencyRecord, StoreError};
 use crate::metrics::StoreMetrics;
@@ -31,22 +31,23 @@ type Query<'q, D> = sqlx::query::Query<'q, D, <D as Database>::Arguments<'q>>;
 #[derive(Debug)]
 pub(super) struct SqlStore<D: Dialect> {
     pool: Pool<D>,
-    /// Where every store call's duration goes (`leasebroker_store_operation_seconds`).
-    latency: StoreMetrics,
+    /// Where every store call's duration goes (`leasebroker_store_operation_seconds`), and on
+    /// SQLite each commit's script count.
+    metrics: StoreMetrics,
     /// Where the dialect's texts are [scripts](Dialect::SCRIPTS): the task that commits scripts
     /// waiting for the connection together.
     group_commit: Option<GroupCommit<D>>,
 }
 
 impl<D: Dialect> SqlStore<D> {
-    /// A store over `pool` (already migrated) that times its calls into `latency`. Where the
+    /// A store over `pool` (already migrated) that times its calls into `metrics`. Where the
     /// dialect's texts are scripts, starts their [group commit](super::batch) on the current Tokio
     /// runtime.
-    pub(super) fn new(pool: Pool<D>, latency: StoreMetrics) -> Self {
-        let group_commit = D::SCRIPTS.then(|| GroupCommit::start(pool.clone(), latency.clone()));
+    pub(super) fn new(pool: Pool<D>, metrics: StoreMetrics) -> Self {
+        let group_commit = D::SCRIPTS.then(|| GroupCommit::start(pool.clone(), metrics.clone()));
         Self {
             pool,
-            latency,
+            metrics,
             group_commit,
         }
     }
@@ -60,7 +61,7 @@ impl<D: Dialect> SqlStore<D> {
         Box::pin(async move {
             let started = Instant::now();
             let result = work.await;
-            self.latency.observe(operation, started.elapsed());
+            self.metrics.observe(operation, started.elapsed());
             result
         })
     }
@@ -108,14 +109,15 @@ impl<D: Dialect> SqlStore<D> {
         if !D::SCRIPTS {
             return Ok(statement.fetch_all(self.db()).await?);
         }
-        let script = format!("BEGIN IMMEDIATE; {}; COMMIT", statement.sql);
+        let script = format!("{BEGIN} {}; {COMMIT}", statement.sql);
         self.run_script(Statement::with(Cow::Owned(script), statement.params))
             .await
     }
 
     /// Runs `script`, statements that open and commit their own transaction (`BEGIN IMMEDIATE;
-    /// …; COMMIT;`), in one trip to the database on one connection; returns every row its
-    /// statements returned, in order. The connection goes back to the pool only with no
+    /// …; COMMIT;`), in one trip to the database on one connection, or, where the dialect has a
+    /// [group commit](super::batch) and the connection is busy, in the next batch; returns every
+    /// row its statements returned, in order. The connection goes back to the pool only with no
     /// transaction open: when a statement fails the script stops there, and when the call is
     /// dropped part-way the rest may not run, so in both cases the connection is rolled back
     /// before the pool can hand it on ([`RolledBackUnlessReleased`]).
