@@ -3,20 +3,26 @@
 //!
 //! On SQLite every transaction is a script ([`Dialect::SCRIPTS`]) on leasebroker's one connection.
 //! Between two scripts run one after another the connection sits idle on thread wake-ups: the first
-//! script's rows back to its task, the connection back to the pool and on to the next waiter, the
-//! next script to the worker thread. Under load those waits, not the statements, set the rate. In a
-//! batch the task that holds the connection sends each script's statements as soon as the one
-//! before it has answered: one trip each, no hand-over between them, and one commit. A script's
-//! statements are sent as the same text every time (not joined into one text per batch, which
-//! SQLite would parse and plan again for every batch), so the connection keeps them prepared.
+//! script's rows back to its task, the connection back to the pool (where sqlx tests it with a trip
+//! of its own) and on to the next waiter, the next script to the worker thread. Under load those
+//! waits, not the statements, set the rate. In a batch the task that holds the connection sends the
+//! scripts of one text together, as one text ([`MAX_COPIES`] at most, each copy's parameters
+//! numbered after the one before): one trip per text, not per script, no hand-over between them,
+//! and one commit. Those texts repeat from batch to batch (one per script text, count and place in
+//! the batch), so the connection keeps them prepared; a text of the whole batch would be parsed and
+//! planned anew for each batch.
 //!
 //! - **When.** A script finds the connection free and no script queued: it runs alone, as it
 //!   would without this module. Otherwise it is queued for the [`GroupCommit`] task, which takes the
-//!   connection when it is free and runs every script queued by then (at most [`MAX_SCRIPTS`]).
-//! - **Equivalence.** A batch runs its scripts one after another, in the order they were queued, in
-//!   one transaction on one connection: what each reads and writes is what it would read and write
-//!   run alone in that order (SQLite serialises its writers). `changes()` is per statement, so a
-//!   script's count is its own.
+//!   connection when it is free and runs every script queued by then (at most [`MAX_SCRIPTS`]). It
+//!   keeps the connection for the next batch while scripts wait, [`MAX_HELD_BATCHES`] in a row at
+//!   most, then hands it back to the pool, where statements that are not scripts wait for it.
+//! - **Equivalence.** A batch runs its scripts one after another in one transaction on one
+//!   connection: the scripts of each text in the order they were queued, the texts in the order
+//!   each first came. What each script reads and writes is what it would read and write run alone
+//!   in that order (SQLite serialises its writers), an order as valid as the queue's: no caller has
+//!   been answered, so none of the scripts happened before another. `changes()` is per statement,
+//!   so a script's count is its own; each caller gets the rows of its own statements.
 //! - **Durability.** No caller hears of its script before the batch has committed: a crash before
 //!   the commit loses the batch, and no caller was answered.
 //! - **Failure.** A script that fails stops the batch, which is rolled back; every script of it is
@@ -48,6 +54,10 @@ use crate::metrics::StoreMetrics;
 
 /// The most scripts one batch runs: a bound on how long one commit keeps the others waiting.
 pub(super) const MAX_SCRIPTS: usize = 64;
+
+/// The most batches the group-commit task runs in a row on the connection before it hands it back
+/// to the pool: a bound on how long a statement that is not a script waits for it under load.
+pub(super) const MAX_HELD_BATCHES: usize = 8;
 
 /// How a batchable script opens and closes its transaction.
 pub(super) const BEGIN: &str = "BEGIN IMMEDIATE;";
@@ -86,12 +96,8 @@ impl<D: Dialect> GroupCommit<D> {
     pub(super) fn start(pool: Pool<D>, metrics: StoreMetrics) -> Self {
         let (jobs, queue) = mpsc::unbounded_channel();
         let queued = Arc::new(AtomicUsize::new(0));
-        tokio::spawn(commit_queued(
-            pool.clone(),
-            queue,
-            queued.clone(),
-            metrics.clone(),
-        ));
+        let task = commit_queued(pool.clone(), queue, queued.clone(), metrics.clone());
+        tokio::spawn(task);
         Self {
             pool,
             metrics,
@@ -214,38 +220,157 @@ fn like(err: &sqlx::Error) -> sqlx::Error {
     }
 }
 
-/// `scripts` (two or more) as statements that run one after another as one transaction: each
-/// script's statements, the first's after its `BEGIN IMMEDIATE;`, the last's before its `COMMIT`.
-/// Each text comes again with the next batch's script of the same kind, so the connection's
-/// statement cache keeps it prepared.
-fn in_one_transaction<'a, D: Dialect>(
-    scripts: &'a [Statement<'static, D>],
-) -> Vec<Statement<'a, D>> {
-    let last = scripts.len() - 1;
-    scripts
-        .iter()
-        .enumerate()
-        .map(|(i, script)| {
-            let statements = body(script.sql()).expect("only batchable scripts are queued");
-            let text = match i {
-                0 => Cow::Owned(format!("{BEGIN} {statements}")),
-                i if i == last => Cow::Owned(format!("{statements} {COMMIT}")),
-                _ => Cow::Borrowed(statements),
-            };
-            Statement::with(text, script.params().iter().map(Param::borrowed).collect())
-        })
-        .collect()
+/// A batch's scripts as the texts it sends, one trip each, that run one after another as one
+/// transaction: the first begins it, the last commits it. Scripts of the same text and
+/// parameter count go in one text, at most [`MAX_COPIES`] of them: the script's statements once
+/// for each, the parameters of each numbered after the one before (`$1`–`$p`, `$p+1`–`$2p`, …).
+/// Each such text comes again with later batches, so the connection's statement cache keeps it
+/// prepared (a text of the whole batch would be parsed and planned anew for each batch).
+struct Plan {
+    /// Each trip's scripts, as indices into the batch; a trip's scripts share one text.
+    trips: Vec<Vec<usize>>,
 }
 
-/// The group-commit task: takes the queued scripts, waits for the connection, and runs them.
+/// The most scripts of one text a trip carries: a bound on the distinct texts the connection
+/// keeps prepared (one per count, per script text, per place in its batch).
+pub(super) const MAX_COPIES: usize = 8;
+
+impl Plan {
+    /// Groups `scripts` by text and parameter count, in the order each text first comes; a script
+    /// whose parameters cannot be renumbered ([`copies`]) travels alone.
+    fn of<D: Dialect>(scripts: &[Statement<'static, D>]) -> Self {
+        let mut trips: Vec<Vec<usize>> = Vec::new();
+        for (i, script) in scripts.iter().enumerate() {
+            let joins = |trip: &&mut Vec<usize>| {
+                let other = &scripts[trip[0]];
+                trip.len() < MAX_COPIES
+                    && other.sql() == script.sql()
+                    && other.params().len() == script.params().len()
+            };
+            let groupable = body(script.sql())
+                .and_then(|statements| copies(statements, 1, script.params().len()))
+                .is_some();
+            match trips.iter_mut().find(joins).filter(|_| groupable) {
+                Some(trip) => trip.push(i),
+                None => trips.push(vec![i]),
+            }
+        }
+        Self { trips }
+    }
+}
+
+/// The texts a batch sends, kept from batch to batch: building one costs a scan of the script.
+#[derive(Default)]
+struct Texts(std::collections::HashMap<(String, usize, bool, bool), String>);
+
+impl Texts {
+    /// Bounds the texts kept (they repeat: one per script text, count and place); the SQLite
+    /// connection's statement cache holds as many besides its other statements
+    /// ([`STATEMENT_CACHE`](super::sqlite::STATEMENT_CACHE)).
+    pub(super) const MAX: usize = 256;
+
+    /// Makes room for a batch's `trips` texts.
+    fn room(&mut self, trips: usize) {
+        if self.0.len() + trips > Self::MAX {
+            self.0.clear();
+        }
+    }
+
+    /// The text of `count` copies of `script` (its statements, parameters renumbered per copy),
+    /// after `BEGIN IMMEDIATE;` when `begins`, before `COMMIT` when `commits`.
+    fn get<D: Dialect>(
+        &mut self,
+        script: &Statement<'_, D>,
+        count: usize,
+        begins: bool,
+        commits: bool,
+    ) -> &str {
+        let key = (script.sql().to_owned(), count, begins, commits);
+        self.0.entry(key).or_insert_with(|| {
+            let statements = body(script.sql()).expect("only batchable scripts are queued");
+            let copies = copies(statements, count, script.params().len())
+                .unwrap_or_else(|| statements.to_owned());
+            let begin = if begins { BEGIN } else { "" };
+            let commit = if commits { COMMIT } else { "" };
+            format!("{begin} {copies} {commit}")
+        })
+    }
+}
+
+/// `statements` (a script's body, parameters `$1`–`$params`) `count` times, each copy's
+/// parameters numbered after the copy before; `None` when the text has a parameter of another form
+/// (`?`, `:name`, `@name`, `$name`) or a number above `params`, which renumbering would bind to
+/// another copy's value.
+fn copies(statements: &str, count: usize, params: usize) -> Option<String> {
+    let mut out = String::with_capacity((statements.len() + 1) * count);
+    for copy in 0..count {
+        let offset = copy * params;
+        let mut quote = None;
+        let mut chars = statements.char_indices().peekable();
+        while let Some((_, c)) = chars.next() {
+            match quote {
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None if c == '\'' || c == '"' => quote = Some(c),
+                None if c == '?' || c == ':' || c == '@' => return None,
+                None if c == '$' => {
+                    let mut n = 0usize;
+                    let mut digits = 0;
+                    while let Some(&(_, d)) = chars.peek().filter(|(_, d)| d.is_ascii_digit()) {
+                        n = n.checked_mul(10)?.checked_add(d.to_digit(10)? as usize)?;
+                        digits += 1;
+                        chars.next();
+                    }
+                    if digits == 0 || n == 0 || n > params {
+                        return None;
+                    }
+                    out.push('$');
+                    out.push_str(&(n + offset).to_string());
+                    continue;
+                }
+                None => {}
+            }
+            out.push(c);
+        }
+        out.push(' ');
+    }
+    Some(out)
+}
+
+/// The group-commit task: takes the queued scripts, waits for the connection, and runs them. While
+/// scripts keep arriving it keeps the connection from one batch to the next, at most
+/// [`MAX_HELD_BATCHES`] in a row: handing it back to the pool costs a trip (sqlx tests a
+/// connection on its return) and a task's wake-up, and the statements that are not scripts wait
+/// for it there.
 async fn commit_queued<D: Dialect>(
     pool: Pool<D>,
     mut queue: mpsc::UnboundedReceiver<Job<D>>,
     queued: Arc<AtomicUsize>,
     metrics: StoreMetrics,
 ) {
-    while let Some(first) = queue.recv().await {
-        let connection = pool.acquire().await;
+    let mut texts = Texts::default();
+    // The connection kept from the batches before, and how many batches in a row it ran.
+    let mut held: Option<(PoolConnection<D>, usize)> = None;
+    loop {
+        let first = match queue.try_recv() {
+            Ok(job) => job,
+            Err(_) => {
+                // Nothing waits: the connection goes back to the pool.
+                held = None;
+                match queue.recv().await {
+                    Some(job) => job,
+                    None => return,
+                }
+            }
+        };
+        let connection = match held.take() {
+            Some((connection, batches)) if batches < MAX_HELD_BATCHES => Ok((connection, batches)),
+            ran_its_share => {
+                // Back to the pool first, so that what waits there gets its turn.
+                drop(ran_its_share);
+                pool.acquire().await.map(|connection| (connection, 0))
+            }
+        };
         let mut jobs = vec![first];
         while jobs.len() < MAX_SCRIPTS {
             match queue.try_recv() {
@@ -255,7 +380,7 @@ async fn commit_queued<D: Dialect>(
         }
         queued.fetch_sub(jobs.len(), Ordering::AcqRel);
         jobs.retain(|job| !job.reply.is_closed());
-        let connection = match connection {
+        let (connection, batches) = match connection {
             Ok(connection) => connection,
             Err(err) => {
                 for job in jobs {
@@ -264,45 +389,106 @@ async fn commit_queued<D: Dialect>(
                 continue;
             }
         };
-        match jobs.len() {
-            0 => drop(connection),
-            1 => {
-                let Job { script, reply } = jobs.pop().expect("one job");
-                answer::<D>(reply, alone(connection, script, &metrics)).await;
-            }
-            _ => run_batch(&pool, connection, jobs, &metrics).await,
-        }
+        held = if jobs.is_empty() {
+            Some((connection, batches))
+        } else {
+            run_batch(&pool, connection, jobs, &mut texts, &metrics)
+                .await
+                .map(|connection| (connection, batches + 1))
+        };
     }
 }
 
-/// Runs `jobs` (two or more) as one transaction on `connection`, and sends each its rows.
+/// Runs `jobs` as one transaction on `connection`, and sends each its rows; returns the connection
+/// when the batch committed. When every caller leaves first the batch is dropped part-way (rolled
+/// back), as a lone script is.
 async fn run_batch<D: Dialect>(
     pool: &Pool<D>,
     connection: PoolConnection<D>,
     jobs: Vec<Job<D>>,
+    texts: &mut Texts,
     metrics: &StoreMetrics,
-) {
+) -> Option<PoolConnection<D>> {
     let (scripts, mut replies): (Vec<_>, Vec<_>) =
         jobs.into_iter().map(|job| (job.script, job.reply)).unzip();
+    let plan = Plan::of(&scripts);
+    let last = plan.trips.len() - 1;
+    texts.room(plan.trips.len());
+    for (t, trip) in plan.trips.iter().enumerate() {
+        texts.get(&scripts[trip[0]], trip.len(), t == 0, t == last);
+    }
+    let texts = &*texts;
+    let statements = plan
+        .trips
+        .iter()
+        .enumerate()
+        .map(|(t, trip)| {
+            let key = (
+                scripts[trip[0]].sql().to_owned(),
+                trip.len(),
+                t == 0,
+                t == last,
+            );
+            let text = texts.0.get(&key).expect("built above");
+            let params = trip
+                .iter()
+                .flat_map(|&i| scripts[i].params().iter().map(Param::borrowed))
+                .collect();
+            Statement::with(Cow::Borrowed(text.as_str()), params)
+        })
+        .collect();
     let all_gone = futures::future::join_all(replies.iter_mut().map(|r| r.closed()));
     let rows = tokio::select! {
-        rows = run_all(connection, in_one_transaction(&scripts)) => rows,
-        _ = all_gone => return,
+        rows = run_all(connection, statements) => rows,
+        _ = all_gone => return None,
     };
-    if let Ok(each) = rows {
-        metrics.committed_together(replies.len());
-        for (reply, rows) in replies.into_iter().zip(each) {
-            let _ = reply.send(Ok(rows));
+    match rows {
+        Ok((each, connection)) => {
+            metrics.committed_together(replies.len());
+            let mut answers: Vec<Option<Rows<D>>> = (0..replies.len()).map(|_| None).collect();
+            for (t, (trip, statements)) in plan.trips.iter().zip(each).enumerate() {
+                let mut statements = statements.into_iter();
+                // The rows (none) of the `BEGIN IMMEDIATE` before the first copy and of the
+                // `COMMIT` after the last.
+                if t == 0 {
+                    statements.next();
+                }
+                let mut statements: Vec<_> = statements.collect();
+                if t == last {
+                    statements.pop();
+                }
+                let per_copy = statements.len() / trip.len();
+                debug_assert_eq!(
+                    per_copy * trip.len(),
+                    statements.len(),
+                    "copies of one text"
+                );
+                let mut statements = statements.into_iter();
+                for &i in trip {
+                    let rows = statements.by_ref().take(per_copy).flatten().collect();
+                    answers[i] = Some(Ok(rows));
+                }
+            }
+            for (reply, rows) in replies.into_iter().zip(answers) {
+                let _ = reply.send(rows.expect("every script is in one trip"));
+            }
+            Some(connection)
         }
-        return;
-    }
-    // A script failed: the batch was rolled back. Each script alone, so only the failing one
-    // gets its error.
-    for (script, reply) in scripts.into_iter().zip(replies) {
-        answer::<D>(reply, async {
-            alone(pool.acquire().await?, script, metrics).await
-        })
-        .await;
+        Err(err) if replies.len() == 1 => {
+            let _ = replies.pop().expect("one reply").send(Err(err));
+            None
+        }
+        Err(_) => {
+            // A script failed: the batch was rolled back. Each script alone, so only the failing
+            // one gets its error.
+            for (script, reply) in scripts.into_iter().zip(replies) {
+                answer::<D>(reply, async {
+                    alone(pool.acquire().await?, script, metrics).await
+                })
+                .await;
+            }
+            None
+        }
     }
 }
 
@@ -368,20 +554,37 @@ mod tests {
         group: &Arc<GroupCommit<Sqlite>>,
         keys: &[&str],
     ) -> Vec<tokio::task::JoinHandle<Rows<Sqlite>>> {
-        let tasks = keys
-            .iter()
-            .map(|key| {
-                let (group, key) = (group.clone(), (*key).to_owned());
-                tokio::spawn(async move { group.run(Statement::new(INSERT).text(&key)).await })
+        let scripts = keys.iter().map(|key| (INSERT, vec![*key])).collect();
+        queued_scripts(group, scripts).await
+    }
+
+    /// Each script (its text and TEXT parameters), started in turn while the test holds the one
+    /// connection; resolves once every one of them is queued.
+    async fn queued_scripts(
+        group: &Arc<GroupCommit<Sqlite>>,
+        scripts: Vec<(&'static str, Vec<&str>)>,
+    ) -> Vec<tokio::task::JoinHandle<Rows<Sqlite>>> {
+        let count = scripts.len();
+        let tasks = scripts
+            .into_iter()
+            .map(|(sql, params)| {
+                let group = group.clone();
+                let params: Vec<String> = params.into_iter().map(str::to_owned).collect();
+                tokio::spawn(async move {
+                    let script = params
+                        .iter()
+                        .fold(Statement::new(sql), |script, param| script.text(param));
+                    group.run(script).await
+                })
             })
             .collect();
         tokio::time::timeout(Duration::from_secs(10), async {
-            while group.queued() < keys.len() {
+            while group.queued() < count {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
         })
         .await
-        .expect("every insert queued behind the held connection");
+        .expect("every script queued behind the held connection");
         tasks
     }
 
@@ -568,6 +771,101 @@ mod tests {
             "BEGIN IMMEDIATE; SELECT CASE WHEN 1 THEN 2 END; COMMIT",
         ] {
             assert_eq!(body(unread), None, "{unread}");
+        }
+    }
+
+    /// Inserts keys `$1` and `$2` and reads both back, with how many keys the table held then.
+    const PAIR: &str =
+        "BEGIN IMMEDIATE; INSERT INTO t (k) VALUES ($1); INSERT INTO t (k) VALUES ($2); \
+         SELECT k, (SELECT COUNT(*) FROM t) AS n FROM t WHERE k IN ($1, $2) ORDER BY k; COMMIT";
+
+    /// As [`INSERT`], with a parameter the batch cannot renumber (`?`): it travels alone.
+    const ANONYMOUS: &str = "BEGIN IMMEDIATE; INSERT INTO t (k) VALUES (?); \
+         SELECT k, (SELECT COUNT(*) FROM t) AS n FROM t ORDER BY rowid DESC LIMIT 1; COMMIT";
+
+    /// A batch of three texts, interleaved, sent as one text per kind: every caller gets the rows
+    /// of its own statements (its keys), the texts' statements ran as if one after another (each
+    /// saw a different number of keys), and the batch committed once.
+    #[tokio::test]
+    async fn scripts_of_different_texts_in_one_batch_each_get_their_own_rows() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (pool, group, metrics) = group_commit(&dir).await;
+        let group = Arc::new(group);
+        let scripts = vec![
+            (INSERT, vec!["a"]),
+            (PAIR, vec!["b1", "b2"]),
+            (ANONYMOUS, vec!["c"]),
+            (INSERT, vec!["d"]),
+            (PAIR, vec!["e1", "e2"]),
+            (INSERT, vec!["f"]),
+            (ANONYMOUS, vec!["g"]),
+        ];
+        let wanted: Vec<Vec<&str>> = scripts.iter().map(|(_, keys)| keys.clone()).collect();
+        let held = pool.acquire().await.expect("hold the connection");
+        let tasks = queued_scripts(&group, scripts).await;
+        drop(held);
+        let mut seen = Vec::new();
+        for (task, keys) in tasks.into_iter().zip(wanted) {
+            let rows = task.await.expect("task").expect("the script commits");
+            let got: Vec<String> = rows.iter().map(|row| row.get("k")).collect();
+            assert_eq!(got, keys, "its own rows only");
+            seen.push(rows[0].get::<i64, _>("n"));
+        }
+        let mut sorted = seen.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(
+            sorted.len(),
+            seen.len(),
+            "each saw a different table: {seen:?}"
+        );
+        assert_eq!(*sorted.last().expect("counts"), 9, "the last saw every key");
+        assert_eq!(commits(&metrics), (1.0, 7.0), "one commit of seven scripts");
+        assert_eq!(keys_in(&pool).await.len(), 9);
+    }
+
+    #[test]
+    fn a_batch_sends_one_text_per_script_text_and_parameter_count() {
+        let of = |sql: &str, params: usize| {
+            (0..params).fold(Statement::<Sqlite>::new(sql.to_owned()), |s, _| s.int(1))
+        };
+        let (a, b, c) = (|| of(INSERT, 1), || of(PAIR, 2), || of(ANONYMOUS, 1));
+        let scripts = [a(), b(), a(), c(), c(), of(INSERT, 2), b()];
+        assert_eq!(
+            Plan::of(&scripts).trips,
+            vec![vec![0, 2], vec![1, 6], vec![3], vec![4], vec![5]],
+            "same text and count together; a `?` and a different count apart"
+        );
+        let many: Vec<_> = (0..MAX_COPIES + 2).map(|_| a()).collect();
+        let lengths: Vec<usize> = Plan::of(&many).trips.iter().map(Vec::len).collect();
+        assert_eq!(lengths, [MAX_COPIES, 2], "at most MAX_COPIES per text");
+    }
+
+    #[test]
+    fn copies_number_each_copy_after_the_one_before() {
+        assert_eq!(
+            copies("INSERT INTO t VALUES ($1, $2, '$1'); SELECT $2;", 3, 2).as_deref(),
+            Some(
+                "INSERT INTO t VALUES ($1, $2, '$1'); SELECT $2; \
+                 INSERT INTO t VALUES ($3, $4, '$1'); SELECT $4; \
+                 INSERT INTO t VALUES ($5, $6, '$1'); SELECT $6; "
+            ),
+            "strings are left as they are"
+        );
+        assert_eq!(
+            copies("SELECT \"$1\", $10;", 2, 10).as_deref(),
+            Some("SELECT \"$1\", $10; SELECT \"$1\", $20; ")
+        );
+        for other in [
+            "SELECT ?;",
+            "SELECT ?1;",
+            "SELECT :a;",
+            "SELECT @a;",
+            "SELECT $a;",
+            "SELECT $0;",
+            "SELECT $3;",
+        ] {
+            assert_eq!(copies(other, 2, 2), None, "{other}");
         }
     }
 }

@@ -16,6 +16,8 @@ use std::marker::PhantomData;
 use std::time::Instant;
 
 use futures::future::BoxFuture;
+use futures::TryStreamExt;
+use sqlx::Either;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Type};
 
 use super::batch::{GroupCommit, BEGIN, COMMIT};
@@ -138,33 +140,37 @@ pub(super) async fn run_on<D: Dialect>(
     connection: sqlx::pool::PoolConnection<D>,
     script: Statement<'_, D>,
 ) -> Result<Vec<D::Row>, StoreError> {
-    Ok(run_all(connection, vec![script])
-        .await?
+    let (mut each, _connection) = run_all(connection, vec![script]).await?;
+    Ok(each
         .pop()
-        .expect("one statement's rows"))
+        .expect("one text's rows")
+        .into_iter()
+        .flatten()
+        .collect())
 }
 
 /// Runs `statements` one after another on `connection`, each a trip of its own; returns each
-/// one's rows. Together they open and commit their transactions (a [script](SqlStore::run_script)
-/// each, or a group commit's batch: the first begins, the last commits). The connection goes back
-/// to the pool with no transaction open: when a statement fails, or the call is dropped part-way,
-/// it is rolled back first ([`RolledBackUnlessReleased`]), and nothing uncommitted is kept.
+/// one's rows, one list per SQL statement of its text, and the connection, with no transaction open, for the caller to run more on or
+/// to drop (back to the pool). Together they open and commit their transactions (a
+/// [script](SqlStore::run_script) each, or a group commit's batch: the first begins, the last
+/// commits). When a statement fails, or the call is dropped part-way, the connection is rolled
+/// back before it goes back to the pool ([`RolledBackUnlessReleased`]), and nothing uncommitted
+/// is kept.
 pub(super) async fn run_all<D: Dialect>(
     connection: sqlx::pool::PoolConnection<D>,
     statements: Vec<Statement<'_, D>>,
-) -> Result<Vec<Vec<D::Row>>, StoreError> {
+) -> Result<(Vec<Vec<Vec<D::Row>>>, sqlx::pool::PoolConnection<D>), StoreError> {
     let mut conn = RolledBackUnlessReleased(Some(connection));
     let connection: &mut D::Connection = conn.0.as_mut().expect("held until released");
     let mut each = Vec::with_capacity(statements.len());
     for statement in statements {
         each.push(
             statement
-                .fetch_all(D::in_transaction(&mut *connection))
+                .fetch_each(D::in_transaction(&mut *connection))
                 .await?,
         );
     }
-    conn.release();
-    Ok(each)
+    Ok((each, conn.release()))
 }
 
 /// A pooled connection that may hold an open transaction: dropped without
@@ -176,9 +182,9 @@ pub(super) async fn run_all<D: Dialect>(
 struct RolledBackUnlessReleased<D: Dialect>(Option<sqlx::pool::PoolConnection<D>>);
 
 impl<D: Dialect> RolledBackUnlessReleased<D> {
-    /// Returns the connection to the pool: it holds no open transaction.
-    fn release(mut self) {
-        drop(self.0.take());
+    /// The connection, which holds no open transaction.
+    fn release(mut self) -> sqlx::pool::PoolConnection<D> {
+        self.0.take().expect("held until released")
     }
 }
 
@@ -311,6 +317,13 @@ pub(super) trait Driver: Database {
         on: impl Executor<'c, Database = Self> + 'e,
     ) -> impl Future<Output = Result<Vec<Self::Row>, sqlx::Error>> + Send + 'e;
 
+    /// Runs `query`, a text of one or more statements (SQLite runs each in turn); returns the rows of
+    /// each statement run, one list per statement, in order.
+    fn fetch_each<'e, 'c: 'e, 'q: 'e>(
+        query: Query<'q, Self>,
+        on: impl Executor<'c, Database = Self> + 'e,
+    ) -> impl Future<Output = Result<Vec<Vec<Self::Row>>, sqlx::Error>> + Send + 'e;
+
     /// The pool as an executor: each statement gets a connection of its own.
     fn on_pool(pool: &Pool<Self>) -> impl Executor<'_, Database = Self>;
     /// A transaction's connection as an executor (pass `&mut tx`).
@@ -367,6 +380,26 @@ where
         on: impl Executor<'c, Database = Self> + 'e,
     ) -> impl Future<Output = Result<Vec<Self::Row>, sqlx::Error>> + Send + 'e {
         query.fetch_all(on)
+    }
+
+    async fn fetch_each<'e, 'c: 'e, 'q: 'e>(
+        query: Query<'q, Self>,
+        on: impl Executor<'c, Database = Self> + 'e,
+    ) -> Result<Vec<Vec<Self::Row>>, sqlx::Error> {
+        let mut steps = on.fetch_many(query);
+        let (mut each, mut rows) = (Vec::new(), Vec::new());
+        while let Some(step) = steps.try_next().await? {
+            match step {
+                // A statement's end, with what it changed.
+                Either::Left(_) => each.push(std::mem::take(&mut rows)),
+                Either::Right(row) => rows.push(row),
+            }
+        }
+        if !rows.is_empty() {
+            // Rows after the last statement's end (a driver that reports no end).
+            each.push(rows);
+        }
+        Ok(each)
     }
 
     fn on_pool(pool: &Pool<Self>) -> impl Executor<'_, Database = Self> {
@@ -521,6 +554,15 @@ impl<'q, D: Dialect> Statement<'q, D> {
         D::fetch_optional(self.query(), on)
             .await?
             .ok_or(sqlx::Error::RowNotFound)
+    }
+
+    /// Runs the text, one or more statements; returns each statement's rows, one list per
+    /// statement run.
+    pub(super) async fn fetch_each<'c>(
+        self,
+        on: impl Executor<'c, Database = D> + 'c,
+    ) -> Result<Vec<Vec<D::Row>>, sqlx::Error> {
+        D::fetch_each(self.query(), on).await
     }
 
     /// Runs the statement; returns its rows.

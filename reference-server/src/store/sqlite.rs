@@ -44,9 +44,14 @@ impl SqlStore<Sqlite> {
     }
 }
 
+/// How many prepared texts the connection keeps: the group commit's (at most
+/// [`Texts::MAX`](super::batch)) and the store's own statements.
+pub(super) const STATEMENT_CACHE: usize = 400;
+
 /// The connection settings leasebroker opens `url_or_path` with (a `sqlite:` URL when `is_url`, else
 /// a file path): created if missing, WAL journal, `synchronous = NORMAL` (in WAL mode a commit is
-/// durable against a crash of the process, and the WAL is synced at checkpoints), 10 s busy timeout.
+/// durable against a crash of the process, and the WAL is synced at checkpoints), 10 s busy timeout,
+/// [`STATEMENT_CACHE`] prepared texts kept.
 /// Public so the benchmark measures SQLite's own commit rate on the same settings.
 ///
 /// # Errors
@@ -61,7 +66,8 @@ pub fn sqlite_options(url_or_path: &str, is_url: bool) -> Result<SqliteConnectOp
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(Duration::from_secs(10)))
+        .busy_timeout(Duration::from_secs(10))
+        .statement_cache_capacity(STATEMENT_CACHE))
 }
 
 // A create's two transactions as scripts with the parameters of PostgreSQL's single statements
