@@ -33,7 +33,8 @@
 //!   does whose caller leaves after its `COMMIT` was sent: a create's handler runs in a task of its
 //!   own, so the callers that matter do not leave.
 //! - **Constraints** are checked per statement (the schema has no deferred ones, which a batch
-//!   would check only at its commit).
+//!   would check only at its commit). A batch whose commit fails anyway is rolled back, and its
+//!   scripts run alone, as after a failing script.
 //! - **Shape.** Only scripts of the form `BEGIN IMMEDIATE; …; COMMIT`, with no other transaction
 //!   control inside, join a batch; any other script runs alone.
 
@@ -674,6 +675,56 @@ mod tests {
             (3.0, 3.0),
             "each committed alone after the rollback"
         );
+    }
+
+    /// A batch whose `COMMIT` fails (a deferred foreign key that one script broke, checked only at
+    /// the commit, which leaves the transaction open) is rolled back, and each script runs alone:
+    /// the one that broke the key gets the error, the others commit, and no transaction is left
+    /// open on the connection.
+    #[tokio::test]
+    async fn a_batch_whose_commit_fails_is_rolled_back_and_each_script_runs_alone() {
+        const CHILD: &str = "BEGIN IMMEDIATE; INSERT INTO child (id, parent) VALUES ($1, $2); \
+             SELECT id FROM child WHERE id = $1; COMMIT";
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (pool, group, metrics) = group_commit(&dir).await;
+        let group = Arc::new(group);
+        for ddl in [
+            "CREATE TABLE parent (id TEXT PRIMARY KEY)",
+            "CREATE TABLE child (id TEXT PRIMARY KEY, \
+             parent TEXT REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)",
+            "INSERT INTO parent (id) VALUES ('p')",
+        ] {
+            sqlx::query(ddl).execute(&pool).await.expect(ddl);
+        }
+        let held = pool.acquire().await.expect("hold the connection");
+        let scripts = vec![
+            (CHILD, vec!["a", "p"]),
+            (CHILD, vec!["orphan", "missing"]),
+            (CHILD, vec!["c", "p"]),
+        ];
+        let tasks = queued_scripts(&group, scripts).await;
+        drop(held);
+        let mut results = Vec::new();
+        for task in tasks {
+            results.push(task.await.expect("task").map(|rows| rows.len()));
+        }
+        assert!(matches!(results[0], Ok(1)), "{results:?}");
+        assert!(
+            matches!(&results[1], Err(StoreError::Database(e)) if e.to_string().contains("FOREIGN KEY")),
+            "{results:?}"
+        );
+        assert!(matches!(results[2], Ok(1)), "{results:?}");
+        let children: Vec<String> = sqlx::query_scalar("SELECT id FROM child ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .expect("read the children");
+        assert_eq!(children, ["a", "c"]);
+        assert_eq!(commits(&metrics), (2.0, 2.0), "each committed alone");
+        let next = group
+            .run(Statement::new(INSERT).text("after"))
+            .await
+            .expect("the connection has no transaction left open");
+        assert_eq!(next.len(), 1);
     }
 
     /// A script whose caller is gone before its batch starts is not run.
