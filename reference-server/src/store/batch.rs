@@ -262,13 +262,25 @@ impl Plan {
 
 /// The texts a batch sends, kept from batch to batch: building one costs a scan of the script.
 #[derive(Default)]
-struct Texts(std::collections::HashMap<(String, usize, bool, bool), String>);
+struct Texts(std::collections::HashMap<(String, usize, usize, bool, bool), String>);
 
 impl Texts {
     /// Bounds the texts kept (they repeat: one per script text, count and place); the SQLite
     /// connection's statement cache holds as many besides its other statements
     /// ([`STATEMENT_CACHE`](super::sqlite::STATEMENT_CACHE)).
     pub(super) const MAX: usize = 256;
+
+    /// A text's key: the script's text and parameter count (which its copies' numbers depend
+    /// on), the copies, and the place in the batch.
+    fn key<D: Dialect>(
+        script: &Statement<'_, D>,
+        count: usize,
+        begins: bool,
+        commits: bool,
+    ) -> (String, usize, usize, bool, bool) {
+        let sql = script.sql().to_owned();
+        (sql, script.params().len(), count, begins, commits)
+    }
 
     /// Makes room for a batch's `trips` texts.
     fn room(&mut self, trips: usize) {
@@ -286,16 +298,23 @@ impl Texts {
         begins: bool,
         commits: bool,
     ) -> &str {
-        let key = (script.sql().to_owned(), count, begins, commits);
-        self.0.entry(key).or_insert_with(|| {
-            let statements = body(script.sql()).expect("only batchable scripts are queued");
-            let copies = copies(statements, count, script.params().len())
-                .unwrap_or_else(|| statements.to_owned());
-            let begin = if begins { BEGIN } else { "" };
-            let commit = if commits { COMMIT } else { "" };
-            format!("{begin} {copies} {commit}")
-        })
+        self.0
+            .entry(Self::key(script, count, begins, commits))
+            .or_insert_with(|| {
+                let statements = body(script.sql()).expect("only batchable scripts are queued");
+                let copies = copies(statements, count, script.params().len())
+                    .unwrap_or_else(|| statements.to_owned());
+                let begin = if begins { BEGIN } else { "" };
+                let commit = if commits { COMMIT } else { "" };
+                format!("{begin} {copies} {commit}")
+            })
     }
+}
+
+/// Whether SQLite reads `c` as part of an identifier (after its first character): ASCII letters
+/// and digits, `_`, `$`, and every character beyond ASCII.
+fn identifier_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '$' || !c.is_ascii()
 }
 
 /// `statements` (a script's body, parameters `$1`–`$params`) `count` times, each copy's
@@ -307,14 +326,18 @@ fn copies(statements: &str, count: usize, params: usize) -> Option<String> {
     for copy in 0..count {
         let offset = copy * params;
         let mut quote = None;
+        let mut previous = ' ';
         let mut chars = statements.char_indices().peekable();
         while let Some((_, c)) = chars.next() {
+            let after_identifier_char = identifier_char(previous);
+            previous = c;
             match quote {
                 Some(q) if c == q => quote = None,
                 Some(_) => {}
                 None if c == '\'' || c == '"' => quote = Some(c),
                 None if c == '?' || c == ':' || c == '@' => return None,
-                None if c == '$' => {
+                // Inside an identifier (`price$1`), a `$` is part of its name.
+                None if c == '$' && !after_identifier_char => {
                     let mut n = 0usize;
                     let mut digits = 0;
                     while let Some(&(_, d)) = chars.peek().filter(|(_, d)| d.is_ascii_digit()) {
@@ -327,6 +350,7 @@ fn copies(statements: &str, count: usize, params: usize) -> Option<String> {
                     }
                     out.push('$');
                     out.push_str(&(n + offset).to_string());
+                    previous = '0';
                     continue;
                 }
                 None => {}
@@ -424,12 +448,7 @@ async fn run_batch<D: Dialect>(
         .iter()
         .enumerate()
         .map(|(t, trip)| {
-            let key = (
-                scripts[trip[0]].sql().to_owned(),
-                trip.len(),
-                t == 0,
-                t == last,
-            );
+            let key = Texts::key(&scripts[trip[0]], trip.len(), t == 0, t == last);
             let text = texts.0.get(&key).expect("built above");
             let params = trip
                 .iter()
@@ -892,6 +911,22 @@ mod tests {
         assert_eq!(lengths, [MAX_COPIES, 2], "at most MAX_COPIES per text");
     }
 
+    /// A text of copies is kept per parameter count too: the same script text bound with more
+    /// parameters numbers its copies further apart.
+    #[test]
+    fn texts_of_one_script_differ_by_parameter_count() {
+        let mut texts = Texts::default();
+        let one = Statement::<Sqlite>::new(INSERT).int(1);
+        let two = Statement::<Sqlite>::new(INSERT).int(1).int(2);
+        let with_one = texts.get(&one, 2, true, true).to_owned();
+        let with_two = texts.get(&two, 2, true, true).to_owned();
+        assert!(
+            with_one.contains("($2)") && !with_one.contains("$3"),
+            "{with_one}"
+        );
+        assert!(with_two.contains("($3)"), "{with_two}");
+    }
+
     #[test]
     fn copies_number_each_copy_after_the_one_before() {
         assert_eq!(
@@ -906,6 +941,11 @@ mod tests {
         assert_eq!(
             copies("SELECT \"$1\", $10;", 2, 10).as_deref(),
             Some("SELECT \"$1\", $10; SELECT \"$1\", $20; ")
+        );
+        assert_eq!(
+            copies("SELECT price$1, $1, é$1;", 2, 1).as_deref(),
+            Some("SELECT price$1, $1, é$1; SELECT price$1, $2, é$1; "),
+            "a `$` inside an identifier is part of its name"
         );
         for other in [
             "SELECT ?;",
