@@ -39,6 +39,8 @@ pub(super) struct SqlStore<D: Dialect> {
     /// Where the dialect's texts are [scripts](Dialect::SCRIPTS): the task that commits scripts
     /// waiting for the connection together.
     group_commit: Option<GroupCommit<D>>,
+    /// Stops the WAL's checkpoints (SQLite on a file) when the store is dropped.
+    checkpointer: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl<D: Dialect> SqlStore<D> {
@@ -51,7 +53,17 @@ impl<D: Dialect> SqlStore<D> {
             pool,
             metrics,
             group_commit,
+            checkpointer: None,
         }
+    }
+
+    /// The store, stopping the WAL checkpoints `checkpointer` starts when it is dropped.
+    pub(super) fn with_checkpointer(
+        mut self,
+        checkpointer: Option<tokio::sync::oneshot::Sender<()>>,
+    ) -> Self {
+        self.checkpointer = checkpointer;
+        self
     }
 
     /// Runs `work`, one call of store method `operation`, and records how long it took.

@@ -3,7 +3,9 @@
 //! One connection: SQLite serialises writers anyway, and a single connection rules out
 //! `SQLITE_BUSY` upgrade failures under load. WAL journal and a busy timeout let other processes
 //! (an operator's `sqlite3`) read the file while leasebroker runs. Transactions are scripts, and
-//! scripts that wait for the connection are committed together (`batch.rs`).
+//! scripts that wait for the connection are committed together (`batch.rs`). On a file, a second
+//! connection only checkpoints the WAL (`checkpoints`): it writes no rows, and the copy into the
+//! database file is no longer made inside the one connection's commits.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -21,7 +23,8 @@ use crate::metrics::StoreMetrics;
 
 impl SqlStore<Sqlite> {
     /// Opens (creating if missing) the database at `url` (`sqlite:` URL) or file `path`, and migrates it.
-    /// Its calls are timed into `latency`.
+    /// Its calls are timed into `latency`. With a WAL (a file, not `:memory:`) it starts the WAL's
+    /// [`checkpoints`] on a second connection, which stop when the store is dropped.
     pub(super) async fn open(
         url_or_path: &str,
         is_url: bool,
@@ -37,11 +40,66 @@ impl SqlStore<Sqlite> {
             .idle_timeout(None)
             .max_lifetime(None)
             .acquire_timeout(Duration::from_secs(60))
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-        Ok(Self::new(pool, latency))
+        let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(&pool)
+            .await?;
+        let checkpointer = if journal.eq_ignore_ascii_case("wal") {
+            let connection =
+                <sqlx::SqliteConnection as sqlx::Connection>::connect_with(&options).await?;
+            let (stop, stopped) = tokio::sync::oneshot::channel();
+            tokio::spawn(checkpoints(connection, stopped, CHECKPOINT_EVERY));
+            Some(stop)
+        } else {
+            None
+        };
+        Ok(Self::new(pool, latency).with_checkpointer(checkpointer))
     }
+}
+
+/// How often the store's WAL is checkpointed from a connection of its own ([`checkpoints`]).
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(10);
+
+/// The WAL's length, in pages, past which the store's connection checkpoints it itself after a
+/// commit (SQLite's automatic checkpoint; its default is 1000). By then [`checkpoints`] has copied
+/// all but the last [`CHECKPOINT_EVERY`] of it, so that checkpoint is short, and it lets the next
+/// transaction start the WAL over.
+pub const WAL_PAGES: u32 = 4096;
+
+/// Checkpoints the WAL on `connection` (passively) every `every` until `stopped` fires or its
+/// sender is dropped (the store is), then closes the connection.
+///
+/// A passive checkpoint copies the WAL's committed pages into the database file beside the store's
+/// one connection, without waiting for it or blocking it. Inside a commit on that connection
+/// (SQLite's automatic checkpoint, every 1000 pages by default) the copy and its `fsync` held up
+/// every script waiting for the connection. The WAL is started over only by a transaction that
+/// begins with all of it copied, which a connection almost always in a transaction seldom finds
+/// after a checkpoint from elsewhere (under load here the WAL grew past 2 GB): the store's
+/// connection still checkpoints what is left past [`WAL_PAGES`], and its next transaction starts
+/// the WAL over.
+async fn checkpoints(
+    mut connection: sqlx::SqliteConnection,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+    every: Duration,
+) {
+    use sqlx::Connection;
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = &mut stopped => break,
+            _ = ticks.tick() => {}
+        }
+        if let Err(err) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .execute(&mut connection)
+            .await
+        {
+            tracing::warn!(%err, "WAL checkpoint");
+        }
+    }
+    let _ = connection.close().await;
 }
 
 /// How many prepared texts the connection keeps: the group commit's (at most
@@ -51,7 +109,8 @@ pub(super) const STATEMENT_CACHE: usize = 400;
 /// The connection settings leasebroker opens `url_or_path` with (a `sqlite:` URL when `is_url`, else
 /// a file path): created if missing, WAL journal, `synchronous = NORMAL` (in WAL mode a commit is
 /// durable against a crash of the process, and the WAL is synced at checkpoints), 10 s busy timeout,
-/// [`STATEMENT_CACHE`] prepared texts kept.
+/// [`STATEMENT_CACHE`] prepared texts kept, and the WAL checkpointed automatically only past
+/// [`WAL_PAGES`] (the store checkpoints it more often from a connection of its own).
 /// Public so the benchmark measures SQLite's own commit rate on the same settings.
 ///
 /// # Errors
@@ -67,7 +126,10 @@ pub fn sqlite_options(url_or_path: &str, is_url: bool) -> Result<SqliteConnectOp
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(10))
-        .statement_cache_capacity(STATEMENT_CACHE))
+        .statement_cache_capacity(STATEMENT_CACHE)
+        // The store checkpoints the WAL from a connection of its own (`checkpoints`); its one
+        // connection only finishes the job past this length.
+        .pragma("wal_autocheckpoint", WAL_PAGES.to_string()))
 }
 
 // A create's two transactions as scripts with the parameters of PostgreSQL's single statements
@@ -225,6 +287,105 @@ mod tests {
     use super::super::sql::Statement;
     use super::*;
     use sqlx::Row;
+
+    /// A file database with table `blobs`, its settings with `wal_autocheckpoint` at `pages`, a
+    /// writer on it, and [`checkpoints`] every millisecond on a connection of their own (stopped
+    /// by the sender returned).
+    async fn checkpointed_file(
+        pages: u32,
+    ) -> (
+        tempfile::TempDir,
+        sqlx::SqliteConnection,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        use sqlx::Connection;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("wal.db").display().to_string();
+        let options = sqlite_options(&path, false)
+            .expect("options")
+            .pragma("wal_autocheckpoint", pages.to_string());
+        let mut writer = sqlx::SqliteConnection::connect_with(&options)
+            .await
+            .expect("the writer");
+        sqlx::query("CREATE TABLE blobs (b BLOB)")
+            .execute(&mut writer)
+            .await
+            .expect("table");
+        let checkpointer = sqlx::SqliteConnection::connect_with(&options)
+            .await
+            .expect("the checkpoints' connection");
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(checkpoints(checkpointer, stopped, Duration::from_millis(1)));
+        (dir, writer, stop, task)
+    }
+
+    /// A blob of three pages.
+    const BLOB: [u8; 3 * 4096] = [7; 3 * 4096];
+
+    /// The checkpoints copy the WAL into the database file while the writer, which has not
+    /// reached its own checkpoint's length, does nothing more.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn checkpoints_copy_the_wal_into_the_database_beside_the_writer() {
+        let (dir, mut writer, stop, task) = checkpointed_file(WAL_PAGES).await;
+        for _ in 0..50 {
+            sqlx::query("INSERT INTO blobs (b) VALUES ($1)")
+                .bind(&BLOB[..])
+                .execute(&mut writer)
+                .await
+                .expect("insert");
+        }
+        let database = dir.path().join("wal.db");
+        let copied = tokio::time::timeout(Duration::from_secs(10), async {
+            while std::fs::metadata(&database).map_or(0, |m| m.len()) < 150 * 4096 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        assert!(
+            copied.is_ok(),
+            "the database file holds {} bytes of 50 commits of three pages",
+            std::fs::metadata(&database).map_or(0, |m| m.len())
+        );
+        let _ = stop.send(());
+        task.await.expect("the checkpoints end when told");
+    }
+
+    /// A writer almost always in a transaction (each spans several checkpoints) never lets a
+    /// checkpoint from elsewhere start the WAL over; its own past `wal_autocheckpoint` does, so the
+    /// WAL stays near that length where it would grow with every commit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_stays_bounded_under_a_writer_always_in_a_transaction() {
+        use sqlx::Connection;
+        const PAGES: u32 = 64;
+        const PAGE_IN_WAL: u64 = 4096 + 24;
+        let (dir, mut writer, stop, task) = checkpointed_file(PAGES).await;
+        let wal = dir.path().join("wal.db-wal");
+        let mut longest = 0;
+        for _ in 0..200 {
+            let mut tx = writer.begin().await.expect("begin");
+            sqlx::query("INSERT INTO blobs (b) VALUES ($1)")
+                .bind(&BLOB[..])
+                .execute(&mut *tx)
+                .await
+                .expect("insert");
+            tokio::time::sleep(Duration::from_millis(3)).await;
+            tx.commit().await.expect("commit");
+            longest = longest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+        }
+        let _ = stop.send(());
+        task.await.expect("the checkpoints end when told");
+        let pages = longest / PAGE_IN_WAL;
+        assert!(
+            pages < 4 * u64::from(PAGES),
+            "the WAL reached {pages} pages: 200 commits of three pages, started over past {PAGES}"
+        );
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM blobs")
+            .fetch_one(&mut writer)
+            .await
+            .expect("count");
+        assert_eq!(count, 200, "every commit kept");
+    }
 
     /// A script whose statement fails part-way leaves nothing of it and no transaction open: the
     /// one connection's next script begins its own and commits.
