@@ -97,8 +97,12 @@ impl<D: Dialect> GroupCommit<D> {
     pub(super) fn start(pool: Pool<D>, metrics: StoreMetrics) -> Self {
         let (jobs, queue) = mpsc::unbounded_channel();
         let queued = Arc::new(AtomicUsize::new(0));
-        let task = commit_queued(pool.clone(), queue, queued.clone(), metrics.clone());
-        tokio::spawn(task);
+        tokio::spawn(commit_queued(
+            pool.clone(),
+            queue,
+            queued.clone(),
+            metrics.clone(),
+        ));
         Self {
             pool,
             metrics,
@@ -240,47 +244,42 @@ impl Plan {
     /// Groups `scripts` by text and parameter count, in the order each text first comes; a script
     /// whose parameters cannot be renumbered ([`copies`]) travels alone.
     fn of<D: Dialect>(scripts: &[Statement<'static, D>]) -> Self {
-        let mut trips: Vec<Vec<usize>> = Vec::new();
+        // Each trip, and whether more scripts of its text may join it (checked once, by its
+        // first script: the others share its text and parameter count).
+        let mut trips: Vec<(Vec<usize>, bool)> = Vec::new();
         for (i, script) in scripts.iter().enumerate() {
-            let joins = |trip: &&mut Vec<usize>| {
+            let joins = |(trip, groupable): &&mut (Vec<usize>, bool)| {
                 let other = &scripts[trip[0]];
-                trip.len() < MAX_COPIES
+                *groupable
+                    && trip.len() < MAX_COPIES
                     && other.sql() == script.sql()
                     && other.params().len() == script.params().len()
             };
-            let groupable = body(script.sql())
-                .and_then(|statements| copies(statements, 1, script.params().len()))
-                .is_some();
-            match trips.iter_mut().find(joins).filter(|_| groupable) {
-                Some(trip) => trip.push(i),
-                None => trips.push(vec![i]),
+            match trips.iter_mut().find(joins) {
+                Some((trip, _)) => trip.push(i),
+                None => {
+                    let groupable = body(script.sql())
+                        .and_then(|statements| copies(statements, 1, script.params().len()))
+                        .is_some();
+                    trips.push((vec![i], groupable));
+                }
             }
         }
-        Self { trips }
+        Self {
+            trips: trips.into_iter().map(|(trip, _)| trip).collect(),
+        }
     }
 }
 
 /// The texts a batch sends, kept from batch to batch: building one costs a scan of the script.
 #[derive(Default)]
-struct Texts(std::collections::HashMap<(String, usize, usize, bool, bool), String>);
+struct Texts(std::collections::HashMap<(String, usize, usize, bool, bool), Arc<str>>);
 
 impl Texts {
     /// Bounds the texts kept (they repeat: one per script text, count and place); the SQLite
     /// connection's statement cache holds as many besides its other statements
     /// ([`STATEMENT_CACHE`](super::sqlite::STATEMENT_CACHE)).
     pub(super) const MAX: usize = 256;
-
-    /// A text's key: the script's text and parameter count (which its copies' numbers depend
-    /// on), the copies, and the place in the batch.
-    fn key<D: Dialect>(
-        script: &Statement<'_, D>,
-        count: usize,
-        begins: bool,
-        commits: bool,
-    ) -> (String, usize, usize, bool, bool) {
-        let sql = script.sql().to_owned();
-        (sql, script.params().len(), count, begins, commits)
-    }
 
     /// Makes room for a batch's `trips` texts.
     fn room(&mut self, trips: usize) {
@@ -290,24 +289,33 @@ impl Texts {
     }
 
     /// The text of `count` copies of `script` (its statements, parameters renumbered per copy),
-    /// after `BEGIN IMMEDIATE;` when `begins`, before `COMMIT` when `commits`.
+    /// after `BEGIN IMMEDIATE;` when `begins`, before `COMMIT` when `commits`. Kept per script
+    /// text and parameter count (which the copies' numbers depend on), count and place.
     fn get<D: Dialect>(
         &mut self,
         script: &Statement<'_, D>,
         count: usize,
         begins: bool,
         commits: bool,
-    ) -> &str {
+    ) -> Arc<str> {
+        let key = (
+            script.sql().to_owned(),
+            script.params().len(),
+            count,
+            begins,
+            commits,
+        );
         self.0
-            .entry(Self::key(script, count, begins, commits))
+            .entry(key)
             .or_insert_with(|| {
                 let statements = body(script.sql()).expect("only batchable scripts are queued");
                 let copies = copies(statements, count, script.params().len())
                     .unwrap_or_else(|| statements.to_owned());
                 let begin = if begins { BEGIN } else { "" };
                 let commit = if commits { COMMIT } else { "" };
-                format!("{begin} {copies} {commit}")
+                format!("{begin} {copies} {commit}").into()
             })
+            .clone()
     }
 }
 
@@ -439,22 +447,19 @@ async fn run_batch<D: Dialect>(
     let plan = Plan::of(&scripts);
     let last = plan.trips.len() - 1;
     texts.room(plan.trips.len());
-    for (t, trip) in plan.trips.iter().enumerate() {
-        texts.get(&scripts[trip[0]], trip.len(), t == 0, t == last);
-    }
-    let texts = &*texts;
+    let trip_texts: Vec<Arc<str>> = (plan.trips.iter().enumerate())
+        .map(|(t, trip)| texts.get(&scripts[trip[0]], trip.len(), t == 0, t == last))
+        .collect();
     let statements = plan
         .trips
         .iter()
-        .enumerate()
-        .map(|(t, trip)| {
-            let key = Texts::key(&scripts[trip[0]], trip.len(), t == 0, t == last);
-            let text = texts.0.get(&key).expect("built above");
+        .zip(&trip_texts)
+        .map(|(trip, text)| {
             let params = trip
                 .iter()
                 .flat_map(|&i| scripts[i].params().iter().map(Param::borrowed))
                 .collect();
-            Statement::with(Cow::Borrowed(text.as_str()), params)
+            Statement::with(Cow::Borrowed(&**text), params)
         })
         .collect();
     let all_gone = futures::future::join_all(replies.iter_mut().map(|r| r.closed()));
@@ -466,24 +471,14 @@ async fn run_batch<D: Dialect>(
         Ok((each, connection)) => {
             metrics.committed_together(replies.len());
             let mut answers: Vec<Option<Rows<D>>> = (0..replies.len()).map(|_| None).collect();
-            for (t, (trip, statements)) in plan.trips.iter().zip(each).enumerate() {
-                let mut statements = statements.into_iter();
-                // The rows (none) of the `BEGIN IMMEDIATE` before the first copy and of the
+            for (t, (trip, mut statements)) in plan.trips.iter().zip(each).enumerate() {
+                // Less the rows (none) of the `BEGIN IMMEDIATE` before the first copy and of the
                 // `COMMIT` after the last.
-                if t == 0 {
-                    statements.next();
-                }
-                let mut statements: Vec<_> = statements.collect();
-                if t == last {
-                    statements.pop();
-                }
-                let per_copy = statements.len() / trip.len();
-                debug_assert_eq!(
-                    per_copy * trip.len(),
-                    statements.len(),
-                    "copies of one text"
-                );
-                let mut statements = statements.into_iter();
+                let (begin, commit) = (usize::from(t == 0), usize::from(t == last));
+                statements.truncate(statements.len() - commit);
+                let per_copy = (statements.len() - begin) / trip.len();
+                debug_assert_eq!(per_copy * trip.len(), statements.len() - begin, "copies");
+                let mut statements = statements.into_iter().skip(begin);
                 for &i in trip {
                     let rows = statements.by_ref().take(per_copy).flatten().collect();
                     answers[i] = Some(Ok(rows));
