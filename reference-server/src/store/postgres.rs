@@ -154,7 +154,7 @@ impl Dialect for Postgres {
          (SELECT ctid FROM idempotency_records WHERE expires_at < $1 AND state <> 'in_flight' LIMIT $2)";
 
     const SWEEP_FAILED: &'static str = "DELETE FROM idempotency_records WHERE ctid IN \
-         (SELECT ctid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' LIMIT $2) \
+         (SELECT ctid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' AND state <> 'in_flight' LIMIT $2) \
          RETURNING principal, endpoint, idem_key, claim_nonce";
 
     const CREATE_STATEMENTS: CreateStatements = CreateStatements {

@@ -284,7 +284,9 @@ pub(super) trait Dialect: Driver {
     const SWEEP: &'static str;
 
     /// Deletes up to `$2` failed records with `expires_at < $1`, returning `principal, endpoint,
-    /// idem_key, claim_nonce`.
+    /// idem_key, claim_nonce`. Its condition also says `state <> 'in_flight'`, the condition of the
+    /// expiry index (migration 0004), which SQLite's planner matches term by term before it reads a
+    /// partial index.
     const SWEEP_FAILED: &'static str;
 
     /// A create's two transactions, each one round trip: one statement with data-modifying CTEs

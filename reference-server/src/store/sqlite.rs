@@ -219,7 +219,7 @@ impl Dialect for Sqlite {
          (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state <> 'in_flight' LIMIT $2)";
 
     const SWEEP_FAILED: &'static str = "DELETE FROM idempotency_records WHERE rowid IN \
-         (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' LIMIT $2) \
+         (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' AND state <> 'in_flight' LIMIT $2) \
          RETURNING principal, endpoint, idem_key, claim_nonce";
 
     const CREATE_STATEMENTS: CreateStatements = CreateStatements {
@@ -385,6 +385,36 @@ mod tests {
             .await
             .expect("count");
         assert_eq!(count, 200, "every commit kept");
+    }
+
+    /// Both sweeps read the records by the expiry index, which holds only terminal records
+    /// (migration 0004): SQLite's planner takes a partial index only for a query that states its
+    /// condition, so without `state <> 'in_flight'` in its text a sweep would read every record.
+    #[tokio::test]
+    async fn the_sweeps_read_the_terminal_expiry_index() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("sweep.db");
+        let store =
+            SqlStore::<Sqlite>::open(&path.display().to_string(), false, Default::default())
+                .await
+                .expect("open SQLite");
+        for sweep in [Sqlite::SWEEP, Sqlite::SWEEP_FAILED] {
+            let plan: Vec<String> = sqlx::query(&format!("EXPLAIN QUERY PLAN {sweep}"))
+                .bind(1_i64)
+                .bind(10_i64)
+                .fetch_all(store.db())
+                .await
+                .expect("the sweep's plan")
+                .iter()
+                .map(|row| row.get::<String, _>("detail"))
+                .collect();
+            assert!(
+                plan.iter().any(|step| step.contains(
+                    "SEARCH idempotency_records USING INDEX idempotency_records_expires_at"
+                )),
+                "{sweep}: {plan:?}"
+            );
+        }
     }
 
     /// A script whose statement fails part-way leaves nothing of it and no transaction open: the
