@@ -25,7 +25,6 @@
 //! server on that store could do, so their ratios bound the HTTP path's. Prints a Markdown table.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leasebroker::auth::Auth;
@@ -84,6 +83,28 @@ async fn server(url: &str, pool_size: i64) -> RunningServer {
     start(config).await.expect("start leasebroker")
 }
 
+/// Runs `one(i)` for every `i` in `0..total`, over `concurrency` clients that each take the next
+/// number as they finish; returns the calls per second.
+async fn per_second<F, Fut>(total: usize, concurrency: usize, one: F) -> f64
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let next = AtomicUsize::new(0);
+    let started = Instant::now();
+    let clients = (0..concurrency).map(|_| async {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= total {
+                return;
+            }
+            one(i).await;
+        }
+    });
+    futures::future::join_all(clients).await;
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
 /// Runs `total` requests of `case` over `concurrency` clients; returns requests per second.
 async fn run_case(server: &RunningServer, case: Case, total: usize, concurrency: usize) -> f64 {
     let http = reqwest::Client::new();
@@ -123,34 +144,24 @@ async fn run_case(server: &RunningServer, case: Case, total: usize, concurrency:
         }
         _ => {}
     }
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..concurrency {
-        let (next, run_id, fixed_key) = (next.clone(), run_id.clone(), fixed_key.clone());
-        tasks.push(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= total {
-                    return;
-                }
-                let key = match case {
-                    Case::CreateNoKey => None,
-                    Case::CreateUniqueKey => Some(format!("{run_id}-{i}")),
-                    Case::Replay | Case::InFlightConflict => Some(fixed_key.clone()),
-                };
-                let r = send(key).await.expect("request");
-                let want = match case {
-                    Case::InFlightConflict => 409,
-                    _ => 201,
-                };
-                assert_eq!(r.status().as_u16(), want, "{}", case.name());
-                let _ = r.bytes().await;
-            }
-        });
-    }
-    futures::future::join_all(tasks).await;
-    let rate = total as f64 / started.elapsed().as_secs_f64();
+    let rate = per_second(total, concurrency, |i| {
+        let key = match case {
+            Case::CreateNoKey => None,
+            Case::CreateUniqueKey => Some(format!("{run_id}-{i}")),
+            Case::Replay | Case::InFlightConflict => Some(fixed_key.clone()),
+        };
+        let sent = send(key);
+        async move {
+            let r = sent.await.expect("request");
+            let want = match case {
+                Case::InFlightConflict => 409,
+                _ => 201,
+            };
+            assert_eq!(r.status().as_u16(), want, "{}", case.name());
+            let _ = r.bytes().await;
+        }
+    })
+    .await;
     if let Some(task) = in_flight {
         let _ = http
             .post(format!("{admin}/v1/admin/faults"))
@@ -260,19 +271,11 @@ async fn run_store_creates(
     concurrency: usize,
 ) -> f64 {
     let run_id = uuid::Uuid::new_v4().simple().to_string();
-    let next = AtomicUsize::new(0);
-    let started = Instant::now();
-    let tasks = (0..concurrency).map(|_| async {
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            if i >= total {
-                return;
-            }
-            store_create(fleet, &format!("{run_id}-{i}"), keyed).await;
-        }
-    });
-    futures::future::join_all(tasks).await;
-    total as f64 / started.elapsed().as_secs_f64()
+    per_second(total, concurrency, |i| {
+        let id = format!("{run_id}-{i}");
+        async move { store_create(fleet, &id, keyed).await }
+    })
+    .await
 }
 
 /// The commits and the scripts they committed so far (`leasebroker_store_scripts_per_commit`'s
@@ -316,26 +319,14 @@ async fn commit_rate(url: &str, total: usize, concurrency: usize) -> f64 {
                 .await
                 .expect("connect for the commit rate");
             sqlx::query(TABLE).execute(&pool).await.expect("table");
-            let next = Arc::new(AtomicUsize::new(0));
-            let started = Instant::now();
-            let tasks = (0..concurrency).map(|_| {
-                let (pool, next, run_id) = (pool.clone(), next.clone(), run_id.clone());
+            let rate = per_second(total, concurrency, |i| {
+                let upsert = sqlx::query(UPSERT).bind(format!("{run_id}-{i}"));
+                let pool = &pool;
                 async move {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= total {
-                            return;
-                        }
-                        sqlx::query(UPSERT)
-                            .bind(format!("{run_id}-{i}"))
-                            .fetch_one(&pool)
-                            .await
-                            .expect("upsert");
-                    }
+                    upsert.fetch_one(pool).await.expect("upsert");
                 }
-            });
-            futures::future::join_all(tasks).await;
-            let rate = total as f64 / started.elapsed().as_secs_f64();
+            })
+            .await;
             pool.close().await;
             rate
         }

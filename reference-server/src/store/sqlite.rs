@@ -320,6 +320,28 @@ mod tests {
         (dir, writer, stop, task)
     }
 
+    /// A store on a new file `name` in a new temporary directory (kept while the guard lives),
+    /// and the file's path.
+    async fn file_store(name: &str) -> (tempfile::TempDir, String, SqlStore<Sqlite>) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join(name).display().to_string();
+        let store = SqlStore::<Sqlite>::open(&path, false, Default::default())
+            .await
+            .expect("open SQLite");
+        (dir, path, store)
+    }
+
+    /// The steps of SQLite's plan for `sql` (`EXPLAIN QUERY PLAN`, parameters unbound).
+    async fn query_plan(store: &SqlStore<Sqlite>, sql: &str) -> Vec<String> {
+        sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .fetch_all(store.db())
+            .await
+            .expect("explain")
+            .iter()
+            .map(|row| row.get::<String, _>("detail"))
+            .collect()
+    }
+
     /// A blob of three pages.
     const BLOB: [u8; 3 * 4096] = [7; 3 * 4096];
 
@@ -392,22 +414,9 @@ mod tests {
     /// condition, so without `state <> 'in_flight'` in its text a sweep would read every record.
     #[tokio::test]
     async fn the_sweeps_read_the_terminal_expiry_index() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("sweep.db");
-        let store =
-            SqlStore::<Sqlite>::open(&path.display().to_string(), false, Default::default())
-                .await
-                .expect("open SQLite");
+        let (_dir, _, store) = file_store("sweep.db").await;
         for sweep in [Sqlite::SWEEP, Sqlite::SWEEP_FAILED] {
-            let plan: Vec<String> = sqlx::query(&format!("EXPLAIN QUERY PLAN {sweep}"))
-                .bind(1_i64)
-                .bind(10_i64)
-                .fetch_all(store.db())
-                .await
-                .expect("the sweep's plan")
-                .iter()
-                .map(|row| row.get::<String, _>("detail"))
-                .collect();
+            let plan = query_plan(&store, sweep).await;
             assert!(
                 plan.iter().any(|step| step.contains(
                     "SEARCH idempotency_records USING INDEX idempotency_records_expires_at"
@@ -421,12 +430,7 @@ mod tests {
     /// one connection's next script begins its own and commits.
     #[tokio::test]
     async fn a_script_that_fails_part_way_is_rolled_back_on_its_connection() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("script.db");
-        let store =
-            SqlStore::<Sqlite>::open(&path.display().to_string(), false, Default::default())
-                .await
-                .expect("open SQLite");
+        let (_dir, _, store) = file_store("script.db").await;
         const INSERT: &str = "INSERT INTO leases (lease_id, node_id, principal, created_at) ";
         let script = format!(
             "BEGIN IMMEDIATE; {INSERT} VALUES ($1, 1, 'p', 0); {INSERT} VALUES ($2, 1, 'p', 0); \
@@ -512,17 +516,11 @@ mod tests {
     async fn a_claim_that_finds_a_record_commits_no_change() {
         use super::super::{ClaimRequest, CreateStore, RecordStore, Reservation, Scope};
         use sqlx::Connection;
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("claim.db");
-        let store =
-            SqlStore::<Sqlite>::open(&path.display().to_string(), false, Default::default())
+        let (_dir, path, store) = file_store("claim.db").await;
+        let mut watcher =
+            sqlx::SqliteConnection::connect_with(&sqlite_options(&path, false).expect("options"))
                 .await
-                .expect("open SQLite");
-        let mut watcher = sqlx::SqliteConnection::connect_with(
-            &sqlite_options(&path.display().to_string(), false).expect("options"),
-        )
-        .await
-        .expect("a second connection");
+                .expect("a second connection");
         let scope = Scope {
             principal: "alice".into(),
             endpoint: "POST /v1/workers".into(),
@@ -578,20 +576,8 @@ mod tests {
     /// free node and sorting them (the plan SQLite chose without the `INDEXED BY`).
     #[tokio::test]
     async fn a_free_node_is_found_through_the_free_nodes_index() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("plan.db");
-        let store =
-            SqlStore::<Sqlite>::open(&path.display().to_string(), false, Default::default())
-                .await
-                .expect("open SQLite");
-        let plan: Vec<String> =
-            sqlx::query(&format!("EXPLAIN QUERY PLAN {}", Sqlite::ALLOCATE_NODE))
-                .fetch_all(store.db())
-                .await
-                .expect("explain the allocation")
-                .iter()
-                .map(|row| row.get::<String, _>("detail"))
-                .collect();
+        let (_dir, _, store) = file_store("plan.db").await;
+        let plan = query_plan(&store, Sqlite::ALLOCATE_NODE).await;
         assert!(
             plan.iter()
                 .any(|step| step.contains("USING INDEX nodes_free"))
