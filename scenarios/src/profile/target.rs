@@ -210,8 +210,8 @@ pub struct SlowVariant {
     /// The path template (default: the create's).
     #[serde(default, deserialize_with = "crate::template::optional_path")]
     pub path: Option<Template>,
-    /// How long the handler takes, e.g. `8s`.
-    pub takes: crate::value::HumanDuration,
+    /// How long the handler takes, e.g. `8s`; where it is written (its errors point there).
+    pub takes: Spanned<crate::value::HumanDuration>,
 }
 
 impl Variants {
@@ -539,18 +539,19 @@ impl TargetProfile {
         let ops = &self.operations;
         if let Some(slow) = &ops.create.variants.slow {
             let ttl = self.contract().in_flight_ttl;
-            let takes = humantime::format_duration(slow.takes.0);
+            let (written, takes) = (&slow.takes.referenced, slow.takes.value.0);
             match ttl {
-                Some(t) if slow.takes.0 <= t => at(
-                    &self.contract.referenced,
+                Some(t) if takes <= t => at(
+                    written,
                     format!(
-                        "operations.create.variants.slow.takes `{takes}` must be longer than the \
+                        "operations.create.variants.slow.takes `{}` must be longer than the \
                          contract's in-flight TTL ({}): the slow handler is there to outlive it",
+                        humantime::format_duration(takes),
                         humantime::format_duration(t)
                     ),
                 ),
-                None if slow.takes.0.is_zero() => at(
-                    &self.contract.referenced,
+                None if takes.is_zero() => at(
+                    written,
                     "operations.create.variants.slow.takes must be more than 0s".to_owned(),
                 ),
                 _ => {}
@@ -671,12 +672,18 @@ operations:
             ) + &format!("contract:\n  in_flight_ttl: {ttl}\n")
         };
         for (takes, ttl) in [("0s", "2s"), ("2s", "2s"), ("1s", "2s")] {
-            let err = TargetProfile::load("p.yaml", &slow(takes, ttl), &no_env).unwrap_err();
+            let text = slow(takes, ttl);
+            let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
             assert!(
                 err.message
                     .contains("must be longer than the contract's in-flight TTL (2s)"),
                 "{takes}: {err}"
             );
+            let written = 1 + text
+                .lines()
+                .position(|l| l.contains("takes:"))
+                .expect("takes") as u64;
+            assert_eq!(err.line, written, "the error points at `takes`: {err}");
         }
         TargetProfile::load("p.yaml", &slow("3s", "2s"), &no_env)
             .expect("a slow handler past the TTL");
