@@ -81,6 +81,17 @@ impl Exchange {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
+    /// Whether the response marks itself a replay with header `name` (the contract's
+    /// `replayed_header`): the header is there with any value but `false` or `0` (either case).
+    /// Some libraries send the header on every response and say `false` on a first one
+    /// (drf-idempotency 1.0.0: `Idempotent-Replayed: false`).
+    pub fn marks_replay(&self, name: &str) -> bool {
+        self.header(name).is_some_and(|v| {
+            let v = v.trim();
+            !(v.eq_ignore_ascii_case("false") || v == "0")
+        })
+    }
+
     /// Whether a 2xx arrived.
     pub fn is_success(&self) -> bool {
         matches!(self.status, Some(200..=299))

@@ -636,6 +636,42 @@ async fn a_storm_whose_creates_carry_no_id_at_the_path_names_the_path() {
     );
 }
 
+/// An API that sends its replay header on every keyed response and says `false` on a first one
+/// (drf-idempotency 1.0.0): the first response is a success on the timeline, not a replay, and a
+/// replay that says `true` carries the mark. A replay that says `false` does not: replay-fidelity's
+/// SHOULD is broken, naming the value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_header_that_says_false_marks_no_replay() {
+    use idemspec::model::AttemptEnd;
+    for (replay_says, verdict) in [("true", Verdict::Pass), ("false", Verdict::Warn)] {
+        let api = alt_api::start_with(alt_api::Options {
+            replayed_values: Some(("false", replay_says)),
+            ..alt_api::Options::default()
+        })
+        .await;
+        let report = run_profile(profile(&api, |t| t.to_owned()), &["replay-fidelity"]).await;
+        let o = &report.checks[0];
+        assert_eq!(o.verdict, verdict, "{}", table(&report));
+        if verdict == Verdict::Warn {
+            assert!(
+                o.summary.contains("with `Idempotent-Replayed: false`"),
+                "{}",
+                o.summary
+            );
+        }
+        let ends = |step: &str| -> Vec<AttemptEnd> {
+            let lane = o.timeline.lanes.iter().find(|l| l.name == step);
+            lane.expect(step).attempts.iter().map(|a| a.end).collect()
+        };
+        assert_eq!(ends("original"), [AttemptEnd::Success], "{replay_says}");
+        let replay = match replay_says {
+            "true" => AttemptEnd::Replay,
+            _ => AttemptEnd::Success,
+        };
+        assert_eq!(ends("replay"), [replay], "{replay_says}");
+    }
+}
+
 /// Evidence shows the replay marker the contract declares, whatever its name, beside the
 /// headers it always shows: a reader sees the header replay-fidelity judged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

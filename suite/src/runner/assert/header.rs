@@ -1,5 +1,6 @@
 //! `header: {step, name, when}`: every judged response of the step whose status is in `when`
-//! (default 2xx) carries the header; `name: replayed` means the contract's replay header.
+//! (default 2xx) carries the header; `name: replayed` means the contract's replay header, which
+//! counts only with a value other than `false` or `0` ([`Exchange::marks_replay`]).
 
 use idemspec_scenarios::scenario::{HeaderPresent, StatusPattern};
 
@@ -11,10 +12,16 @@ use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 impl Rule for HeaderPresent {
     fn judge(&self, run: &CheckRun) -> Finding {
         let contract = run.contract();
-        let name = if self.name == "replayed" {
+        let replayed = self.name == "replayed";
+        let name = if replayed {
             contract.replayed_header.as_str()
         } else {
             self.name.as_str()
+        };
+        // The replay header marks a replay only with a value that does not deny it.
+        let carries = |e: &Exchange| match replayed {
+            true => e.marks_replay(name),
+            false => e.header(name).is_some(),
         };
         let when = self
             .when
@@ -43,12 +50,15 @@ impl Rule for HeaderPresent {
                 self.step
             ));
         }
-        match concerned.iter().find(|e| e.header(name).is_none()) {
-            Some(e) => Broken(format!(
-                "`{}` answered {} without `{name}`",
-                self.step,
-                e.describe()
-            )),
+        match concerned.iter().find(|e| !carries(e)) {
+            Some(e) => Broken(match e.header(name) {
+                Some(value) => format!(
+                    "`{}` answered {} with `{name}: {value}`",
+                    self.step,
+                    e.describe()
+                ),
+                None => format!("`{}` answered {} without `{name}`", self.step, e.describe()),
+            }),
             None => Held(format!("`{}` carried `{name}` on {want}", self.step)),
         }
     }

@@ -89,7 +89,7 @@ pub(super) fn timeline(exchanges: &[Exchange], contract: &Contract) -> Timeline 
 fn end_of(ex: &Exchange, contract: &Contract) -> AttemptEnd {
     match ex.status {
         None => AttemptEnd::NoResponse,
-        Some(200..=299) if ex.header(&contract.replayed_header).is_some() => AttemptEnd::Replay,
+        Some(200..=299) if ex.marks_replay(&contract.replayed_header) => AttemptEnd::Replay,
         Some(200..=299) => AttemptEnd::Success,
         Some(s)
             if contract.in_flight_status.contains(&s) && contract.mismatch_status.contains(&s) =>

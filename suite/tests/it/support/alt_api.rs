@@ -124,6 +124,10 @@ pub struct Options {
     /// A replay of a success renders its body again, with a `"replayed_at"` member added (the
     /// same resource; the defect under test, owned by `replay-fidelity` alone).
     pub rerender_replays: bool,
+    /// The replay header's value on a keyed first response and on a replay, for an API that
+    /// sends it on both (drf-idempotency 1.0.0: `false`, then `true`); `None`: absent on a first
+    /// response, `true` on a replay.
+    pub replayed_values: Option<(&'static str, &'static str)>,
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -234,6 +238,13 @@ impl Machine {
 }
 
 impl App {
+    /// The header that marks a replay, lowercase.
+    fn replayed_header(&self) -> &'static str {
+        self.options
+            .replayed_header
+            .unwrap_or("idempotent-replayed")
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner
             .lock()
@@ -336,13 +347,13 @@ where
             }
             Some(Record::Done { response, .. }) => {
                 let mut replay = response.clone();
-                replay.headers.push((
-                    app.options
-                        .replayed_header
-                        .unwrap_or("idempotent-replayed")
-                        .into(),
-                    "true".into(),
-                ));
+                let value = app
+                    .options
+                    .replayed_values
+                    .map_or("true", |(_, replay)| replay);
+                replay
+                    .headers
+                    .push((app.replayed_header().into(), value.into()));
                 if let Some(status) = app
                     .options
                     .replay_status
@@ -431,7 +442,14 @@ where
         outcome
     })
     .await;
-    finish(outcome).await
+    let mut response = finish(outcome).await;
+    if let Some((first, _)) = app.options.replayed_values {
+        response.headers_mut().insert(
+            axum::http::HeaderName::from_static(app.replayed_header()),
+            HeaderValue::from_static(first),
+        );
+    }
+    response
 }
 
 /// The response for a finished piece of work. Work that "died" (a crash) never answers: the crash
