@@ -150,6 +150,16 @@ fn document() -> serde_json::Value {
     })
 }
 
+/// YAML breaks a line at a lone CR too: an error after two of them is on line 3, inside the file
+/// (proptest found `" \r \r\0\0"` judged against `str::lines`, which counts one line).
+#[test]
+fn a_lone_carriage_return_counts_as_a_line_break() {
+    for text in [" \r \r\0\0", "version: 1\rname: x\r\0"] {
+        assert_located(text, |t| TargetProfile::load("p.yaml", t, &env)).expect("located");
+        assert_located(text, |t| Scenario::load("s.yaml", t)).expect("located");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 

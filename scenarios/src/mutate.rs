@@ -246,8 +246,15 @@ pub(crate) fn assert_located<T>(
                     text,
                     e
                 );
-                // The parser may point one line past the end (an unexpected end of input).
-                let lines = text.lines().count() as u64 + 1;
+                // Lines as YAML counts them (a lone CR breaks a line too, which `str::lines`
+                // does not count); the parser may point one line past the end (an unexpected
+                // end of input).
+                let lines = text
+                    .replace("\r\n", "\n")
+                    .replace('\r', "\n")
+                    .lines()
+                    .count() as u64
+                    + 1;
                 prop_assert!(
                     e.line <= lines,
                     "{:?}: line {} of {}: {}",
