@@ -39,6 +39,12 @@ pub fn expand_env(
                 Some((n, d)) => (n, Some(d)),
                 None => (inner, None),
             };
+            if default.is_some_and(|d| d.contains("${")) {
+                return Err(located(format!(
+                    "`${{{name}:-${{…}}}}`: a default cannot name another variable (nested \
+                     `${{…}}` is not expanded); write the default's value itself, or set `{name}`"
+                )));
+            }
             let value = match (lookup(name), default) {
                 (Some(v), _) => v,
                 (None, Some(d)) => d.to_owned(),
@@ -94,6 +100,18 @@ mod tests {
         let err = expand_env("p", "a: 1\nb: ${NOPE}\n", &lookup).unwrap_err();
         assert_eq!((err.line, err.column), (2, 4));
         assert!(err.message.contains("`NOPE` is not set"));
+    }
+
+    #[test]
+    fn a_nested_default_is_refused_by_name() {
+        let lookup = |n: &str| (n == "B").then(|| "x".to_owned());
+        let err = expand_env("p", "a: 1\nurl: ${A:-${B}}/v1\n", &lookup).unwrap_err();
+        assert_eq!((err.line, err.column), (2, 6));
+        assert!(
+            err.message
+                .contains("`${A:-${…}}`: a default cannot name another variable"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -73,7 +73,7 @@ pub enum KeySpec {
     None,
     /// `""`: an empty header value.
     Empty,
-    /// `long:N`: N visible ASCII characters.
+    /// `long:N`: N visible ASCII characters, 1 to [`KeySpec::LONGEST`].
     Long(usize),
     /// `raw:TEXT`: exactly TEXT (may be non-ASCII or quoted).
     Raw(String),
@@ -100,6 +100,11 @@ fn is_name(s: &str) -> bool {
 }
 
 impl KeySpec {
+    /// The longest `long:N` key: 65,536 characters, past every common server's limit on one
+    /// header (8–16 KiB for most, 64 KiB for the most lenient), so no limit is out of reach, and
+    /// still small enough to send, record and print.
+    pub const LONGEST: usize = 65_536;
+
     /// Parses `none`, `""`, `long:N`, `raw:TEXT`, `sf:NAME`, `after_5xx:NAME` or `NAME`.
     ///
     /// # Errors
@@ -112,10 +117,17 @@ impl KeySpec {
             return Ok(KeySpec::None);
         }
         if let Some(n) = text.strip_prefix("long:") {
-            return n
-                .parse()
-                .map(KeySpec::Long)
-                .map_err(|_| format!("`{text}`: expected `long:N` with N a number of characters"));
+            let n: usize = n.parse().map_err(|_| {
+                format!("`{text}`: expected `long:N` with N a number of characters")
+            })?;
+            if n == 0 || n > KeySpec::LONGEST {
+                return Err(format!(
+                    "`{text}`: N must be 1 to {} characters (longer than any server's header \
+                     limit; an empty key is `\"\"`)",
+                    KeySpec::LONGEST
+                ));
+            }
+            return Ok(KeySpec::Long(n));
         }
         if let Some(raw) = text.strip_prefix("raw:") {
             return Ok(KeySpec::Raw(raw.to_owned()));
@@ -282,6 +294,16 @@ impl Step {
             }
             _ => {}
         }
+        if let Some(every) = self.retry.as_ref().map(|r| r.every.0) {
+            if every < RETRY_EVERY_MIN {
+                return Err(format!(
+                    "`retry.every: {}` is shorter than the least interval, {}: a tighter loop \
+                     floods the target without deciding anything sooner",
+                    humantime::format_duration(every),
+                    humantime::format_duration(RETRY_EVERY_MIN)
+                ));
+            }
+        }
         let timings = [
             ("wait", self.wait.map(|d| d.0)),
             ("timeout", self.timeout.map(|d| d.0)),
@@ -296,6 +318,9 @@ impl Step {
         Ok(())
     }
 }
+
+/// The least `retry.every`: 10 ms.
+pub const RETRY_EVERY_MIN: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// The longest any one step may wait, time out or retry: 1 hour (a check has a deadline of its
 /// own, `--check-timeout`, 5 minutes by default).

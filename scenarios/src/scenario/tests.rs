@@ -68,6 +68,14 @@ fn key_specs_parse() {
         KeySpec::AfterFailure("K1".into())
     );
     assert!(KeySpec::parse("long:x").is_err());
+    assert_eq!(
+        KeySpec::parse("long:65536").unwrap(),
+        KeySpec::Long(KeySpec::LONGEST)
+    );
+    for too_long in ["long:65537", "long:100000000", "long:0"] {
+        let err = KeySpec::parse(too_long).unwrap_err();
+        assert!(err.contains("N must be 1 to 65536 characters"), "{err}");
+    }
 }
 
 #[test]
@@ -93,6 +101,16 @@ fn every_duration_is_bounded_with_a_located_error() {
     let err = Scenario::load("s.yaml", &delayed).unwrap_err();
     assert!(err.message.contains("fault rule `slow`"), "{err}");
     assert!(err.message.contains("limit of 1h"), "{err}");
+    let hot = LOST.replace("retry: {every: 100ms", "retry: {every: 0ms");
+    let err = Scenario::load("s.yaml", &hot).unwrap_err();
+    assert_eq!((err.line, err.column), (8, 5), "{err}");
+    assert!(
+        err.message
+            .contains("`retry.every: 0s` is shorter than the least interval, 10ms"),
+        "{err}"
+    );
+    let ok = LOST.replace("retry: {every: 100ms", "retry: {every: 10ms");
+    Scenario::load("s.yaml", &ok).unwrap();
 }
 
 #[test]

@@ -92,14 +92,51 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
 /// Reads a file as UTF-8 text.
 ///
 /// # Errors
-/// When it cannot be read or is not UTF-8, naming the file.
+/// When it cannot be read, naming the file; when it is not UTF-8, naming the file, the line and
+/// column of the first invalid byte, and that byte.
 pub fn read(path: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("failed to read `{}`", path.display()))
+    let bytes =
+        std::fs::read(path).with_context(|| format!("failed to read `{}`", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}:{}",
+            path.display(),
+            not_utf8(e.as_bytes(), e.utf8_error().valid_up_to())
+        )
+    })
+}
+
+/// Where the first invalid UTF-8 byte of `bytes` is (at `at`), as `line:column: …` (1-based,
+/// columns counted in characters as every other located error counts them).
+fn not_utf8(bytes: &[u8], at: usize) -> String {
+    let valid = String::from_utf8_lossy(&bytes[..at]);
+    let line = valid.matches('\n').count() + 1;
+    let column = valid.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!(
+        "{line}:{column}: the file is not UTF-8 text: byte 0x{:02X} at offset {at} is not valid \
+         UTF-8; save the file as UTF-8",
+        bytes[at]
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_located_at_its_first_invalid_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.yaml");
+        std::fs::write(&path, b"version: 1\nname: caf\xe9-api\n").unwrap();
+        let err = read(&path).unwrap_err().to_string();
+        assert!(
+            err.ends_with(
+                "p.yaml:2:10: the file is not UTF-8 text: byte 0xE9 at offset 20 is not valid \
+                 UTF-8; save the file as UTF-8"
+            ),
+            "{err}"
+        );
+    }
 
     #[test]
     fn classifies_by_top_level_keys_only() {

@@ -88,7 +88,7 @@ fn exchange(out: &mut Vec<String>, number: usize, evidence: &Evidence) {
 
 fn request_identity(request: &RequestRecord) -> String {
     let key = match &request.idempotency_key {
-        Some(key) => format!("key {}", quoted(key)),
+        Some(key) => format!("key {}", shown_key(key)),
         None => "no key".to_owned(),
     };
     format!("principal {}, {key}", request.principal)
@@ -142,11 +142,38 @@ fn quoted(value: &str) -> String {
     format!("{value:?}")
 }
 
+/// Longest key shown whole in evidence text, in characters; the JSON report keeps it whole.
+const KEY_SHOWN_CHARS: usize = 80;
+
+/// A key as evidence shows it: quoted, and cut after [`KEY_SHOWN_CHARS`] characters with its
+/// length (an over-long key is a test input of up to 65,536 characters, not something to read).
+fn shown_key(key: &str) -> String {
+    let chars = key.chars().count();
+    if chars <= KEY_SHOWN_CHARS {
+        return quoted(key);
+    }
+    let head: String = key.chars().take(KEY_SHOWN_CHARS).collect();
+    format!("{}… ({chars} characters)", quoted(&head))
+}
+
 fn excerpt(body: &str) -> String {
     if body.is_empty() {
         "(empty)".to_owned()
     } else {
         // Keep every exchange on its own lines: a multi-line body would blur the layout.
         body.replace('\n', "\\n").replace('\r', "\\r")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_over_long_key_is_cut_with_its_length() {
+        assert_eq!(shown_key("K1"), "\"K1\"");
+        let long = "k".repeat(300);
+        let shown = shown_key(&long);
+        assert_eq!(shown, format!("\"{}\"… (300 characters)", "k".repeat(80)));
     }
 }
