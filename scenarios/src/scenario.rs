@@ -19,6 +19,7 @@
 //! Load with [`Scenario::load`]; every error names file, line and column.
 
 mod assertion;
+mod isolation;
 mod step;
 
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,7 @@ pub use assertion::{
     SideEffects, StatusPattern, StatusSet, StepList, StepPair, StepRef, StepRefs, SucceededWithin,
     UpstreamOutcome,
 };
+pub use isolation::{AloneReason, Isolation};
 pub use step::{BodyVariant, HookName, KeySpec, Operation, RetrySpec, Step, Via, Within};
 
 use crate::load::{from_yaml, LoadError, Spanned};
@@ -147,8 +149,8 @@ pub struct Scenario {
     /// Capabilities the target profile must offer; otherwise the check is SKIP.
     #[serde(default)]
     pub requires: Vec<Capability>,
-    /// Run alone, not beside other checks; implied by a hook step or a `side_effects` assertion
-    /// ([`Scenario::runs_alone`]).
+    /// Run alone from start to end, not beside other checks; hook steps and `side_effects`
+    /// assertions make a check run alone for as long as they need ([`Scenario::isolation`]).
     #[serde(default)]
     pub exclusive: bool,
     /// Proxy rules active during the steps (the proxy's rule schema), with where each was written;
@@ -332,19 +334,6 @@ impl Scenario {
             .iter()
             .map(|s| &s.value)
             .find(|s| s.name() == name)
-    }
-
-    /// Whether the check must run alone: it says `exclusive: true`, or it does what other checks
-    /// beside it would disturb or be disturbed by: a step calls a hook (`crash` and `restart` cut
-    /// every check's requests, `fail_next` fails whichever mutating request comes next), or an
-    /// assertion reads the global `side_effects` counters (other checks' creates move them).
-    pub fn runs_alone(&self) -> bool {
-        self.exclusive
-            || self.steps.iter().any(|s| s.value.hook.is_some())
-            || self
-                .assertions
-                .iter()
-                .any(|a| a.value.side_effects.is_some())
     }
 }
 

@@ -167,21 +167,44 @@ fn storm_keys_are_bounded_by_the_clients() {
 }
 
 #[test]
-fn hooks_and_side_effect_counters_make_a_check_run_alone() {
+fn a_check_runs_alone_only_for_as_long_as_its_reason_lasts() {
+    let all = |_: HookName| true;
     let plain = Scenario::load("s.yaml", LOST).unwrap();
-    assert!(!plain.runs_alone());
+    assert_eq!(plain.isolation(all), Isolation::Shared);
     let said =
         Scenario::load("s.yaml", &LOST.replace("steps:", "exclusive: true\nsteps:")).unwrap();
-    assert!(said.runs_alone());
+    assert_eq!(said.isolation(all), Isolation::Alone(AloneReason::Declared));
     let hooked = LOST.replace(
         "steps:",
         "requires: [fails_once]\nsteps:\n  - {name: arm, hook: fail_next}",
     );
-    assert!(Scenario::load("s.yaml", &hooked).unwrap().runs_alone());
+    let hooked = Scenario::load("s.yaml", &hooked).unwrap();
+    assert_eq!(
+        hooked.isolation(all),
+        Isolation::Alone(AloneReason::FailNext)
+    );
+    // Without the hook, the `fails_once` variant fails only the check's own request.
+    assert_eq!(hooked.isolation(|_| false), Isolation::Shared);
     let counted = LOST
         .replace("steps:", "requires: [side_effects]\nsteps:")
         .replace("  - created: {equals: 1}", "  - side_effects: {equals: 1}");
-    assert!(Scenario::load("s.yaml", &counted).unwrap().runs_alone());
+    assert_eq!(
+        Scenario::load("s.yaml", &counted).unwrap().isolation(all),
+        Isolation::Alone(AloneReason::SideEffects)
+    );
+    // A crash and a restart: alone through the restart (the third step), then beside the others.
+    let crashed = LOST.replace(
+        "steps:",
+        "requires: [abandon]\nsteps:\n  - {hook: crash}\n  - {name: cut, op: create, key: K2}\n  - {hook: restart}",
+    );
+    let crashed = Scenario::load("s.yaml", &crashed).unwrap();
+    assert_eq!(crashed.isolation(all), Isolation::AloneThrough(2));
+    assert_eq!(crashed.isolation(|_| false), Isolation::Shared);
+    let down = LOST.replace("steps:", "requires: [abandon]\nsteps:\n  - {hook: crash}");
+    assert_eq!(
+        Scenario::load("s.yaml", &down).unwrap().isolation(all),
+        Isolation::Alone(AloneReason::CrashWithoutRestart)
+    );
 }
 
 #[test]

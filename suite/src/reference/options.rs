@@ -16,7 +16,13 @@ pub struct ReferenceOptions {
     pub flaws: Vec<String>,
     /// A PostgreSQL URL; `None` uses an SQLite file in a temporary directory.
     pub database_url: Option<String>,
-    /// The in-flight TTL given to leasebroker (and declared in its profile); default 3 s.
+    /// The in-flight TTL given to leasebroker (and declared in its profile); default 2 s, the
+    /// shortest that still proves each rule with room for a loaded machine: `stuck-in-flight` waits
+    /// it out after a crash (its check takes about the TTL), `slow-handler-outlives-ttl`'s `slow`
+    /// request takes the TTL plus 2 s (its retry, every 250 ms, must reclaim the key while that
+    /// handler still runs; the check takes about twice the TTL plus 2 s, the run's longest), and no
+    /// ordinary create (leasebroker's boot latency is 300 ms, so that a retry 100 ms after a create
+    /// finds it in flight) comes near it. docs/BENCHMARKS.md has the run's wall time.
     pub in_flight_ttl: Duration,
     /// Send the child's log to this process's stderr (`-v`, or `IDEMSPEC_REFERENCE_LOG` set)
     /// instead of `leasebroker.log` in its temporary directory.
@@ -30,7 +36,7 @@ impl Default for ReferenceOptions {
             subcommand: vec!["__leasebroker".into()],
             flaws: Vec::new(),
             database_url: None,
-            in_flight_ttl: Duration::from_secs(3),
+            in_flight_ttl: Duration::from_secs(2),
             show_log: false,
         }
     }

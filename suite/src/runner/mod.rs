@@ -14,6 +14,7 @@ mod observe;
 mod options;
 mod procedures;
 mod proxy;
+mod quiet;
 mod select;
 mod steps;
 mod verdict;
@@ -32,12 +33,16 @@ use crate::model::{RunEvent, RunReport, RunStats};
 use crate::nemesis::{NemesisHooks, TargetProcess};
 use crate::reference::ReferenceServer;
 use env::Env;
+use idemspec_scenarios::scenario::Isolation;
+use quiet::Quiet;
 
 /// Runs the selected checks and returns the report; progress goes to `events`
 /// (`RunStarted`, then `CheckStarted`/`CheckFinished` per check, then `RunFinished`).
 ///
-/// Independent checks run `opts.parallelism` at a time (each has its own marker, keys and proxy);
-/// checks marked `exclusive` (crash, fail_next, global counters) run afterwards, one at a time.
+/// Checks run `opts.parallelism` at a time (each has its own marker, keys and proxy), except while
+/// one disturbs the others: a check that reads the global counters, calls `fail_next` or says
+/// `exclusive: true` runs alone, first; one that crashes and restarts the target runs alone until
+/// it is back (`quiet.rs`).
 ///
 /// # Errors
 /// [`RunError`] for configuration problems, an unknown `--only` id, a reference server or proxy that
@@ -85,23 +90,53 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         contract: contract.clone(),
         total: selected.len(),
     });
-    let (exclusive, shared): (Vec<_>, Vec<_>) = selected
-        .into_iter()
-        .map(Arc::new)
-        .enumerate()
-        .partition(|(_, s)| s.runs_alone());
     let limits = Limits {
         check: opts.check_timeout,
         run_ends: started + opts.run_timeout,
     };
-    let mut outcomes: Vec<_> = futures::stream::iter(shared)
-        .map(|(i, s)| run_one(env.clone(), events.clone(), i, s, limits))
+    let quiet = Quiet::default();
+    let mut checks: Vec<_> = selected
+        .into_iter()
+        .map(Arc::new)
+        .enumerate()
+        .map(|(i, s)| (i, quiet::isolation(&env, &s), s))
+        .collect();
+    // Checks alone from start to end run first, one at a time, while nothing else has touched
+    // the target; then the checks alone only through a crash, so that every other check (those
+    // waiting out the in-flight TTL first) overlaps their wait for the TTL.
+    checks.sort_by_key(|(i, isolation, s)| {
+        let phase = match isolation {
+            Isolation::Alone(_) => 0,
+            Isolation::AloneThrough(_) => 1,
+            Isolation::Shared if s.waits_out_ttl() => 2,
+            Isolation::Shared => 3,
+        };
+        (phase, *i)
+    });
+    let (alone, rest): (Vec<_>, Vec<_>) = checks
+        .into_iter()
+        .partition(|(_, isolation, _)| matches!(isolation, Isolation::Alone(_)));
+    let mut outcomes = Vec::new();
+    for (i, isolation, s) in alone {
+        let at = Scheduled {
+            index: i,
+            isolation,
+        };
+        outcomes.push(run_one(env.clone(), events.clone(), &quiet, at, s, limits).await);
+    }
+    let rest: Vec<_> = futures::stream::iter(rest)
+        .map(|(i, isolation, s)| {
+            let at = Scheduled {
+                index: i,
+                isolation,
+            };
+            let (env, events, quiet) = (env.clone(), events.clone(), quiet.clone());
+            async move { run_one(env, events, &quiet, at, s, limits).await }
+        })
         .buffer_unordered(opts.parallelism.max(1))
         .collect()
         .await;
-    for (i, s) in exclusive {
-        outcomes.push(run_one(env.clone(), events.clone(), i, s, limits).await);
-    }
+    outcomes.extend(rest);
     outcomes.sort_by_key(|(i, _)| *i);
     let checks: Vec<_> = outcomes.into_iter().map(|(_, o)| o).collect();
     let mut stats = RunStats::default();
@@ -137,21 +172,31 @@ struct Limits {
     run_ends: Instant,
 }
 
-/// Runs one check between its `CheckStarted` and `CheckFinished` events.
+/// Where a check stands in the run: its catalogue position and how it shares the target.
+#[derive(Debug, Clone, Copy)]
+struct Scheduled {
+    index: usize,
+    isolation: Isolation,
+}
+
+/// Runs one check between its `CheckStarted` and `CheckFinished` events, once it holds the quiet
+/// lock as its isolation asks (its time and deadline start then, not while it waits).
 async fn run_one(
     env: Arc<Env>,
     events: EventSink,
-    index: usize,
+    quiet: &Quiet,
+    at: Scheduled,
     scenario: Arc<idemspec_scenarios::scenario::Scenario>,
     limits: Limits,
 ) -> (usize, crate::model::CheckOutcome) {
+    let hold = quiet.hold(at.isolation).await;
     let _ = events.send(RunEvent::CheckStarted {
         id: scenario.id.value.clone(),
     });
     let left = limits.run_ends.saturating_duration_since(Instant::now());
-    let outcome = check::run_check(env, scenario, limits.check.min(left)).await;
+    let outcome = check::run_check(env, scenario, limits.check.min(left), hold, at.isolation).await;
     let _ = events.send(RunEvent::CheckFinished(Box::new(outcome.clone())));
-    (index, outcome)
+    (at.index, outcome)
 }
 
 /// Asks each base URL for each principal's list. A transport failure means the target is

@@ -33,8 +33,9 @@ pub struct RunOptions {
     pub only: Vec<String>,
     /// Skip these check ids.
     pub skip: Vec<String>,
-    /// How many independent checks may run at once (default 8). Checks marked `exclusive`
-    /// (crash, fail_next, side-effect counters) always run alone.
+    /// How many checks may run at once (default 8). A check that disturbs the others (a crash
+    /// until the target is back; `fail_next`, side-effect counters or `exclusive: true`
+    /// throughout) runs alone regardless.
     pub parallelism: usize,
     /// How long one check may run (default [`RunOptions::CHECK_TIMEOUT`]); a check still running
     /// then is UNKNOWN, naming the deadline.

@@ -37,7 +37,10 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
     let sender = run.sender.clone();
     let mut background: Vec<(String, JoinHandle<StepMeta>)> = Vec::new();
     let mut kill_during_next = false;
-    for step in scenario.steps.iter().map(|s| &s.value) {
+    for (index, step) in scenario.steps.iter().map(|s| &s.value).enumerate() {
+        if index > 0 && run.share_after == Some(index - 1) {
+            run.share();
+        }
         let name = step.name();
         if let Some(d) = step.wait {
             tokio::time::sleep(d.0).await;
@@ -47,7 +50,7 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
         if let Some(hook) = step.hook {
             let hooks = &run.env().hooks;
             let mut meta = StepMeta::default();
-            if variant_does(run, hook) {
+            if variant_does(run.env(), hook) {
                 // The request variant makes the failure or the abandoned request itself.
             } else if hook == HookName::Crash && !hooks.crash_arms() && hooks.has(hook) {
                 // The kill must land while the next request is being worked on.
@@ -111,8 +114,7 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
 /// lacks the hooks that would: a `fails_once` create fails by itself (no `fail_next`); a `hangs`
 /// create is abandoned mid-flight without a crash (no `crash` and `restart` pair), so neither
 /// hook runs. Hooks come first where the profile has them (see `Request::create_templates`).
-fn variant_does(run: &CheckRun, hook: HookName) -> bool {
-    let env = run.env();
+pub(crate) fn variant_does(env: &super::env::Env, hook: HookName) -> bool {
     let variants = &env.profile.operations.create.variants;
     match hook {
         HookName::FailNext => !env.hooks.has(hook) && variants.fails_once.is_some(),

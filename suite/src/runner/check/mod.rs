@@ -17,12 +17,13 @@ use std::time::{Duration, Instant};
 use idemspec_proxy::ProxyEvent;
 use idemspec_scenarios::profile::Contract;
 use idemspec_scenarios::rules::Rule;
-use idemspec_scenarios::scenario::Scenario;
+use idemspec_scenarios::scenario::{Isolation, Scenario};
 
 use super::assert::{self, Needs};
 use super::env::Env;
 use super::observe::{self, Counters};
 use super::proxy::FaultProxy;
+use super::quiet::Hold;
 use super::verdict::{grade, Finding, Judgement};
 use super::{procedures, select, steps};
 use crate::client::Exchange;
@@ -46,6 +47,11 @@ pub(crate) struct CheckRun {
     events: Vec<ProxyEvent>,
     /// What was seen behind the API, as the assertions asked.
     pub observed: Observed,
+    /// The check's hold on the run's quiet lock (`quiet.rs`).
+    hold: Option<Hold>,
+    /// The 0-based step after which the check lets others run beside it
+    /// ([`Isolation::AloneThrough`]).
+    pub share_after: Option<usize>,
 }
 
 /// What a step did besides sending requests.
@@ -107,8 +113,20 @@ impl<'a> StepView<'a> {
 }
 
 impl CheckRun {
-    fn new(env: Arc<Env>, scenario: Arc<Scenario>, proxy: Option<FaultProxy>) -> Self {
+    fn new(
+        env: Arc<Env>,
+        scenario: Arc<Scenario>,
+        proxy: Option<FaultProxy>,
+        hold: Hold,
+        isolation: Isolation,
+    ) -> Self {
+        let share_after = match isolation {
+            Isolation::AloneThrough(step) => Some(step),
+            Isolation::Shared | Isolation::Alone(_) => None,
+        };
         Self {
+            hold: Some(hold),
+            share_after,
             scenario,
             sender: Sender::new(env, proxy.as_ref().map(FaultProxy::base_urls)),
             proxy,
@@ -117,6 +135,11 @@ impl CheckRun {
             events: Vec::new(),
             observed: Observed::default(),
         }
+    }
+
+    /// Lets other checks run beside this one from now on: what disturbed them is over.
+    pub(crate) fn share(&mut self) {
+        self.hold = self.hold.take().map(Hold::share);
     }
 
     /// The run's shared environment.
@@ -204,12 +227,15 @@ impl CheckRun {
     }
 }
 
-/// Runs `scenario` against the target in `env`, within `limit`: a check still running then is
-/// UNKNOWN, naming the deadline, with the evidence it had sent.
+/// Runs `scenario` against the target in `env`, within `limit`, holding `hold` on the run's
+/// quiet lock as `isolation` says: a check still running then is UNKNOWN, naming the deadline,
+/// with the evidence it had sent.
 pub(crate) async fn run_check(
     env: Arc<Env>,
     scenario: Arc<Scenario>,
     limit: Duration,
+    hold: Hold,
+    isolation: Isolation,
 ) -> CheckOutcome {
     let started = Instant::now();
     if limit.is_zero() {
@@ -234,7 +260,7 @@ pub(crate) async fn run_check(
             }
         }
     };
-    let mut run = CheckRun::new(env, scenario.clone(), proxy);
+    let mut run = CheckRun::new(env, scenario.clone(), proxy, hold, isolation);
     let judgements = match tokio::time::timeout(limit, judge(&mut run)).await {
         Ok(judgements) => judgements,
         Err(_) => {

@@ -311,13 +311,16 @@ impl Request<'_> {
     fn create_templates(&self) -> Result<(&Template, &Template), String> {
         let env = self.sender.env();
         let create = &env.profile.operations.create;
-        // Hooks come first for a failure (`fail_next` makes the default body fail); a hanging
-        // request is the variant wherever the profile has one, so a crash surely lands mid-handler.
+        // Hooks come first for a failure (`fail_next` makes the default body fail). A request to
+        // be abandoned is the default where the crash hook arms (the target dies during that
+        // request, by definition, and its connection closes at once); otherwise it is the hanging
+        // variant wherever the profile has one, so a kill from outside surely lands mid-handler.
         let use_default = match self.variant {
             BodyVariant::Default | BodyVariant::Alt => true,
             BodyVariant::FailsOnce => env.hooks.has(HookName::FailNext),
             BodyVariant::Hangs => {
-                create.variants.hangs.is_none() && crate::runner::steps::crash_and_restart(env)
+                crate::runner::steps::crash_and_restart(env)
+                    && (env.hooks.crash_arms() || create.variants.hangs.is_none())
             }
             BodyVariant::AlwaysFails | BodyVariant::Slow => false,
         };
