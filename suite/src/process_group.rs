@@ -32,3 +32,48 @@ pub fn kill_group(pid: Option<u32>) {
     #[cfg(not(unix))]
     let _ = pid;
 }
+
+/// Set to `stdin` on a child that is itself idemspec (`idemspec __leasebroker`): its stdin is a
+/// pipe whose only write end idemspec holds, and the child exits when the pipe closes — when
+/// idemspec exits, even by SIGKILL ([`exit_with_parent`]). Children that run a user's command get
+/// the same from the shell that runs it (`nemesis`).
+pub const LIFELINE_ENV: &str = "IDEMSPEC_LIFELINE";
+
+/// Where [`LIFELINE_ENV`] says so, watches stdin on a thread of its own and exits the process
+/// (status 1) once it reaches its end: the idemspec that started this one is gone, and a server
+/// it no longer runs checks against must not hold its ports. Elsewhere nothing.
+pub fn exit_with_parent() {
+    if std::env::var_os(LIFELINE_ENV).is_none_or(|v| v != "stdin") {
+        return;
+    }
+    std::thread::spawn(|| {
+        let mut sink = [0u8; 64];
+        let mut stdin = std::io::stdin().lock();
+        while std::io::Read::read(&mut stdin, &mut sink).is_ok_and(|n| n > 0) {}
+        eprintln!("idemspec: the process that started this one is gone; exiting");
+        std::process::exit(1);
+    });
+}
+
+/// Whether a process with this id exists (Unix: signal 0 reaches it, or it exists under another
+/// user; elsewhere assumed running).
+pub fn is_running(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Some(pid) = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        else {
+            return false;
+        };
+        !matches!(
+            rustix::process::test_kill_process(pid),
+            Err(rustix::io::Errno::SRCH)
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}

@@ -33,6 +33,7 @@ pub fn leasebroker(args: impl Iterator<Item = OsString>) -> Result<ExitCode, Fai
     let args = leasebroker::cli::Args::parse_from(
         std::iter::once(OsString::from("idemspec __leasebroker")).chain(args),
     );
+    idemspec::process_group::exit_with_parent();
     runtime()?
         .block_on(leasebroker::cli::run(args))
         .context("leasebroker stopped")?;

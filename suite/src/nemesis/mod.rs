@@ -5,7 +5,9 @@
 //! The child runs `sh -c COMMAND` in a process group of its own, with stdin closed and stdout and
 //! stderr appended to a log file; it inherits no other descriptor of idemspec's (every descriptor
 //! idemspec opens is close-on-exec). Ready means the readiness URL answers (any status) or the
-//! readiness address accepts a connection.
+//! readiness address accepts a connection. A run refuses to start when something answers there
+//! before the command was started, and the group dies with idemspec, even by SIGKILL (a lifeline
+//! pipe its shell watches): a run never judges a process it did not start.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -15,7 +17,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use idemspec_scenarios::profile::{ProcessSpec, TargetProfile};
 use idemspec_scenarios::scenario::HookName;
-use tokio::process::Child;
+use tokio::process::{Child, ChildStdin};
 use tokio::sync::Mutex;
 
 use crate::hooks::{HookError, HookRunner, ProfileHooks};
@@ -47,6 +49,21 @@ pub enum NemesisError {
         #[source]
         source: std::io::Error,
     },
+    /// Something already answered where readiness is probed before the command was started:
+    /// an earlier run's orphan (one killed with SIGKILL before its lifeline existed), or another
+    /// service. idemspec judges only a process it started.
+    #[error(
+        "start `{command}`: {probe} already answers ({what}) before the command was started; \
+         stop what runs there (`ss -ltnp` names it) or give the target another address"
+    )]
+    AlreadyAnswering {
+        /// The command.
+        command: String,
+        /// The readiness URL or address.
+        probe: String,
+        /// What answered.
+        what: String,
+    },
     /// The process exited, or did not become ready in time.
     #[error("wait for `{command}` to be ready: {why}; its log `{}` ends with:\n{tail}", log.display())]
     NotReady {
@@ -68,8 +85,21 @@ pub struct TargetProcess {
     ready_url: Option<String>,
     ready_tcp: Option<String>,
     log: PathBuf,
-    child: Mutex<Option<Child>>,
+    /// The running shell (the process group's leader) and the write end of its lifeline: when
+    /// idemspec dies, even by SIGKILL, the pipe closes and the shell kills its whole group
+    /// ([`LIFELINE`]).
+    child: Mutex<Option<(Child, Option<ChildStdin>)>>,
 }
+
+/// The shell that runs a target's command: it moves its stdin (the lifeline pipe, whose only
+/// write end is idemspec's) to descriptor 3, runs the command with stdin closed, and keeps a
+/// watcher that reads the pipe until it closes, then kills the whole process group — so no target
+/// outlives idemspec, whatever killed it. The shell exits with the command's status.
+const LIFELINE: &str = "exec 3<&0 0</dev/null
+( while read -r _; do :; done <&3; kill -9 0 ) &
+sh -c \"$IDEMSPEC_TARGET_COMMAND\" 3<&- &
+wait $!
+";
 
 impl TargetProcess {
     /// Starts the target `profile.process` describes and waits until it is ready.
@@ -110,8 +140,35 @@ impl TargetProcess {
             log,
             child: Mutex::new(None),
         });
+        if let Some((probe, what)) = process.probe().await {
+            return Err(NemesisError::AlreadyAnswering {
+                command: process.spec.command.clone(),
+                probe,
+                what,
+            });
+        }
         process.spawn().await?;
         Ok(process)
+    }
+
+    /// Where readiness is probed and what answers there now, if anything does.
+    async fn probe(&self) -> Option<(String, String)> {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("a plain HTTP client without TLS always builds");
+        match (&self.ready_url, &self.ready_tcp) {
+            (Some(url), _) => match client.get(url).send().await {
+                Ok(response) => Some((url.clone(), format!("HTTP {}", response.status()))),
+                Err(_) => None,
+            },
+            (None, Some(addr)) => match tokio::net::TcpStream::connect(addr).await {
+                Ok(_) => Some((addr.clone(), "it accepts TCP connections".into())),
+                Err(_) => None,
+            },
+            (None, None) => None,
+        }
     }
 
     /// The log file the target's output goes to.
@@ -121,7 +178,7 @@ impl TargetProcess {
 
     /// The process id of the running target (its process group's id), if it runs.
     pub async fn pid(&self) -> Option<u32> {
-        self.child.lock().await.as_ref().and_then(Child::id)
+        self.child.lock().await.as_ref().and_then(|(c, _)| c.id())
     }
 
     async fn spawn(&self) -> Result<(), NemesisError> {
@@ -144,9 +201,10 @@ impl TargetProcess {
         let mut command = tokio::process::Command::new("sh");
         command
             .arg("-c")
-            .arg(&self.spec.command)
+            .arg(LIFELINE)
             .envs(&self.spec.env)
-            .stdin(Stdio::null())
+            .env("IDEMSPEC_TARGET_COMMAND", &self.spec.command)
+            .stdin(Stdio::piped())
             .stdout(stdio()?)
             .stderr(stdio()?)
             .kill_on_drop(true);
@@ -154,12 +212,32 @@ impl TargetProcess {
             command.current_dir(cwd);
         }
         in_own_group(&mut command);
-        let child = command.spawn().map_err(|source| NemesisError::Spawn {
+        let mut child = command.spawn().map_err(|source| NemesisError::Spawn {
             command: self.spec.command.clone(),
             source,
         })?;
-        *self.child.lock().await = Some(child);
-        self.wait_ready().await
+        let lifeline = child.stdin.take();
+        *self.child.lock().await = Some((child, lifeline));
+        self.wait_ready().await?;
+        // Ready, but is it ours? A command that failed to start (its address in use) while
+        // something else answers there has exited by now, or does within a moment.
+        tokio::time::sleep(READY_POLL).await;
+        if let Some(status) = self.exited().await {
+            return Err(self.not_ready(format!(
+                "it exited with {status} although the readiness probe answered: something else \
+                 answers there"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The shell's exit status, if it has exited.
+    async fn exited(&self) -> Option<std::process::ExitStatus> {
+        self.child
+            .lock()
+            .await
+            .as_mut()
+            .and_then(|(c, _)| c.try_wait().ok().flatten())
     }
 
     /// Polls readiness until it holds, the process exits, or the timeout passes.
@@ -172,13 +250,7 @@ impl TargetProcess {
             .build()
             .expect("a plain HTTP client without TLS always builds");
         loop {
-            if let Some(status) = self
-                .child
-                .lock()
-                .await
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
+            if let Some(status) = self.exited().await {
                 return Err(self.not_ready(format!("it exited with {status}")));
             }
             let ready = match (&self.ready_url, &self.ready_tcp) {
@@ -218,7 +290,7 @@ impl TargetProcess {
 
     /// Kills the target's whole process group with SIGKILL and reaps its shell.
     pub async fn kill(&self) {
-        if let Some(mut child) = self.child.lock().await.take() {
+        if let Some((mut child, _lifeline)) = self.child.lock().await.take() {
             kill_group(child.id());
             let _ = child.wait().await;
         }
@@ -238,7 +310,7 @@ impl Drop for TargetProcess {
     /// Kills the target's process group (`kill_on_drop` alone would kill only its shell).
     fn drop(&mut self) {
         if let Ok(mut child) = self.child.try_lock() {
-            if let Some(child) = child.as_mut() {
+            if let Some((child, _)) = child.as_mut() {
                 kill_group(child.id());
             }
         }

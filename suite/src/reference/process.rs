@@ -10,10 +10,11 @@ use idemspec_scenarios::catalogue;
 use idemspec_scenarios::profile::TargetProfile;
 use idemspec_scenarios::LoadError;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::Mutex;
 
 use super::{ReferenceError, ReferenceHooks, ReferenceOptions};
+use crate::process_group::LIFELINE_ENV;
 
 /// How long the child may take to print its listening lines.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -22,6 +23,36 @@ const TOKENS: [(&str, &str); 2] = [
     ("idemspec-alice-token", "alice"),
     ("idemspec-bob-token", "bob"),
 ];
+
+/// The temporary directories' prefix, in the system's temporary directory.
+const DIR_PREFIX: &str = "idemspec-reference-";
+/// The file in each that names the idemspec process that made it.
+const OWNER_FILE: &str = "owner.pid";
+
+/// Removes the temporary directories of reference servers whose idemspec is gone (killed with
+/// SIGKILL, which leaves no chance to remove them): each names its owner in [`OWNER_FILE`]; one
+/// without that file, or whose owner still runs, is left alone.
+fn remove_orphaned_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let ours = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(DIR_PREFIX));
+        if !ours {
+            continue;
+        }
+        let owner = std::fs::read_to_string(path.join(OWNER_FILE))
+            .ok()
+            .and_then(|pid| pid.trim().parse::<u32>().ok());
+        if owner.is_some_and(|pid| !crate::process_group::is_running(pid)) {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
 
 /// A running reference server.
 pub struct ReferenceServer {
@@ -32,7 +63,8 @@ pub struct ReferenceServer {
     show_log: bool,
     /// Holds the SQLite file, the tokens file and the child's log; removed on drop.
     dir: tempfile::TempDir,
-    child: Mutex<Option<Child>>,
+    /// The child, and the write end of its lifeline ([`LIFELINE_ENV`]).
+    child: Mutex<Option<(Child, ChildStdin)>>,
     addrs: std::sync::Mutex<(String, String)>,
 }
 
@@ -44,9 +76,12 @@ impl ReferenceServer {
     /// [`ReferenceError`] when files cannot be written, the child cannot be spawned, or it does not
     /// print its listening lines within 30 s.
     pub async fn start(opts: &ReferenceOptions) -> Result<Arc<Self>, ReferenceError> {
+        remove_orphaned_dirs();
         let dir = tempfile::Builder::new()
-            .prefix("idemspec-reference-")
+            .prefix(DIR_PREFIX)
             .tempdir()
+            .map_err(ReferenceError::Files)?;
+        std::fs::write(dir.path().join(OWNER_FILE), std::process::id().to_string())
             .map_err(ReferenceError::Files)?;
         let tokens = dir.path().join("tokens.yaml");
         let text: String = std::iter::once("tokens:\n".to_owned())
@@ -102,7 +137,8 @@ impl ReferenceServer {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
             .args(["--listen", &listen, "--admin-listen", &admin])
-            .stdin(Stdio::null())
+            .env(LIFELINE_ENV, "stdin")
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(self.log_sink())
             .kill_on_drop(true);
@@ -111,6 +147,7 @@ impl ReferenceServer {
             source,
         })?;
         let stdout = child.stdout.take().expect("stdout is piped");
+        let lifeline = child.stdin.take().expect("stdin is piped");
         let mut lines = BufReader::new(stdout).lines();
         let read = async {
             let (mut api, mut adm) = (None, None);
@@ -142,7 +179,7 @@ impl ReferenceServer {
         // Keep draining stdout so the child never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         *self.addrs.lock().expect("address lock is never poisoned") = (api, adm);
-        *self.child.lock().await = Some(child);
+        *self.child.lock().await = Some((child, lifeline));
         Ok(())
     }
 
@@ -227,7 +264,7 @@ impl ReferenceServer {
 
     /// Kills the child if it still runs (SIGKILL) and reaps it.
     pub async fn kill(&self) {
-        if let Some(mut child) = self.child.lock().await.take() {
+        if let Some((mut child, _lifeline)) = self.child.lock().await.take() {
             let _ = child.start_kill();
             let _ = child.wait().await;
         }
@@ -239,7 +276,7 @@ impl ReferenceServer {
     /// # Errors
     /// [`ReferenceError`] when the new child does not come up.
     pub async fn restart(&self, grace: Duration) -> Result<(), ReferenceError> {
-        if let Some(mut child) = self.child.lock().await.take() {
+        if let Some((mut child, _lifeline)) = self.child.lock().await.take() {
             if tokio::time::timeout(grace, child.wait()).await.is_err() {
                 let _ = child.start_kill();
                 let _ = child.wait().await;
