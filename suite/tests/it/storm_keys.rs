@@ -69,3 +69,133 @@ async fn clients_sharing_a_key_catch_check_then_act() {
         o.summary
     );
 }
+
+const TWENTY: &str = r#"version: 1
+id: storm-twenty
+title: 20 clients on 20 keys through dropped responses
+level: MUST
+reference: "article: retries with backoff and jitter, keeping the key"
+procedure: retry-storm
+parameters: {clients: 20, attempts: 20, seed: 5, within: 30s}
+faults:
+  - {name: drop, match: {probability: 0.3, seed: 21}, fault: {drop_response: {}}}
+"#;
+
+/// A storm against a server that ignores the key fails with one line that leads with the totals
+/// and names at most three keys, in the summary, the terminal's "rule broken" line and the JUnit
+/// message alike (a 100-key storm used to print a 34,000-character paragraph per report); every
+/// confirmation's disagreement names the id it got, not its status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_storm_leads_with_its_totals_and_names_a_bounded_number_of_keys() {
+    let mut opts = RunOptions::new(Target::Reference(reference(&["no-idempotency"], None)));
+    opts.builtin = false;
+    opts.scenarios = vec![Scenario::load("twenty.yaml", TWENTY).expect("the storm loads")];
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("event drain ends");
+    let o = outcome(&report, "storm-twenty");
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    let totals = o.summary.find("resources exist for 20 accepted keys");
+    let exactly = o.summary.find("expected exactly 20");
+    let keys = o.summary.find("keys did not keep one id");
+    assert!(
+        totals.is_some_and(|t| t < 4) && keys.is_some() && exactly < keys,
+        "the totals lead, then the keys: {}",
+        o.summary
+    );
+    assert!(
+        o.summary.contains("more (the evidence has every exchange)"),
+        "{}",
+        o.summary
+    );
+    assert!(
+        o.summary.matches("during the storm but").count() <= 3,
+        "{}",
+        o.summary
+    );
+    assert!(
+        o.summary.len() < 1500,
+        "{} characters: {}",
+        o.summary.len(),
+        o.summary
+    );
+    assert!(
+        !o.summary.contains("but 201 afterwards") && !o.summary.contains("but 200 afterwards"),
+        "a confirmation is named by its id: {}",
+        o.summary
+    );
+    let junit = idemspec::report::junit::render(&report).expect("JUnit renders");
+    let message = junit
+        .split("message=\"")
+        .nth(1)
+        .and_then(|m| m.split('"').next())
+        .expect("a failure message");
+    assert!(
+        message.contains("resources exist for 20 accepted keys"),
+        "{message}"
+    );
+    assert!(message.len() < 2000, "{message}");
+    let terminal = idemspec::report::terminal::render(
+        &report,
+        idemspec::report::TerminalOptions {
+            palette: idemspec::report::Palette::PLAIN,
+            policy: idemspec::model::ExitPolicy::default(),
+        },
+    );
+    let broken = terminal
+        .lines()
+        .find(|l| l.contains("rule broken"))
+        .expect("a rule-broken line");
+    assert!(
+        broken.contains("resources exist for 20 accepted keys"),
+        "{broken}"
+    );
+    assert!(broken.len() < 2000, "{broken}");
+}
+
+const REFUSED_AFTER_IT_RAN: &str = r#"version: 1
+id: storm-refused-after-it-ran
+title: A client refused for good after its key's create ran upstream
+level: MUST
+reference: "article: retries with backoff and jitter, keeping the key"
+procedure: retry-storm
+parameters: {clients: 4, attempts: 10, seed: 1, within: 20s}
+faults:
+  # storm-0's first create runs upstream, its 201 is dropped; its retry is refused for good.
+  - name: lose-first
+    match: {header: {name: x-idemspec-step, equals: storm-0}}
+    fault: {drop_response: {}}
+    times: 1
+  - name: refuse-retry
+    match: {header: {name: x-idemspec-step, equals: storm-0}}
+    fault: {respond: {status: 422, body: "refused"}}
+    times: 1
+"#;
+
+/// A key whose create the proxy saw succeed upstream counts as accepted, whatever its client
+/// heard afterwards (a refusal for good): 4 resources for 4 keys is right, not "4 resources
+/// for 3 accepted keys".
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_whose_create_ran_upstream_counts_as_accepted_though_its_client_was_refused() {
+    let mut opts = RunOptions::new(Target::Reference(reference(&[], None)));
+    opts.builtin = false;
+    opts.scenarios = vec![Scenario::load("refused.yaml", REFUSED_AFTER_IT_RAN).expect("loads")];
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("event drain ends");
+    let o = outcome(&report, "storm-refused-after-it-ran");
+    assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
+    assert!(
+        o.summary.contains("4 resources for 4 accepted keys"),
+        "{}",
+        o.summary
+    );
+    assert!(
+        o.summary
+            .contains("the proxy saw 1 of their keys' creates succeed upstream"),
+        "{}",
+        o.summary
+    );
+}

@@ -199,7 +199,7 @@ impl Rule for LockReleased {
                 secs(ttl)
             )),
             (None, None) => Broken(format!(
-                "the key was still locked {} after the abandoned request ({} retries, last: {}); the contract declares no in-flight TTL, so a crashed request may lock its key until the record expires. The article recommends an in-flight TTL of minutes, separate from the retention window (measured up to --lockout-bound {})",
+                "the key was still locked {} after the abandoned request ({} retries, last: {}); the contract declares no in-flight TTL, so a crashed request may lock its key until the record expires. The article recommends an in-flight TTL of minutes, separate from the retention window (judged against --lockout-bound {}; the retries go on past it, to the retry step's `within`, so that a lock that ends soon after the bound is told from one that does not end)",
                 secs(retries.exchanges.last().map_or(limit, |e| e.started.saturating_duration_since(from))),
                 retries.exchanges.len(),
                 retries.exchanges.last().map(|e| e.describe()).unwrap_or_default(),

@@ -197,6 +197,15 @@ impl CheckRun {
         observe::count_created(self.env(), principal, self.marker(), &seen).await
     }
 
+    /// The proxy's events so far (empty without faults): what the target did with each proxied
+    /// request, for a procedure that judges before the steps are finished.
+    pub(crate) fn proxy_events(&self) -> Vec<ProxyEvent> {
+        self.proxy
+            .as_ref()
+            .map(FaultProxy::events)
+            .unwrap_or_default()
+    }
+
     /// Every exchange sent so far, in send order, each proxied one paired with the proxy's event;
     /// and the proxy's events.
     fn paired(&self) -> (Vec<Exchange>, Vec<ProxyEvent>) {

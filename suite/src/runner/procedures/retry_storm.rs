@@ -178,9 +178,47 @@ impl KeyRun<'_> {
         ids
     }
 
-    /// Refused for good: no client of the key got a 2xx, and one got a permanent 4xx.
-    fn refused(&self, contract: &Contract) -> bool {
-        self.ids().is_empty() && self.clients.iter().any(|r| r.refusal(contract).is_some())
+    /// Refused for good: no client of the key got a 2xx, one got a permanent 4xx, and the proxy
+    /// saw no create with the key succeed upstream (one that did was accepted, whatever its client
+    /// heard afterwards: its resource exists).
+    fn refused(&self, contract: &Contract, ran_upstream: &[&str]) -> bool {
+        self.ids().is_empty()
+            && self.clients.iter().any(|r| r.refusal(contract).is_some())
+            && !self
+                .clients
+                .first()
+                .is_some_and(|r| ran_upstream.contains(&r.key.as_str()))
+    }
+}
+
+/// The keys of the creates the proxy saw succeed upstream (a 2xx from the target), each once.
+fn ran_upstream(run: &CheckRun) -> Vec<String> {
+    let mut keys: Vec<String> = run
+        .proxy_events()
+        .into_iter()
+        .filter(|e| e.upstream_status.is_some_and(|s| (200..300).contains(&s)))
+        .filter_map(|e| e.idempotency_key)
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// At most this many of a storm's broken keys are named in its sentence; the evidence has every
+/// exchange.
+const NAMED_KEYS: usize = 3;
+
+/// `items` as one sentence that leads with their count: the first [`NAMED_KEYS`], then how many
+/// more (a 100-key storm is one line, not a paragraph per key).
+fn bounded(what: &str, items: &[String]) -> String {
+    match items.len() {
+        0 => String::new(),
+        n if n <= NAMED_KEYS => format!("{n} {what}: {}", items.join("; ")),
+        n => format!(
+            "{n} {what}, among them: {}; and {} more (the evidence has every exchange)",
+            items[..NAMED_KEYS].join("; "),
+            n - NAMED_KEYS
+        ),
     }
 }
 
@@ -205,7 +243,17 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
         .iter()
         .filter(|r| r.refusal(contract).is_some())
         .collect();
-    let refused_keys = by_key.iter().filter(|k| k.refused(contract)).count() as u64;
+    let upstream = ran_upstream(run);
+    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    let refused_keys = by_key
+        .iter()
+        .filter(|k| k.refused(contract, &upstream))
+        .count() as u64;
+    let refused_but_ran = by_key
+        .iter()
+        .filter(|k| k.ids().is_empty() && k.clients.iter().any(|r| r.refusal(contract).is_some()))
+        .count() as u64
+        - refused_keys;
     if !refused.is_empty() {
         let mut seen: Vec<String> = Vec::new();
         for r in &refused {
@@ -217,8 +265,16 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
                 seen.push(d);
             }
         }
+        let ran = if refused_but_ran == 0 {
+            "so their keys count for no resource".to_owned()
+        } else {
+            format!(
+                "but the proxy saw {refused_but_ran} of their keys' creates succeed upstream, so \
+                 those keys count as accepted"
+            )
+        };
         let finding = Finding::Held(format!(
-            "{} of {clients} clients were refused for good ({}), so their keys count for no resource",
+            "{} of {clients} clients were refused for good ({}), {ran}",
             refused.len(),
             seen.join(", ")
         ));
@@ -266,14 +322,15 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
         let confirmed = run.env().created_id(confirm);
         if confirmed != r.id && !reported_keys.contains(&r.key_index) {
             reported_keys.push(r.key_index);
+            let afterwards = match (&confirmed, r.confirm.as_ref()) {
+                (Some(other), _) => other.clone(),
+                (None, Some(c)) => format!("{} without an id", c.describe()),
+                (None, None) => "nothing".to_owned(),
+            };
             inconsistent.push(format!(
-                "key {} got {} during the storm but {} afterwards",
+                "key {} got {} during the storm but {afterwards} afterwards",
                 r.key,
                 r.id.as_deref().unwrap_or("?"),
-                r.confirm
-                    .as_ref()
-                    .map(Exchange::describe)
-                    .unwrap_or_default()
             ));
             inconsistent_steps.push(r.step.clone());
         }
@@ -360,32 +417,38 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
         ));
         return judgements;
     }
-    let finding = if inconsistent.is_empty() && keys == clients {
+    let consistency = if inconsistent.is_empty() && keys == clients {
         Finding::Held(format!("{finished} clients each kept one id for their key"))
     } else if inconsistent.is_empty() {
         Finding::Held(format!(
             "{finished} clients on {finished_keys} keys kept one id per key"
         ))
     } else {
-        Finding::Broken(inconsistent.join("; "))
+        Finding::Broken(bounded("keys did not keep one id", &inconsistent))
     };
-    judgements.push(Judgement::new(scenario, finding).on_steps(inconsistent_steps));
     // Every key that was not refused must end as one resource (an unanswered one may still be
-    // running, which only makes too few undecidable).
+    // running, which only makes too few undecidable). The totals lead the sentence: they are what
+    // a reader needs first.
     let expected = u64::from(keys) - refused_keys;
+    let confirmations = runs.iter().filter(|r| r.confirm.is_some()).count();
+    let requests = format!(
+        "{sent} storm requests ({lost} without a response) and {confirmations} confirmations \
+         asked directly afterwards"
+    );
     let finding = match run.count(None).await {
         Err(e) => Finding::Undecided(format!("could not count resources: {e}")),
         Ok(n) if n == expected => Finding::Held(format!(
-            "{n} resources for {expected} accepted keys after {sent} requests ({lost} without a response)"
+            "{n} resources for {expected} accepted keys after {requests}"
         )),
         Ok(n) if n < expected && !unfinished.is_empty() => Finding::Undecided(format!(
-            "{n} resources exist for {expected} accepted keys after {sent} requests, fewer than expected, but {} clients never got an answer, so their work may still be running",
+            "{n} resources exist for {expected} accepted keys after {requests}, fewer than expected, but {} clients never got an answer, so their work may still be running",
             unfinished.len()
         )),
         Ok(n) => Finding::Broken(format!(
-            "{n} resources exist for {expected} accepted keys after {sent} requests ({lost} without a response); expected exactly {expected}"
+            "{n} resources exist for {expected} accepted keys after {requests}; expected exactly {expected}"
         )),
     };
     judgements.push(Judgement::new(scenario, finding));
+    judgements.push(Judgement::new(scenario, consistency).on_steps(inconsistent_steps));
     judgements
 }
