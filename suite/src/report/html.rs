@@ -30,15 +30,21 @@ pub fn render(report: &RunReport, policy: ExitPolicy) -> String {
         ExitCode::NothingJudged => ("judged nothing", "unknown"),
         _ => ("FAILED", "fail"),
     };
+    // A failed run opens on what did not pass: the passing checks are one click away.
+    let (body, checked) = if result.1 == "fail" {
+        (" class=\"only-open\"", " checked")
+    } else {
+        ("", "")
+    };
     let mut out = String::with_capacity(64 * 1024);
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>idemspec: {target} {result}</title><style>{STYLE}</style></head><body>\n\
+         <title>idemspec: {target} {result}</title><style>{STYLE}</style></head><body{body}>\n\
          <header><h1>idemspec: <code>{target}</code> <span class=\"result {class}\">{result}</span></h1>\
          <p>Contract assumed: <code>{contract}</code>. {n} in {time}, started {started}: {counts}.</p>\
-         <label><input type=\"checkbox\" id=\"only-open\"> show only checks that did not pass</label>\
+         <label><input type=\"checkbox\" id=\"only-open\"{checked}> show only checks that did not pass</label>\
          </header>\n",
         target = esc(&report.target),
         result = result.0,
@@ -356,7 +362,7 @@ section.check{border:1px solid #d0d7de;border-left:6px solid #6e7781;border-radi
 section.check.pass{border-left-color:#1a7f37}section.check.fail{border-left-color:#cf222e}section.check.warn{border-left-color:#bf8700}section.check.info{border-left-color:#0969da}section.check.unknown{border-left-color:#8250df}\
 .summary{margin:4px 0}.source{margin:0;color:#57606a;font-size:12px}.notes{margin:4px 0;color:#57606a}pre{white-space:pre-wrap;background:#f6f8fa;padding:8px;border-radius:4px;font-size:12px}\
 svg.timeline{display:block;margin:8px 0;background:#fbfcfd;border:1px solid #eaeef2}svg .label,svg .tick{font:11px ui-monospace,Menlo,monospace;fill:#57606a}\
-svg .axis{stroke:#8c959f;stroke-width:1}.success{fill:#2da44e}.replay{fill:#54aeff}.in-flight{fill:#d4a72c}.mismatch{fill:#fb8f44}.conflict{fill:#e3b341}\
+svg .axis{stroke:#8c959f;stroke-width:1}.success{fill:#2da44e}.replay{fill:#54aeff}.in-flight{fill:#d4a72c}.mismatch{fill:#fb8f44}.conflict{fill:#8a5a00}\
 .client-error{fill:#a475f9}.server-error{fill:#cf222e}.no-response{fill:#8c959f}.faulted{stroke:#1b1f24;stroke-width:1.5;stroke-dasharray:3 2}.fault-mark{fill:#1b1f24}\
 .legend span{white-space:nowrap;margin-right:10px}.legend svg{vertical-align:middle}.aggregate{color:#57606a;margin:6px 0 0}\
 body.only-open section.check.pass,body.only-open section.check.skip,body.only-open tr.row.pass,body.only-open tr.row.skip{display:none}";

@@ -118,6 +118,10 @@ async fn a_flawed_reference_run_renders_every_check_with_its_timeline() {
         return;
     };
     assert!(dom.contains("FAILED"));
+    assert!(
+        dom.contains("<body class=\"only-open\"") && dom.contains("id=\"only-open\" checked"),
+        "a failed run opens on the checks that did not pass"
+    );
     let failing = &dom[dom
         .find("id=\"check-fingerprint-mismatch\"")
         .expect("section")..];
@@ -153,6 +157,10 @@ async fn a_1000_client_storm_renders_as_counts_not_thousands_of_bars() {
         return;
     };
     assert!(dom.contains("<svg class=\"timeline aggregated\""));
+    assert!(
+        !dom.contains("<body class=\"only-open\""),
+        "a passing run shows every check"
+    );
     let bars = dom.matches("<rect").count();
     assert!(
         bars < 1000,
