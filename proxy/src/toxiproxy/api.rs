@@ -121,12 +121,48 @@ fn spec(body: &Map<String, Value>, which: &str) -> Result<Spec, ApiError> {
             )))
         }
     };
+    let name = name.ok_or_else(|| missing("name"))?;
+    check_name(&name)?;
+    let upstream = upstream.ok_or_else(|| missing("upstream"))?;
+    check_upstream(&upstream)?;
     Ok(Spec {
-        name: name.ok_or_else(|| missing("name"))?,
-        upstream: upstream.ok_or_else(|| missing("upstream"))?,
+        name,
+        upstream,
         listen: field(body, "listen")?.unwrap_or_default(),
         enabled,
     })
+}
+
+/// A proxy's name is a path segment of the API (`/proxies/{name}`): a name with `/`, a control
+/// character (NUL included) or nothing but dots could never be addressed, so it is refused.
+fn check_name(name: &str) -> Result<(), ApiError> {
+    if name.contains('/') || name.chars().any(char::is_control) || name.chars().all(|c| c == '.') {
+        return Err(ApiError::bad_request(format!(
+            "bad request body: name {name:?} cannot name a proxy: it is a path segment of this \
+             API, so no `/`, no control characters, and not only dots"
+        )));
+    }
+    Ok(())
+}
+
+/// An upstream is `host:port`, port 1 to 65535 (`[v6]:port` for an IPv6 address); the host is
+/// resolved only when a connection comes, as Toxiproxy does.
+pub(crate) fn check_upstream(upstream: &str) -> Result<(), ApiError> {
+    let bad = |why: &str| {
+        Err(ApiError::bad_request(format!(
+            "bad request body: upstream {upstream:?} {why}; expected host:port"
+        )))
+    };
+    let Some((host, port)) = upstream.rsplit_once(':') else {
+        return bad("has no port");
+    };
+    if host.is_empty() || host.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return bad("has no host");
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(()),
+        _ => bad("has no port from 1 to 65535"),
+    }
 }
 
 fn reply(result: Result<Value, ApiError>) -> Response {

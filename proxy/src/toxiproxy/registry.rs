@@ -75,6 +75,16 @@ impl Entry {
             return Ok(());
         }
         let listener = bind(&self.listen).await?;
+        self.run_on(listener, name, host)
+    }
+
+    /// Starts relaying on `listener` (already bound) as proxy `name` of `host`.
+    fn run_on(
+        &mut self,
+        listener: TcpListener,
+        name: &str,
+        host: &Arc<Shared>,
+    ) -> Result<(), ApiError> {
         self.listen = listener
             .local_addr()
             .map_err(|e| ApiError::bad_request(format!("listen {}: {e}", self.listen)))?
@@ -320,16 +330,27 @@ impl Registry {
                 )))
             }
         };
-        let differs = upstream != entry.upstream || !same_listen(&listen, &entry.listen).await;
-        if differs || !enabled {
+        crate::toxiproxy::api::check_upstream(&upstream)?;
+        // A refused update changes nothing: a new address is bound before the old one is let go,
+        // so "address in use" leaves the proxy running where it was.
+        let moves = !same_listen(&listen, &entry.listen).await;
+        let rebinds = upstream != entry.upstream && !moves;
+        let bound = if moves && enabled {
+            Some(bind(&listen).await?)
+        } else {
+            None
+        };
+        if moves || rebinds || !enabled {
             entry.stop().await;
         }
-        if differs {
+        if moves || rebinds {
             entry.listen = listen;
             entry.upstream = upstream;
         }
-        if enabled {
-            entry.start(name, &self.host).await?;
+        match bound {
+            Some(listener) => entry.run_on(listener, name, &self.host)?,
+            None if enabled => entry.start(name, &self.host).await?,
+            None => {}
         }
         Ok(entry.to_json(name))
     }
@@ -342,14 +363,26 @@ impl Registry {
         Ok(())
     }
 
-    /// `POST /reset`: every proxy enabled, every toxic removed.
+    /// `POST /reset`: every toxic removed and every proxy enabled. A proxy that cannot listen
+    /// (its address taken meanwhile) does not stop the others': each is tried, and the error
+    /// names every one that stays disabled.
     pub(crate) async fn reset(&self) -> Result<(), ApiError> {
         let mut proxies = self.proxies.lock().await;
+        let mut failed = Vec::new();
         for (name, entry) in proxies.iter_mut() {
-            entry.start(name, &self.host).await?;
             entry.toxics.send_replace(Arc::new(Vec::new()));
+            if let Err(e) = entry.start(name, &self.host).await {
+                failed.push(format!("{name}: {}", e.message));
+            }
         }
-        Ok(())
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::conflict(format!(
+                "every toxic was removed, but these proxies stay disabled: {}",
+                failed.join("; ")
+            )))
+        }
     }
 
     /// Stops every proxy (the server is shutting down).

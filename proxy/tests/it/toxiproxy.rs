@@ -793,3 +793,109 @@ async fn a_request_head_slower_than_toxiproxys_read_timeout_gets_408() {
     assert!(text.starts_with("HTTP/1.1 408 "), "{text}");
     assert!(text.contains("application/problem+json"), "{text}");
 }
+
+/// An error response changes nothing: a PATCH to an address in use leaves the proxy running where
+/// it was, relaying, with its toxics; `/reset` with one proxy that cannot listen still resets
+/// every other proxy's toxics and starts them, and names the one that stays disabled.
+#[tokio::test]
+async fn a_refused_update_changes_nothing_and_reset_does_not_stop_half_way() {
+    let api = Api::start().await;
+    let a = api.proxy("a").await;
+    let b = api.proxy("b").await;
+    api.toxic(
+        "a",
+        json!({"name": "slow", "type": "latency", "attributes": {"latency": 1}}),
+    )
+    .await;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_addr = taken.local_addr().unwrap().to_string();
+    let refused = api
+        .call("PATCH", "/proxies/a", Some(json!({"listen": taken_addr})))
+        .await;
+    assert_error(&refused, 409, "listen tcp");
+    let (_, shown) = api.call("GET", "/proxies/a", None).await;
+    assert_eq!(shown["listen"], a.to_string(), "{shown}");
+    assert_eq!(shown["enabled"], true, "{shown}");
+    assert_eq!(shown["toxics"].as_array().map(Vec::len), Some(1), "{shown}");
+    let (raw, _) = round_trip(a, b"still here").await;
+    assert_eq!(raw.bytes, b"still here");
+
+    // Disable `b`, take its address, and reset: `a` loses its toxic and runs; `b` is named.
+    let (status, _) = api
+        .call("POST", "/proxies/b", Some(json!({"enabled": false})))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let squatter = std::net::TcpListener::bind(b).unwrap();
+    api.toxic(
+        "a",
+        json!({"name": "slow2", "type": "latency", "attributes": {"latency": 1}}),
+    )
+    .await;
+    let reset = api.call("POST", "/reset", None).await;
+    assert_error(
+        &reset,
+        409,
+        "every toxic was removed, but these proxies stay disabled: b:",
+    );
+    let (_, shown) = api.call("GET", "/proxies/a", None).await;
+    assert_eq!(shown["toxics"], json!([]), "{shown}");
+    assert_eq!(shown["enabled"], true, "{shown}");
+    drop((squatter, taken));
+}
+
+/// Names and upstreams that could never work are refused when given, with what is wrong: a name
+/// is a path segment of the API (`/`, NUL and `..` cannot be addressed), an upstream is
+/// `host:port` with a port of 1 to 65535; an attribute out of range names the attribute.
+#[tokio::test]
+async fn unusable_names_upstreams_and_attributes_are_refused_by_name() {
+    let api = Api::start().await;
+    let echo = api.echo.to_string();
+    for name in ["../etc", "a/b", "nul\u{0}name", ".."] {
+        let got = api
+            .call(
+                "POST",
+                "/proxies",
+                Some(json!({"name": name, "listen": "127.0.0.1:0", "upstream": echo})),
+            )
+            .await;
+        assert_error(&got, 400, "bad request body: name");
+    }
+    for upstream in ["127.0.0.1:99999", "nohost", ":8080", "127.0.0.1:0"] {
+        let got = api
+            .call(
+                "POST",
+                "/proxies",
+                Some(json!({"name": "u", "listen": "127.0.0.1:0", "upstream": upstream})),
+            )
+            .await;
+        assert_error(&got, 400, "bad request body: upstream");
+    }
+    api.proxy("ok").await;
+    let got = api
+        .call(
+            "PATCH",
+            "/proxies/ok",
+            Some(json!({"upstream": "127.0.0.1:99999"})),
+        )
+        .await;
+    assert_error(&got, 400, "bad request body: upstream");
+    let got = api
+        .call(
+            "POST",
+            "/proxies/ok/toxics",
+            Some(json!({"name": "t", "type": "latency", "attributes": {"latency": 1e300}})),
+        )
+        .await;
+    assert_error(&got, 400, "bad request body: attributes.latency");
+    // One past u64::MAX, as a client would send it (serde_json's `json!` cannot write it).
+    let resp = api
+        .http
+        .post(api.url("/proxies/ok/toxics"))
+        .body(r#"{"name": "t", "type": "latency", "attributes": {"jitter": 18446744073709551616}}"#)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    let got = (status, resp.json::<Value>().await.unwrap());
+    assert_error(&got, 400, "bad request body: attributes.jitter");
+}

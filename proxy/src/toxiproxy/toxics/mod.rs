@@ -106,9 +106,17 @@ pub(crate) const TYPES: [&str; 7] = [
     "limit_data",
 ];
 
+/// The attributes as `T`; an error names the attribute (`attributes.latency: invalid value …`).
 fn decode<T: DeserializeOwned>(attrs: &Value) -> Result<T, AttrError> {
-    serde_json::from_value(attrs.clone())
-        .map_err(|e| AttrError(format!("bad request body: attributes: {e}")))
+    serde_path_to_error::deserialize(attrs.clone()).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            String::new()
+        } else {
+            format!(".{path}")
+        };
+        AttrError(format!("bad request body: attributes{at}: {}", e.inner()))
+    })
 }
 
 fn encode<T: Serialize>(attrs: &T) -> Value {
