@@ -168,3 +168,52 @@ async fn a_1000_client_storm_renders_as_counts_not_thousands_of_bars() {
         timeline.attempts
     );
 }
+
+/// A failed 100-client storm (a server that ignores the key): the page opens on it, and its
+/// section leads with the totals and names a bounded number of keys, where it once was a
+/// 34,000-character paragraph with the decisive sentence at its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_storm_opens_on_its_totals_not_a_paragraph_per_key() {
+    let storm = Scenario::load(
+        "storm-100.yaml",
+        r#"version: 1
+id: storm-100
+title: 100 clients, one key each, through dropped responses
+level: MUST
+reference: "article: retries with backoff and jitter, keeping the key"
+procedure: retry-storm
+parameters: {clients: 100, attempts: 20, seed: 7, within: 30s}
+faults:
+  - {name: drop, match: {probability: 0.3, seed: 11}, fault: {drop_response: {}}}
+"#,
+    )
+    .expect("the storm loads");
+    let mut opts = RunOptions::new(Target::Reference(reference(&["no-idempotency"], None)));
+    opts.builtin = false;
+    opts.scenarios = vec![storm];
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("drain ends");
+    let Some(dom) = check_page(&report).await else {
+        return;
+    };
+    assert!(
+        dom.contains("<body class=\"only-open\""),
+        "it opens on what failed"
+    );
+    let section = &dom[dom.find("id=\"check-storm-100\"").expect("its section")..];
+    let summary = &section[section.find("class=\"summary\"").expect("its summary")..];
+    let summary = &summary[..summary.find("</p>").expect("closed")];
+    assert!(
+        summary.contains("resources exist for 100 accepted keys")
+            && summary.find("resources exist") < summary.find("did not keep one id"),
+        "the totals lead: {summary}"
+    );
+    assert!(summary.contains("and 97 more"), "{summary}");
+    assert!(
+        summary.len() < 2000,
+        "{} characters: {summary}",
+        summary.len()
+    );
+}
