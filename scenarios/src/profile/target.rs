@@ -38,7 +38,15 @@ pub struct TargetProfile {
     /// it (the process nemesis), as `--reference` does for leasebroker.
     #[serde(default)]
     pub process: Option<ProcessSpec>,
+    /// Optional: how many checks the target can take at once, 1 to 64 (default: as many as
+    /// `idemspec run --jobs`, 8). `1` for an API that keeps state per session or per principal
+    /// that two checks side by side would disturb; `--jobs` cannot raise it.
+    #[serde(default)]
+    pub checks_at_once: Option<Spanned<u32>>,
 }
+
+/// The most checks a run drives at once (`--jobs`, `checks_at_once`).
+pub const MAX_CHECKS_AT_ONCE: u32 = 64;
 
 /// `process.env`: every value is its text; a YAML null is refused with what to write instead, not
 /// taken as the empty string, since after `${VAR}` expansion a value such as `#secret` or `null`
@@ -453,6 +461,18 @@ impl TargetProfile {
                 &self.base_urls.referenced,
                 "expected at least one base URL".into(),
             );
+        }
+        if let Some(n) = &self.checks_at_once {
+            if !(1..=MAX_CHECKS_AT_ONCE).contains(&n.value) {
+                at(
+                    &n.referenced,
+                    format!(
+                        "checks_at_once: {} is out of range; expected 1 to {MAX_CHECKS_AT_ONCE} \
+                         (1: one check at a time)",
+                        n.value
+                    ),
+                );
+            }
         }
         for url in &self.base_urls.value {
             if let Err(m) = super::check_url(url) {

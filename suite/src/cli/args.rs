@@ -171,6 +171,11 @@ pub struct RunArgs {
     /// a key still locked then is a WARN with the time measured (at most 1h).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = bounded_duration)]
     pub lockout_bound: std::time::Duration,
+    /// How many checks run at once (1: one at a time). A check that disturbs the others (a crash,
+    /// fail_next, the side-effect counters) runs alone regardless, and the profile's
+    /// `checks_at_once` caps it. Verdicts do not depend on it.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub jobs: u16,
 }
 
 /// `idemspec init`.

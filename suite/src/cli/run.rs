@@ -92,6 +92,7 @@ fn options(args: &RunArgs, verbose: bool) -> Result<RunOptions, Failure> {
     options.check_timeout = args.check_timeout;
     options.run_timeout = args.run_timeout;
     options.lockout_bound = args.lockout_bound;
+    options.parallelism = usize::from(args.jobs);
     Ok(options)
 }
 

@@ -95,6 +95,14 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         run_ends: started + opts.run_timeout,
     };
     let quiet = Quiet::default();
+    // The profile's `checks_at_once` is what the target can take; `--jobs` cannot raise it.
+    let jobs = env
+        .profile
+        .checks_at_once
+        .as_ref()
+        .map_or(usize::MAX, |n| n.value as usize)
+        .min(opts.parallelism)
+        .max(1);
     let mut checks: Vec<_> = selected
         .into_iter()
         .map(Arc::new)
@@ -133,7 +141,7 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
             let (env, events, quiet) = (env.clone(), events.clone(), quiet.clone());
             async move { run_one(env, events, &quiet, at, s, limits).await }
         })
-        .buffer_unordered(opts.parallelism.max(1))
+        .buffer_unordered(jobs)
         .collect()
         .await;
     outcomes.extend(rest);

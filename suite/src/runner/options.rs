@@ -33,7 +33,8 @@ pub struct RunOptions {
     pub only: Vec<String>,
     /// Skip these check ids.
     pub skip: Vec<String>,
-    /// How many checks may run at once (default 8). A check that disturbs the others (a crash
+    /// How many checks may run at once (default 8; `--jobs`), capped by the profile's
+    /// `checks_at_once`. A check that disturbs the others (a crash
     /// until the target is back; `fail_next`, side-effect counters or `exclusive: true`
     /// throughout) runs alone regardless.
     pub parallelism: usize,

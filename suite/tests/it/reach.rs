@@ -716,3 +716,68 @@ assert:
         replay.headers
     );
 }
+
+/// A profile's `checks_at_once: 1` runs one check at a time (no check starts before the one
+/// before it finished), and every verdict is the one the same catalogue gets side by side: how
+/// many checks run at once changes the time, never a verdict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_check_at_a_time_gives_the_verdicts_of_side_by_side() {
+    let api = alt_api::start().await;
+    let side_by_side = run_profile(profile(&api, str::to_owned), &[]).await;
+    let one_at_a_time = profile(&api, |t| {
+        t.replace("name: alt-api\n", "name: alt-api\nchecks_at_once: 1\n")
+    });
+    assert_eq!(
+        one_at_a_time.checks_at_once.as_ref().map(|n| n.value),
+        Some(1)
+    );
+    let mut opts = RunOptions::new(Target::Profile(Box::new(one_at_a_time)));
+    opts.parallelism = 8;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let events = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Some(event) = rx.recv().await {
+            seen.push(event);
+        }
+        seen
+    });
+    let serial = run(opts, tx).await.expect("the run starts");
+    let events = events.await.expect("events end");
+    let mut running = 0;
+    for event in &events {
+        match event {
+            idemspec::model::RunEvent::CheckStarted { id } => {
+                running += 1;
+                assert_eq!(running, 1, "`{id}` started beside another check");
+            }
+            idemspec::model::RunEvent::CheckFinished(_) => running -= 1,
+            _ => {}
+        }
+    }
+    let verdicts = |r: &RunReport| -> Vec<(String, Verdict)> {
+        r.checks.iter().map(|c| (c.id.clone(), c.verdict)).collect()
+    };
+    assert_eq!(
+        verdicts(&serial),
+        verdicts(&side_by_side),
+        "one at a time:\n{}\nside by side:\n{}",
+        table(&serial),
+        table(&side_by_side)
+    );
+}
+
+/// `checks_at_once` out of its range is a located load error.
+#[test]
+fn checks_at_once_out_of_range_is_located() {
+    let text = alt_api::PROFILE.replace("name: alt-api\n", "name: alt-api\nchecks_at_once: 0\n");
+    let err = TargetProfile::load("alt.yaml", &text, &|_| {
+        Some("http://127.0.0.1:1".to_owned())
+    })
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("checks_at_once: 0 is out of range; expected 1 to 64"),
+        "{err}"
+    );
+    assert_eq!(err.line, 5, "{err}");
+}
