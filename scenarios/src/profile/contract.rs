@@ -242,9 +242,26 @@ pub struct Contract {
     pub empty_key_is_missing: bool,
     /// The mutating operations the idempotency layer covers.
     pub covers: Vec<Covered>,
+    /// The fields the profile set over the preset (`replays_5xx`, `mismatch_status` …), so a
+    /// sentence names who set the rule it judges by ([`Contract::who_says`]).
+    pub overridden: Vec<&'static str>,
 }
 
 impl Contract {
+    /// Who sets the rule of `field`, for a verdict's sentence: `the article contract` where the
+    /// preset does, or `` the profile's `replays_5xx: true` (over the article preset) `` where the
+    /// profile overrode it with `shown` (the field's value as the profile wrote it).
+    pub fn who_says(&self, field: &str, shown: &str) -> String {
+        if self.overridden.contains(&field) {
+            format!(
+                "the profile's `{field}: {shown}` (over the {} preset)",
+                self.preset.name()
+            )
+        } else {
+            format!("the {} contract", self.preset.name())
+        }
+    }
+
     /// Whether the idempotency layer covers `op`.
     pub fn covers(&self, op: Covered) -> bool {
         self.covers.contains(&op)
@@ -299,6 +316,7 @@ impl ContractSpec {
             key_template: None,
             empty_key_is_missing: false,
             covers: vec![Covered::Create, Covered::Delete, Covered::Action],
+            overridden: Vec::new(),
         };
         let mut c = match self.preset {
             Preset::Article => article,
@@ -323,6 +341,25 @@ impl ContractSpec {
                 ..article
             },
         };
+        c.overridden = [
+            ("header", self.header.is_some()),
+            ("mismatch_status", self.mismatch_status.is_some()),
+            ("in_flight_status", self.in_flight_status.is_some()),
+            ("missing_key_status", self.missing_key_status.is_some()),
+            ("in_flight_ttl", self.in_flight_ttl.is_some()),
+            ("retention", self.retention.is_some()),
+            ("key_required", self.key_required.is_some()),
+            ("replays_5xx", self.replays_5xx.is_some()),
+            ("per_principal", self.per_principal.is_some()),
+            ("sf_string_keys", self.sf_string_keys.is_some()),
+            ("replayed_header", self.replayed_header.is_some()),
+            ("key_form", self.key_form.is_some()),
+            ("empty_key_is_missing", self.empty_key_is_missing.is_some()),
+            ("covers", self.covers.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(field, set)| set.then_some(field))
+        .collect();
         if let Some(v) = &self.header {
             c.header = v.clone();
         }

@@ -781,3 +781,41 @@ fn checks_at_once_out_of_range_is_located() {
     );
     assert_eq!(err.line, 5, "{err}");
 }
+
+/// A rule the profile overrode is named as the profile's, over its preset: the alt API replays a
+/// 500, which the article preset forbids and `replays_5xx: true` allows, and its mismatch is a
+/// 422, which the profile declares; the sentences say which field set the rule, not "as the
+/// article contract says" of what the article preset says the opposite of.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rule_the_profile_overrode_is_named_as_the_profiles() {
+    let api = alt_api::start().await;
+    let overridden = profile(&api, |t| {
+        t.replace(
+            "  preset: stripe-v1\n",
+            "  preset: article\n  replays_5xx: true\n  key_required: false\n",
+        )
+    });
+    let report = run_profile(overridden, &["failed-not-cached"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
+    assert!(
+        o.summary
+            .contains("as the profile's `replays_5xx: true` (over the article preset) says"),
+        "{}",
+        o.summary
+    );
+    // A mismatch status the API does not answer, declared by the profile: the FAIL names it.
+    let wrong = profile(&api, |t| {
+        t.replace("  mismatch_status: [422]\n", "  mismatch_status: [409]\n")
+    });
+    let report = run_profile(wrong, &["fingerprint-mismatch"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(
+        o.summary.contains(
+            "under the profile's `mismatch_status: [409]` (over the stripe-v1 preset), got 422"
+        ),
+        "{}",
+        o.summary
+    );
+}

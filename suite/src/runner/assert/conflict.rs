@@ -10,9 +10,19 @@ use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 impl Rule for Conflict {
     fn judge(&self, run: &CheckRun) -> Finding {
         let contract = run.contract();
-        let (pattern, what) = match self.kind {
-            ConflictKind::Mismatch => (StatusPattern::Mismatch, "a mismatch rejection"),
-            ConflictKind::InFlight => (StatusPattern::InFlight, "an in-flight conflict"),
+        let (pattern, what, field, statuses) = match self.kind {
+            ConflictKind::Mismatch => (
+                StatusPattern::Mismatch,
+                "a mismatch rejection",
+                "mismatch_status",
+                &contract.mismatch_status,
+            ),
+            ConflictKind::InFlight => (
+                StatusPattern::InFlight,
+                "an in-flight conflict",
+                "in_flight_status",
+                &contract.in_flight_status,
+            ),
         };
         let rs = match responses(run, &self.step) {
             Ok(rs) => rs,
@@ -24,10 +34,11 @@ impl Rule for Conflict {
             let types: Vec<String> = rs.iter().map(|e| e.describe()).collect();
             Held(format!("`{}` got {what}: {}", self.step, types.join(", ")))
         } else {
+            let shown: Vec<String> = statuses.iter().map(u16::to_string).collect();
             Broken(format!(
-                "`{}` expected {what} ({want}) under the {} contract, got {}",
+                "`{}` expected {what} ({want}) under {}, got {}",
                 self.step,
-                contract.preset.name(),
+                contract.who_says(field, &format!("[{}]", shown.join(", "))),
                 bad.join(", ")
             ))
         }

@@ -51,16 +51,16 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
     };
     let again = rs[0];
     let contract = run.contract();
-    let preset = contract.preset.name();
+    let who = contract.who_says("replays_5xx", &contract.replays_5xx.to_string());
     if contract.replays_5xx {
         if same_response(again, first) {
             Held(format!(
-                "the {} was replayed, as the {preset} contract says",
+                "the {} was replayed, as {who} says",
                 first.describe()
             ))
         } else {
             Broken(format!(
-                "the {preset} contract says a 5xx is replayed, but the retry got {}",
+                "{who} says a 5xx is replayed, but the retry got {}",
                 again.describe()
             ))
         }
@@ -71,7 +71,7 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
         ))
     } else if same_response(again, first) {
         Broken(format!(
-            "the {} was stored and replayed; the {preset} contract says a 5xx is re-run",
+            "the {} was stored and replayed; {who} says a 5xx is re-run",
             first.describe()
         ))
     } else {

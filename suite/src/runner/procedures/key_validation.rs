@@ -138,9 +138,9 @@ fn missing_finding(ex: &Exchange, contract: &Contract, what: &str) -> (Finding, 
             Finding::Held(format!("{what} got {}", ex.describe()))
         }
         Some(_) if contract.key_required => Finding::Broken(format!(
-            "{what} got {}; the {} contract requires the key ({:?})",
+            "{what} got {}; {} requires the key ({:?})",
             ex.describe(),
-            contract.preset.name(),
+            contract.who_says("key_required", "true"),
             contract.missing_key_status
         )),
         Some(s) if s >= 500 => Finding::Broken(format!("{what} got {}", ex.describe())),
