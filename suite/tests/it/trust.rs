@@ -238,3 +238,51 @@ async fn a_keyless_refusal_under_optional_keys_names_key_required() {
         o.summary
     );
 }
+
+/// A refused request was not handled: `not_replay_of` says a refusal got no replay, and only a
+/// success "was handled as its own operation" (once: "`action` was handled as its own operation"
+/// beside "`action` answered 422").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refusal_is_not_called_an_operation_of_its_own() {
+    let hostile = hostile::start(Behaviour::RequiresKey).await;
+    let report = against(
+        &hostile,
+        &[],
+        &[r#"version: 1
+id: refused-is-no-replay
+title: a refused request is no replay, and was not handled
+level: MUST
+reference: "article"
+steps:
+  - {name: create, op: create, key: K1}
+  - {name: keyless, op: create, key: none}
+  - {name: other, op: create, key: K2}
+assert:
+  - status: {step: create, in: [2xx]}
+    precondition: true
+  - not_replay_of: {step: keyless, as: create}
+  - not_replay_of: {step: other, as: create}
+"#],
+    )
+    .await;
+    let o = outcome(&report, "refused-is-no-replay");
+    assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
+    assert!(
+        o.summary
+            .contains("`keyless` did not get `create`'s response replayed (it answered 400"),
+        "{}",
+        o.summary
+    );
+    assert!(
+        !o.summary
+            .contains("`keyless` was handled as its own operation"),
+        "{}",
+        o.summary
+    );
+    assert!(
+        o.summary
+            .contains("`other` was handled as its own operation (201"),
+        "{}",
+        o.summary
+    );
+}

@@ -25,7 +25,21 @@ impl Rule for NotReplayOf<'_> {
                     original.describe(),
                     scope_at_issue(&replayed.evidence.request, &original.evidence.request)
                 )),
-                None => Held(format!("`{step}` was handled as its own operation")),
+                // Only a success was handled; a refusal is no replay, and nothing more.
+                None if rs.iter().all(|r| r.is_success()) => Held(format!(
+                    "`{step}` was handled as its own operation ({})",
+                    rs.iter()
+                        .map(|r| r.describe())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                None => Held(format!(
+                    "`{step}` did not get `{other}`'s response replayed (it answered {})",
+                    rs.iter()
+                        .map(|r| r.describe())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
             },
         }
     }
