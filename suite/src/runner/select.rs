@@ -78,14 +78,28 @@ pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<Strin
             Capability::PerPrincipalKeys => !env.contract.per_principal,
         };
         missing.then(|| {
+            // Where two causes could be missing, the one that is.
+            let deletes_keyed = ops
+                .delete
+                .as_ref()
+                .is_some_and(|d| d.key == idemspec_scenarios::profile::KeyUse::Send);
             match cap {
                 Capability::Get => "the profile has no `operations.get`",
                 Capability::Delete => "the profile has no `operations.delete`",
+                Capability::DeleteKey if ops.delete.is_none() => {
+                    "the profile has no `operations.delete`"
+                }
+                Capability::DeleteKey if !deletes_keyed => {
+                    "the profile's delete sends no idempotency key (`operations.delete.key`)"
+                }
                 Capability::DeleteKey => {
-                    "the profile's delete takes no idempotency key, or the contract does not cover DELETE (`contract.covers`)"
+                    "the contract does not cover DELETE (`contract.covers` lacks `delete`)"
+                }
+                Capability::ActionKey if ops.action.is_none() => {
+                    "the profile has no `operations.action`"
                 }
                 Capability::ActionKey => {
-                    "the profile has no `operations.action`, or the contract does not cover it (`contract.covers`)"
+                    "the contract does not cover the action (`contract.covers` lacks `action`)"
                 }
                 Capability::Action => "the profile has no `operations.action`",
                 Capability::ActionEffect => {

@@ -819,3 +819,37 @@ async fn a_rule_the_profile_overrode_is_named_as_the_profiles() {
         o.summary
     );
 }
+
+/// A SKIP names the one cause that holds: a delete that sends its key under a contract that does
+/// not cover DELETE is "the contract does not cover DELETE", and a delete that sends no key is
+/// that, never "no key, or not covered" for either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_skip_names_the_one_cause_that_holds() {
+    let api = alt_api::start().await;
+    let uncovered = profile(&api, |t| {
+        t.replace(
+            "covers: [create, delete, action]",
+            "covers: [create, action]",
+        )
+    });
+    let report = run_profile(uncovered, &["delete-doom-loop"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Skip, "{}", table(&report));
+    assert_eq!(
+        o.summary,
+        "the contract does not cover DELETE (`contract.covers` lacks `delete`)"
+    );
+    let keyless = profile(&api, |t| {
+        t.replace(
+            "delete: {path: \"/api/machines/{id}\"}",
+            "delete: {path: \"/api/machines/{id}\", key: never}",
+        )
+    });
+    let report = run_profile(keyless, &["delete-doom-loop"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Skip, "{}", table(&report));
+    assert_eq!(
+        o.summary,
+        "the profile's delete sends no idempotency key (`operations.delete.key`)"
+    );
+}
