@@ -286,3 +286,51 @@ assert:
         o.summary
     );
 }
+
+/// key-validation counts resources against the requests the contract lets create one: an empty
+/// key the contract counts as no key, where keys are required, is a refusal owed, not a resource
+/// owed (once: "4 resources exist …; only 2 valid request(s) should have created one", counting
+/// the empty key the same sentence called refused). Requests it refuses that were accepted anyway
+/// explain their resources, each reported once, not again as a count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn key_validation_counts_against_what_the_contract_lets_create() {
+    let api = hostile::start(Behaviour::AcceptsAnyKey).await;
+    let env = api.env();
+    let text = crate::support::alt_api::PROFILE.replace(
+        "  mismatch_status: [422]\n",
+        "  mismatch_status: [422]\n  key_required: true\n  empty_key_is_missing: true\n",
+    );
+    let profile = idemspec_scenarios::profile::TargetProfile::load("alt.yaml", &text, &|var| {
+        env.iter().find(|(k, _)| *k == var).map(|(_, v)| v.clone())
+    })
+    .expect("profile loads");
+    let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
+    opts.only = vec!["key-validation".into()];
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("drain ends");
+    let o = outcome(&report, "key-validation");
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(
+        o.summary
+            .contains("an empty key (no key, by the contract) got 201"),
+        "{}",
+        o.summary
+    );
+    assert!(
+        !o.summary.contains("resources exist after the key checks"),
+        "each accepted refusal is reported once, not again as a count: {}",
+        o.summary
+    );
+    let counted = o
+        .notes
+        .iter()
+        .find(|n| n.contains("resource(s):"))
+        .unwrap_or_else(|| panic!("the count is a note: {:?}", o.notes));
+    assert!(
+        counted.contains("1 from requests the contract accepts")
+            && counted.contains("an empty key (no key, by the contract)"),
+        "{counted}"
+    );
+}
