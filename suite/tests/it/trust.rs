@@ -334,3 +334,43 @@ async fn key_validation_counts_against_what_the_contract_lets_create() {
         "{counted}"
     );
 }
+
+/// A side-effect counter that grew by less than expected is a missing side effect, never called a
+/// leak (once: "side effects leaked: nodes grew by 0 … expected each to grow by exactly 1").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_counter_that_did_not_move_is_not_called_a_leak() {
+    let mut opts = RunOptions::new(Target::Reference(crate::support::reference::reference(
+        &[],
+        None,
+    )));
+    opts.builtin = false;
+    opts.scenarios = vec![Scenario::load(
+        "nothing.yaml",
+        r#"version: 1
+id: nothing-made
+title: a create refused for its key, judged as if it made one of each side effect
+level: MUST
+reference: "article"
+requires: [side_effects]
+steps:
+  - {name: refused, op: create, key: "raw:clé", via: direct}
+assert:
+  - side_effects: {equals: 1}
+"#,
+    )
+    .expect("loads")];
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let report = run(opts, tx).await.expect("the run starts");
+    drain.await.expect("drain ends");
+    let o = outcome(&report, "nothing-made");
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(
+        o.summary
+            .starts_with("fewer side effects than the check made: ")
+            && o.summary.contains("grew by 0"),
+        "{}",
+        o.summary
+    );
+    assert!(!o.summary.contains("leaked"), "{}", o.summary);
+}

@@ -37,23 +37,38 @@ impl Rule for SideEffects {
             Ok(a) => a,
             Err(e) => return Undecided(e),
         };
-        let mut broken = Vec::new();
-        let mut seen = Vec::new();
+        // More than expected is a leak; fewer is a side effect missing (or undone), which is
+        // no leak and is not called one.
+        let (mut leaked, mut missing, mut seen) = (Vec::new(), Vec::new(), Vec::new());
         for (name, b) in before {
             let a = after.get(name).copied().unwrap_or(*b);
-            seen.push(format!("{name} +{}", a - b));
-            if a - b != self.equals {
-                broken.push(format!("{name} grew by {} (from {b} to {a})", a - b));
+            let grew = a - b;
+            seen.push(format!("{name} +{grew}"));
+            let line = format!("{name} grew by {grew} (from {b} to {a})");
+            if grew > self.equals {
+                leaked.push(line);
+            } else if grew < self.equals {
+                missing.push(line);
             }
         }
-        if broken.is_empty() {
-            Held(format!("side effects: {}", seen.join(", ")))
-        } else {
-            Broken(format!(
-                "side effects leaked: {}; expected each to grow by exactly {}",
-                broken.join(", "),
-                self.equals
-            ))
+        let expected = self.equals;
+        match (leaked.is_empty(), missing.is_empty()) {
+            (true, true) => Held(format!("side effects: {}", seen.join(", "))),
+            (false, _) => Broken(format!(
+                "side effects leaked: {}; expected each to grow by exactly {expected}{}",
+                leaked.join(", "),
+                if missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (and fewer than that: {})", missing.join(", "))
+                }
+            )),
+            (true, false) => Broken(format!(
+                "fewer side effects than the check made: {}; expected each to grow by exactly \
+                 {expected} (a counter that did not move counts no resource held, or the probe \
+                 reads something other than what the check creates)",
+                missing.join(", ")
+            )),
         }
     }
 }
