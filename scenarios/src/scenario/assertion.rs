@@ -298,6 +298,12 @@ pub struct Assertion {
     /// UNKNOWN rather than FAIL (e.g. the setup create did not succeed).
     #[serde(default)]
     pub precondition: bool,
+    /// With `precondition: true`: the precondition guards only a PASS. When it does not hold, a
+    /// PASS would prove nothing (UNKNOWN), but a MUST seen broken by another assertion is still a
+    /// FAIL (e.g. the first principal's own retry did not replay, yet the second principal got the
+    /// first one's resource: a leak whatever else held).
+    #[serde(default)]
+    pub pass_only: bool,
     /// The check that owns this rule, when it is not this one: a broken finding is then no FAIL
     /// here but an unmet precondition (UNKNOWN) whose message names that check, so one defect fails
     /// one check (e.g. a retry that got a stored 5xx replayed is `failed-not-cached`'s rule, and
@@ -480,6 +486,11 @@ impl Assertion {
                 )
             }
             _ => return Err("one assertion per list entry; split this entry".into()),
+        }
+        if self.pass_only && !self.precondition {
+            return Err(
+                "`pass_only: true` qualifies a precondition; add `precondition: true`".into(),
+            );
         }
         if let Some(c) = &self.created {
             if c.equals.is_some() == c.at_most.is_some() {

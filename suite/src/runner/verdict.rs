@@ -43,6 +43,9 @@ pub(crate) struct Judgement {
     /// The assertion is a precondition (`precondition: true`): when it is undecided, the check's
     /// setup did not happen as planned, so nothing else it found can be judged.
     pub precondition: bool,
+    /// The precondition guards only a PASS (`pass_only: true`): unmet, it keeps the check from
+    /// passing, but a MUST seen broken is still a FAIL.
+    pub pass_only: bool,
     /// What the assertion saw that another check owns (shown whatever the verdict).
     pub notes: Vec<String>,
 }
@@ -56,6 +59,7 @@ impl Judgement {
             reference: scenario.reference.clone(),
             steps: Vec::new(),
             precondition: false,
+            pass_only: false,
             notes: Vec::new(),
         }
     }
@@ -86,9 +90,12 @@ pub(crate) fn grade(judgements: &[Judgement]) -> (Verdict, String, Vec<&Judgemen
     let must = pick(&|j| matches!(j.finding, Finding::Broken(_)) && j.level == Level::Must);
     let undecided = pick(&|j| matches!(j.finding, Finding::Undecided(_)));
     let should = pick(&|j| matches!(j.finding, Finding::Broken(_)) && j.level == Level::Should);
+    // A broken MUST is a FAIL past unmet preconditions that only a PASS needs: what was seen
+    // broken does not depend on them.
+    let only_pass_unmet = unmet.iter().all(|j| j.pass_only);
     let (verdict, chosen) = if !skipped.is_empty() {
         (Verdict::Skip, skipped)
-    } else if !unmet.is_empty() {
+    } else if !unmet.is_empty() && !(only_pass_unmet && !must.is_empty()) {
         (Verdict::Unknown, unmet)
     } else if !must.is_empty() {
         (Verdict::Fail, must)
@@ -140,6 +147,7 @@ mod tests {
             reference: "article".into(),
             steps: vec![],
             precondition: false,
+            pass_only: false,
             notes: vec![],
         }
     }
@@ -190,6 +198,35 @@ mod tests {
         };
         assert_eq!(grade(&[held, must]).0, Verdict::Fail);
         let skip = j(Skipped("no delete".into()), Level::Must);
-        assert_eq!(grade(&[unmet, skip]).0, Verdict::Skip);
+        assert_eq!(grade(&[unmet.clone(), skip]).0, Verdict::Skip);
+    }
+
+    #[test]
+    fn a_precondition_only_a_pass_needs_does_not_hide_a_broken_must() {
+        use Finding::*;
+        let pass_only = Judgement {
+            precondition: true,
+            pass_only: true,
+            ..j(
+                Undecided("precondition not met: the retry did not replay".into()),
+                Level::Must,
+            )
+        };
+        let leak = j(Broken("bob got alice's resource".into()), Level::Must);
+        let (verdict, summary, _) = grade(&[pass_only.clone(), leak.clone()]);
+        assert_eq!(verdict, Verdict::Fail, "{summary}");
+        assert!(summary.contains("bob got alice's resource"), "{summary}");
+        // Without a broken MUST it still keeps the check from passing.
+        let held = j(Held("201".into()), Level::Must);
+        assert_eq!(grade(&[pass_only.clone(), held]).0, Verdict::Unknown);
+        // A full precondition beside it still makes the check UNKNOWN.
+        let setup = Judgement {
+            precondition: true,
+            ..j(
+                Undecided("precondition not met: no resource".into()),
+                Level::Must,
+            )
+        };
+        assert_eq!(grade(&[pass_only, setup, leak]).0, Verdict::Unknown);
     }
 }

@@ -374,3 +374,31 @@ assert:
     );
     assert!(!o.summary.contains("leaked"), "{}", o.summary);
 }
+
+/// A defect the exchanges show is a FAIL even when a precondition that only a PASS needs did not
+/// hold: with keys shared by every principal and a completed key answered 409, the first
+/// principal's own retry does not replay (so a PASS could prove nothing), but the second
+/// principal got the first one's resource, and that is a leak whatever else held (once: UNKNOWN,
+/// "precondition not met", with the leak out of sight).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leak_seen_is_a_fail_though_a_pass_only_precondition_failed() {
+    let api = hostile::start(Behaviour::GlobalReplayAs409).await;
+    let report = against(&api, &["cross-tenant"], &[]).await;
+    let o = outcome(&report, "cross-tenant");
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(
+        o.evidence
+            .iter()
+            .any(|e| e.request.step == "second-principal"),
+        "the exchange that shows the leak is in the evidence: {:?}",
+        o.evidence
+            .iter()
+            .map(|e| &e.request.step)
+            .collect::<Vec<_>>()
+    );
+    // The per-principal API that also answers 409 stays UNKNOWN: nothing leaked.
+    let api = hostile::start(Behaviour::ReplayAs409).await;
+    let report = against(&api, &["cross-tenant"], &[]).await;
+    let o = outcome(&report, "cross-tenant");
+    assert_ne!(o.verdict, Verdict::Fail, "{}", table(&report));
+}

@@ -189,6 +189,7 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
         }
         let mut judgement = Judgement::new(scenario, finding).on_steps(steps);
         judgement.precondition = precondition;
+        judgement.pass_only = a.pass_only;
         judgement.notes = notes;
         if let Some(level) = rule.level(run).or(a.level) {
             judgement = judgement.at(level);

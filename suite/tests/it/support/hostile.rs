@@ -22,6 +22,9 @@ pub enum Behaviour {
     NoIdempotency,
     /// Keys work per principal, but a completed key is replayed with 409 and the original body.
     ReplayAs409,
+    /// As `ReplayAs409`, with keys shared by every principal: a second principal's create with
+    /// the first one's key gets the first one's resource (a 409 with its body).
+    GlobalReplayAs409,
     /// Keys work per principal, but every third distinct key is refused for good with a 422
     /// problem (and the refusal stored, as a permanent 4xx is).
     RefuseEveryThirdKey,
@@ -153,7 +156,10 @@ async fn create(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Resp
     let scope = key
         .clone()
         .filter(|_| api.behaviour != Behaviour::NoIdempotency)
-        .map(|k| (who.clone(), k));
+        .map(|k| match api.behaviour {
+            Behaviour::GlobalReplayAs409 => (String::new(), k),
+            _ => (who.clone(), k),
+        });
     if let Some(scope) = &scope {
         if let Some((status, stored, request)) = inner.records.get(scope) {
             let any_key = matches!(
@@ -165,7 +171,7 @@ async fn create(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Resp
                 return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(mismatch)).into_response();
             }
             let status = match api.behaviour {
-                Behaviour::ReplayAs409 => StatusCode::CONFLICT,
+                Behaviour::ReplayAs409 | Behaviour::GlobalReplayAs409 => StatusCode::CONFLICT,
                 _ => *status,
             };
             return (status, axum::Json(stored.clone())).into_response();
