@@ -92,10 +92,10 @@ pub(crate) fn grade(judgements: &[Judgement]) -> (Verdict, String, Vec<&Judgemen
     let should = pick(&|j| matches!(j.finding, Finding::Broken(_)) && j.level == Level::Should);
     // A broken MUST is a FAIL past unmet preconditions that only a PASS needs: what was seen
     // broken does not depend on them.
-    let only_pass_unmet = unmet.iter().all(|j| j.pass_only);
+    let seen_broken = !must.is_empty() && unmet.iter().all(|j| j.pass_only);
     let (verdict, chosen) = if !skipped.is_empty() {
         (Verdict::Skip, skipped)
-    } else if !unmet.is_empty() && !(only_pass_unmet && !must.is_empty()) {
+    } else if !unmet.is_empty() && !seen_broken {
         (Verdict::Unknown, unmet)
     } else if !must.is_empty() {
         (Verdict::Fail, must)
