@@ -235,7 +235,7 @@ impl Variants {
                 .as_ref()
                 .map(|v| (&v.body, v.path.as_ref())),
             B::FailsOnce => self.fails_once.as_ref().map(|v| (&v.body, v.path.as_ref())),
-            B::Slow => self.slow.as_ref().map(|v| (&v.body, v.path.as_ref())),
+            B::Slow | B::SlowIfAny => self.slow.as_ref().map(|v| (&v.body, v.path.as_ref())),
             B::Hangs => self.hangs.as_ref().map(|v| (&v.body, v.path.as_ref())),
             B::Default | B::Alt => None,
         }

@@ -85,11 +85,14 @@ impl Scenario {
     /// is released): such checks start first, so their wait overlaps the other checks.
     pub fn waits_out_ttl(&self) -> bool {
         self.steps.iter().any(|s| {
-            s.value.body == super::BodyVariant::Slow
-                || s.value
-                    .retry
-                    .as_ref()
-                    .is_some_and(|r| r.until.contains(&super::StatusPattern::Released))
+            matches!(
+                s.value.body,
+                super::BodyVariant::Slow | super::BodyVariant::SlowIfAny
+            ) || s
+                .value
+                .retry
+                .as_ref()
+                .is_some_and(|r| r.until.contains(&super::StatusPattern::Released))
         })
     }
 }

@@ -50,6 +50,9 @@ pub enum BodyVariant {
     FailsOnce,
     /// The `slow` variant.
     Slow,
+    /// The `slow` variant where the profile has one, else the default body: a request a check
+    /// would keep in flight without requiring the capability (a comparison it makes only then).
+    SlowIfAny,
     /// The `hangs` variant where the profile has no `crash` hook; with the hook (which kills the
     /// server during the request), the default body.
     Hangs,

@@ -853,3 +853,44 @@ async fn a_skip_names_the_one_cause_that_holds() {
         "the profile's delete sends no idempotency key (`operations.delete.key`)"
     );
 }
+
+/// fingerprint-mismatch's SHOULD comparison of the mismatch with an in-flight conflict is made
+/// every run, not by chance: against an API whose creates take 1 ms, its in-flight request is
+/// kept in flight by the profile's `slow` variant (once: the default body had finished 50 ms
+/// later in some runs, and a WARN turned into a PASS).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_in_flight_comparison_is_arranged_not_left_to_chance() {
+    let api = alt_api::start_with(alt_api::Options {
+        create_latency: Some(std::time::Duration::from_millis(1)),
+        ..alt_api::Options::default()
+    })
+    .await;
+    for run in 0..3 {
+        let report = run_profile(profile(&api, str::to_owned), &["fingerprint-mismatch"]).await;
+        let o = &report.checks[0];
+        assert_eq!(o.verdict, Verdict::Pass, "run {run}: {}", table(&report));
+        assert!(
+            o.summary.contains("conflicts are distinguishable"),
+            "run {run}: {}",
+            o.summary
+        );
+    }
+    // Without a `slow` variant the comparison is made only by chance, and the sentence says so
+    // when it was not.
+    let no_slow = profile(&api, |t| {
+        let start = t
+            .find("      slow:")
+            .expect("the fixture has a slow variant");
+        let end = start + t[start..].find("      hangs:").expect("then hangs");
+        format!("{}{}", &t[..start], &t[end..])
+    });
+    assert!(no_slow.operations.create.variants.slow.is_none());
+    let report = run_profile(no_slow, &["fingerprint-mismatch"]).await;
+    let o = &report.checks[0];
+    assert!(
+        o.summary.contains("conflicts are distinguishable")
+            || o.summary.contains("the conflicts could not be compared"),
+        "{}",
+        o.summary
+    );
+}

@@ -18,7 +18,9 @@ impl Rule for DistinctProblems<'_> {
                 Some(e) if !e.is_success() => firsts.push((s, e)),
                 Some(e) => {
                     return Held(format!(
-                        "`{s}` answered {}, so there was no conflict to compare",
+                        "the conflicts could not be compared: `{s}` answered {}, not a conflict \
+                         (an in-flight request is surely still running only where the profile has \
+                         a `slow` request variant)",
                         e.describe()
                     ))
                 }

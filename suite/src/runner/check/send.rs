@@ -322,6 +322,7 @@ impl Request<'_> {
                 crate::runner::steps::crash_and_restart(env)
                     && (env.hooks.crash_arms() || create.variants.hangs.is_none())
             }
+            BodyVariant::SlowIfAny => create.variants.slow.is_none(),
             BodyVariant::AlwaysFails | BodyVariant::Slow => false,
         };
         if use_default {
@@ -363,7 +364,7 @@ fn variant_name(v: BodyVariant) -> &'static str {
         BodyVariant::Alt => "alt",
         BodyVariant::AlwaysFails => "always_fails",
         BodyVariant::FailsOnce => "fails_once",
-        BodyVariant::Slow => "slow",
+        BodyVariant::Slow | BodyVariant::SlowIfAny => "slow",
         BodyVariant::Hangs => "hangs",
     }
 }
