@@ -894,3 +894,26 @@ async fn the_in_flight_comparison_is_arranged_not_left_to_chance() {
         o.summary
     );
 }
+
+/// A `409` in flight and a `409` mismatch that differ by `Retry-After` and by their body's error
+/// code are distinguishable (once: "both answered 409: a client cannot tell a retryable conflict
+/// from a terminal one", from the status and problem type alone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conflicts_told_apart_by_retry_after_and_error_code_are_distinguishable() {
+    let api = alt_api::start_with(alt_api::Options {
+        plain_conflicts: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let both_409 = profile(&api, |t| {
+        t.replace("  mismatch_status: [422]\n", "  mismatch_status: [409]\n")
+    });
+    let report = run_profile(both_409, &["fingerprint-mismatch"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
+    assert!(
+        o.summary.contains("conflicts are distinguishable"),
+        "{}",
+        o.summary
+    );
+}

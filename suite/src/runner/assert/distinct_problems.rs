@@ -4,6 +4,7 @@
 use idemspec_scenarios::scenario::StepList;
 
 use super::Rule;
+use crate::client::Exchange;
 use crate::runner::check::CheckRun;
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
@@ -29,9 +30,10 @@ impl Rule for DistinctProblems<'_> {
         }
         for (i, (a, ea)) in firsts.iter().enumerate() {
             for (b, eb) in &firsts[i + 1..] {
-                if ea.status == eb.status && ea.problem_type() == eb.problem_type() {
+                if tells(ea) == tells(eb) {
                     return Broken(format!(
-                        "`{a}` and `{b}` both answered {}: a client cannot tell a retryable conflict from a terminal one",
+                        "`{a}` and `{b}` both answered {}, with the same problem type, error code \
+                         and Retry-After: a client cannot tell a retryable conflict from a terminal one",
                         ea.describe()
                     ));
                 }
@@ -43,4 +45,21 @@ impl Rule for DistinctProblems<'_> {
             .collect();
         Held(format!("conflicts are distinguishable: {}", all.join(", ")))
     }
+}
+
+/// What a client can tell two conflicts apart by: the status, the RFC 9457 problem `type`, an
+/// error code in a JSON body (`code`, `error.code`, `error.type`, or `error` as a string, as
+/// vendors write them), and whether `Retry-After` says "come back later".
+fn tells(e: &Exchange) -> (Option<u16>, Option<String>, Option<String>, bool) {
+    let code = e.json.as_ref().and_then(|json| {
+        ["/code", "/error/code", "/error/type", "/error"]
+            .iter()
+            .find_map(|p| json.pointer(p).and_then(|v| v.as_str()).map(str::to_owned))
+    });
+    (
+        e.status,
+        e.problem_type().map(str::to_owned),
+        code,
+        e.header("retry-after").is_some(),
+    )
 }

@@ -128,6 +128,10 @@ pub struct Options {
     /// sends it on both (drf-idempotency 1.0.0: `false`, then `true`); `None`: absent on a first
     /// response, `true` on a replay.
     pub replayed_values: Option<(&'static str, &'static str)>,
+    /// A mismatch and an in-flight conflict are both a `409` with a plain JSON body, no problem
+    /// type: `{"error": {"code": …}}` tells them apart, and the in-flight one carries
+    /// `Retry-After` (as some middlewares answer).
+    pub plain_conflicts: bool,
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -339,6 +343,9 @@ where
                     ..
                 },
             ) if *stored != fingerprint => {
+                if app.options.plain_conflicts {
+                    return plain_conflict("idempotency_key_reused", false);
+                }
                 return problem(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "key-reused-with-different-request",
@@ -375,6 +382,9 @@ where
             {
                 if let Some(wait) = app.options.in_flight_wait {
                     break 'claim Claimed::RefuseAfter(wait);
+                }
+                if app.options.plain_conflicts {
+                    return plain_conflict("request_in_progress", true);
                 }
                 let mut response = problem(
                     app.options.in_flight_status.unwrap_or(StatusCode::CONFLICT),
@@ -530,6 +540,23 @@ fn problem_stored(status: StatusCode, kind: &str, detail: &str) -> Stored {
                 .to_string(),
         ),
     }
+}
+
+/// A `409` with `{"error": {"code": CODE}}` (no problem type), with `Retry-After: 1` if asked.
+fn plain_conflict(code: &str, retry_after: bool) -> Response {
+    let body = serde_json::json!({"error": {"code": code}}).to_string();
+    let mut response = (
+        StatusCode::CONFLICT,
+        [("content-type", "application/json")],
+        body,
+    )
+        .into_response();
+    if retry_after {
+        response
+            .headers_mut()
+            .insert("retry-after", HeaderValue::from_static("1"));
+    }
+    response
 }
 
 fn problem(status: StatusCode, kind: &str, detail: &str) -> Response {
