@@ -917,3 +917,36 @@ async fn conflicts_told_apart_by_retry_after_and_error_code_are_distinguishable(
         o.summary
     );
 }
+
+/// An API whose idempotency state is one record per principal (a layer that keeps the key in the
+/// caller's session) cannot take two checks at once: side by side they erase each other's
+/// records. Its profile says `checks_at_once: 1`, and then every check that keeps its records
+/// passes, as each does alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_target_that_cannot_take_two_checks_at_once_is_judged_one_at_a_time() {
+    let api = alt_api::start_with(alt_api::Options {
+        one_record_per_principal: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let only = [
+        "lost-response",
+        "never-processed",
+        "concurrent-same-key",
+        "replay-fidelity",
+        "reboot-once",
+        "create-response-shape",
+    ];
+    let serial = profile(&api, |t| {
+        t.replace("name: alt-api\n", "name: alt-api\nchecks_at_once: 1\n")
+    });
+    let report = run_profile(serial, &only).await;
+    for check in &report.checks {
+        assert_eq!(check.verdict, Verdict::Pass, "{}", table(&report));
+    }
+    // Side by side, the same checks as one principal erase each other's records: at least one
+    // retry finds its record gone (what `checks_at_once` is for). Reported, not asserted: which
+    // check loses depends on the interleaving.
+    let side_by_side = run_profile(profile(&api, str::to_owned), &only).await;
+    println!("side by side:\n{}", table(&side_by_side));
+}

@@ -132,6 +132,11 @@ pub struct Options {
     /// type: `{"error": {"code": …}}` tells them apart, and the in-flight one carries
     /// `Retry-After` (as some middlewares answer).
     pub plain_conflicts: bool,
+    /// One record per principal, as a layer that keeps the key in the caller's session: a new
+    /// key from a principal forgets that principal's earlier record, so two checks run side by
+    /// side as one principal disturb each other (a retry finds its record gone and runs again),
+    /// while one at a time each passes.
+    pub one_record_per_principal: bool,
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -398,6 +403,9 @@ where
             }
             // No record, or an in-flight one abandoned past its TTL: claim (or reclaim) it.
             _ => {
+                if app.options.one_record_per_principal {
+                    inner.records.retain(|s, _| s.principal != scope.principal);
+                }
                 inner.records.insert(
                     scope.clone(),
                     Record::InFlight {
