@@ -950,3 +950,32 @@ async fn a_target_that_cannot_take_two_checks_at_once_is_judged_one_at_a_time() 
     let side_by_side = run_profile(profile(&api, str::to_owned), &only).await;
     println!("side by side:\n{}", table(&side_by_side));
 }
+
+/// A 5xx the profile declares for a refusal (a library whose duplicates get a 500) is accepted as
+/// declared, and reported: the check's notes say a 5xx tells a client the server failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_declared_5xx_refusal_is_reported_not_silently_accepted() {
+    let api = alt_api::start_with(alt_api::Options {
+        in_flight_status: Some(axum::http::StatusCode::INTERNAL_SERVER_ERROR),
+        create_latency: Some(std::time::Duration::from_millis(800)),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let declared = profile(&api, |t| {
+        t.replace(
+            "  mismatch_status: [422]\n",
+            "  mismatch_status: [422]\n  in_flight_status: [500]\n",
+        )
+    });
+    let report = run_profile(declared, &["client-timeout-in-flight"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
+    assert!(
+        o.notes.iter().any(|n| n.contains(
+            "the contract declares 500 for a request still in flight (`contract.in_flight_status`)"
+        )),
+        "{:?}\n{}",
+        o.notes,
+        o.summary
+    );
+}

@@ -3,11 +3,28 @@
 
 use idemspec_scenarios::scenario::{Conflict, ConflictKind, StatusPattern};
 
-use super::{describe_patterns, responses, unmatched, Rule};
+use super::{declared_5xx_note, describe_patterns, responses, unmatched, Rule};
 use crate::runner::check::CheckRun;
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 impl Rule for Conflict {
+    fn notes(&self, run: &CheckRun) -> Vec<String> {
+        let pattern = match self.kind {
+            ConflictKind::Mismatch => StatusPattern::Mismatch,
+            ConflictKind::InFlight => StatusPattern::InFlight,
+        };
+        let Ok(rs) = responses(run, &self.step) else {
+            return Vec::new();
+        };
+        let mut notes: Vec<String> = rs
+            .iter()
+            .filter_map(|e| e.status)
+            .filter_map(|s| declared_5xx_note(&[pattern], s, run.contract()))
+            .collect();
+        notes.dedup();
+        notes
+    }
+
     fn judge(&self, run: &CheckRun) -> Finding {
         let contract = run.contract();
         let (pattern, what, field, statuses) = match self.kind {

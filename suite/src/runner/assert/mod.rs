@@ -273,6 +273,36 @@ pub(crate) fn within(w: &Within, contract: &Contract, bound: Duration) -> Durati
     ttl + w.extra
 }
 
+/// Where `status` met one of `patterns` only as a 5xx the contract declares for a refusal (its
+/// `in_flight_status` or `mismatch_status`), a note saying so: the check accepts it, as the
+/// contract says, but a 5xx tells a client the server failed, so it retries a request it should
+/// stop or wait on (RFC 9110 §15.6). The note is shown whatever the verdict.
+pub(crate) fn declared_5xx_note(
+    patterns: &[StatusPattern],
+    status: u16,
+    contract: &Contract,
+) -> Option<String> {
+    if status < 500 {
+        return None;
+    }
+    let (field, what) = if patterns.contains(&StatusPattern::InFlight)
+        && contract.in_flight_status.contains(&status)
+    {
+        ("in_flight_status", "a request still in flight")
+    } else if patterns.contains(&StatusPattern::Mismatch)
+        && contract.mismatch_status.contains(&status)
+    {
+        ("mismatch_status", "a reused key with another request")
+    } else {
+        return None;
+    };
+    Some(format!(
+        "the contract declares {status} for {what} (`contract.{field}`) and the API answered it: \
+         accepted as declared, but a 5xx tells a client the server failed, so a client retries \
+         what it should wait on or stop (RFC 9110 §15.6); a refusal is a 4xx"
+    ))
+}
+
 /// Patterns as a reader sees them (`2xx, 409`).
 pub(crate) fn describe_patterns(patterns: &[StatusPattern], contract: &Contract) -> String {
     let list = |v: &[u16]| v.iter().map(u16::to_string).collect::<Vec<_>>().join("/");

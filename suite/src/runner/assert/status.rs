@@ -2,7 +2,7 @@
 
 use idemspec_scenarios::scenario::StatusSet;
 
-use super::{describe_patterns, responses, unmatched, Rule};
+use super::{declared_5xx_note, describe_patterns, responses, unmatched, Rule};
 use crate::runner::check::CheckRun;
 use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
@@ -31,5 +31,18 @@ impl Rule for StatusSet {
                 bad.join(", ")
             ))
         }
+    }
+
+    fn notes(&self, run: &CheckRun) -> Vec<String> {
+        let Ok(rs) = responses(run, &self.step) else {
+            return Vec::new();
+        };
+        let mut notes: Vec<String> = rs
+            .iter()
+            .filter_map(|e| e.status)
+            .filter_map(|s| declared_5xx_note(&self.allowed, s, run.contract()))
+            .collect();
+        notes.dedup();
+        notes
     }
 }
