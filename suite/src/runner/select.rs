@@ -42,6 +42,31 @@ pub(crate) fn select(
     Ok(selected)
 }
 
+/// Why `scenario`'s findings are recorded rather than judged, if they are: it needs a keyed
+/// operation (`delete_key`, `action_key`) that the profile sends with a key but the contract does
+/// not cover (`contract.covers`). The check still runs, so what the API did with the key is on the
+/// page (a retried DELETE that answered 404 is the doom loop, covered or not), as INFO naming the
+/// contract instead of a SKIP that hides it.
+pub(crate) fn uncovered(env: &Env, scenario: &Scenario) -> Option<String> {
+    scenario
+        .requires
+        .iter()
+        .find_map(|cap| {
+            match cap {
+        Capability::DeleteKey if !env.contract.covers(Covered::Delete) => Some(
+            "recorded, not judged: the contract does not cover DELETE (`contract.covers` lacks \
+             `delete`)",
+        ),
+        Capability::ActionKey if !env.contract.covers(Covered::Action) => Some(
+            "recorded, not judged: the contract does not cover the action (`contract.covers` \
+             lacks `action`)",
+        ),
+        _ => None,
+    }
+        })
+        .map(str::to_owned)
+}
+
 /// Why the profile cannot run `scenario`, if it cannot.
 pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<String> {
     let ops = &env.profile.operations;
@@ -49,13 +74,13 @@ pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<Strin
         let missing = match cap {
             Capability::Get => ops.get.is_none(),
             Capability::Delete => ops.delete.is_none(),
-            Capability::DeleteKey => {
-                !ops.delete
-                    .as_ref()
-                    .is_some_and(|d| d.key == idemspec_scenarios::profile::KeyUse::Send)
-                    || !env.contract.covers(Covered::Delete)
-            }
-            Capability::ActionKey => ops.action.is_none() || !env.contract.covers(Covered::Action),
+            // A keyed operation the contract does not cover still runs: what it does with the key
+            // is recorded, not judged (`uncovered`).
+            Capability::DeleteKey => !ops
+                .delete
+                .as_ref()
+                .is_some_and(|d| d.key == idemspec_scenarios::profile::KeyUse::Send),
+            Capability::ActionKey => ops.action.is_none(),
             Capability::Action => ops.action.is_none(),
             Capability::ActionEffect => {
                 ops.get.is_none() || ops.action.as_ref().is_none_or(|a| a.effect.is_none())
@@ -92,15 +117,8 @@ pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<Strin
                 Capability::DeleteKey if !deletes_keyed => {
                     "the profile's delete sends no idempotency key (`operations.delete.key`)"
                 }
-                Capability::DeleteKey => {
-                    "the contract does not cover DELETE (`contract.covers` lacks `delete`)"
-                }
-                Capability::ActionKey if ops.action.is_none() => {
-                    "the profile has no `operations.action`"
-                }
-                Capability::ActionKey => {
-                    "the contract does not cover the action (`contract.covers` lacks `action`)"
-                }
+                Capability::DeleteKey => "the profile has no keyed `operations.delete`",
+                Capability::ActionKey => "the profile has no `operations.action`",
                 Capability::Action => "the profile has no `operations.action`",
                 Capability::ActionEffect => {
                     "the profile declares no `operations.action.effect` (with `operations.get`) to observe the action"

@@ -64,6 +64,15 @@ impl Judgement {
         }
     }
 
+    /// Recorded instead of judged, saying `why` (a held or broken rule the contract does not
+    /// claim); undecided, skipped and recorded findings stay as they are.
+    pub(crate) fn recorded(mut self, why: &str) -> Self {
+        if let Finding::Held(m) | Finding::Broken(m) = &self.finding {
+            self.finding = Finding::Recorded(format!("{m} ({why})"));
+        }
+        self
+    }
+
     /// At this level instead of the scenario's.
     pub(crate) fn at(mut self, level: Level) -> Self {
         self.level = level;

@@ -820,25 +820,13 @@ async fn a_rule_the_profile_overrode_is_named_as_the_profiles() {
     );
 }
 
-/// A SKIP names the one cause that holds: a delete that sends its key under a contract that does
-/// not cover DELETE is "the contract does not cover DELETE", and a delete that sends no key is
-/// that, never "no key, or not covered" for either.
+/// A SKIP names the one cause that holds (a delete that sends no key is that, never "no key, or
+/// not covered"), and a keyed DELETE the contract does not cover is not skipped: what the API did
+/// with the key is recorded as INFO naming the contract. A retried DELETE that answered 404 (the
+/// doom loop) is on the page even where the contract claims nothing for DELETE.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_skip_names_the_one_cause_that_holds() {
+async fn a_skip_names_the_one_cause_and_an_uncovered_delete_is_recorded() {
     let api = alt_api::start().await;
-    let uncovered = profile(&api, |t| {
-        t.replace(
-            "covers: [create, delete, action]",
-            "covers: [create, action]",
-        )
-    });
-    let report = run_profile(uncovered, &["delete-doom-loop"]).await;
-    let o = &report.checks[0];
-    assert_eq!(o.verdict, Verdict::Skip, "{}", table(&report));
-    assert_eq!(
-        o.summary,
-        "the contract does not cover DELETE (`contract.covers` lacks `delete`)"
-    );
     let keyless = profile(&api, |t| {
         t.replace(
             "delete: {path: \"/api/machines/{id}\"}",
@@ -851,6 +839,30 @@ async fn a_skip_names_the_one_cause_that_holds() {
     assert_eq!(
         o.summary,
         "the profile's delete sends no idempotency key (`operations.delete.key`)"
+    );
+
+    // leasebroker with its DELETE not keyed (`--flaw no-delete-replay`), under a contract that
+    // does not cover DELETE: the 404 is recorded, not skipped, and not judged a FAIL.
+    let server = idemspec::reference::ReferenceServer::start(
+        &crate::support::reference::reference(&["no-delete-replay"], None),
+    )
+    .await
+    .expect("the reference starts");
+    let mut uncovered = server.profile().expect("the bundled profile loads");
+    uncovered.contract.value.covers = Some(vec![
+        idemspec_scenarios::profile::Covered::Create,
+        idemspec_scenarios::profile::Covered::Action,
+    ]);
+    let report = run_profile(uncovered, &["delete-doom-loop"]).await;
+    server.shutdown().await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Info, "{}", table(&report));
+    assert!(o.summary.contains("404"), "{}", o.summary);
+    assert!(
+        o.summary
+            .contains("recorded, not judged: the contract does not cover DELETE (`contract.covers` lacks `delete`)"),
+        "{}",
+        o.summary
     );
 }
 

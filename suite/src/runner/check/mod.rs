@@ -269,6 +269,7 @@ pub(crate) async fn run_check(
             }
         }
     };
+    let uncovered = select::uncovered(&env, &scenario);
     let mut run = CheckRun::new(env, scenario.clone(), proxy, hold, isolation);
     let judgements = match tokio::time::timeout(limit, judge(&mut run)).await {
         Ok(judgements) => judgements,
@@ -281,6 +282,10 @@ pub(crate) async fn run_check(
             );
             vec![Judgement::new(&scenario, Finding::Undecided(why))]
         }
+    };
+    let judgements = match uncovered {
+        Some(why) => judgements.into_iter().map(|j| j.recorded(&why)).collect(),
+        None => judgements,
     };
     if let Some(p) = run.proxy.take() {
         p.shutdown().await;
