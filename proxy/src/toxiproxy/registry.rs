@@ -283,8 +283,34 @@ impl Registry {
                     done.push(existing.to_json(&spec.name));
                     continue;
                 }
+                // Replaced only once its new address is bound: a refusal leaves it as it was
+                // (listening, with its toxics), as a refused PATCH does.
+                let moves = !same_listen(&spec.listen, &existing.listen).await;
+                let bound = match (moves && spec.enabled).then(|| bind(&spec.listen)) {
+                    Some(binding) => match binding.await {
+                        Ok(listener) => Some(listener),
+                        Err(err) => return (done, Some(err)),
+                    },
+                    None => None,
+                };
                 existing.stop().await;
-                proxies.remove(&spec.name);
+                let mut entry = Entry {
+                    listen: spec.listen.clone(),
+                    upstream: spec.upstream.clone(),
+                    running: None,
+                    toxics: watch::Sender::new(Arc::new(Vec::new())),
+                };
+                let started = match bound {
+                    Some(listener) => entry.run_on(listener, &spec.name, &self.host),
+                    None if spec.enabled => entry.start(&spec.name, &self.host).await,
+                    None => Ok(()),
+                };
+                done.push(entry.to_json(&spec.name));
+                proxies.insert(spec.name.clone(), entry);
+                if let Err(err) = started {
+                    return (done, Some(err));
+                }
+                continue;
             } else if proxies.len() >= MAX_PROXIES {
                 let err =
                     ApiError::bad_request(format!("a server holds at most {MAX_PROXIES} proxies"));

@@ -840,7 +840,29 @@ async fn a_refused_update_changes_nothing_and_reset_does_not_stop_half_way() {
     let (_, shown) = api.call("GET", "/proxies/a", None).await;
     assert_eq!(shown["toxics"], json!([]), "{shown}");
     assert_eq!(shown["enabled"], true, "{shown}");
-    drop((squatter, taken));
+    drop(squatter);
+
+    // A populate that would move `a` to the taken address leaves it where it was, with its
+    // toxics, as the refused PATCH did.
+    api.toxic(
+        "a",
+        json!({"name": "kept", "type": "latency", "attributes": {"latency": 1}}),
+    )
+    .await;
+    let refused = api
+        .call(
+            "POST",
+            "/populate",
+            Some(json!([{"name": "a", "listen": taken_addr, "upstream": api.echo.to_string()}])),
+        )
+        .await;
+    assert_eq!(refused.0.as_u16(), 409, "{}", refused.1);
+    let (_, shown) = api.call("GET", "/proxies/a", None).await;
+    assert_eq!(shown["listen"], a.to_string(), "{shown}");
+    assert_eq!(shown["toxics"].as_array().map(Vec::len), Some(1), "{shown}");
+    let (raw, _) = round_trip(a, b"populated").await;
+    assert_eq!(raw.bytes, b"populated");
+    drop(taken);
 }
 
 /// Names and upstreams that could never work are refused when given, with what is wrong: a name
@@ -860,7 +882,19 @@ async fn unusable_names_upstreams_and_attributes_are_refused_by_name() {
             .await;
         assert_error(&got, 400, "bad request body: name");
     }
-    for upstream in ["127.0.0.1:99999", "nohost", ":8080", "127.0.0.1:0"] {
+    for upstream in [
+        "127.0.0.1:99999",
+        "nohost",
+        ":8080",
+        "127.0.0.1:0",
+        "::1:80",
+        "[::1:80",
+        "[zz]:80",
+        "http://127.0.0.1:80",
+        "127.0.0.1:+80",
+        " 127.0.0.1:80",
+        "127.0.0.1:80/x",
+    ] {
         let got = api
             .call(
                 "POST",
@@ -869,6 +903,20 @@ async fn unusable_names_upstreams_and_attributes_are_refused_by_name() {
             )
             .await;
         assert_error(&got, 400, "bad request body: upstream");
+    }
+    for (name, upstream) in [
+        ("v6", "[::1]:80"),
+        ("named", "db.internal-1:5432"),
+        ("zeros", "127.0.0.1:0080"),
+    ] {
+        let (status, body) = api
+            .call(
+                "POST",
+                "/proxies",
+                Some(json!({"name": name, "listen": "127.0.0.1:0", "upstream": upstream})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{upstream}: {body}");
     }
     api.proxy("ok").await;
     let got = api
