@@ -100,7 +100,8 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         .profile
         .checks_at_once
         .as_ref()
-        .map_or(usize::MAX, |n| n.value as usize)
+        .and_then(|n| n.value.get())
+        .map_or(usize::MAX, |n| n as usize)
         .min(opts.parallelism)
         .max(1);
     let mut checks: Vec<_> = selected

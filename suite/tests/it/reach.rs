@@ -728,7 +728,10 @@ async fn one_check_at_a_time_gives_the_verdicts_of_side_by_side() {
         t.replace("name: alt-api\n", "name: alt-api\nchecks_at_once: 1\n")
     });
     assert_eq!(
-        one_at_a_time.checks_at_once.as_ref().map(|n| n.value),
+        one_at_a_time
+            .checks_at_once
+            .as_ref()
+            .and_then(|n| n.value.get()),
         Some(1)
     );
     let mut opts = RunOptions::new(Target::Profile(Box::new(one_at_a_time)));
@@ -780,6 +783,33 @@ fn checks_at_once_out_of_range_is_located() {
         "{err}"
     );
     assert_eq!(err.line, 5, "{err}");
+    for (written, says) in [
+        ("-1", "checks_at_once: -1 is out of range; expected 1 to 64"),
+        (
+            "1.5",
+            "checks_at_once: 1.5 is not a whole number; expected 1 to 64",
+        ),
+        (
+            "'8'",
+            "checks_at_once: \"8\" is text; expected a whole number from 1 to 64",
+        ),
+        ("true", "checks_at_once: true is not a number"),
+        (
+            "99999999999999999999",
+            "checks_at_once: a number that large is out of range",
+        ),
+    ] {
+        let text = alt_api::PROFILE.replace(
+            "name: alt-api\n",
+            &format!("name: alt-api\nchecks_at_once: {written}\n"),
+        );
+        let err = TargetProfile::load("alt.yaml", &text, &|_| {
+            Some("http://127.0.0.1:1".to_owned())
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains(says), "{written}: {err}");
+        assert_eq!(err.line, 5, "{written}: {err}");
+    }
 }
 
 /// A rule the profile overrode is named as the profile's, over its preset: the alt API replays a
