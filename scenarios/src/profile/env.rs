@@ -39,6 +39,17 @@ pub fn expand_env(
                 Some((n, d)) => (n, Some(d)),
                 None => (inner, None),
             };
+            let is_name = name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !is_name {
+                return Err(located(format!(
+                    "`${{{name}}}`: `{name}` is not a variable name (letters, digits and `_`, not \
+                     starting with a digit)"
+                )));
+            }
             if default.is_some_and(|d| d.contains("${")) {
                 return Err(located(format!(
                     "`${{{name}:-${{…}}}}`: a default cannot name another variable (nested \
@@ -112,6 +123,18 @@ mod tests {
                 .contains("`${A:-${…}}`: a default cannot name another variable"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_name_that_is_no_variable_name_is_refused_as_such() {
+        let lookup = |_: &str| None;
+        for text in ["a: ${1A}\n", "a: ${A B}\n", "a: ${}\n"] {
+            let err = expand_env("p", text, &lookup).unwrap_err();
+            assert!(
+                err.message.contains("is not a variable name"),
+                "{text}: {err}"
+            );
+        }
     }
 
     #[test]

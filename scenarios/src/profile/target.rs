@@ -537,6 +537,11 @@ impl TargetProfile {
                 );
             }
         }
+        for url in &self.base_urls.value {
+            if let Err(m) = super::check_url(url) {
+                at(&self.base_urls.referenced, format!("base_urls: {m}"));
+            }
+        }
         let principals = &self.principals.value;
         if principals.len() < 2 {
             at(

@@ -120,9 +120,13 @@ impl KeySpec {
             return Ok(KeySpec::None);
         }
         if let Some(n) = text.strip_prefix("long:") {
-            let n: usize = n.parse().map_err(|_| {
-                format!("`{text}`: expected `long:N` with N a number of characters")
-            })?;
+            if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(format!(
+                    "`{text}`: expected `long:N` with N a number of characters (digits only)"
+                ));
+            }
+            // Digits only: a number too large for `usize` is out of range like any above LONGEST.
+            let n: usize = n.parse().unwrap_or(usize::MAX);
             if n == 0 || n > KeySpec::LONGEST {
                 return Err(format!(
                     "`{text}`: N must be 1 to {} characters (longer than any server's header \

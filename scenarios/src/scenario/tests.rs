@@ -72,7 +72,13 @@ fn key_specs_parse() {
         KeySpec::parse("long:65536").unwrap(),
         KeySpec::Long(KeySpec::LONGEST)
     );
-    for too_long in ["long:65537", "long:100000000", "long:0"] {
+    assert!(KeySpec::parse("long:+5").is_err());
+    for too_long in [
+        "long:65537",
+        "long:100000000",
+        "long:0",
+        "long:99999999999999999999999",
+    ] {
         let err = KeySpec::parse(too_long).unwrap_err();
         assert!(err.contains("N must be 1 to 65536 characters"), "{err}");
     }
