@@ -112,7 +112,8 @@ pub struct Behaviour {
 }
 
 impl Behaviour {
-    /// The contract as DESIGN.md states it: every switch on.
+    /// The contract leasebroker implements (the `article` preset of docs/profile-reference.md): every
+    /// switch on.
     pub const CORRECT: Self = Self {
         idempotency: true,
         covers_delete: true,

@@ -760,3 +760,38 @@ fn an_unreachable_reference_database_fails_fast_with_the_childs_error() {
         stderr(&out)
     );
 }
+
+/// ARCHITECTURE.md says what the code has: the number of built-in checks, and every subcommand
+/// `idemspec --help` lists among its entry points.
+#[test]
+fn the_architecture_map_matches_the_code() {
+    let map = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../ARCHITECTURE.md"))
+        .expect("ARCHITECTURE.md");
+    let checks = idemspec_scenarios::catalogue::SOURCES.len();
+    assert!(
+        map.contains(&format!("{checks} are built in")),
+        "ARCHITECTURE.md should say `{checks} are built in`"
+    );
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .arg("--help")
+        .output()
+        .expect("idemspec --help");
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let commands = help
+        .split("Commands:")
+        .nth(1)
+        .and_then(|rest| rest.split("Options:").next())
+        .expect("a Commands: section");
+    for line in commands.lines() {
+        let Some(name) = line.split_whitespace().next() else {
+            continue;
+        };
+        if name == "help" || !line.starts_with("  ") || line.starts_with("   ") {
+            continue;
+        }
+        assert!(
+            map.contains(&format!("`idemspec {name}`")),
+            "ARCHITECTURE.md's entry points should name `idemspec {name}`"
+        );
+    }
+}
