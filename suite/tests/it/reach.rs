@@ -1021,3 +1021,40 @@ async fn a_declared_5xx_refusal_is_reported_not_silently_accepted() {
         o.summary
     );
 }
+
+/// "Stored and replayed" only where the response says so: a retry that got the same 500 again
+/// with the contract's replay marker was replayed; without it, the sentence says what was seen
+/// (the same 500 again, the request not run again) and that it was not re-run, not how.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_same_500_again_is_called_a_replay_only_where_marked() {
+    let article = |t: &str| {
+        t.replace(
+            "  preset: stripe-v1\n",
+            "  preset: article\n  key_required: false\n",
+        )
+    };
+    let api = alt_api::start().await;
+    let report = run_profile(profile(&api, article), &["failed-not-cached"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(
+        o.summary
+            .contains("was stored and replayed (the retry carries `Idempotent-Replayed`)"),
+        "{}",
+        o.summary
+    );
+    let unmarked = alt_api::start_with(alt_api::Options {
+        replayed_header: Some("X-Cached"),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&unmarked, article), &["failed-not-cached"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(
+        o.summary.contains("again, without `Idempotent-Replayed`")
+            && !o.summary.contains("stored and replayed (the retry carries"),
+        "{}",
+        o.summary
+    );
+}

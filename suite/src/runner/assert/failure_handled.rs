@@ -70,10 +70,24 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
             again.describe()
         ))
     } else if same_response(again, first) {
-        Broken(format!(
-            "the {} was stored and replayed; {who} says a 5xx is re-run",
-            first.describe()
-        ))
+        // "Stored and replayed" only where the response says so; the same 500 again may also be
+        // a layer that failed before the handler both times (a crash page), which the retry's
+        // timing and counters tell, not this comparison.
+        let header = &contract.replayed_header;
+        if again.marks_replay(header) {
+            Broken(format!(
+                "the {} was stored and replayed (the retry carries `{header}`); {who} says a 5xx \
+                 is re-run",
+                first.describe()
+            ))
+        } else {
+            Broken(format!(
+                "the retry got the same {} again, without `{header}`: the request that fails once \
+                 did not run again and succeed (stored and replayed without a marker, or refused \
+                 before the handler both times); {who} says a 5xx is re-run",
+                first.describe()
+            ))
+        }
     } else {
         Broken(format!(
             "the retry after a 5xx answered {}, not a success",
