@@ -1058,3 +1058,24 @@ async fn the_same_500_again_is_called_a_replay_only_where_marked() {
         o.summary
     );
 }
+
+/// Too few resources where creates with as many different keys each succeeded is said as what it
+/// is: different keys were merged (an API that cuts keys to their first characters).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn merged_keys_are_named_as_such() {
+    let api = alt_api::start_with(alt_api::Options {
+        key_prefix: Some(12),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, str::to_owned), &["concurrent-same-key"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(
+        o.summary.contains(
+            "where 3 creates with different keys each succeeded: requests with different keys were merged into one resource"
+        ),
+        "{}",
+        o.summary
+    );
+}

@@ -402,3 +402,25 @@ async fn a_leak_seen_is_a_fail_though_a_pass_only_precondition_failed() {
     let o = outcome(&report, "cross-tenant");
     assert_ne!(o.verdict, Verdict::Fail, "{}", table(&report));
 }
+
+/// A response of another resource is no replay: its differing `Location` is part of the judged
+/// difference, not a note that another check judges "a replay's fidelity" (once: notes about
+/// other resources called replays).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn another_resource_is_not_called_a_replay_in_a_note() {
+    // leasebroker ignoring keys: `again` creates another worker, with another `Location`.
+    let report = run_reference(&["no-idempotency"], None, &["fingerprint-mismatch"]).await;
+    let o = outcome(&report, "fingerprint-mismatch");
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(
+        o.summary.contains("`again`") || o.notes.iter().any(|n| n.contains("`again`")),
+        "{}\n{:?}",
+        o.summary,
+        o.notes
+    );
+    assert!(
+        !o.notes.iter().any(|n| n.contains("not judged here")),
+        "{:?}",
+        o.notes
+    );
+}

@@ -136,13 +136,18 @@ pub(crate) fn replay_differences(
 
 /// `differences` split into those a check judges and those the check named by `fidelity_judged_by`
 /// owns (none when it is `None`: every difference is judged).
+///
+/// A response that is no replay at all (another outcome, or a body of another resource) has no
+/// fidelity to judge elsewhere: its header and status differences go with the judged ones, not
+/// into notes that would call another resource a replay.
 pub(crate) fn split_fidelity(
     differences: Vec<Difference>,
     fidelity_judged_by: Option<&str>,
 ) -> (Vec<Difference>, Vec<Difference>) {
+    let no_replay = differences.iter().any(|d| !d.part.is_fidelity());
     differences
         .into_iter()
-        .partition(|d| !d.part.is_fidelity() || fidelity_judged_by.is_none())
+        .partition(|d| no_replay || !d.part.is_fidelity() || fidelity_judged_by.is_none())
 }
 
 /// The note for a difference `owner` judges: `` `step` differs from `other`: … (not judged here:

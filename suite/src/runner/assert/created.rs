@@ -61,10 +61,39 @@ impl Rule for Created {
                  `{step}` got no response, so its work may still be running",
                 principal.name
             )),
+            (n, _) if n < equals && merged_keys(run, &principal.name) >= equals => Broken(format!(
+                "{n} resources with marker {marker} exist for {} where {equals} creates with \
+                     different keys each succeeded: requests with different keys were merged \
+                     into one resource; expected exactly {equals}",
+                principal.name
+            )),
             (n, _) => Broken(format!(
                 "{n} resources with marker {marker} exist for {}; expected exactly {equals}",
                 principal.name
             )),
         }
     }
+}
+
+/// How many different keys `principal`'s successful creates carried: where there are as many as
+/// the resources expected, too few resources means different keys were merged.
+fn merged_keys(run: &CheckRun, principal: &str) -> u64 {
+    let creates: Vec<String> = run
+        .scenario
+        .steps
+        .iter()
+        .filter(|s| s.value.op == Some(idemspec_scenarios::scenario::Operation::Create))
+        .map(|s| s.value.name())
+        .collect();
+    let keys: std::collections::BTreeSet<&str> = run
+        .exchanges()
+        .iter()
+        .filter(|e| e.is_success())
+        .filter(|e| {
+            let r = &e.evidence.request;
+            r.principal == principal && creates.contains(&r.step)
+        })
+        .filter_map(|e| e.evidence.request.idempotency_key.as_deref())
+        .collect();
+    keys.len() as u64
 }

@@ -137,6 +137,9 @@ pub struct Options {
     /// side as one principal disturb each other (a retry finds its record gone and runs again),
     /// while one at a time each passes.
     pub one_record_per_principal: bool,
+    /// Keys are cut to this many characters before they are looked up (a column too narrow for
+    /// them): different keys that share a prefix are merged into one record.
+    pub key_prefix: Option<usize>,
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -330,6 +333,10 @@ where
         },
     };
     let fingerprint = fingerprint(method, uri, body);
+    let key = match app.options.key_prefix {
+        Some(n) => key.chars().take(n).collect(),
+        None => key,
+    };
     let scope = Scope {
         principal: principal.to_owned(),
         endpoint,
