@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use idemspec_scenarios::profile::{Contract, Principal, TargetProfile};
+use idemspec_scenarios::scenario::HookName;
 
 use crate::client::{Client, Exchange};
 use crate::hooks::HookRunner;
@@ -41,6 +42,26 @@ impl Env {
             lockout_bound,
             next_base: AtomicUsize::new(0),
         }
+    }
+
+    /// Whether the profile's request variant does what `hook` is there for, because the profile
+    /// lacks the hooks that would: a `fails_once` create fails by itself (no `fail_next`); a
+    /// `hangs` create is abandoned mid-flight without a crash (no `crash` and `restart` pair), so
+    /// neither hook runs. Hooks come first where the profile has them (`check/send.rs`,
+    /// `create_templates`); the scenario steps and the quiet lock both read it here.
+    pub(crate) fn variant_does(&self, hook: HookName) -> bool {
+        let variants = &self.profile.operations.create.variants;
+        match hook {
+            HookName::FailNext => !self.hooks.has(hook) && variants.fails_once.is_some(),
+            HookName::Crash | HookName::Restart => {
+                !self.crash_and_restart() && variants.hangs.is_some()
+            }
+        }
+    }
+
+    /// Whether the target can be crashed and brought back (both hooks).
+    pub(crate) fn crash_and_restart(&self) -> bool {
+        self.hooks.has(HookName::Crash) && self.hooks.has(HookName::Restart)
     }
 
     /// The next base URL of `urls`, round robin (several replicas share the load).

@@ -11,7 +11,6 @@ use idemspec_scenarios::scenario::{HookName, Isolation, Scenario};
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
 use super::env::Env;
-use super::steps;
 
 /// The run's lock; cloned into every check.
 #[derive(Clone, Default)]
@@ -52,5 +51,5 @@ impl Hold {
 /// How `scenario` shares the target in `env`: a hook step counts only where the profile's hook
 /// runs (a request variant that does its job touches only the check's own request).
 pub(crate) fn isolation(env: &Env, scenario: &Scenario) -> Isolation {
-    scenario.isolation(|hook: HookName| !steps::variant_does(env, hook))
+    scenario.isolation(|hook: HookName| !env.variant_does(hook))
 }

@@ -50,7 +50,7 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
         if let Some(hook) = step.hook {
             let hooks = &run.env().hooks;
             let mut meta = StepMeta::default();
-            if variant_does(run.env(), hook) {
+            if run.env().variant_does(hook) {
                 // The request variant makes the failure or the abandoned request itself.
             } else if hook == HookName::Crash && !hooks.crash_arms() && hooks.has(hook) {
                 // The kill must land while the next request is being worked on.
@@ -108,23 +108,6 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
         let meta = join(task).await;
         run.record_step(name, meta);
     }
-}
-
-/// Whether the profile's request variant does what `hook` is there for, because the profile
-/// lacks the hooks that would: a `fails_once` create fails by itself (no `fail_next`); a `hangs`
-/// create is abandoned mid-flight without a crash (no `crash` and `restart` pair), so neither
-/// hook runs. Hooks come first where the profile has them (see `Request::create_templates`).
-pub(crate) fn variant_does(env: &super::env::Env, hook: HookName) -> bool {
-    let variants = &env.profile.operations.create.variants;
-    match hook {
-        HookName::FailNext => !env.hooks.has(hook) && variants.fails_once.is_some(),
-        HookName::Crash | HookName::Restart => !crash_and_restart(env) && variants.hangs.is_some(),
-    }
-}
-
-/// Whether the target can be crashed and brought back (both hooks).
-pub(crate) fn crash_and_restart(env: &super::env::Env) -> bool {
-    env.hooks.has(HookName::Crash) && env.hooks.has(HookName::Restart)
 }
 
 /// Counts the check's resources before its first delete, to learn whether `list` can see them.

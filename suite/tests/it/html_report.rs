@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use idemspec::model::{AttemptEnd, ExitPolicy, RunReport};
 use idemspec::report::html;
-use idemspec::runner::{run, RunOptions, Target};
+use idemspec::runner::{RunOptions, Target};
 use idemspec_scenarios::scenario::Scenario;
 
 use crate::support::reference::{reference, run_reference};
@@ -142,10 +142,7 @@ async fn a_1000_client_storm_renders_as_counts_not_thousands_of_bars() {
     let mut opts = RunOptions::new(Target::Reference(reference(&[], None)));
     opts.builtin = false;
     opts.scenarios = vec![storm];
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("drain ends");
+    let report = crate::support::reference::run_options(opts).await;
     let timeline = &report.checks[0].timeline;
     assert_eq!(
         timeline.lanes_aggregated, 1000,
@@ -191,10 +188,7 @@ faults:
     let mut opts = RunOptions::new(Target::Reference(reference(&["no-idempotency"], None)));
     opts.builtin = false;
     opts.scenarios = vec![storm];
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("drain ends");
+    let report = crate::support::reference::run_options(opts).await;
     let Some(dom) = check_page(&report).await else {
         return;
     };

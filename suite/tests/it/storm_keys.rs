@@ -4,7 +4,7 @@
 //! (`check-then-act`) lets clients of one key race past each other and is caught.
 
 use idemspec::model::Verdict;
-use idemspec::runner::{run, RunOptions, Target};
+use idemspec::runner::{RunOptions, Target};
 use idemspec_scenarios::scenario::Scenario;
 
 use crate::support::postgres::PgDb;
@@ -26,10 +26,7 @@ async fn storm(flaws: &[&str], database_url: Option<String>) -> idemspec::model:
     let mut opts = RunOptions::new(Target::Reference(reference(flaws, database_url)));
     opts.builtin = false;
     opts.scenarios = vec![Scenario::load("shared.yaml", SHARED).expect("the storm loads")];
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("event drain ends");
+    let report = crate::support::reference::run_options(opts).await;
     report
 }
 
@@ -90,10 +87,7 @@ async fn a_failed_storm_leads_with_its_totals_and_names_a_bounded_number_of_keys
     let mut opts = RunOptions::new(Target::Reference(reference(&["no-idempotency"], None)));
     opts.builtin = false;
     opts.scenarios = vec![Scenario::load("twenty.yaml", TWENTY).expect("the storm loads")];
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("event drain ends");
+    let report = crate::support::reference::run_options(opts).await;
     let o = outcome(&report, "storm-twenty");
     assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
     let totals = o.summary.find("resources exist for 20 accepted keys");
@@ -181,10 +175,7 @@ async fn a_key_whose_create_ran_upstream_counts_as_accepted_though_its_client_wa
     let mut opts = RunOptions::new(Target::Reference(reference(&[], None)));
     opts.builtin = false;
     opts.scenarios = vec![Scenario::load("refused.yaml", REFUSED_AFTER_IT_RAN).expect("loads")];
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("event drain ends");
+    let report = crate::support::reference::run_options(opts).await;
     let o = outcome(&report, "storm-refused-after-it-ran");
     assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
     assert!(

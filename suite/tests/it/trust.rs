@@ -18,10 +18,7 @@ async fn against(api: &hostile::Hostile, only: &[&str], scenarios: &[&str]) -> R
         .iter()
         .map(|text| Scenario::load("test.yaml", text).expect("scenario loads"))
         .collect();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("drain ends");
+    let report = crate::support::reference::run_options(opts).await;
     report
 }
 
@@ -206,10 +203,7 @@ assert:
     let mut opts = RunOptions::new(Target::Profile(Box::new(api.profile())));
     opts.only = vec!["never-processed".into()];
     opts.run_timeout = std::time::Duration::ZERO;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("drain ends");
+    let report = crate::support::reference::run_options(opts).await;
     let o = outcome(&report, "never-processed");
     assert_eq!(o.verdict, Verdict::Unknown);
     assert!(o.summary.contains("--run-timeout"), "{}", o.summary);
@@ -306,10 +300,7 @@ async fn key_validation_counts_against_what_the_contract_lets_create() {
     .expect("profile loads");
     let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
     opts.only = vec!["key-validation".into()];
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("drain ends");
+    let report = crate::support::reference::run_options(opts).await;
     let o = outcome(&report, "key-validation");
     assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
     assert!(
@@ -359,10 +350,7 @@ assert:
 "#,
     )
     .expect("loads")];
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("drain ends");
+    let report = crate::support::reference::run_options(opts).await;
     let o = outcome(&report, "nothing-made");
     assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
     assert!(

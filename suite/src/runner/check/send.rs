@@ -319,7 +319,7 @@ impl Request<'_> {
             BodyVariant::Default | BodyVariant::Alt => true,
             BodyVariant::FailsOnce => env.hooks.has(HookName::FailNext),
             BodyVariant::Hangs => {
-                crate::runner::steps::crash_and_restart(env)
+                env.crash_and_restart()
                     && (env.hooks.crash_arms() || create.variants.hangs.is_none())
             }
             BodyVariant::SlowIfAny => create.variants.slow.is_none(),

@@ -30,6 +30,11 @@ pub async fn run_reference(
 ) -> RunReport {
     let mut opts = RunOptions::new(Target::Reference(reference(flaws, database_url)));
     opts.only = only.iter().map(|s| (*s).to_owned()).collect();
+    run_options(opts).await
+}
+
+/// Runs `opts`, draining its progress events.
+pub async fn run_options(opts: RunOptions) -> RunReport {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
     let report = run(opts, tx).await.expect("the run starts");
