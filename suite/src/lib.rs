@@ -9,6 +9,8 @@
 //! - [`reference`]: the bundled leasebroker as a child process that can be killed and restarted.
 //! - [`client`]: the HTTP client that records every exchange as evidence.
 //! - [`client_check`]: `idemspec client`, judging an HTTP client's retries (the client side).
+//! - [`engine`]: what both judge with: the verdict model and its grader, the selection, a run's
+//!   events and report.
 //! - [`hooks`]: the profile's crash / restart / fail_next hooks (shell command or HTTP request).
 //! - [`nemesis`]: a target idemspec starts from its profile, kills mid-flight and restarts.
 //! - [`process_group`]: child processes in a group of their own, killed as a whole.
@@ -18,6 +20,7 @@
 
 pub mod client;
 pub mod client_check;
+pub mod engine;
 pub mod hooks;
 pub mod model;
 pub mod nemesis;

@@ -53,23 +53,18 @@ fn load_profile(args: &ClientArgs) -> Result<ClientProfile, Failure> {
         })
 }
 
-/// A client run's error as the user sees it, with the check ids for an unknown one.
+/// A client run's error as the user sees it, with the check ids for a selection that cannot run.
 fn client_failure(e: ClientError) -> Failure {
-    let hint = matches!(
-        e,
-        ClientError::UnknownCheck(_) | ClientError::NothingSelected
-    );
-    let failure = Failure::usage(anyhow::Error::new(e));
-    if hint {
-        failure.hint(format!(
-            "the client checks are: {}",
-            client_check::checks::list()
-                .iter()
+    match &e {
+        ClientError::Select(select) => {
+            let ids: Vec<String> = client_check::checks::list()
+                .into_iter()
                 .map(|c| c.id)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-    } else {
-        failure
+                .collect();
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            Failure::selection(select, &ids)
+                .hint(format!("the client checks are: {}", ids.join(", ")))
+        }
+        _ => Failure::usage(anyhow::Error::new(e)),
     }
 }

@@ -2,6 +2,7 @@
 //! progress display, print the terminal report, write the report files, and exit by the verdicts.
 
 use anyhow::Context as _;
+use idemspec::engine::SelectError;
 use idemspec::model::ExitCode;
 use idemspec::reference::ReferenceOptions;
 use idemspec::runner::{self, RunError, RunOptions, Target, Unreachable};
@@ -96,34 +97,6 @@ fn options(args: &RunArgs, verbose: bool) -> Result<RunOptions, Failure> {
     Ok(options)
 }
 
-/// The built-in check id nearest to `id` (at most two edits away), for a "did you mean" hint.
-fn closest_check_id(id: &str) -> Option<&'static str> {
-    idemspec_scenarios::catalogue::SOURCES
-        .iter()
-        .map(|(known, _)| (edit_distance(id, known), *known))
-        .filter(|(distance, _)| *distance <= 2)
-        .min()
-        .map(|(_, known)| known)
-}
-
-/// Levenshtein distance in characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
-}
-
 /// Maps a [`RunError`] to its exit code and a hint.
 fn run_failure(error: RunError) -> Failure {
     match &error {
@@ -135,19 +108,22 @@ fn run_failure(error: RunError) -> Failure {
         } => Failure::unreachable(error),
         RunError::TargetUnreachable { .. } => Failure::unreachable(error)
             .hint("is the API running, and do the profile's `base_urls` point at it?"),
-        RunError::UnknownCheck(id) => {
-            let near = closest_check_id(id);
-            let failure = Failure::usage(error);
-            match near {
-                Some(near) => failure.hint(format!("did you mean `{near}`?")),
-                None => failure,
-            }
-            .hint("`idemspec list` shows every check id")
+        RunError::Select(select) => {
+            let ids: Vec<&str> = idemspec_scenarios::catalogue::SOURCES
+                .iter()
+                .map(|(id, _)| *id)
+                .collect();
+            let hint = match select {
+                SelectError::Duplicate(_) => {
+                    "give your scenario an `id` of its own (`idemspec list` shows the ids taken)"
+                }
+                SelectError::Unknown(_) | SelectError::Nothing => {
+                    "`idemspec list` shows every check id; `--skip` removes checks that `--only` \
+                     selects"
+                }
+            };
+            Failure::selection(select, &ids).hint(hint)
         }
-        RunError::NothingSelected => Failure::usage(error)
-            .hint("`--skip` removes checks that `--only` selects; `idemspec list` shows every id"),
-        RunError::DuplicateCheck(_) => Failure::usage(error)
-            .hint("give your scenario an `id` of its own (`idemspec list` shows the ids taken)"),
         RunError::Config(_) => Failure::usage(error)
             .hint("`idemspec validate FILE…` checks profiles and scenarios without running them"),
         RunError::Reference(_) => {
@@ -156,17 +132,5 @@ fn run_failure(error: RunError) -> Failure {
         RunError::Proxy(_) => Failure::usage(error),
         RunError::Target(_) => Failure::usage(error)
             .hint("check the profile's `process` (command, cwd, ready) and the target's log"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn near_misses_find_their_check() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(closest_check_id("lost-responce"), Some("lost-response"));
-        assert_eq!(closest_check_id("reboot-twice"), None);
     }
 }

@@ -16,13 +16,13 @@
 //! - `situation`: one run of the command under planned faults, and what it [`Observed`].
 //! - `command`: running the command (bounded, its process group killed at the deadline).
 //! - `canned`: the canned upstream. `attempt`: attempts read from proxy events.
-//! - `finding`: findings and grading. `outcome`: evidence, notes and timeline.
+//! - `outcome`: evidence, notes and timeline. Findings and grading are the engine's
+//!   ([`crate::engine`]).
 
 pub mod attempt;
 pub mod canned;
 pub mod checks;
 pub mod command;
-pub mod finding;
 pub mod outcome;
 pub mod situation;
 
@@ -32,10 +32,9 @@ use std::time::{Duration, Instant};
 use idemspec_scenarios::client_profile::ClientProfile;
 use idemspec_scenarios::profile::Contract;
 
-use crate::model::{CheckOutcome, RunEvent, RunReport, RunStats};
-use crate::runner::EventSink;
+use crate::engine::{self, About, EventSink, Finding, Graded, Judgement, RunRecord, SelectError};
+use crate::model::{CheckOutcome, RunReport};
 use checks::ClientCheck;
-use finding::{Finding, Graded, Judged};
 pub use situation::Observed;
 use situation::Situation;
 
@@ -78,12 +77,9 @@ impl ClientOptions {
 /// Why a client run could not start (its checks' findings are data, never errors).
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// `--only` or `--skip` named no client check.
-    #[error("no client check is called `{0}`")]
-    UnknownCheck(String),
-    /// The selection left nothing to run.
-    #[error("the selection leaves no client check to run")]
-    NothingSelected,
+    /// `--only` or `--skip` named no client check, or left none.
+    #[error(transparent)]
+    Select(#[from] SelectError),
     /// The canned upstream could not listen.
     #[error("start the canned upstream on 127.0.0.1")]
     Upstream(#[source] std::io::Error),
@@ -150,11 +146,12 @@ impl Ctx {
 /// [`ClientError`] for a selection that names no check or leaves none, an unusable key header, or
 /// a canned upstream that cannot listen.
 pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport, ClientError> {
-    let started = Instant::now();
-    let started_at = time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
-    let selected = select(&options.only, &options.skip)?;
+    let mut record = RunRecord::new(events);
+    let all: Vec<(About, Box<dyn ClientCheck>)> = checks::catalogue()
+        .into_iter()
+        .map(|c| (c.about(), c))
+        .collect();
+    let selected = engine::select(all, |(about, _)| &about.id, &options.only, &options.skip)?;
     let contract = options.profile.contract();
     let key_header = http::HeaderName::from_bytes(contract.header.as_bytes())
         .map_err(|_| ClientError::KeyHeader(contract.header.clone()))?;
@@ -179,28 +176,26 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
         canned: canned.is_some(),
         key_header,
     });
-    let _ = events.send(RunEvent::RunStarted {
-        target: ctx.profile.name.clone(),
-        contract: ctx.contract.preset.name().to_owned(),
-        total: selected.len(),
-    });
+    record.announce(
+        &ctx.profile.name,
+        ctx.contract.preset.name(),
+        selected.len(),
+    );
     let preflight = ctx.observe(&Situation::new("preflight", Vec::new())).await;
     let blocked = preflight_problem(&ctx, &preflight).map(|why| (why, preflight));
     let blocked = Arc::new(blocked);
     let limit = Arc::new(tokio::sync::Semaphore::new(options.parallelism.max(1)));
     let mut tasks = Vec::new();
-    for check in selected {
-        let (ctx, events, limit, blocked) =
-            (ctx.clone(), events.clone(), limit.clone(), blocked.clone());
+    for (about, check) in selected {
+        let (ctx, record, limit, blocked) =
+            (ctx.clone(), record.clone(), limit.clone(), blocked.clone());
         tasks.push(tokio::spawn(async move {
-            let _ = events.send(RunEvent::CheckStarted {
-                id: check.id().to_owned(),
-            });
+            record.check_started(&about.id);
             let outcome = match blocked.as_ref() {
-                Some((why, preflight)) => unrunnable(&ctx, check.as_ref(), why, preflight),
-                None => judge(&ctx, check.as_ref(), &limit).await,
+                Some((why, preflight)) => unrunnable(&ctx, about, why, preflight),
+                None => judge(&ctx, about, check.as_ref(), &limit).await,
             };
-            let _ = events.send(RunEvent::CheckFinished(Box::new(outcome.clone())));
+            record.check_finished(&outcome);
             outcome
         }));
     }
@@ -212,41 +207,7 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
         }
     }
     drop(canned);
-    let mut stats = RunStats::default();
-    for c in &checks {
-        stats.record(c.verdict);
-    }
-    let report = RunReport {
-        version: RunReport::VERSION,
-        target: ctx.profile.name.clone(),
-        contract: ctx.contract.preset.name().to_owned(),
-        started_at,
-        duration_ms: started.elapsed().as_millis() as u64,
-        checks,
-        stats,
-        target_log: None,
-    };
-    let _ = events.send(RunEvent::RunFinished(Box::new(report.clone())));
-    Ok(report)
-}
-
-/// The catalogue filtered by `--only` and `--skip`, in catalogue order.
-fn select(only: &[String], skip: &[String]) -> Result<Vec<Box<dyn ClientCheck>>, ClientError> {
-    let all = checks::catalogue();
-    for id in only.iter().chain(skip) {
-        if !all.iter().any(|c| c.id() == id) {
-            return Err(ClientError::UnknownCheck(id.clone()));
-        }
-    }
-    let selected: Vec<_> = all
-        .into_iter()
-        .filter(|c| only.is_empty() || only.iter().any(|id| id == c.id()))
-        .filter(|c| !skip.iter().any(|id| id == c.id()))
-        .collect();
-    if selected.is_empty() {
-        return Err(ClientError::NothingSelected);
-    }
-    Ok(selected)
+    Ok(record.finish(checks, None))
 }
 
 /// Why the command, run without faults, cannot be judged; `None` when it can.
@@ -283,25 +244,24 @@ fn preflight_problem(ctx: &Ctx, run: &Observed) -> Option<String> {
 }
 
 /// The outcome of a check that could not run because the preflight failed.
-fn unrunnable(ctx: &Ctx, check: &dyn ClientCheck, why: &str, preflight: &Observed) -> CheckOutcome {
+fn unrunnable(ctx: &Ctx, about: About, why: &str, preflight: &Observed) -> CheckOutcome {
     let graded = Graded {
         verdict: crate::model::Verdict::Unknown,
         summary: format!("not judged: {why}"),
         notes: Vec::new(),
-        situations: vec![preflight.situation],
+        support: vec![preflight.situation.to_owned()],
     };
-    outcome::outcome(
-        ctx,
-        check.about(),
-        graded,
-        std::slice::from_ref(preflight),
-        0,
-    )
+    outcome::outcome(ctx, about, graded, std::slice::from_ref(preflight), 0)
 }
 
 /// Runs one check's situations (each holding one of `limit`'s permits while its command runs)
 /// and grades it.
-async fn judge(ctx: &Ctx, check: &dyn ClientCheck, limit: &tokio::sync::Semaphore) -> CheckOutcome {
+async fn judge(
+    ctx: &Ctx,
+    about: About,
+    check: &dyn ClientCheck,
+    limit: &tokio::sync::Semaphore,
+) -> CheckOutcome {
     let started = Instant::now();
     let situations = check.situations(ctx);
     let runs: Vec<Observed> = futures::future::join_all(situations.iter().map(|s| async move {
@@ -310,11 +270,11 @@ async fn judge(ctx: &Ctx, check: &dyn ClientCheck, limit: &tokio::sync::Semaphor
         ctx.observe(s).await
     }))
     .await;
-    let mut found: Vec<Judged> = runs
+    let mut found: Vec<Judgement> = runs
         .iter()
         .filter(|r| !r.attempted())
         .map(|r| {
-            Judged::on(
+            Judgement::on(
                 r.situation,
                 Finding::Undecided(format!(
                     "`{}`: the command made no {} request ({})",
@@ -327,8 +287,7 @@ async fn judge(ctx: &Ctx, check: &dyn ClientCheck, limit: &tokio::sync::Semaphor
         .collect();
     let attempted: Vec<Observed> = runs.iter().filter(|r| r.attempted()).cloned().collect();
     found.extend(check.judge(ctx, &attempted));
-    let about = check.about();
-    let graded = finding::grade(&found, about.reference);
+    let graded = engine::grade(&found, &about);
     outcome::outcome(
         ctx,
         about,

@@ -4,12 +4,11 @@
 //! ended, its output).
 
 use idemspec_scenarios::rules::Fault;
-use idemspec_scenarios::Level;
 
 use super::attempt::Attempt;
-use super::finding::Graded;
 use super::situation::Observed;
 use super::Ctx;
+use crate::engine::{About, Graded};
 use crate::model::{
     AttemptEnd, CheckOutcome, Evidence, Lane, ProxyAction, RequestRecord, ResponseRecord, Timeline,
     Verdict,
@@ -18,19 +17,6 @@ use crate::report::human_duration;
 
 /// The most exchanges one check's evidence shows.
 const MAX_EVIDENCE: usize = 24;
-
-/// What a check is, for its outcome.
-#[derive(Debug, Clone, Copy)]
-pub struct About {
-    /// Its id.
-    pub id: &'static str,
-    /// Its title.
-    pub title: &'static str,
-    /// MUST or SHOULD.
-    pub level: Level,
-    /// The rule's source.
-    pub reference: &'static str,
-}
 
 /// The outcome of a check graded `graded` over `runs`, taking `duration_ms`.
 pub fn outcome(
@@ -44,7 +30,7 @@ pub fn outcome(
     let mut evidence = Vec::new();
     if graded.verdict != Verdict::Pass {
         let shown = |o: &&Observed| {
-            graded.situations.is_empty() || graded.situations.contains(&o.situation)
+            graded.support.is_empty() || graded.support.iter().any(|s| s == o.situation)
         };
         for run in runs.iter().filter(shown) {
             notes.push(run_note(ctx, run));
@@ -56,10 +42,10 @@ pub fn outcome(
         }
     }
     CheckOutcome {
-        id: about.id.to_owned(),
-        title: about.title.to_owned(),
+        id: about.id,
+        title: about.title,
         level: about.level,
-        reference: about.reference.to_owned(),
+        reference: about.reference,
         verdict: graded.verdict,
         summary: graded.summary,
         notes,

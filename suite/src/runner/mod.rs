@@ -17,9 +17,9 @@ mod proxy;
 mod quiet;
 mod select;
 mod steps;
-mod verdict;
 
-pub use options::{EventSink, RunError, RunOptions, Target, Unreachable};
+pub use crate::engine::EventSink;
+pub use options::{RunError, RunOptions, Target, Unreachable};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,8 +28,9 @@ use futures::StreamExt;
 use idemspec_scenarios::catalogue;
 
 use crate::client::RequestSpec;
+use crate::engine::RunRecord;
 use crate::hooks::{HookRunner, ProfileHooks};
-use crate::model::{RunEvent, RunReport, RunStats};
+use crate::model::RunReport;
 use crate::nemesis::{NemesisHooks, TargetProcess};
 use crate::reference::ReferenceServer;
 use env::Env;
@@ -48,10 +49,7 @@ use quiet::Quiet;
 /// [`RunError`] for configuration problems, an unknown `--only` id, a reference server or proxy that
 /// would not start, or a target no base URL of which answers. Failed checks are not errors.
 pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunError> {
-    let started = Instant::now();
-    let started_at = time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
+    let mut record = RunRecord::new(events);
     let builtin = if opts.builtin {
         catalogue::builtin()
     } else {
@@ -83,16 +81,14 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
     };
     let env = Arc::new(Env::new(profile, hooks, opts.lockout_bound));
     preflight(&env).await?;
-    let contract = env.contract.preset.name().to_owned();
-    let target = env.profile.name.clone();
-    let _ = events.send(RunEvent::RunStarted {
-        target: target.clone(),
-        contract: contract.clone(),
-        total: selected.len(),
-    });
+    record.announce(
+        &env.profile.name,
+        env.contract.preset.name(),
+        selected.len(),
+    );
     let limits = Limits {
         check: opts.check_timeout,
-        run_ends: started + opts.run_timeout,
+        run_ends: record.started() + opts.run_timeout,
     };
     let quiet = Quiet::default();
     // The profile's `checks_at_once` is what the target can take; `--jobs` cannot raise it.
@@ -131,7 +127,7 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
             index: i,
             isolation,
         };
-        outcomes.push(run_one(env.clone(), events.clone(), &quiet, at, s, limits).await);
+        outcomes.push(run_one(env.clone(), &record, &quiet, at, s, limits).await);
     }
     let rest: Vec<_> = futures::stream::iter(rest)
         .map(|(i, isolation, s)| {
@@ -139,8 +135,8 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
                 index: i,
                 isolation,
             };
-            let (env, events, quiet) = (env.clone(), events.clone(), quiet.clone());
-            async move { run_one(env, events, &quiet, at, s, limits).await }
+            let (env, record, quiet) = (env.clone(), &record, quiet.clone());
+            async move { run_one(env, record, &quiet, at, s, limits).await }
         })
         .buffer_unordered(jobs)
         .collect()
@@ -148,23 +144,10 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
     outcomes.extend(rest);
     outcomes.sort_by_key(|(i, _)| *i);
     let checks: Vec<_> = outcomes.into_iter().map(|(_, o)| o).collect();
-    let mut stats = RunStats::default();
-    for c in &checks {
-        stats.record(c.verdict);
-    }
-    let report = RunReport {
-        version: RunReport::VERSION,
-        target,
-        contract,
-        started_at,
-        duration_ms: started.elapsed().as_millis() as u64,
-        checks,
-        stats,
-        target_log: target_process
-            .as_ref()
-            .map(|p| p.log().display().to_string()),
-    };
-    let _ = events.send(RunEvent::RunFinished(Box::new(report.clone())));
+    let target_log = target_process
+        .as_ref()
+        .map(|p| p.log().display().to_string());
+    let report = record.finish(checks, target_log);
     if let Some(server) = reference {
         server.shutdown().await;
     }
@@ -192,19 +175,17 @@ struct Scheduled {
 /// lock as its isolation asks (its time and deadline start then, not while it waits).
 async fn run_one(
     env: Arc<Env>,
-    events: EventSink,
+    record: &RunRecord,
     quiet: &Quiet,
     at: Scheduled,
     scenario: Arc<idemspec_scenarios::scenario::Scenario>,
     limits: Limits,
 ) -> (usize, crate::model::CheckOutcome) {
     let hold = quiet.hold(at.isolation).await;
-    let _ = events.send(RunEvent::CheckStarted {
-        id: scenario.id.value.clone(),
-    });
+    record.check_started(&scenario.id.value);
     let left = limits.run_ends.saturating_duration_since(Instant::now());
     let outcome = check::run_check(env, scenario, limits.check.min(left), hold, at.isolation).await;
-    let _ = events.send(RunEvent::CheckFinished(Box::new(outcome.clone())));
+    record.check_finished(&outcome);
     (at.index, outcome)
 }
 

@@ -6,11 +6,6 @@ use idemspec_scenarios::profile::TargetProfile;
 use idemspec_scenarios::scenario::Scenario;
 use idemspec_scenarios::LoadError;
 
-use crate::model::RunEvent;
-
-/// Where run events go: reporters read the other end. A closed receiver is ignored.
-pub type EventSink = tokio::sync::mpsc::UnboundedSender<RunEvent>;
-
 /// The API under test.
 #[derive(Debug, Clone)]
 pub enum Target {
@@ -82,16 +77,10 @@ pub enum RunError {
     /// A profile or scenario did not load (exit code 2).
     #[error("load configuration")]
     Config(#[from] LoadError),
-    /// `--only`/`--skip` named a check that does not exist (exit code 2).
-    #[error("select checks: no check has id `{0}`")]
-    UnknownCheck(String),
-    /// `--only`/`--skip` left no check to run (exit code 2): a run that judged nothing must not
-    /// report `ok`.
-    #[error("select checks: the selection leaves no check to run")]
-    NothingSelected,
-    /// Two scenarios share an id (exit code 2).
-    #[error("select checks: two scenarios have id `{0}`")]
-    DuplicateCheck(String),
+    /// `--only`/`--skip` named no check, or left none; or two scenarios share an id (exit code
+    /// 2).
+    #[error(transparent)]
+    Select(#[from] crate::engine::SelectError),
     /// The bundled reference server could not be started.
     #[error("start the reference server")]
     Reference(#[source] crate::reference::ReferenceError),

@@ -5,41 +5,24 @@ use idemspec_scenarios::scenario::{Capability, Scenario};
 
 use super::env::Env;
 use super::RunError;
+use crate::engine;
 use idemspec_scenarios::profile::Covered;
 use idemspec_scenarios::scenario::HookName;
 
-/// The scenarios to run, in order: built-in first, then the user's; filtered.
+/// The scenarios to run, in order: built-in first, then the user's; filtered by `only` and
+/// `skip` ([`engine::select`]).
 ///
 /// # Errors
-/// [`RunError::DuplicateCheck`] when two scenarios share an id, [`RunError::UnknownCheck`] when
-/// `only`/`skip` names an id no scenario has, [`RunError::NothingSelected`] when they leave none.
+/// [`RunError::Select`] when two scenarios share an id, or `only`/`skip` names an id no scenario
+/// has or leaves none.
 pub(crate) fn select(
     builtin: Vec<Scenario>,
     user: Vec<Scenario>,
     only: &[String],
     skip: &[String],
 ) -> Result<Vec<Scenario>, RunError> {
-    let mut all: Vec<Scenario> = Vec::new();
-    for s in builtin.into_iter().chain(user) {
-        if all.iter().any(|t| t.id.value == s.id.value) {
-            return Err(RunError::DuplicateCheck(s.id.value));
-        }
-        all.push(s);
-    }
-    for id in only.iter().chain(skip) {
-        if !all.iter().any(|s| &s.id.value == id) {
-            return Err(RunError::UnknownCheck(id.clone()));
-        }
-    }
-    let selected: Vec<Scenario> = all
-        .into_iter()
-        .filter(|s| only.is_empty() || only.contains(&s.id.value))
-        .filter(|s| !skip.contains(&s.id.value))
-        .collect();
-    if selected.is_empty() {
-        return Err(RunError::NothingSelected);
-    }
-    Ok(selected)
+    let all: Vec<Scenario> = builtin.into_iter().chain(user).collect();
+    Ok(engine::select(all, |s| &s.id.value, only, skip)?)
 }
 
 /// Why `scenario`'s findings are recorded rather than judged, if they are: it needs a keyed

@@ -2,6 +2,7 @@
 //! PASS), a missing capability is SKIP with its reason, an unreachable target is an error, user
 //! scenarios use the same vocabulary as the catalogue, and progress events frame every check.
 
+use idemspec::engine::SelectError;
 use idemspec::model::{RunEvent, Verdict};
 use idemspec::reference::ReferenceServer;
 use idemspec::runner::{run, RunError, RunOptions, Target, Unreachable};
@@ -148,7 +149,9 @@ async fn unknown_only_id_is_a_usage_error() {
     let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
     opts.only = vec!["no-such-check".into()];
     let (result, events) = run_collecting(opts).await;
-    assert!(matches!(result, Err(RunError::UnknownCheck(id)) if id == "no-such-check"));
+    assert!(
+        matches!(result, Err(RunError::Select(SelectError::Unknown(id))) if id == "no-such-check")
+    );
     assert!(events.is_empty());
 }
 

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use idemspec_scenarios::Level;
 
-use super::{about, delays, delays_text, ClientCheck, Ctx, Judged, Observed, Situation};
-use crate::client_check::finding::Finding;
-use crate::client_check::outcome::About;
+use super::{about, delays, delays_text, ClientCheck, Ctx, Judgement, Observed, Situation};
 use crate::client_check::situation::Times;
+use crate::engine::About;
+use crate::engine::Finding;
 use crate::report::human_duration;
 
 /// See the module documentation.
@@ -71,7 +71,7 @@ impl ClientCheck for Backoff {
         ]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
         let plain: Vec<(&Observed, Vec<Duration>)> = runs
             .iter()
             .filter(|r| PLAIN.contains(&r.situation))
@@ -81,42 +81,37 @@ impl ClientCheck for Backoff {
         let retry_after = ctx.profile.retry_after();
         for run in runs.iter().filter(|r| !PLAIN.contains(&r.situation)) {
             let status = run.attempts[0].client_status.unwrap_or_default();
-            let finding = match delays(&run.attempts).first() {
-                None => Finding::Recorded(format!(
+            let on = |finding| Judgement::on(run.situation, finding);
+            found.push(match delays(&run.attempts).first() {
+                None => on(Finding::Recorded(format!(
                     "`{}`: a {status} with Retry-After was not retried",
                     run.situation
-                )),
-                Some(d) if *d + RETRY_AFTER_SLACK >= retry_after => Finding::Held(format!(
+                ))),
+                Some(d) if *d + RETRY_AFTER_SLACK >= retry_after => on(Finding::Held(format!(
                     "`{}`: waited {} after a {status} with Retry-After: {}",
                     run.situation,
                     human_duration(d.as_millis() as u64),
                     retry_after.as_secs()
-                )),
-                Some(d) => Finding::Broken(
-                    Level::Should,
-                    format!(
-                        "`{}`: retried {} after a {status} that said Retry-After: {}",
-                        run.situation,
-                        human_duration(d.as_millis() as u64),
-                        retry_after.as_secs()
-                    ),
-                ),
-            };
-            found.push(Judged::on(run.situation, finding));
+                ))),
+                Some(d) => on(Finding::Broken(format!(
+                    "`{}`: retried {} after a {status} that said Retry-After: {}",
+                    run.situation,
+                    human_duration(d.as_millis() as u64),
+                    retry_after.as_secs()
+                )))
+                .at(Level::Should),
+            });
         }
         found
     }
 }
 
 /// Backoff, growth and jitter over the plain-502 runs.
-fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judged> {
+fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judgement> {
     let names: Vec<&'static str> = plain.iter().map(|(r, _)| r.situation).collect();
     let retried: Vec<&(&Observed, Vec<Duration>)> =
         plain.iter().filter(|(_, d)| !d.is_empty()).collect();
-    let on = |finding| Judged {
-        finding,
-        situations: names.clone(),
-    };
+    let on = |finding| Judgement::new(finding).on_steps(names.iter().copied());
     if retried.is_empty() {
         return vec![on(Finding::Recorded(
             "a plain 502 was not retried: no backoff to judge".into(),
@@ -135,7 +130,6 @@ fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judged> {
     all.sort();
     if all[all.len() / 2] < AT_ONCE {
         return vec![on(Finding::Broken(
-            Level::Must,
             format!(
                 "retried at once after a 502 (delays {shown}; their median is under {}): without backoff, clients that failed together hammer the recovering server together",
                 human_duration(AT_ONCE.as_millis() as u64)
@@ -159,9 +153,8 @@ fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judged> {
         last > first + GROWTH && last > first + first / 4
     }) {
         found.push(on(Finding::Broken(
-            Level::Should,
             format!("the delays do not grow ({shown}): a server that stays down is retried at the same rate"),
-        )));
+        )).at(Level::Should));
     }
     // Jitter: some pair of runs waited a clearly different delay at some retry.
     let runs: Vec<&Vec<Duration>> = retried.iter().map(|(_, d)| d).collect();
@@ -175,18 +168,18 @@ fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judged> {
                 })
             })
         });
-        found.push(on(if differ {
-            Finding::Held(format!("the delays differ between runs ({shown}): jitter"))
+        found.push(if differ {
+            on(Finding::Held(format!("the delays differ between runs ({shown}): jitter")))
         } else {
-            Finding::Broken(
-                Level::Should,
+            on(Finding::Broken(
                 format!(
                     "the {} runs waited the same delays at every retry (within {} ms or a quarter): without jitter, clients that failed together retry together",
                     runs.len(),
                     JITTER.as_millis()
                 ),
-            )
-        }));
+            ))
+            .at(Level::Should)
+        });
     }
     found
 }

@@ -3,11 +3,11 @@
 
 use idemspec_scenarios::Level;
 
-use super::{about, ClientCheck, Ctx, Judged, Observed, Situation};
+use super::{about, ClientCheck, Ctx, Judgement, Observed, Situation};
 use crate::client_check::command::Exit;
-use crate::client_check::finding::Finding;
-use crate::client_check::outcome::About;
 use crate::client_check::situation::Times;
+use crate::engine::About;
+use crate::engine::Finding;
 use crate::report::human_duration;
 
 /// See the module documentation.
@@ -32,32 +32,26 @@ impl ClientCheck for BoundedRetries {
         vec![situation]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
         let max = ctx.profile.max_attempts() as usize;
         runs.iter()
             .map(|run| {
                 let n = run.attempts.len();
                 let took = human_duration(run.output.elapsed.as_millis() as u64);
                 let finding = match &run.output.exit {
-                    Exit::TimedOut(after) => Finding::Broken(
-                        Level::Must,
-                        format!(
+                    Exit::TimedOut(after) => Finding::Broken(format!(
                             "still retrying when killed after {} ({n} attempts, every one answered 502): the client does not give up",
                             humantime::format_duration(*after)
                         ),
                     ),
-                    Exit::Code(0) => Finding::Broken(
-                        Level::Must,
-                        format!("exited 0 after {n} attempts, every one answered 502: the failure is hidden from the caller"),
+                    Exit::Code(0) => Finding::Broken(format!("exited 0 after {n} attempts, every one answered 502: the failure is hidden from the caller"),
                     ),
                     Exit::NotStarted(why) => Finding::Undecided(format!("the command did not run: {why}")),
-                    exit if n > max => Finding::Broken(
-                        Level::Must,
-                        format!("gave up only after {n} attempts ({exit}, {took}); the bound is {max}"),
+                    exit if n > max => Finding::Broken(format!("gave up only after {n} attempts ({exit}, {took}); the bound is {max}"),
                     ),
                     exit => Finding::Held(format!("gave up after {n} attempts in {took} ({exit})")),
                 };
-                Judged::on(run.situation, finding)
+                Judgement::on(run.situation, finding)
             })
             .collect()
     }

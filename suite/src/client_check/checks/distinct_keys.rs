@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use idemspec_scenarios::Level;
 
-use super::{about, ClientCheck, Ctx, Judged, Observed, Situation};
+use super::{about, ClientCheck, Ctx, Judgement, Observed, Situation};
 use crate::client_check::attempt::operations;
-use crate::client_check::finding::Finding;
-use crate::client_check::outcome::About;
+use crate::engine::About;
+use crate::engine::Finding;
 
 /// See the module documentation.
 pub struct DistinctKeys;
@@ -30,7 +30,7 @@ impl ClientCheck for DistinctKeys {
         ]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
         let mut seen: BTreeMap<&str, String> = BTreeMap::new();
         let mut found = Vec::new();
         let mut count = 0;
@@ -39,7 +39,7 @@ impl ClientCheck for DistinctKeys {
                 let at = format!("`{}` operation {}", run.situation, i + 1);
                 count += 1;
                 match op[0].key.as_deref() {
-                    None => found.push(Judged::on(
+                    None => found.push(Judgement::on(
                         run.situation,
                         Finding::Recorded(format!(
                             "{at}: no `{}` to compare (key-present judges that)",
@@ -48,11 +48,9 @@ impl ClientCheck for DistinctKeys {
                     )),
                     Some(key) => {
                         if let Some(earlier) = seen.get(key) {
-                            found.push(Judged::on(
+                            found.push(Judgement::on(
                                 run.situation,
-                                Finding::Broken(
-                                    Level::Must,
-                                    format!(
+                                Finding::Broken(format!(
                                         "{earlier} and {at} both carried the key {key:?}: the server replays the first operation's response to the second, which never happens"
                                     ),
                                 ),
@@ -65,7 +63,7 @@ impl ClientCheck for DistinctKeys {
             }
         }
         if runs.len() == 2 && found.is_empty() {
-            found.push(Judged::overall(Finding::Held(format!(
+            found.push(Judgement::new(Finding::Held(format!(
                 "{count} logical operations in two runs, {count} different keys"
             ))));
         }

@@ -4,10 +4,10 @@
 
 use idemspec_scenarios::Level;
 
-use super::{about, delays, ClientCheck, Ctx, Judged, Observed, Situation};
-use crate::client_check::finding::Finding;
-use crate::client_check::outcome::About;
+use super::{about, delays, ClientCheck, Ctx, Judgement, Observed, Situation};
 use crate::client_check::situation::Times;
+use crate::engine::About;
+use crate::engine::Finding;
 use crate::report::human_duration;
 
 /// See the module documentation.
@@ -30,14 +30,12 @@ impl ClientCheck for InFlight {
         )]
     }
 
-    fn judge(&self, _ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+    fn judge(&self, _ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
         runs.iter()
             .map(|run| {
                 let status = run.attempts[0].client_status.unwrap_or_default();
                 let finding = match (delays(&run.attempts).first(), run.output.exit.succeeded()) {
-                    (None, _) => Finding::Broken(
-                        Level::Should,
-                        format!(
+                    (None, _) => Finding::Broken(format!(
                             "gave up on a {status} in flight ({}): the operation is completing on the server, the caller sees an error, and a caller that tries again with a new key creates a second",
                             run.output.exit
                         ),
@@ -51,7 +49,7 @@ impl ClientCheck for InFlight {
                         run.output.exit
                     )),
                 };
-                Judged::on(run.situation, finding)
+                Judgement::on(run.situation, finding)
             })
             .collect()
     }

@@ -5,9 +5,9 @@ use std::collections::BTreeSet;
 
 use idemspec_scenarios::Level;
 
-use super::{about, ClientCheck, Ctx, Judged, Observed, Situation};
-use crate::client_check::finding::Finding;
-use crate::client_check::outcome::About;
+use super::{about, ClientCheck, Ctx, Judgement, Observed, Situation};
+use crate::engine::About;
+use crate::engine::Finding;
 
 /// See the module documentation.
 pub struct KeyFormat;
@@ -29,7 +29,7 @@ impl ClientCheck for KeyFormat {
         vec![Situation::new("clean", Vec::new())]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
         let mut found = Vec::new();
         for run in runs {
             let keys: BTreeSet<Option<&str>> =
@@ -42,9 +42,9 @@ impl ClientCheck for KeyFormat {
                     )),
                     Some(raw) => judge_key(raw, ctx.contract.sf_string_keys),
                 };
-                found.push(Judged::on(run.situation, finding));
+                found.push(Judgement::on(run.situation, finding));
                 if let Some(note) = key.and_then(uuid_note) {
-                    found.push(Judged::on(run.situation, Finding::Recorded(note)));
+                    found.push(Judgement::on(run.situation, Finding::Recorded(note)));
                 }
             }
         }
@@ -60,14 +60,10 @@ fn judge_key(raw: &str, sf_string: bool) -> Finding {
     let len = key.chars().count();
     let invisible = key.chars().find(|c| !('\x21'..='\x7e').contains(c));
     match (len, invisible) {
-        (0, _) => Finding::Broken(Level::Must, "the key is empty".into()),
-        (n, _) if n > MAX_LEN => Finding::Broken(
-            Level::Must,
-            format!("the key {raw:?} has {n} characters; servers accept at most {MAX_LEN}"),
+        (0, _) => Finding::Broken("the key is empty".into()),
+        (n, _) if n > MAX_LEN => Finding::Broken(format!("the key {raw:?} has {n} characters; servers accept at most {MAX_LEN}"),
         ),
-        (_, Some(c)) => Finding::Broken(
-            Level::Must,
-            format!(
+        (_, Some(c)) => Finding::Broken(format!(
                 "the key {raw:?} contains {c:?}, which is not visible ASCII: a server rejects it or reads another key"
             ),
         ),

@@ -4,10 +4,10 @@
 use idemspec_scenarios::rules::Fault;
 use idemspec_scenarios::Level;
 
-use super::{about, ClientCheck, Ctx, Judged, Observed, Situation};
-use crate::client_check::finding::Finding;
-use crate::client_check::outcome::About;
+use super::{about, ClientCheck, Ctx, Judgement, Observed, Situation};
 use crate::client_check::situation::Times;
+use crate::engine::About;
+use crate::engine::Finding;
 
 /// See the module documentation.
 pub struct KeyPresent;
@@ -45,7 +45,7 @@ impl ClientCheck for KeyPresent {
         ]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
         let header = ctx.header();
         runs.iter()
             .map(|run| {
@@ -57,9 +57,7 @@ impl ClientCheck for KeyPresent {
                         run.situation
                     ))
                 } else if run.retried() {
-                    Finding::Broken(
-                        Level::Must,
-                        format!(
+                    Finding::Broken(format!(
                             "`{}`: the client retried {} without `{header}` ({missing} of {n} attempts had none): the server cannot tell a retry from a new request, so each retry may create another resource",
                             run.situation,
                             ctx.operation_label()
@@ -71,7 +69,7 @@ impl ClientCheck for KeyPresent {
                         run.situation
                     ))
                 };
-                Judged::on(run.situation, finding)
+                Judgement::on(run.situation, finding)
             })
             .collect()
     }

@@ -16,10 +16,9 @@ use std::time::Duration;
 use idemspec_scenarios::Level;
 
 use super::attempt::Attempt;
-use super::finding::Judged;
-use super::outcome::About;
 use super::situation::{Observed, Situation};
 use super::Ctx;
+use crate::engine::{About, Judgement};
 
 /// One client check.
 pub trait ClientCheck: Send + Sync {
@@ -28,13 +27,9 @@ pub trait ClientCheck: Send + Sync {
     /// The situations it runs the command in, one after another.
     fn situations(&self, ctx: &Ctx) -> Vec<Situation>;
     /// What it finds in the situations where the command made at least one attempt (a situation
-    /// without any is undecided before this is called).
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judged>;
-
-    /// Its id.
-    fn id(&self) -> &'static str {
-        self.about().id
-    }
+    /// without any is undecided before this is called); a finding is at the check's level and
+    /// source unless it says otherwise, and names the situations behind it.
+    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement>;
 }
 
 /// Every client check, in the order they are reported.
@@ -57,17 +52,12 @@ pub fn list() -> Vec<About> {
 }
 
 /// An `About` for a check.
-const fn about(
-    id: &'static str,
-    title: &'static str,
-    level: Level,
-    reference: &'static str,
-) -> About {
+fn about(id: &str, title: &str, level: Level, reference: &str) -> About {
     About {
-        id,
-        title,
+        id: id.to_owned(),
+        title: title.to_owned(),
         level,
-        reference,
+        reference: reference.to_owned(),
     }
 }
 

@@ -3,10 +3,10 @@
 
 use idemspec_scenarios::Level;
 
-use super::{about, ClientCheck, Ctx, Judged, Observed, Situation};
-use crate::client_check::finding::Finding;
-use crate::client_check::outcome::About;
+use super::{about, ClientCheck, Ctx, Judgement, Observed, Situation};
 use crate::client_check::situation::Times;
+use crate::engine::About;
+use crate::engine::Finding;
 
 /// See the module documentation.
 pub struct NoRetry4xx;
@@ -34,17 +34,15 @@ impl ClientCheck for NoRetry4xx {
         ]
     }
 
-    fn judge(&self, _ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+    fn judge(&self, _ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
         let mut found = Vec::new();
         for run in runs {
             let status = run.attempts[0].client_status.unwrap_or_default();
             let n = run.attempts.len();
-            found.push(Judged::on(
+            found.push(Judgement::on(
                 run.situation,
                 if run.retried() {
-                    Finding::Broken(
-                        Level::Must,
-                        format!(
+                    Finding::Broken(format!(
                             "`{}`: a {status} was retried {} times ({}): it is permanent, so the retries can never succeed and only load the server",
                             run.situation,
                             n - 1,
@@ -56,7 +54,7 @@ impl ClientCheck for NoRetry4xx {
                 },
             ));
             if run.output.exit.succeeded() {
-                found.push(Judged::on(
+                found.push(Judgement::on(
                     run.situation,
                     Finding::Recorded(format!(
                         "`{}`: the command exited 0 after a {status}: does the error reach the caller?",

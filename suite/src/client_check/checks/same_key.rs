@@ -6,11 +6,11 @@ use std::collections::BTreeSet;
 use idemspec_scenarios::rules::Fault;
 use idemspec_scenarios::Level;
 
-use super::{about, key_text, ClientCheck, Ctx, Judged, Observed, Situation};
+use super::{about, key_text, ClientCheck, Ctx, Judgement, Observed, Situation};
 use crate::client_check::attempt::operations;
-use crate::client_check::finding::Finding;
-use crate::client_check::outcome::About;
 use crate::client_check::situation::Times;
+use crate::engine::About;
+use crate::engine::Finding;
 
 /// See the module documentation.
 pub struct SameKey;
@@ -45,7 +45,7 @@ impl ClientCheck for SameKey {
         ]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judged> {
+    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
         runs.iter()
             .map(|run| {
                 // The faults hit the first operation; with several per run, the others are clean.
@@ -65,9 +65,7 @@ impl ClientCheck for SameKey {
                     ))
                 } else if keys.len() > 1 {
                     let listed: Vec<String> = keys.iter().map(|k| key_text(*k)).collect();
-                    Finding::Broken(
-                        Level::Must,
-                        format!(
+                    Finding::Broken(format!(
                             "`{}`: {n} attempts of one operation carried {} different keys ({}): a retry with a new key is a new operation to the server, which runs it again",
                             run.situation,
                             keys.len(),
@@ -80,7 +78,7 @@ impl ClientCheck for SameKey {
                         run.situation
                     ))
                 };
-                Judged::on(run.situation, finding)
+                Judgement::on(run.situation, finding)
             })
             .collect()
     }

@@ -4,8 +4,8 @@
 use idemspec_scenarios::scenario::{Conflict, ConflictKind, StatusPattern};
 
 use super::{declared_5xx_note, describe_patterns, responses, unmatched, Rule};
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 impl Rule for Conflict {
     fn notes(&self, run: &CheckRun) -> Vec<String> {

@@ -7,8 +7,8 @@ use idemspec_scenarios::scenario::Consistent;
 use super::compare::{self, owned_elsewhere, split_fidelity, Difference};
 use super::Rule;
 use crate::client::Exchange;
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 /// How the later successes of `step` differ from the first, once each: judged here, and owned by
 /// `fidelity_judged_by`.

@@ -5,8 +5,8 @@
 use idemspec_scenarios::scenario::Created;
 
 use super::{Needs, Rule};
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 impl Rule for Created {
     fn needs(&self) -> Needs {

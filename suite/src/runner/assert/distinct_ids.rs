@@ -3,8 +3,8 @@
 use idemspec_scenarios::scenario::StepList;
 
 use super::Rule;
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 /// The `distinct_ids` kind.
 pub(super) struct DistinctIds<'a>(pub &'a StepList);

@@ -5,8 +5,8 @@ use idemspec_scenarios::scenario::StepList;
 
 use super::Rule;
 use crate::client::Exchange;
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 /// The `distinct_problems` kind.
 pub(super) struct DistinctProblems<'a>(pub &'a StepList);

@@ -4,9 +4,9 @@
 use idemspec_scenarios::scenario::EffectDelta;
 
 use super::Rule;
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
 use crate::runner::observe;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 impl Rule for EffectDelta {
     fn judge(&self, run: &CheckRun) -> Finding {

@@ -5,8 +5,8 @@
 use idemspec_scenarios::scenario::FailureHandled;
 
 use super::{responses, same_response, Needs, Rule};
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 impl Rule for FailureHandled {
     fn needs(&self) -> Needs {

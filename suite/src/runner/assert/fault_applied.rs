@@ -6,8 +6,8 @@ use idemspec_proxy::ProxyEvent;
 use idemspec_scenarios::scenario::{FaultApplied, UpstreamOutcome};
 
 use super::Rule;
+use crate::engine::Finding::{self, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Held, Undecided};
 
 impl Rule for FaultApplied {
     fn judge(&self, run: &CheckRun) -> Finding {

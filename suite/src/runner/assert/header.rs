@@ -6,8 +6,8 @@ use idemspec_scenarios::scenario::{HeaderPresent, StatusPattern};
 
 use super::{describe_patterns, status_matches, Rule};
 use crate::client::Exchange;
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 impl Rule for HeaderPresent {
     fn judge(&self, run: &CheckRun) -> Finding {

@@ -17,9 +17,9 @@ use idemspec_scenarios::scenario::{Level, LockReleased};
 
 use super::{refused, within, Needs, Rule};
 use crate::client::Exchange;
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
 use crate::runner::steps::{twin_step, TWIN_AFTER};
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 impl Rule for LockReleased {
     fn needs(&self) -> Needs {

@@ -35,8 +35,8 @@ use idemspec_scenarios::profile::Contract;
 use idemspec_scenarios::scenario::{AssertKind, Level, Scenario, StatusPattern, Within};
 
 use super::check::CheckRun;
-use super::verdict::{Finding, Judgement};
 use crate::client::Exchange;
+use crate::engine::{Finding, Judgement};
 
 use Finding::{Broken, Held, Undecided};
 
@@ -187,7 +187,7 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
                 finding = Finding::Recorded(m);
             }
         }
-        let mut judgement = Judgement::new(scenario, finding).on_steps(steps);
+        let mut judgement = Judgement::new(finding).on_steps(steps);
         judgement.precondition = precondition;
         judgement.pass_only = a.pass_only;
         judgement.notes = notes;
@@ -195,7 +195,7 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
             judgement = judgement.at(level);
         }
         if let Some(reference) = &a.reference {
-            judgement.reference = reference.clone();
+            judgement.reference = Some(reference.clone());
         }
         out.push(judgement);
     }
@@ -205,7 +205,7 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
         if let Some(p) = &run.step(&step).meta.problem {
             let finding = Undecided(format!("step `{step}`: {p}"));
             if !out.iter().any(|j| j.finding == finding) {
-                out.push(Judgement::new(scenario, finding).on_steps([step]));
+                out.push(Judgement::new(finding).on_steps([step]));
             }
         }
     }

@@ -3,8 +3,8 @@
 use idemspec_scenarios::scenario::StepRef;
 
 use super::{responses, Rule};
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 /// The `no_5xx` kind.
 pub(super) struct No5xx<'a>(pub &'a StepRef);

@@ -4,8 +4,8 @@
 use idemspec_scenarios::scenario::StepRef;
 
 use super::Rule;
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 /// The `no_response` kind.
 pub(super) struct NoResponse<'a>(pub &'a StepRef);

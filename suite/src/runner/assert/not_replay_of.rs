@@ -4,9 +4,9 @@
 use idemspec_scenarios::scenario::StepPair;
 
 use super::{responses, same_response, Rule};
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::model::RequestRecord;
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 /// The `not_replay_of` kind.
 pub(super) struct NotReplayOf<'a>(pub &'a StepPair);

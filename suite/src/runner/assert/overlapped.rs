@@ -5,8 +5,8 @@
 use idemspec_scenarios::scenario::Overlapped;
 
 use super::Rule;
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 impl Rule for Overlapped {
     fn judge(&self, run: &CheckRun) -> Finding {

@@ -6,8 +6,8 @@ use idemspec_scenarios::scenario::SameResponse;
 
 use super::compare::{owned_elsewhere, replay_differences, split_fidelity, Difference};
 use super::{responses, Rule};
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 /// Every difference of the step's responses from the original, once each, split into those this
 /// check judges and those `fidelity_judged_by` owns.

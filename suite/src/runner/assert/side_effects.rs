@@ -4,9 +4,9 @@
 use idemspec_scenarios::scenario::SideEffects;
 
 use super::{Needs, Rule};
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
 use crate::runner::observe::Counters;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 impl Rule for SideEffects {
     fn needs(&self) -> Needs {

@@ -5,8 +5,8 @@ use idemspec_scenarios::scenario::SucceededWithin;
 
 use super::{within, Rule};
 use crate::client::Exchange;
+use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::Finding::{self, Broken, Held, Undecided};
 
 impl Rule for SucceededWithin {
     fn judge(&self, run: &CheckRun) -> Finding {

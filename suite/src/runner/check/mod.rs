@@ -24,9 +24,9 @@ use super::env::Env;
 use super::observe::{self, Counters};
 use super::proxy::FaultProxy;
 use super::quiet::Hold;
-use super::verdict::{grade, Finding, Judgement};
 use super::{procedures, select, steps};
 use crate::client::Exchange;
+use crate::engine::{grade, About, Finding, Judgement};
 use crate::model::{CheckOutcome, Verdict};
 
 /// One check's context: the environment, the scenario, the sender (with the check's marker and
@@ -249,11 +249,11 @@ pub(crate) async fn run_check(
     let started = Instant::now();
     if limit.is_zero() {
         let why = "the run's deadline (--run-timeout) passed before this check could start";
-        let j = Judgement::new(&scenario, Finding::Undecided(why.into()));
+        let j = Judgement::new(Finding::Undecided(why.into()));
         return outcome(&scenario, &[j], &[], started);
     }
     if let Some(reason) = select::missing_capability(&env, &scenario) {
-        let skip = Judgement::new(&scenario, Finding::Skipped(reason));
+        let skip = Judgement::new(Finding::Skipped(reason));
         return outcome(&scenario, &[skip], &[], started);
     }
     let proxy = if scenario.faults.is_empty() {
@@ -264,7 +264,7 @@ pub(crate) async fn run_check(
             Ok(p) => Some(p),
             Err(e) => {
                 let why = format!("could not start the fault-injecting proxy: {e}");
-                let j = Judgement::new(&scenario, Finding::Undecided(why));
+                let j = Judgement::new(Finding::Undecided(why));
                 return outcome(&scenario, &[j], &[], started);
             }
         }
@@ -280,7 +280,7 @@ pub(crate) async fn run_check(
                  left of --run-timeout); what it had seen is not judged",
                 humantime::format_duration(limit)
             );
-            vec![Judgement::new(&scenario, Finding::Undecided(why))]
+            vec![Judgement::new(Finding::Undecided(why))]
         }
     };
     let judgements = match uncovered {
@@ -318,6 +318,16 @@ async fn judge(run: &mut CheckRun) -> Vec<Judgement> {
     }
 }
 
+/// What `scenario` is, for the grader and the report.
+fn about(scenario: &Scenario) -> About {
+    About {
+        id: scenario.id.value.clone(),
+        title: scenario.title.clone(),
+        level: scenario.level,
+        reference: scenario.reference.clone(),
+    }
+}
+
 /// Grades the judgements into the check's outcome, with the evidence of the judgements that
 /// decided it (FAIL, WARN, UNKNOWN) and the others as notes.
 fn outcome(
@@ -326,65 +336,27 @@ fn outcome(
     exchanges: &[Exchange],
     started: Instant,
 ) -> CheckOutcome {
-    let (verdict, summary, chosen) = grade(judgements);
-    let evidence = if matches!(verdict, Verdict::Fail | Verdict::Warn | Verdict::Unknown) {
-        let steps: Vec<&str> = chosen
-            .iter()
-            .flat_map(|j| j.steps.iter().map(String::as_str))
-            .collect();
+    let about = about(scenario);
+    let graded = grade(judgements, &about);
+    let evidence = if matches!(
+        graded.verdict,
+        Verdict::Fail | Verdict::Warn | Verdict::Unknown
+    ) {
+        let steps: Vec<&str> = graded.support.iter().map(String::as_str).collect();
         evidence::select(exchanges, &steps)
     } else {
         Vec::new()
     };
-    // The findings that did not decide the verdict are notes (a PASS lists what held in its
-    // summary already); what an assertion saw that another check owns is always a note.
-    let undeciding = judgements
-        .iter()
-        .filter(|j| verdict != Verdict::Pass && !chosen.iter().any(|c| std::ptr::eq(*c, *j)))
-        .map(|j| j.finding.text());
-    let owned_elsewhere = judgements
-        .iter()
-        .flat_map(|j| j.notes.iter().map(String::as_str));
-    let notes = counted(undeciding.chain(owned_elsewhere));
     CheckOutcome {
-        id: scenario.id.value.clone(),
-        title: scenario.title.clone(),
-        level: scenario.level,
-        reference: scenario.reference.clone(),
-        verdict,
-        summary,
-        notes,
+        id: about.id,
+        title: about.title,
+        level: about.level,
+        reference: about.reference,
+        verdict: graded.verdict,
+        summary: graded.summary,
+        notes: graded.notes,
         evidence,
         duration_ms: started.elapsed().as_millis() as u64,
         timeline: Default::default(),
-    }
-}
-
-/// Each distinct note once, in first-seen order, with `(×N)` when N findings said the same (three
-/// bursts that each held print one line, not three identical ones).
-fn counted<'a>(notes: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let mut seen: Vec<(&str, usize)> = Vec::new();
-    for note in notes {
-        match seen.iter_mut().find(|(n, _)| *n == note) {
-            Some((_, count)) => *count += 1,
-            None => seen.push((note, 1)),
-        }
-    }
-    seen.into_iter()
-        .map(|(n, count)| match count {
-            1 => n.to_owned(),
-            _ => format!("{n} (×{count})"),
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn repeated_notes_are_printed_once_with_a_count() {
-        let notes = counted(["a", "b", "a", "a"].into_iter());
-        assert_eq!(notes, vec!["a (×3)".to_owned(), "b".to_owned()]);
     }
 }

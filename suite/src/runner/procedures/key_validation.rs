@@ -7,8 +7,8 @@ use idemspec_scenarios::profile::Contract;
 use idemspec_scenarios::scenario::{KeySpec, Level, Operation};
 
 use crate::client::Exchange;
+use crate::engine::{Finding, Judgement};
 use crate::runner::check::CheckRun;
-use crate::runner::verdict::{Finding, Judgement};
 
 /// Keys the contract forbids, each with the step that sends it and what it is. Each is unique to
 /// the check run (the marker is in it), so a record an earlier run left cannot answer for it.
@@ -25,7 +25,6 @@ fn invalid_keys(marker: &str) -> [(&'static str, KeySpec, &'static str); 3] {
 }
 
 pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
-    let scenario = &run.scenario;
     let contract = run.contract();
     let mut judgements = Vec::new();
     // The requests the contract lets create a resource, and that did: what the count is judged by.
@@ -34,7 +33,7 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
     // their resources are explained, not counted as owed.
     let mut accepted_anyway: Vec<&str> = Vec::new();
     let judge = |finding: Finding, level: Level, step: &str| {
-        Judgement::new(scenario, finding).at(level).on_steps([step])
+        Judgement::new(finding).at(level).on_steps([step])
     };
     let empty_is_missing = contract.empty_key_is_missing;
     for (step, key, what) in invalid_keys(run.marker()) {
@@ -133,7 +132,7 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
                 bare.describe()
             )),
         };
-        judgements.push(Judgement::new(scenario, finding).on_steps(["sf-key", "bare-key"]));
+        judgements.push(Judgement::new(finding).on_steps(["sf-key", "bare-key"]));
     }
     let expected_created = (creators.len() + accepted_anyway.len()) as u64;
     let finding = match run.count(None).await {
@@ -150,7 +149,7 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
         )),
         Ok(n) => count_mismatch(n, &creators, &accepted_anyway),
     };
-    judgements.push(Judgement::new(scenario, finding));
+    judgements.push(Judgement::new(finding));
     judgements
 }
 

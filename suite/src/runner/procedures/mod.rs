@@ -9,7 +9,7 @@ mod retry_storm;
 use idemspec_scenarios::scenario::Procedure;
 
 use super::check::CheckRun;
-use super::verdict::Judgement;
+use crate::engine::Judgement;
 
 /// Runs a procedure and returns its judgements.
 pub(crate) async fn run(run: &CheckRun, procedure: Procedure) -> Vec<Judgement> {

@@ -12,8 +12,8 @@ use idemspec_scenarios::scenario::{KeySpec, Operation, Via};
 use rand::{Rng, SeedableRng};
 
 use crate::client::Exchange;
+use crate::engine::{Finding, Judgement};
 use crate::runner::check::{CheckRun, Sender};
-use crate::runner::verdict::{Finding, Judgement};
 
 /// Defaults when the scenario gives no parameters.
 const CLIENTS: u32 = 12;
@@ -223,7 +223,6 @@ fn bounded(what: &str, items: &[String]) -> String {
 }
 
 async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) -> Vec<Judgement> {
-    let scenario = &run.scenario;
     let contract = run.contract();
     let mut judgements = Vec::new();
     let sent: usize = runs.iter().map(|r| r.exchanges.len()).sum();
@@ -279,7 +278,7 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
             seen.join(", ")
         ));
         let steps = refused.iter().map(|r| r.step.clone());
-        judgements.push(Judgement::new(scenario, finding).on_steps(steps));
+        judgements.push(Judgement::new(finding).on_steps(steps));
     }
     let unfinished: Vec<&ClientRun> = runs
         .iter()
@@ -291,7 +290,7 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
             unfinished.len()
         ));
         let steps = unfinished.iter().map(|r| r.step.clone());
-        judgements.push(Judgement::new(scenario, finding).on_steps(steps));
+        judgements.push(Judgement::new(finding).on_steps(steps));
     }
     let mut inconsistent = Vec::new();
     let mut inconsistent_steps = Vec::new();
@@ -312,7 +311,7 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
                 .unwrap_or_default()
         ));
         let steps = unconfirmed.iter().map(|r| r.step.clone());
-        judgements.push(Judgement::new(scenario, finding).on_steps(steps));
+        judgements.push(Judgement::new(finding).on_steps(steps));
     }
     let mut reported_keys = Vec::new();
     for r in runs.iter().filter(|r| r.id.is_some()) {
@@ -377,17 +376,14 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
         // Creates were accepted, but the profile's `create.id` reads no id from them.
         let first = unread[0];
         let body = String::from_utf8_lossy(&first.body[..first.body.len().min(80)]).into_owned();
-        judgements.push(Judgement::new(
-            scenario,
-            Finding::Undecided(format!(
-                "{} client(s) got a {} but no id at `{}` in it (first body: `{}`), so the storm \
+        judgements.push(Judgement::new(Finding::Undecided(format!(
+            "{} client(s) got a {} but no id at `{}` in it (first body: `{}`), so the storm \
                  judged nothing; check `operations.create.id` in the target profile",
-                unread.len(),
-                first.describe(),
-                run.env().profile.operations.create.id.source(),
-                body.trim()
-            )),
-        ));
+            unread.len(),
+            first.describe(),
+            run.env().profile.operations.create.id.source(),
+            body.trim()
+        ))));
         return judgements;
     }
     if finished == 0 {
@@ -409,12 +405,9 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
                 statuses.join(" or ")
             )
         };
-        judgements.push(Judgement::new(
-            scenario,
-            Finding::Undecided(format!(
-                "no client's create was accepted, so the storm judged nothing{hint}"
-            )),
-        ));
+        judgements.push(Judgement::new(Finding::Undecided(format!(
+            "no client's create was accepted, so the storm judged nothing{hint}"
+        ))));
         return judgements;
     }
     let consistency = if inconsistent.is_empty() && keys == clients {
@@ -448,7 +441,7 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
             "{n} resources exist for {expected} accepted keys after {requests}; expected exactly {expected}"
         )),
     };
-    judgements.push(Judgement::new(scenario, finding));
-    judgements.push(Judgement::new(scenario, consistency).on_steps(inconsistent_steps));
+    judgements.push(Judgement::new(finding));
+    judgements.push(Judgement::new(consistency).on_steps(inconsistent_steps));
     judgements
 }
