@@ -2,13 +2,16 @@
 //! apply), evaluates assertions into graded verdicts and emits [`RunEvent`]s.
 //!
 //! Layout: [`options`] (what to run), `select` (which checks, capabilities), `env` (what every
-//! check shares), `check` (one check end to end around its context, `CheckRun`, the only way a
-//! check sends a request), `steps` (a scenario's requests, barrier, retries, hooks), `procedures`
-//! (checks written in Rust), `assert` (the assertion vocabulary, one file per kind), `observe`
-//! (list counts, counters), `proxy` (one embedded proxy per faulted check), `verdict` (grading).
+//! check shares), `context` (the per-check context, `CheckRun`: the only way a check sends a
+//! request, its evidence, the contract's reading of a status), `steps` (a scenario's requests,
+//! barrier, retries, hooks), `procedures` (checks written in Rust), `assert` (the assertion
+//! vocabulary, one file per kind), `check` (one check end to end, above them all), `observe` (list
+//! counts, counters), `proxy` (one embedded proxy per faulted check). Grading is the engine's
+//! ([`crate::engine`]), shared with `idemspec client`.
 
 mod assert;
 mod check;
+mod context;
 mod env;
 mod observe;
 mod options;

@@ -10,25 +10,9 @@ use idemspec_scenarios::scenario::{HookName, Operation, RetrySpec, StatusPattern
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
 
-use super::assert::{refused, status_matches, within, Needs};
-use super::check::{CheckRun, Sender, StepMeta, STEP_HEADER};
+use super::context::reading::{refused, status_matches, within};
+use super::context::{twin_step, CheckRun, Needs, Sender, StepMeta, STEP_HEADER, TWIN_AFTER};
 use crate::client::{Exchange, RequestSpec};
-
-/// How long an attempt of a retry whose step a `lock_released` judges may go unanswered before its
-/// twin is sent (a correct API refuses a same-key retry within milliseconds).
-pub(crate) const TWIN_AFTER: Duration = Duration::from_secs(1);
-
-/// The step name a retry's twins are recorded under (`retry` → `retry-twin`).
-///
-/// An attempt of a retry that `lock_released` judges, not answered after [`TWIN_AFTER`], gets a
-/// twin: the same request sent beside it, with what is left of the attempt's timeout. No answer
-/// means either that the key was free and the attempt's handler is working (then the twin is
-/// refused as in flight, while the attempt is still unanswered), or that the API makes same-key
-/// requests wait on the abandoned record (then the twin waits too, or is refused only as late as
-/// the attempt would have been); the twin's answer tells the two apart for `lock_released`.
-pub(crate) fn twin_step(step: &str) -> String {
-    format!("{step}-twin")
-}
 
 /// Runs every step in order; background steps are awaited at the end. `needs` says what the
 /// assertions want prepared on the way (a list probe before the first DELETE).

@@ -115,7 +115,7 @@ pub(crate) fn same_response(a: &Exchange, b: &Exchange) -> bool {
 /// [`differences`] as a check of the run judges them: a body difference between two responses that
 /// name one created resource is [`Part::Rendering`].
 pub(crate) fn replay_differences(
-    run: &crate::runner::check::CheckRun,
+    run: &crate::runner::context::CheckRun,
     replay: &Exchange,
     original: &Exchange,
 ) -> Vec<Difference> {

@@ -3,11 +3,12 @@
 
 use idemspec_scenarios::scenario::{Conflict, ConflictKind, StatusPattern};
 
-use super::{declared_5xx_note, describe_patterns, responses, unmatched, Rule};
+use super::{responses, unmatched, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::reading::{declared_5xx_note, describe_patterns};
+use crate::runner::context::CheckRun;
 
-impl Rule for Conflict {
+impl Judge for Conflict {
     fn notes(&self, run: &CheckRun) -> Vec<String> {
         let pattern = match self.kind {
             ConflictKind::Mismatch => StatusPattern::Mismatch,

@@ -5,10 +5,10 @@
 use idemspec_scenarios::scenario::Consistent;
 
 use super::compare::{self, owned_elsewhere, split_fidelity, Difference};
-use super::Rule;
+use super::Judge;
 use crate::client::Exchange;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
 
 /// How the later successes of `step` differ from the first, once each: judged here, and owned by
 /// `fidelity_judged_by`.
@@ -27,7 +27,7 @@ fn later_differences(a: &Consistent, run: &CheckRun) -> (Vec<Difference>, Vec<Di
     split_fidelity(all, a.fidelity_judged_by.as_deref())
 }
 
-impl Rule for Consistent {
+impl Judge for Consistent {
     fn notes(&self, run: &CheckRun) -> Vec<String> {
         let Some(owner) = &self.fidelity_judged_by else {
             return Vec::new();

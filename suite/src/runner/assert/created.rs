@@ -4,11 +4,12 @@
 
 use idemspec_scenarios::scenario::Created;
 
-use super::{Needs, Rule};
+use super::Judge;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
+use crate::runner::context::Needs;
 
-impl Rule for Created {
+impl Judge for Created {
     fn needs(&self) -> Needs {
         Needs {
             counts: vec![self.principal.clone()],

@@ -2,14 +2,14 @@
 
 use idemspec_scenarios::scenario::StepList;
 
-use super::Rule;
+use super::Judge;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
 
 /// The `distinct_ids` kind.
 pub(super) struct DistinctIds<'a>(pub &'a StepList);
 
-impl Rule for DistinctIds<'_> {
+impl Judge for DistinctIds<'_> {
     fn judge(&self, run: &CheckRun) -> Finding {
         let mut ids = Vec::new();
         for s in &self.0.steps {

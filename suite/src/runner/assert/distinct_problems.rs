@@ -3,15 +3,15 @@
 
 use idemspec_scenarios::scenario::StepList;
 
-use super::Rule;
+use super::Judge;
 use crate::client::Exchange;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
 
 /// The `distinct_problems` kind.
 pub(super) struct DistinctProblems<'a>(pub &'a StepList);
 
-impl Rule for DistinctProblems<'_> {
+impl Judge for DistinctProblems<'_> {
     fn judge(&self, run: &CheckRun) -> Finding {
         let mut firsts = Vec::new();
         for s in &self.0.steps {

@@ -3,12 +3,12 @@
 
 use idemspec_scenarios::scenario::EffectDelta;
 
-use super::Rule;
+use super::Judge;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
 use crate::runner::observe;
 
-impl Rule for EffectDelta {
+impl Judge for EffectDelta {
     fn judge(&self, run: &CheckRun) -> Finding {
         let read = |step: &str| -> Result<i64, String> {
             let ex = run

@@ -4,11 +4,12 @@
 
 use idemspec_scenarios::scenario::FailureHandled;
 
-use super::{responses, same_response, Needs, Rule};
+use super::{responses, same_response, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
+use crate::runner::context::Needs;
 
-impl Rule for FailureHandled {
+impl Judge for FailureHandled {
     fn needs(&self) -> Needs {
         Needs {
             counts: vec![None],

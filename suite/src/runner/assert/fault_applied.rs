@@ -5,11 +5,11 @@
 use idemspec_proxy::ProxyEvent;
 use idemspec_scenarios::scenario::{FaultApplied, UpstreamOutcome};
 
-use super::Rule;
+use super::Judge;
 use crate::engine::Finding::{self, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
 
-impl Rule for FaultApplied {
+impl Judge for FaultApplied {
     fn judge(&self, run: &CheckRun) -> Finding {
         let step = &self.step;
         let mine: Vec<&ProxyEvent> = run

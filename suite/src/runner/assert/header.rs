@@ -4,12 +4,13 @@
 
 use idemspec_scenarios::scenario::{HeaderPresent, StatusPattern};
 
-use super::{describe_patterns, status_matches, Rule};
+use super::Judge;
 use crate::client::Exchange;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::reading::{describe_patterns, status_matches};
+use crate::runner::context::CheckRun;
 
-impl Rule for HeaderPresent {
+impl Judge for HeaderPresent {
     fn judge(&self, run: &CheckRun) -> Finding {
         let contract = run.contract();
         let replayed = self.name == "replayed";

@@ -15,13 +15,15 @@
 
 use idemspec_scenarios::scenario::{Level, LockReleased};
 
-use super::{refused, within, Needs, Rule};
+use super::Judge;
 use crate::client::Exchange;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
-use crate::runner::steps::{twin_step, TWIN_AFTER};
+use crate::runner::context::reading::{refused, within};
+use crate::runner::context::CheckRun;
+use crate::runner::context::Needs;
+use crate::runner::context::{twin_step, TWIN_AFTER};
 
-impl Rule for LockReleased {
+impl Judge for LockReleased {
     fn needs(&self) -> Needs {
         Needs {
             twins: vec![self.step.clone()],

@@ -2,14 +2,14 @@
 
 use idemspec_scenarios::scenario::StepRef;
 
-use super::{responses, Rule};
+use super::{responses, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
 
 /// The `no_5xx` kind.
 pub(super) struct No5xx<'a>(pub &'a StepRef);
 
-impl Rule for No5xx<'_> {
+impl Judge for No5xx<'_> {
     fn judge(&self, run: &CheckRun) -> Finding {
         let step = &self.0.step;
         match responses(run, step) {

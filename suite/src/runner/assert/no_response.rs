@@ -3,14 +3,14 @@
 
 use idemspec_scenarios::scenario::StepRef;
 
-use super::Rule;
+use super::Judge;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
 
 /// The `no_response` kind.
 pub(super) struct NoResponse<'a>(pub &'a StepRef);
 
-impl Rule for NoResponse<'_> {
+impl Judge for NoResponse<'_> {
     fn judge(&self, run: &CheckRun) -> Finding {
         let step = &self.0.step;
         let view = run.step(step);

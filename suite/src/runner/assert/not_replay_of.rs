@@ -3,15 +3,15 @@
 
 use idemspec_scenarios::scenario::StepPair;
 
-use super::{responses, same_response, Rule};
+use super::{responses, same_response, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::model::RequestRecord;
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
 
 /// The `not_replay_of` kind.
 pub(super) struct NotReplayOf<'a>(pub &'a StepPair);
 
-impl Rule for NotReplayOf<'_> {
+impl Judge for NotReplayOf<'_> {
     fn judge(&self, run: &CheckRun) -> Finding {
         let StepPair { step, other } = self.0;
         let Some(original) = run.step(other).first_response() else {

@@ -4,11 +4,11 @@
 
 use idemspec_scenarios::scenario::Overlapped;
 
-use super::Rule;
+use super::Judge;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
 
-impl Rule for Overlapped {
+impl Judge for Overlapped {
     fn judge(&self, run: &CheckRun) -> Finding {
         let later = run.step(&self.step);
         let Some(late) = later.judged().last().copied() else {

@@ -5,9 +5,9 @@
 use idemspec_scenarios::scenario::SameResponse;
 
 use super::compare::{owned_elsewhere, replay_differences, split_fidelity, Difference};
-use super::{responses, Rule};
+use super::{responses, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
 
 /// Every difference of the step's responses from the original, once each, split into those this
 /// check judges and those `fidelity_judged_by` owns.
@@ -29,7 +29,7 @@ fn split(a: &SameResponse, run: &CheckRun) -> Result<(Vec<Difference>, Vec<Diffe
     Ok(split_fidelity(all, a.fidelity_judged_by.as_deref()))
 }
 
-impl Rule for SameResponse {
+impl Judge for SameResponse {
     fn judge(&self, run: &CheckRun) -> Finding {
         let (step, other) = (&self.step, &self.other);
         let (judged, elsewhere) = match split(self, run) {

@@ -3,12 +3,13 @@
 
 use idemspec_scenarios::scenario::SideEffects;
 
-use super::{Needs, Rule};
+use super::Judge;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
+use crate::runner::context::Needs;
 use crate::runner::observe::Counters;
 
-impl Rule for SideEffects {
+impl Judge for SideEffects {
     fn needs(&self) -> Needs {
         Needs {
             counters: true,

@@ -2,11 +2,12 @@
 
 use idemspec_scenarios::scenario::StatusSet;
 
-use super::{declared_5xx_note, describe_patterns, responses, unmatched, Rule};
+use super::{responses, unmatched, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::reading::{declared_5xx_note, describe_patterns};
+use crate::runner::context::CheckRun;
 
-impl Rule for StatusSet {
+impl Judge for StatusSet {
     fn judge(&self, run: &CheckRun) -> Finding {
         let contract = run.contract();
         let rs = match responses(run, &self.step) {

@@ -3,12 +3,13 @@
 
 use idemspec_scenarios::scenario::SucceededWithin;
 
-use super::{within, Rule};
+use super::Judge;
 use crate::client::Exchange;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::check::CheckRun;
+use crate::runner::context::reading::within;
+use crate::runner::context::CheckRun;
 
-impl Rule for SucceededWithin {
+impl Judge for SucceededWithin {
     fn judge(&self, run: &CheckRun) -> Finding {
         let limit = within(&self.within, run.contract(), run.env().lockout_bound);
         let view = run.step(&self.step);

@@ -8,7 +8,7 @@ use idemspec_scenarios::scenario::{KeySpec, Level, Operation};
 
 use crate::client::Exchange;
 use crate::engine::{Finding, Judgement};
-use crate::runner::check::CheckRun;
+use crate::runner::context::CheckRun;
 
 /// Keys the contract forbids, each with the step that sends it and what it is. Each is unique to
 /// the check run (the marker is in it), so a record an earlier run left cannot answer for it.

@@ -8,7 +8,7 @@ mod retry_storm;
 
 use idemspec_scenarios::scenario::Procedure;
 
-use super::check::CheckRun;
+use super::context::CheckRun;
 use crate::engine::Judgement;
 
 /// Runs a procedure and returns its judgements.

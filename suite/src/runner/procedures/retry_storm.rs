@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::client::Exchange;
 use crate::engine::{Finding, Judgement};
-use crate::runner::check::{CheckRun, Sender};
+use crate::runner::context::{CheckRun, Sender};
 
 /// Defaults when the scenario gives no parameters.
 const CLIENTS: u32 = 12;

@@ -13,7 +13,7 @@ const MAX_EVIDENCE: usize = 24;
 
 /// Pairs each proxied exchange with the proxy's event for it: the same step tag, in send order
 /// (`exchanges` are in send order; the proxy logs events in arrival order).
-pub(super) fn pair_proxy_actions(exchanges: &mut [Exchange], events: &[ProxyEvent]) {
+pub(crate) fn pair_proxy_actions(exchanges: &mut [Exchange], events: &[ProxyEvent]) {
     let mut used = vec![false; events.len()];
     for ex in exchanges
         .iter_mut()
@@ -60,7 +60,7 @@ pub(crate) fn select(exchanges: &[Exchange], steps: &[&str]) -> Vec<Evidence> {
 
 /// Every exchange (in send order) on a time axis from the first one's start, one lane per step in
 /// first-send order, each attempt sorted by the contract.
-pub(super) fn timeline(exchanges: &[Exchange], contract: &Contract) -> Timeline {
+pub(crate) fn timeline(exchanges: &[Exchange], contract: &Contract) -> Timeline {
     let Some(first) = exchanges.iter().map(|e| e.started).min() else {
         return Timeline::default();
     };

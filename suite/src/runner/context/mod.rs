@@ -1,33 +1,35 @@
-//! One check end to end, around one per-check context, [`CheckRun`]: capabilities, the embedded
-//! fault proxy, what the assertions need prepared, the steps (or a procedure), what is observed
-//! behind the API afterwards, the judgements, and the graded outcome with its evidence.
+//! The per-check context every kind of check works through, [`CheckRun`]: the sender (with the
+//! check's marker and fault proxy), what each step did, every exchange paired with what the proxy
+//! did, and what was observed behind the API. Steps, assertions and procedures sit above it; the
+//! driver of one check (`check.rs`) above them all.
 //!
-//! `send` is the only way a check sends a request; `evidence` pairs what was sent with what the
-//! proxy did and picks the exchanges a verdict shows.
+//! - `send`: the only way a check sends a request.
+//! - `evidence`: pairs what was sent with what the proxy did and picks the exchanges a verdict
+//!   shows.
+//! - `reading`: the contract's reading of a status (mismatch, in flight, released).
+//! - `needs`: what a check prepares and observes around its steps for its judges.
 
-mod evidence;
+pub(crate) mod evidence;
+mod needs;
+pub(crate) mod reading;
 mod send;
 
+pub(crate) use needs::{twin_step, Needs, TWIN_AFTER};
 pub(crate) use send::{Sender, STEP_HEADER};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use idemspec_proxy::ProxyEvent;
 use idemspec_scenarios::profile::Contract;
-use idemspec_scenarios::rules::Rule;
 use idemspec_scenarios::scenario::{Isolation, Scenario};
 
-use super::assert::{self, Needs};
 use super::env::Env;
 use super::observe::{self, Counters};
 use super::proxy::FaultProxy;
 use super::quiet::Hold;
-use super::{procedures, select, steps};
 use crate::client::Exchange;
-use crate::engine::{grade, About, Finding, Judgement};
-use crate::model::{CheckOutcome, Verdict};
 
 /// One check's context: the environment, the scenario, the sender (with the check's marker and
 /// fault proxy), what each step did, every exchange, the proxy's events and the observations made
@@ -38,7 +40,7 @@ pub(crate) struct CheckRun {
     /// Sends and records the check's requests.
     pub sender: Sender,
     /// The check's own fault proxy, when it injects faults.
-    proxy: Option<FaultProxy>,
+    pub(crate) proxy: Option<FaultProxy>,
     /// What each step did besides its exchanges, by step name.
     steps: BTreeMap<String, StepMeta>,
     /// Every exchange, in send order, paired with the proxy's actions (after the steps).
@@ -113,7 +115,9 @@ impl<'a> StepView<'a> {
 }
 
 impl CheckRun {
-    fn new(
+    /// The context of `scenario` in `env`, sending through `proxy` when it has one, holding
+    /// `hold` on the run's quiet lock as `isolation` says.
+    pub(crate) fn new(
         env: Arc<Env>,
         scenario: Arc<Scenario>,
         proxy: Option<FaultProxy>,
@@ -220,12 +224,12 @@ impl CheckRun {
     }
 
     /// Takes every exchange sent so far, paired with what the proxy did, for the judgements.
-    fn finish_steps(&mut self) {
+    pub(crate) fn finish_steps(&mut self) {
         (self.exchanges, self.events) = self.paired();
     }
 
     /// Makes the observations `needs` asks for after the steps.
-    async fn observe_after(&mut self, needs: &Needs) {
+    pub(crate) async fn observe_after(&mut self, needs: &Needs) {
         for name in &needs.counts {
             let count = self.count(name.as_deref()).await;
             self.observed.counts.insert(name.clone(), count);
@@ -233,130 +237,5 @@ impl CheckRun {
         if needs.counters {
             self.observed.counters_after = Some(observe::read_counters(self.env()).await);
         }
-    }
-}
-
-/// Runs `scenario` against the target in `env`, within `limit`, holding `hold` on the run's
-/// quiet lock as `isolation` says: a check still running then is UNKNOWN, naming the deadline,
-/// with the evidence it had sent.
-pub(crate) async fn run_check(
-    env: Arc<Env>,
-    scenario: Arc<Scenario>,
-    limit: Duration,
-    hold: Hold,
-    isolation: Isolation,
-) -> CheckOutcome {
-    let started = Instant::now();
-    if limit.is_zero() {
-        let why = "the run's deadline (--run-timeout) passed before this check could start";
-        let j = Judgement::new(Finding::Undecided(why.into()));
-        return outcome(&scenario, &[j], &[], started);
-    }
-    if let Some(reason) = select::missing_capability(&env, &scenario) {
-        let skip = Judgement::new(Finding::Skipped(reason));
-        return outcome(&scenario, &[skip], &[], started);
-    }
-    let proxy = if scenario.faults.is_empty() {
-        None
-    } else {
-        let rules: Vec<Rule> = scenario.faults.iter().map(|r| r.value.clone()).collect();
-        match FaultProxy::start(&env.profile.base_urls.value, &rules, &env.contract.header).await {
-            Ok(p) => Some(p),
-            Err(e) => {
-                let why = format!("could not start the fault-injecting proxy: {e}");
-                let j = Judgement::new(Finding::Undecided(why));
-                return outcome(&scenario, &[j], &[], started);
-            }
-        }
-    };
-    let uncovered = select::uncovered(&env, &scenario);
-    let mut run = CheckRun::new(env, scenario.clone(), proxy, hold, isolation);
-    let judgements = match tokio::time::timeout(limit, judge(&mut run)).await {
-        Ok(judgements) => judgements,
-        Err(_) => {
-            run.finish_steps();
-            let why = format!(
-                "the check did not finish within {} (its deadline: --check-timeout, or what was \
-                 left of --run-timeout); what it had seen is not judged",
-                humantime::format_duration(limit)
-            );
-            vec![Judgement::new(Finding::Undecided(why))]
-        }
-    };
-    let judgements = match uncovered {
-        Some(why) => judgements.into_iter().map(|j| j.recorded(&why)).collect(),
-        None => judgements,
-    };
-    if let Some(p) = run.proxy.take() {
-        p.shutdown().await;
-    }
-    let mut outcome = outcome(&scenario, &judgements, run.exchanges(), started);
-    outcome.timeline = evidence::timeline(run.exchanges(), run.contract());
-    outcome
-}
-
-/// What the assertions need prepared, the steps (or the procedure), the observations after, and
-/// the judgements.
-async fn judge(run: &mut CheckRun) -> Vec<Judgement> {
-    let scenario = run.scenario.clone();
-    let needs = assert::needs(&scenario);
-    if needs.counters {
-        run.observed.counters_before = Some(observe::read_counters(run.env()).await);
-    }
-    match scenario.procedure {
-        Some(procedure) => {
-            let judgements = procedures::run(run, procedure).await;
-            run.finish_steps();
-            judgements
-        }
-        None => {
-            steps::run(run, &needs).await;
-            run.finish_steps();
-            run.observe_after(&needs).await;
-            assert::evaluate(run)
-        }
-    }
-}
-
-/// What `scenario` is, for the grader and the report.
-fn about(scenario: &Scenario) -> About {
-    About {
-        id: scenario.id.value.clone(),
-        title: scenario.title.clone(),
-        level: scenario.level,
-        reference: scenario.reference.clone(),
-    }
-}
-
-/// Grades the judgements into the check's outcome, with the evidence of the judgements that
-/// decided it (FAIL, WARN, UNKNOWN) and the others as notes.
-fn outcome(
-    scenario: &Scenario,
-    judgements: &[Judgement],
-    exchanges: &[Exchange],
-    started: Instant,
-) -> CheckOutcome {
-    let about = about(scenario);
-    let graded = grade(judgements, &about);
-    let evidence = if matches!(
-        graded.verdict,
-        Verdict::Fail | Verdict::Warn | Verdict::Unknown
-    ) {
-        let steps: Vec<&str> = graded.support.iter().map(String::as_str).collect();
-        evidence::select(exchanges, &steps)
-    } else {
-        Vec::new()
-    };
-    CheckOutcome {
-        id: about.id,
-        title: about.title,
-        level: about.level,
-        reference: about.reference,
-        verdict: graded.verdict,
-        summary: graded.summary,
-        notes: graded.notes,
-        evidence,
-        duration_ms: started.elapsed().as_millis() as u64,
-        timeline: Default::default(),
     }
 }

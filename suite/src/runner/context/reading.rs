@@ -1,0 +1,142 @@
+//! The contract's reading of what the target answered: which statuses a symbolic pattern
+//! (`mismatch`, `in_flight`, ...) stands for, whether an answer refused a request as in flight,
+//! how long a limit relative to the in-flight TTL is, and how these read in a sentence. Steps,
+//! assertions and procedures all read answers through these, so one contract means one thing.
+
+use std::time::Duration;
+
+use idemspec_scenarios::profile::Contract;
+use idemspec_scenarios::scenario::{StatusPattern, Within};
+
+/// Whether `status` matches `pattern` under `contract`.
+pub(crate) fn status_matches(pattern: StatusPattern, status: u16, contract: &Contract) -> bool {
+    match pattern {
+        StatusPattern::Exact(code) => code == status,
+        StatusPattern::Class(c) => status / 100 == u16::from(c),
+        StatusPattern::Mismatch => contract.mismatch_status.contains(&status),
+        StatusPattern::InFlight => contract.in_flight_status.contains(&status),
+        StatusPattern::MissingKey => contract.missing_key_status.contains(&status),
+        StatusPattern::Released => {
+            !contract.in_flight_status.contains(&status) && !(500..600).contains(&status)
+        }
+    }
+}
+
+/// Whether `e` was refused as in flight under `contract` (a status in its `in_flight_status`).
+pub(crate) fn refused(e: &crate::client::Exchange, contract: &Contract) -> bool {
+    e.status
+        .is_some_and(|s| status_matches(StatusPattern::InFlight, s, contract))
+}
+
+/// A [`Within`] as a duration under `contract`; `bound` stands in for an in-flight TTL the contract
+/// does not declare (the run's lockout bound), so a lockout is still measured, up to it.
+pub(crate) fn within(w: &Within, contract: &Contract, bound: Duration) -> Duration {
+    let ttl = if w.plus_in_flight_ttl {
+        contract.in_flight_ttl.unwrap_or(bound)
+    } else {
+        Duration::ZERO
+    };
+    ttl + w.extra
+}
+
+/// Where `status` met one of `patterns` only as a 5xx the contract declares for a refusal (its
+/// `in_flight_status` or `mismatch_status`), a note saying so: the check accepts it, as the
+/// contract says, but a 5xx tells a client the server failed, so it retries a request it should
+/// stop or wait on (RFC 9110 §15.6). The note is shown whatever the verdict.
+pub(crate) fn declared_5xx_note(
+    patterns: &[StatusPattern],
+    status: u16,
+    contract: &Contract,
+) -> Option<String> {
+    if status < 500 {
+        return None;
+    }
+    let (field, what) = if patterns.contains(&StatusPattern::InFlight)
+        && contract.in_flight_status.contains(&status)
+    {
+        ("in_flight_status", "a request still in flight")
+    } else if patterns.contains(&StatusPattern::Mismatch)
+        && contract.mismatch_status.contains(&status)
+    {
+        ("mismatch_status", "a reused key with another request")
+    } else {
+        return None;
+    };
+    Some(format!(
+        "the contract declares {status} for {what} (`contract.{field}`) and the API answered it: \
+         accepted as declared, but a 5xx tells a client the server failed, so a client retries \
+         what it should wait on or stop (RFC 9110 §15.6); a refusal is a 4xx"
+    ))
+}
+
+/// Patterns as a reader sees them (`2xx, 409`).
+pub(crate) fn describe_patterns(patterns: &[StatusPattern], contract: &Contract) -> String {
+    let list = |v: &[u16]| v.iter().map(u16::to_string).collect::<Vec<_>>().join("/");
+    patterns
+        .iter()
+        .map(|p| match p {
+            StatusPattern::Exact(c) => c.to_string(),
+            StatusPattern::Class(c) => format!("{c}xx"),
+            StatusPattern::Mismatch => format!("mismatch ({})", list(&contract.mismatch_status)),
+            StatusPattern::InFlight => format!("in flight ({})", list(&contract.in_flight_status)),
+            StatusPattern::MissingKey => {
+                format!("missing key ({})", list(&contract.missing_key_status))
+            }
+            StatusPattern::Released => {
+                format!(
+                    "released (not in flight {}, not 5xx)",
+                    list(&contract.in_flight_status)
+                )
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use idemspec_scenarios::profile::{ContractSpec, Preset};
+
+    fn contract(preset: Preset) -> Contract {
+        ContractSpec {
+            preset,
+            ..ContractSpec::default()
+        }
+        .resolve()
+    }
+
+    #[test]
+    fn symbolic_statuses_follow_the_declared_contract() {
+        let article = contract(Preset::Article);
+        let ietf = contract(Preset::IetfDraft);
+        assert!(status_matches(StatusPattern::Mismatch, 409, &article));
+        assert!(!status_matches(StatusPattern::Mismatch, 409, &ietf));
+        assert!(status_matches(StatusPattern::Mismatch, 422, &ietf));
+        assert!(status_matches(StatusPattern::Class(2), 204, &ietf));
+        assert!(!status_matches(StatusPattern::Class(2), 304, &ietf));
+        assert_eq!(
+            describe_patterns(&[StatusPattern::Class(2), StatusPattern::Mismatch], &ietf),
+            "2xx, mismatch (422)"
+        );
+    }
+
+    #[test]
+    fn limits_relative_to_the_ttl_use_the_declared_ttl() {
+        let mut c = contract(Preset::Article);
+        c.in_flight_ttl = Some(Duration::from_secs(3));
+        let w = Within {
+            plus_in_flight_ttl: true,
+            extra: Duration::from_secs(5),
+        };
+        assert_eq!(
+            within(&w, &c, Duration::from_secs(60)),
+            Duration::from_secs(8)
+        );
+        c.in_flight_ttl = None;
+        assert_eq!(
+            within(&w, &c, Duration::from_secs(60)),
+            Duration::from_secs(65)
+        );
+    }
+}
