@@ -5,14 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::header;
 
-use crate::api::ApiError;
-use crate::state::AppState;
+use crate::edge::ApiError;
 
 /// The longest bearer token and principal accepted, in bytes. The principal is part of the idempotency
 /// record's primary key (and under `--dev` it is the token): PostgreSQL refuses index rows over
@@ -144,7 +144,7 @@ impl Auth {
 /// extensions, or answers 401.
 /// Two `Authorization` headers are refused: a proxy in front may check one while this server would
 /// use the other.
-pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+pub async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) -> Response {
     let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
     let (first, second) = (values.next(), values.next());
     if second.is_some() {
@@ -165,7 +165,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         return ApiError::Unauthorized("the bearer token is longer than 1024 bytes")
             .into_response();
     }
-    let Some(principal) = state.auth.principal(token) else {
+    let Some(principal) = auth.principal(token) else {
         return ApiError::Unauthorized("unknown bearer token").into_response();
     };
     req.extensions_mut().insert(principal);

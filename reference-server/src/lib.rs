@@ -29,7 +29,7 @@
 //!   two-phase (pending row committed → hypervisor call tagged with `boot_id` → completed); a retry that
 //!   finds a pending row reconciles by listing the hypervisor's instances by tag.
 //!
-//! Problem types are `https://idemspec.dev/problems/<name>`; the full list is in [`api::ApiError`]'s
+//! Problem types are `https://idemspec.dev/problems/<name>`; the full list is in [`edge::ApiError`]'s
 //! module (`missing-idempotency-key`, `invalid-idempotency-key`, `request-in-progress`,
 //! `key-reused-with-different-request`, `unauthorized`, `malformed-json`, `invalid-request-body`,
 //! `unsupported-media-type`, `payload-too-large`, `request-timeout`, `not-found`, `method-not-allowed`,
@@ -40,11 +40,14 @@
 //! - [`cli`]: flags ([`cli::Args`]) and [`cli::run`]; [`server`]: start/stop; [`listener`]: accepting
 //!   and serving connections (header read timeout, problem bodies for what hyper refuses, lingering
 //!   close).
-//! - [`api`]: the router, handlers, admin router, problem bodies.
+//! - [`edge`]: what every route and the listener share: problem bodies, body reading, head limits.
+//! - [`api`]: the router, handlers, admin router.
 //! - [`idempotency`]: key parsing, fingerprint, the middleware/state machine, stored responses, sub-keys.
 //! - [`store`]: one trait per domain ([`store::RecordStore`], [`store::FleetStore`],
 //!   [`store::StatsStore`]), one implementation over SQLite and PostgreSQL, migrations.
-//! - [`fleet`]: node pool, leases, the simulated hypervisor and its faults.
+//! - [`fleet`]: node pool, leases, the simulated hypervisor.
+//! - [`faults`]: what a process can be told to inject (failing, panicking or hanging boots, a crash
+//!   at a chosen point of a create); `clock`: the wall clock rows are stamped with.
 //! - [`metrics`]: the Prometheus metrics on the admin listener (`GET /metrics`).
 //! - [`sweeper`], [`flaw`], [`auth`].
 //! - `testing` (cargo feature `testing`): a throwaway PostgreSQL database per test, leasebroker as a
@@ -56,6 +59,9 @@
 pub mod api;
 pub mod auth;
 pub mod cli;
+mod clock;
+pub mod edge;
+pub mod faults;
 pub mod flaw;
 pub mod fleet;
 pub mod idempotency;

@@ -11,8 +11,9 @@ use tokio::task::JoinHandle;
 
 use crate::api::{admin_app, app};
 use crate::auth::Auth;
+use crate::faults::Faults;
 use crate::flaw::Behaviour;
-use crate::fleet::{Faults, Fleet, Hypervisor};
+use crate::fleet::{Fleet, Hypervisor};
 use crate::idempotency::IdempotencyConfig;
 use crate::listener::{serve, Timeouts};
 use crate::metrics::Metrics;

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use crate::auth::Auth;
+use crate::faults::Faults;
 use crate::flaw::Behaviour;
-use crate::fleet::{Faults, Fleet};
-use crate::idempotency::IdempotencyConfig;
+use crate::fleet::Fleet;
+use crate::idempotency::{IdempotencyConfig, LayerState};
 use crate::metrics::Metrics;
 use crate::store::Stores;
 
@@ -26,4 +27,17 @@ pub struct AppState {
     pub faults: Arc<Faults>,
     /// The counters and histograms `GET /metrics` serves.
     pub metrics: Arc<Metrics>,
+}
+
+impl AppState {
+    /// What the idempotency layer works with, out of the shared state.
+    pub fn idempotency_layer(&self) -> LayerState {
+        LayerState {
+            config: self.idempotency.clone(),
+            behaviour: self.behaviour,
+            records: self.stores.records.clone(),
+            faults: self.faults.clone(),
+            metrics: self.metrics.clone(),
+        }
+    }
 }

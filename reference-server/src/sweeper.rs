@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::clock::now_ms;
 use crate::fleet::CreateIds;
-use crate::idempotency::{now_ms, OpSeed};
+use crate::idempotency::OpSeed;
 use crate::store::{StoreError, Stores};
 
 /// Records deleted per statement.

@@ -7,8 +7,8 @@ use axum::{Json, Router};
 use http::{header, StatusCode};
 
 use super::router::{method_not_allowed, not_found};
-use super::{ApiError, JsonBody};
-use crate::fleet::FaultSettings;
+use crate::edge::{ApiError, JsonBody};
+use crate::faults::FaultSettings;
 use crate::metrics::CONTENT_TYPE;
 use crate::state::AppState;
 use crate::store::Stats;

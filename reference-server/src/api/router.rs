@@ -4,7 +4,8 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use axum::Router;
 
-use super::{workers, ApiError};
+use super::workers;
+use crate::edge::ApiError;
 use crate::state::AppState;
 use crate::{auth, idempotency};
 
@@ -17,7 +18,7 @@ pub fn app(state: AppState) -> Router {
     let creates = Router::new()
         .route("/v1/workers", post(workers::create))
         .route_layer(from_fn_with_state(
-            state.clone(),
+            state.idempotency_layer(),
             idempotency::enforce_deferring,
         ));
     let api = Router::new()
@@ -27,9 +28,12 @@ pub fn app(state: AppState) -> Router {
             get(workers::get_one).delete(workers::delete_one),
         )
         .route("/v1/workers/{id}/reboot", post(workers::reboot))
-        .route_layer(from_fn_with_state(state.clone(), idempotency::enforce))
+        .route_layer(from_fn_with_state(
+            state.idempotency_layer(),
+            idempotency::enforce,
+        ))
         .merge(creates)
-        .route_layer(from_fn_with_state(state.clone(), auth::authenticate));
+        .route_layer(from_fn_with_state(state.auth.clone(), auth::authenticate));
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .merge(api)

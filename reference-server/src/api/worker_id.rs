@@ -8,7 +8,7 @@
 use axum::extract::{FromRequestParts, Path};
 use http::request::Parts;
 
-use super::ApiError;
+use crate::edge::ApiError;
 
 /// The longest id looked up, in bytes; real ids are far shorter.
 const MAX_WORKER_ID_LEN: usize = 128;

@@ -12,8 +12,8 @@ use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use super::worker_id::WorkerId;
-use super::{ApiError, JsonBody};
 use crate::auth::Principal;
+use crate::edge::{ApiError, JsonBody};
 use crate::fleet::{CreateRecord, FleetError, WorkerSpec};
 use crate::idempotency::{DeferredClaim, OpSeed};
 use crate::metrics::CreateResult;

@@ -3,5 +3,5 @@
 mod hypervisor;
 mod service;
 
-pub use hypervisor::{CrashPoint, FaultSettings, Faults, Hypervisor, HypervisorError};
+pub use hypervisor::{Hypervisor, HypervisorError};
 pub use service::{CreateIds, CreateRecord, Fleet, FleetError, WorkerSpec};

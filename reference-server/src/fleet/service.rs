@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{CrashPoint, Faults, Hypervisor, HypervisorError};
-use crate::idempotency::{now_ms, OpSeed};
+use super::{Hypervisor, HypervisorError};
+use crate::clock::now_ms;
+use crate::faults::{CrashPoint, Faults};
+use crate::idempotency::OpSeed;
 use crate::store::{
     Claim, ClaimRequest, Completion, FleetStore, NewWorker, Reservation, StoreError, Worker,
 };

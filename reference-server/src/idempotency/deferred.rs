@@ -128,7 +128,7 @@ impl DeferredClaim {
             scope: self.request.scope.clone(),
             started_at,
             response: encode(status, headers, body),
-            expires_at: super::now_ms() + self.retention_ms,
+            expires_at: crate::clock::now_ms() + self.retention_ms,
         })
     }
 

@@ -98,6 +98,13 @@ fn unquote_sf_string(raw: &[u8]) -> Result<String, KeyError> {
     Ok(out)
 }
 
+/// A key that does not parse is 400 `invalid-idempotency-key`, saying why.
+impl From<KeyError> for crate::edge::ApiError {
+    fn from(e: KeyError) -> Self {
+        Self::InvalidKey(e.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@
 //! - any state, different fingerprint: `409 key-reused-with-different-request`.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
@@ -24,16 +24,14 @@ use http::Method;
 use super::deferred::{DeferredClaim, Progress};
 use super::record::{encode, replay};
 use super::{is_storable, Fingerprint, IdempotencyKey, OpSeed};
-use crate::api::{read_body, ApiError};
 use crate::auth::Principal;
+use crate::clock::now_ms;
+use crate::edge::{read_body, ApiError};
+use crate::faults::CrashPoint;
+use crate::faults::Faults;
 use crate::flaw::{Behaviour, Flaws};
-use crate::fleet::CrashPoint;
 use crate::metrics::{Metrics, Outcome};
-use crate::state::AppState;
 use crate::store::{ClaimRequest, IdempotencyRecord, RecordState, RecordStore, Scope};
-
-/// Requests bodies above this many bytes get 413 (1 MiB).
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// The `check-then-act` flaw's pause between the read and the write: wide enough that simultaneous
 /// requests on a loaded machine all read "absent".
@@ -87,8 +85,24 @@ enum Decision {
     Refuse(ApiError),
 }
 
+/// What the idempotency layer works with (cheap to clone): its settings, what the flaws make it
+/// do, the record store, the faults it crashes at, and its metrics.
+#[derive(Clone)]
+pub struct LayerState {
+    /// The layer's settings.
+    pub config: Arc<IdempotencyConfig>,
+    /// What the layer does, derived from `config.flaws` at start.
+    pub behaviour: Behaviour,
+    /// The idempotency records.
+    pub records: Arc<dyn RecordStore>,
+    /// The process's injected faults (a crash before the claim or the completion).
+    pub faults: Arc<Faults>,
+    /// The counters and histograms `GET /metrics` serves.
+    pub metrics: Arc<Metrics>,
+}
+
 /// The middleware (`axum::middleware::from_fn_with_state`). Safe methods pass through untouched.
-pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn enforce(State(state): State<LayerState>, req: Request, next: Next) -> Response {
     respond(handle(state, req, next, false).await)
 }
 
@@ -97,7 +111,7 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
 /// transaction, and the handler's last transaction writes the completion (see `deferred.rs`). Under
 /// the `check-then-act` flaw (no atomic claim to defer) it is [`enforce`].
 pub async fn enforce_deferring(
-    State(state): State<AppState>,
+    State(state): State<LayerState>,
     req: Request,
     next: Next,
 ) -> Response {
@@ -112,7 +126,7 @@ fn respond(result: Result<Response, ApiError>) -> Response {
 }
 
 async fn handle(
-    state: AppState,
+    state: LayerState,
     mut req: Request,
     next: Next,
     defer: bool,
@@ -121,7 +135,7 @@ async fn handle(
     if method.is_safe() {
         return Ok(next.run(req).await);
     }
-    let cfg = state.idempotency.clone();
+    let cfg = state.config.clone();
     let behaviour = state.behaviour;
     if !behaviour.idempotency || (method == Method::DELETE && !behaviour.covers_delete) {
         req.extensions_mut().insert(OpSeed::random());
@@ -171,7 +185,7 @@ async fn handle(
     if defer && behaviour.atomic_claim {
         return run_deferred(&state, scope, fingerprint, endpoint, request).await;
     }
-    let records = state.stores.records.as_ref();
+    let records = state.records.as_ref();
     let decision = if behaviour.atomic_claim {
         claim(records, &scope, &fingerprint, &endpoint, &cfg, behaviour).await?
     } else {
@@ -202,7 +216,7 @@ impl Held {
 
 /// What the request gets once the claim decided.
 async fn act(
-    state: &AppState,
+    state: &LayerState,
     decision: Decision,
     scope: Scope,
     held: Held,
@@ -236,13 +250,13 @@ async fn act(
 /// Runs the handler with a [`DeferredClaim`] (a new nonce, a first-attempt seed) in its own task,
 /// then does what the handler left to the layer (see [`Progress`]).
 async fn run_deferred(
-    state: &AppState,
+    state: &LayerState,
     scope: Scope,
     fingerprint: String,
     endpoint: String,
     held: Held,
 ) -> Result<Response, ApiError> {
-    let retention = ms(state.idempotency.retention);
+    let retention = ms(state.config.retention);
     let now = now_ms();
     let request = ClaimRequest {
         scope,
@@ -262,7 +276,7 @@ async fn run_deferred(
     let state = state.clone();
     let task = tokio::spawn(async move {
         let mut guard = FailOnDrop {
-            store: Some(state.stores.records.clone()),
+            store: Some(state.records.clone()),
             metrics: state.metrics.clone(),
             owner: Owner::Deferred(work.clone()),
         };
@@ -276,7 +290,7 @@ async fn run_deferred(
 
 /// What is left to the layer after a handler ran with a [`DeferredClaim`].
 async fn after_deferred(
-    state: &AppState,
+    state: &LayerState,
     work: &DeferredClaim,
     endpoint: &str,
     response: Response,
@@ -295,11 +309,11 @@ async fn after_deferred(
         } => Ok(record_outcome(state, scope, started_at, response).await),
         Progress::Existing(record) => {
             let decision = decide(
-                state.stores.records.as_ref(),
+                state.records.as_ref(),
                 record,
                 request,
                 endpoint,
-                &state.idempotency,
+                &state.config,
                 state.behaviour,
             )
             .await?;
@@ -310,11 +324,11 @@ async fn after_deferred(
             // The handler answered before its first write (a body it rejects): the answer depends on
             // the request alone, so it is what any run by the record's owner would answer.
             let decision = claim(
-                state.stores.records.as_ref(),
+                state.records.as_ref(),
                 scope,
                 &request.fingerprint,
                 endpoint,
-                &state.idempotency,
+                &state.config,
                 state.behaviour,
             )
             .await?;
@@ -554,7 +568,7 @@ async fn check_then_act(
 /// Runs the handler for the record's owner in its own task and records the outcome. A drop guard marks
 /// the record failed if the task unwinds (a panic), so the row never stays in flight because of one.
 async fn run_owned(
-    state: &AppState,
+    state: &LayerState,
     scope: Scope,
     started_at: i64,
     req: Request,
@@ -563,7 +577,7 @@ async fn run_owned(
     let state = state.clone();
     let task = tokio::spawn(async move {
         let mut guard = FailOnDrop {
-            store: Some(state.stores.records.clone()),
+            store: Some(state.records.clone()),
             metrics: state.metrics.clone(),
             owner: Owner::Claimed {
                 scope: scope.clone(),
@@ -581,12 +595,12 @@ async fn run_owned(
 /// Records the handler's `response` as the outcome of the claim `started_at`: a terminal outcome is
 /// stored, anything else marks the record failed.
 async fn record_outcome(
-    state: &AppState,
+    state: &LayerState,
     scope: &Scope,
     started_at: i64,
     response: Response,
 ) -> Response {
-    let store = state.stores.records.as_ref();
+    let store = state.records.as_ref();
     let (parts, body) = response.into_parts();
     let body = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(body) => body,
@@ -603,7 +617,7 @@ async fn record_outcome(
     let store_5xx = !state.behaviour.fail_on_5xx;
     let recorded = if is_storable(parts.status) || (store_5xx && parts.status.is_server_error()) {
         let stored = encode(parts.status, &parts.headers, &body);
-        let expires_at = now_ms() + ms(state.idempotency.retention);
+        let expires_at = now_ms() + ms(state.config.retention);
         store.complete(scope, started_at, &stored, expires_at).await
     } else {
         state.metrics.outcome(Outcome::Failed);
@@ -669,14 +683,6 @@ impl Drop for FailOnDrop {
             });
         }
     }
-}
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn ms(d: Duration) -> i64 {

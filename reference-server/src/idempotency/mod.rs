@@ -11,7 +11,6 @@ mod seed;
 pub use deferred::DeferredClaim;
 pub use fingerprint::Fingerprint;
 pub use key::{IdempotencyKey, KeyError, IDEMPOTENCY_KEY, MAX_KEY_LEN};
-pub(crate) use layer::now_ms;
-pub use layer::{enforce, enforce_deferring, IdempotencyConfig, MAX_BODY_BYTES};
+pub use layer::{enforce, enforce_deferring, IdempotencyConfig, LayerState};
 pub use record::{is_storable, COMPRESS_ABOVE_BYTES};
 pub use seed::OpSeed;

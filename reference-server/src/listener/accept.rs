@@ -16,8 +16,9 @@ use tower::ServiceExt;
 
 use super::io::{ConnIo, Observed};
 use super::linger::linger;
-use super::{Timeouts, MAX_HEADER_FIELDS, MAX_HEAD_BYTES};
-use crate::api::BodyDeadline;
+use super::Timeouts;
+use crate::edge::BodyDeadline;
+use crate::edge::{MAX_HEADER_FIELDS, MAX_HEAD_BYTES};
 
 /// Serves `router` on `listener` until `shutdown` changes (or its sender is dropped): then stops
 /// accepting, lets every connection finish the request it is on ([`http1::Connection::graceful_shutdown`])

@@ -4,7 +4,7 @@
 //! - **Slow clients.** A request's line and headers must arrive within the header read timeout
 //!   (`--header-read-timeout`, counted from the accept or the previous response), or the connection
 //!   is closed without an answer; its body within the body read timeout (`--body-read-timeout`,
-//!   from the end of the head; every request carries its [`crate::api::BodyDeadline`]), or it is
+//!   from the end of the head; every request carries its [`crate::edge::BodyDeadline`]), or it is
 //!   answered 408. A client trickling a byte a second holds nothing for long.
 //! - **What hyper refuses.** A request hyper cannot parse gets hyper's status (400, 414, 431) with a
 //!   problem body like every other error (`rejections.rs`), not an empty one.
@@ -35,12 +35,3 @@ pub struct Timeouts {
     pub body_read: Duration,
 }
 pub use linger::{LINGER_BYTES, LINGER_QUIET, LINGER_TIME};
-
-/// The most header fields a request may have (hyper's default, made explicit); more → 431
-/// `request-header-fields-too-large`.
-pub const MAX_HEADER_FIELDS: usize = 100;
-
-/// The most bytes a request's line and headers may take (the size of hyper's default read buffer):
-/// 408 KiB; more → 431 `request-header-fields-too-large`. A request target over hyper's
-/// own limit (65 534 bytes) is 414 `uri-too-long` first.
-pub const MAX_HEAD_BYTES: usize = 8 * 1024 + 400 * 1024;

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use http::StatusCode;
 
-use crate::api::ApiError;
+use crate::edge::ApiError;
 
 /// The longest response head followed; a longer one (never written by leasebroker) stops the
 /// following for the rest of the connection, and everything passes through unchanged.

@@ -49,7 +49,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::Pool;
 use tokio::sync::{mpsc, oneshot};
 
-use super::sql::{run_all, run_on, Dialect, Param, Statement};
+use super::sql::{run_all, run_on, Dialect, Param, Statement, BEGIN, COMMIT};
 use super::StoreError;
 use crate::metrics::StoreMetrics;
 
@@ -59,10 +59,6 @@ pub(super) const MAX_SCRIPTS: usize = 64;
 /// The most batches the group-commit task runs in a row on the connection before it hands it back
 /// to the pool: a bound on how long a statement that is not a script waits for it under load.
 pub(super) const MAX_HELD_BATCHES: usize = 8;
-
-/// How a batchable script opens and closes its transaction.
-pub(super) const BEGIN: &str = "BEGIN IMMEDIATE;";
-pub(super) const COMMIT: &str = "COMMIT";
 
 /// What a script's caller gets: every row its statements returned, in order.
 type Rows<D> = Result<Vec<<D as sqlx::Database>::Row>, StoreError>;

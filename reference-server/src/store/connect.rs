@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use sqlx::{Postgres, Sqlite};
 
-use super::sql::{Dialect, SqlStore};
+use super::sql::Dialect;
+use super::sql_store::SqlStore;
 use super::{FleetStore, RecordStore, StatsStore, StoreError};
 use crate::metrics::StoreMetrics;
 

@@ -17,7 +17,8 @@ use futures::future::BoxFuture;
 
 use super::fleet::{worker_from_row, WORKER_BY_ID};
 use super::records::record_from_row;
-use super::sql::{until_claimed, Dialect, SqlStore, Statement};
+use super::sql::{until_claimed, CreateStatements, Dialect, Statement};
+use super::sql_store::SqlStore;
 use super::{Claim, NewWorker, Scope, StoreError, StoredResponse, Worker};
 
 /// The idempotency layer's claim, deferred into a create's first transaction: insert an in-flight
@@ -112,27 +113,6 @@ pub trait CreateStore: Send + Sync + 'static {
         worker: &'a NewWorker,
         completion: Option<&'a Completion>,
     ) -> BoxFuture<'a, Result<Finished, StoreError>>;
-}
-
-/// A create's two transactions, each one round trip to the database: on PostgreSQL one statement
-/// each (see `postgres.rs`); on SQLite a script of statements run in a transaction (see
-/// `sqlite.rs`), whose last row, from a `SELECT` before its `COMMIT`, is the row PostgreSQL's
-/// returns. Both bind the parameters numbered as below.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct CreateStatements {
-    /// Binds `$1` allocation id, `$2` now, `$3` lease id, `$4` principal, `$5` boot id, `$6` worker
-    /// id; returns `node_id` (no row when the pool is exhausted).
-    pub(super) reserve: &'static str,
-    /// As `reserve`, after the claim: `$7`–`$9` scope, `$10` fingerprint, `$11` nonce, `$12`
-    /// expires_at; returns the claim's columns and a nullable `node_id`.
-    pub(super) claim_and_reserve: &'static str,
-    /// Binds `$1` instance id, `$2` boot id, `$3` worker id, `$4` principal, `$5` image, `$6` cpu,
-    /// `$7` memory_gb, `$8` labels, `$9` node id, `$10` lease id, `$11` created_at; returns
-    /// `inserted` (0/1) and `completed` (0).
-    pub(super) finish: &'static str,
-    /// As `finish`, then the completion: `$12` status, `$13` headers, `$14` body, `$15` compressed,
-    /// `$16` expires_at, `$17`–`$19` scope, `$20` started_at; `completed` is 0/1.
-    pub(super) finish_and_complete: &'static str,
 }
 
 impl<'q, D: Dialect> Statement<'q, D> {

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use futures::future::BoxFuture;
 use futures::TryFutureExt;
 
-use super::sql::{Dialect, SqlStore, Statement};
+use super::sql::{Dialect, Statement};
+use super::sql_store::SqlStore;
 use super::{CreateStore, StoreError};
 
 /// A worker to insert ("do or return the existing one", keyed by its derived id).

@@ -60,6 +60,7 @@ mod fleet;
 mod postgres;
 mod records;
 mod sql;
+mod sql_store;
 mod sqlite;
 mod stats;
 

@@ -6,8 +6,9 @@ use std::time::Duration;
 use sqlx::postgres::{PgPoolOptions, PgQueryResult, PgRow};
 use sqlx::Postgres;
 
-use super::create::CreateStatements;
-use super::sql::{Dialect, SqlStore};
+use super::sql::CreateStatements;
+use super::sql::Dialect;
+use super::sql_store::SqlStore;
 use super::{IdempotencyRecord, StoreError};
 use crate::metrics::StoreMetrics;
 

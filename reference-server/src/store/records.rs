@@ -6,7 +6,8 @@
 use futures::future::BoxFuture;
 use futures::TryFutureExt;
 
-use super::sql::{until_claimed, Dialect, SqlStore, Statement};
+use super::sql::{until_claimed, Dialect, Statement};
+use super::sql_store::SqlStore;
 use super::StoreError;
 
 /// The identity of an idempotency record: (principal, endpoint, key).

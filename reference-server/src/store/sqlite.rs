@@ -16,8 +16,9 @@ use sqlx::sqlite::{
 };
 use sqlx::Sqlite;
 
-use super::create::CreateStatements;
-use super::sql::{Dialect, SqlStore};
+use super::sql::CreateStatements;
+use super::sql::Dialect;
+use super::sql_store::SqlStore;
 use super::{IdempotencyRecord, StoreError};
 use crate::metrics::StoreMetrics;
 

@@ -3,7 +3,8 @@
 
 use futures::future::BoxFuture;
 
-use super::sql::{Dialect, SqlStore, Statement};
+use super::sql::{Dialect, Statement};
+use super::sql_store::SqlStore;
 use super::{RecordState, StoreError};
 
 /// Idempotency records by state.

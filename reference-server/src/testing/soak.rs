@@ -27,7 +27,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{ServerCommand, ServerProcess, StartError};
-use crate::fleet::CrashPoint;
+use crate::faults::CrashPoint;
 
 /// How long a refusal as in flight may outlast the in-flight TTL at a stretch: a client's retry
 /// interval, a request's time and the scheduling of a loaded machine.

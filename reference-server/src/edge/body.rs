@@ -11,8 +11,7 @@ use http::{header, HeaderMap};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
 
-use super::ApiError;
-use crate::idempotency::MAX_BODY_BYTES;
+use super::{ApiError, MAX_BODY_BYTES};
 
 /// When a request's body must have arrived, set by [`crate::listener`] on every request it hands
 /// to the router: the end of the request's head plus the body read timeout (the second field).

@@ -31,8 +31,7 @@ use axum::response::{IntoResponse, Response};
 use http::{header, HeaderValue, StatusCode};
 use serde::Serialize;
 
-use crate::idempotency::KeyError;
-use crate::listener::{MAX_HEADER_FIELDS, MAX_HEAD_BYTES};
+use super::{MAX_HEADER_FIELDS, MAX_HEAD_BYTES};
 
 /// The prefix of every problem `type`.
 pub const PROBLEM_BASE: &str = "https://idemspec.dev/problems/";
@@ -45,7 +44,7 @@ pub enum ApiError {
     MissingKey,
     /// 400 `invalid-idempotency-key`.
     #[error("{0}")]
-    InvalidKey(#[from] KeyError),
+    InvalidKey(String),
     /// 409 `request-in-progress`, with `Retry-After` in seconds.
     #[error("a request with this Idempotency-Key is still in flight; retry after {0} s")]
     InProgress(u64),
