@@ -5,6 +5,7 @@ mod cli;
 mod client;
 mod flaw_matrix;
 mod html_report;
+mod layers;
 mod lifeline;
 mod reach;
 mod reference_run;
