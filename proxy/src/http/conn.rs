@@ -306,7 +306,7 @@ async fn serve<S, B>(
         prefix,
     });
     // Small messages are copied into one buffer and sent with one `send`, which costs the
-    // kernel less than a `writev` of head and body (measured, docs/BENCHMARKS.md). hyper's own
+    // kernel less than a `writev` of head and body (measured, docs/measurement-log.md). hyper's own
     // header-read timeout stays off (no timer is given): `head_timer` is cheaper.
     let conn = http1::Builder::new()
         .writev(false)

@@ -114,12 +114,12 @@ fn run_failure(error: RunError) -> Failure {
                 .map(|(id, _)| *id)
                 .collect();
             let hint = match select {
+                SelectError::Unknown(_) => "`idemspec list` shows every check id",
+                SelectError::Nothing => {
+                    "`--skip` removes checks that `--only` selects; `idemspec list` shows every id"
+                }
                 SelectError::Duplicate(_) => {
                     "give your scenario an `id` of its own (`idemspec list` shows the ids taken)"
-                }
-                SelectError::Unknown(_) | SelectError::Nothing => {
-                    "`idemspec list` shows every check id; `--skip` removes checks that `--only` \
-                     selects"
                 }
             };
             Failure::selection(select, &ids).hint(hint)
