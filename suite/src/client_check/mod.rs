@@ -32,7 +32,11 @@ use std::time::{Duration, Instant};
 use idemspec_scenarios::client_profile::ClientProfile;
 use idemspec_scenarios::profile::Contract;
 
-use crate::engine::{self, About, EventSink, Finding, Graded, Judgement, RunRecord, SelectError};
+use futures::future::BoxFuture;
+
+use crate::engine::{
+    self, About, EventSink, Finding, Graded, Hold, Judgement, RunRecord, SelectError,
+};
 use crate::model::{CheckOutcome, RunReport};
 use checks::ClientCheck;
 pub use situation::Observed;
@@ -182,32 +186,55 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
         selected.len(),
     );
     let preflight = ctx.observe(&Situation::new("preflight", Vec::new())).await;
-    let blocked = preflight_problem(&ctx, &preflight).map(|why| (why, preflight));
-    let blocked = Arc::new(blocked);
-    let limit = Arc::new(tokio::sync::Semaphore::new(options.parallelism.max(1)));
-    let mut tasks = Vec::new();
-    for (about, check) in selected {
-        let (ctx, record, limit, blocked) =
-            (ctx.clone(), record.clone(), limit.clone(), blocked.clone());
-        tasks.push(tokio::spawn(async move {
-            record.check_started(&about.id);
-            let outcome = match blocked.as_ref() {
-                Some((why, preflight)) => unrunnable(&ctx, about, why, preflight),
-                None => judge(&ctx, about, check.as_ref(), &limit).await,
-            };
-            record.check_finished(&outcome);
-            outcome
-        }));
-    }
-    let mut checks: Vec<CheckOutcome> = Vec::new();
-    for task in tasks {
-        // A check task only ends by returning: it holds no lock and nothing in it panics.
-        if let Ok(outcome) = task.await {
-            checks.push(outcome);
-        }
-    }
+    let shared = Arc::new(Shared {
+        blocked: preflight_problem(&ctx, &preflight).map(|why| (why, preflight)),
+        limit: tokio::sync::Semaphore::new(options.parallelism.max(1)),
+    });
+    let checks: Vec<ClientRun> = selected
+        .into_iter()
+        .map(|(about, check)| ClientRun {
+            about,
+            check,
+            shared: shared.clone(),
+        })
+        .collect();
+    // Every check at once: `limit` bounds the runs of the command, which are what costs.
+    let checks = engine::drive(checks, ctx.clone(), &record, usize::MAX).await;
     drop(canned);
     Ok(record.finish(checks, None))
+}
+
+/// What every client check of a run shares: why none can run (the preflight's problem and run),
+/// and the bound on the command's runs at once.
+struct Shared {
+    blocked: Option<(String, Observed)>,
+    limit: tokio::sync::Semaphore,
+}
+
+/// A client check as the engine runs it.
+struct ClientRun {
+    about: About,
+    check: Box<dyn ClientCheck>,
+    shared: Arc<Shared>,
+}
+
+impl engine::Check for ClientRun {
+    type Ctx = Ctx;
+
+    fn about(&self) -> &About {
+        &self.about
+    }
+
+    /// Every client check runs beside the others: each situation has a proxy of its own.
+    fn run(self: Arc<Self>, ctx: Arc<Ctx>, _hold: Hold) -> BoxFuture<'static, CheckOutcome> {
+        Box::pin(async move {
+            let about = self.about.clone();
+            match &self.shared.blocked {
+                Some((why, preflight)) => unrunnable(&ctx, about, why, preflight),
+                None => judge(&ctx, about, self.check.as_ref(), &self.shared.limit).await,
+            }
+        })
+    }
 }
 
 /// Why the command, run without faults, cannot be judged; `None` when it can.

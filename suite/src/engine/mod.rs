@@ -1,16 +1,22 @@
-//! What `idemspec run` and `idemspec client` share to judge checks: what a check is ([`About`]),
-//! the verdict model and its one grader (`grade`), the selection by `--only` and `--skip`
-//! (`select`), and the bookkeeping of a run from its first event to its report (`record`).
+//! The one check engine of `idemspec run` and `idemspec client`: what a check is ([`About`], the
+//! [`Check`] trait), the verdict model and its one grader (`grade`), the selection by `--only` and
+//! `--skip` (`select`), the driver that runs checks alone or side by side (`drive`, over the run's
+//! quiet lock, `quiet`), and the bookkeeping of a run from its first event to its report
+//! (`record`).
 //!
-//! The two drivers (`runner` for an API, `client_check` for an HTTP client) differ in what they
-//! send and observe; what a finding means, how findings grade into a verdict, which checks run and
-//! what a run reports are decided here, once.
+//! `runner` (an API) and `client_check` (an HTTP client) differ in what a check sends and
+//! observes; what a finding means, how findings grade into a verdict, which checks run, in what
+//! order and beside what, and what a run reports are decided here, once.
 
+mod drive;
 mod grade;
+mod quiet;
 mod record;
 mod select;
 
+pub use drive::{drive, Check};
 pub use grade::{grade, Finding, Graded, Judgement};
+pub use quiet::{Hold, Quiet};
 pub use record::{EventSink, RunRecord};
 pub use select::{select, SelectError};
 

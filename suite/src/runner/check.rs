@@ -5,23 +5,82 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use idemspec_scenarios::rules::Rule;
-use idemspec_scenarios::scenario::{Isolation, Scenario};
+use idemspec_scenarios::scenario::{HookName, Isolation, Scenario};
 
 use super::context::{evidence, CheckRun};
 use super::env::Env;
 use super::observe;
 use super::proxy::FaultProxy;
-use super::quiet::Hold;
 use super::{assert, procedures, select, steps};
 use crate::client::Exchange;
-use crate::engine::{grade, About, Finding, Judgement};
+use crate::engine::{grade, About, Check, Finding, Hold, Judgement};
 use crate::model::{CheckOutcome, Verdict};
+
+/// How long a check may take: its own deadline, and when the run's ends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// One check's deadline (`--check-timeout`).
+    pub check: Duration,
+    /// When the run's time is up (`--run-timeout` from its start).
+    pub run_ends: Instant,
+}
+
+/// A scenario (YAML steps, or a Rust procedure it names) as the engine runs it.
+pub(crate) struct ScenarioCheck {
+    about: About,
+    scenario: Arc<Scenario>,
+    isolation: Isolation,
+    limits: Limits,
+}
+
+impl ScenarioCheck {
+    /// `scenario` against the target in `env`, within `limits`.
+    pub(crate) fn new(env: &Env, scenario: Scenario, limits: Limits) -> Self {
+        // A hook step disturbs the others only where the profile's hook runs (a request variant
+        // that does its job touches only the check's own request).
+        let isolation = scenario.isolation(|hook: HookName| !env.variant_does(hook));
+        Self {
+            about: about(&scenario),
+            scenario: Arc::new(scenario),
+            isolation,
+            limits,
+        }
+    }
+}
+
+impl Check for ScenarioCheck {
+    type Ctx = Env;
+
+    fn about(&self) -> &About {
+        &self.about
+    }
+
+    fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    fn waits_long(&self) -> bool {
+        self.scenario.waits_out_ttl()
+    }
+
+    fn run(self: Arc<Self>, env: Arc<Env>, hold: Hold) -> BoxFuture<'static, CheckOutcome> {
+        Box::pin(async move {
+            let left = self
+                .limits
+                .run_ends
+                .saturating_duration_since(Instant::now());
+            let limit = self.limits.check.min(left);
+            run_check(env, self.scenario.clone(), limit, hold, self.isolation).await
+        })
+    }
+}
 
 /// Runs `scenario` against the target in `env`, within `limit`, holding `hold` on the run's
 /// quiet lock as `isolation` says: a check still running then is UNKNOWN, naming the deadline,
 /// with the evidence it had sent.
-pub(crate) async fn run_check(
+async fn run_check(
     env: Arc<Env>,
     scenario: Arc<Scenario>,
     limit: Duration,

@@ -17,7 +17,6 @@ mod observe;
 mod options;
 mod procedures;
 mod proxy;
-mod quiet;
 mod select;
 mod steps;
 
@@ -25,20 +24,17 @@ pub use crate::engine::EventSink;
 pub use options::{RunError, RunOptions, Target, Unreachable};
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use idemspec_scenarios::catalogue;
 
 use crate::client::RequestSpec;
-use crate::engine::RunRecord;
+use crate::engine::{self, RunRecord};
 use crate::hooks::{HookRunner, ProfileHooks};
 use crate::model::RunReport;
 use crate::nemesis::{NemesisHooks, TargetProcess};
 use crate::reference::ReferenceServer;
+use check::{Limits, ScenarioCheck};
 use env::Env;
-use idemspec_scenarios::scenario::Isolation;
-use quiet::Quiet;
 
 /// Runs the selected checks and returns the report; progress goes to `events`
 /// (`RunStarted`, then `CheckStarted`/`CheckFinished` per check, then `RunFinished`).
@@ -46,7 +42,7 @@ use quiet::Quiet;
 /// Checks run `opts.parallelism` at a time (each has its own marker, keys and proxy), except while
 /// one disturbs the others: a check that reads the global counters, calls `fail_next` or says
 /// `exclusive: true` runs alone, first; one that crashes and restarts the target runs alone until
-/// it is back (`quiet.rs`).
+/// it is back ([`engine::drive`]).
 ///
 /// # Errors
 /// [`RunError`] for configuration problems, an unknown `--only` id, a reference server or proxy that
@@ -93,7 +89,6 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         check: opts.check_timeout,
         run_ends: record.started() + opts.run_timeout,
     };
-    let quiet = Quiet::default();
     // The profile's `checks_at_once` is what the target can take; `--jobs` cannot raise it.
     let jobs = env
         .profile
@@ -103,50 +98,11 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         .map_or(usize::MAX, |n| n as usize)
         .min(opts.parallelism)
         .max(1);
-    let mut checks: Vec<_> = selected
+    let checks: Vec<ScenarioCheck> = selected
         .into_iter()
-        .map(Arc::new)
-        .enumerate()
-        .map(|(i, s)| (i, quiet::isolation(&env, &s), s))
+        .map(|s| ScenarioCheck::new(&env, s, limits))
         .collect();
-    // Checks alone from start to end run first, one at a time, while nothing else has touched
-    // the target; then the checks alone only through a crash, so that every other check (those
-    // waiting out the in-flight TTL first) overlaps their wait for the TTL.
-    checks.sort_by_key(|(i, isolation, s)| {
-        let phase = match isolation {
-            Isolation::Alone(_) => 0,
-            Isolation::AloneThrough(_) => 1,
-            Isolation::Shared if s.waits_out_ttl() => 2,
-            Isolation::Shared => 3,
-        };
-        (phase, *i)
-    });
-    let (alone, rest): (Vec<_>, Vec<_>) = checks
-        .into_iter()
-        .partition(|(_, isolation, _)| matches!(isolation, Isolation::Alone(_)));
-    let mut outcomes = Vec::new();
-    for (i, isolation, s) in alone {
-        let at = Scheduled {
-            index: i,
-            isolation,
-        };
-        outcomes.push(run_one(env.clone(), &record, &quiet, at, s, limits).await);
-    }
-    let rest: Vec<_> = futures::stream::iter(rest)
-        .map(|(i, isolation, s)| {
-            let at = Scheduled {
-                index: i,
-                isolation,
-            };
-            let (env, record, quiet) = (env.clone(), &record, quiet.clone());
-            async move { run_one(env, record, &quiet, at, s, limits).await }
-        })
-        .buffer_unordered(jobs)
-        .collect()
-        .await;
-    outcomes.extend(rest);
-    outcomes.sort_by_key(|(i, _)| *i);
-    let checks: Vec<_> = outcomes.into_iter().map(|(_, o)| o).collect();
+    let checks = engine::drive(checks, env.clone(), &record, jobs).await;
     let target_log = target_process
         .as_ref()
         .map(|p| p.log().display().to_string());
@@ -158,38 +114,6 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         process.kill().await;
     }
     Ok(report)
-}
-
-/// How long a check may take: its own deadline, and what is left of the run's.
-#[derive(Debug, Clone, Copy)]
-struct Limits {
-    check: Duration,
-    run_ends: Instant,
-}
-
-/// Where a check stands in the run: its catalogue position and how it shares the target.
-#[derive(Debug, Clone, Copy)]
-struct Scheduled {
-    index: usize,
-    isolation: Isolation,
-}
-
-/// Runs one check between its `CheckStarted` and `CheckFinished` events, once it holds the quiet
-/// lock as its isolation asks (its time and deadline start then, not while it waits).
-async fn run_one(
-    env: Arc<Env>,
-    record: &RunRecord,
-    quiet: &Quiet,
-    at: Scheduled,
-    scenario: Arc<idemspec_scenarios::scenario::Scenario>,
-    limits: Limits,
-) -> (usize, crate::model::CheckOutcome) {
-    let hold = quiet.hold(at.isolation).await;
-    record.check_started(&scenario.id.value);
-    let left = limits.run_ends.saturating_duration_since(Instant::now());
-    let outcome = check::run_check(env, scenario, limits.check.min(left), hold, at.isolation).await;
-    record.check_finished(&outcome);
-    (at.index, outcome)
 }
 
 /// Asks each base URL for each principal's list. A transport failure means the target is

@@ -7,17 +7,15 @@
 
 use std::sync::Arc;
 
-use idemspec_scenarios::scenario::{HookName, Isolation, Scenario};
+use idemspec_scenarios::scenario::Isolation;
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
-
-use super::env::Env;
 
 /// The run's lock; cloned into every check.
 #[derive(Clone, Default)]
-pub(crate) struct Quiet(Arc<RwLock<()>>);
+pub struct Quiet(Arc<RwLock<()>>);
 
 /// A check's hold on the [`Quiet`] lock, released when dropped.
-pub(crate) enum Hold {
+pub enum Hold {
     /// Beside other checks.
     Shared(
         #[allow(dead_code, reason = "held for what its drop releases")] OwnedRwLockReadGuard<()>,
@@ -28,7 +26,7 @@ pub(crate) enum Hold {
 
 impl Quiet {
     /// Waits for the hold `isolation` starts with: alone unless the check is [`Isolation::Shared`].
-    pub(crate) async fn hold(&self, isolation: Isolation) -> Hold {
+    pub async fn hold(&self, isolation: Isolation) -> Hold {
         match isolation {
             Isolation::Shared => Hold::Shared(self.0.clone().read_owned().await),
             Isolation::AloneThrough(_) | Isolation::Alone(_) => {
@@ -40,16 +38,10 @@ impl Quiet {
 
 impl Hold {
     /// Lets other checks run beside this one from now on (a no-op when they already may).
-    pub(crate) fn share(self) -> Self {
+    pub fn share(self) -> Self {
         match self {
             Self::Alone(guard) => Self::Shared(guard.downgrade()),
             shared @ Self::Shared(_) => shared,
         }
     }
-}
-
-/// How `scenario` shares the target in `env`: a hook step counts only where the profile's hook
-/// runs (a request variant that does its job touches only the check's own request).
-pub(crate) fn isolation(env: &Env, scenario: &Scenario) -> Isolation {
-    scenario.isolation(|hook: HookName| !env.variant_does(hook))
 }
