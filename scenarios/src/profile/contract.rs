@@ -88,6 +88,14 @@ pub struct ContractSpec {
     /// Statuses accepted when a required key is missing.
     #[serde(default, deserialize_with = "refusals")]
     pub missing_key_status: Option<Vec<u16>>,
+    /// What else the body of a mismatch refusal says, where its status alone does not tell it
+    /// from other refusals (a 400 for any bad request): `{at: $.error.type, is:
+    /// idempotency_error}`.
+    pub mismatch_body: Option<BodyCondition>,
+    /// What else the body of an in-flight refusal says (`{at: $.error.code, is: ...}`).
+    pub in_flight_body: Option<BodyCondition>,
+    /// What else the body of a missing-key refusal says.
+    pub missing_key_body: Option<BodyCondition>,
     /// How long an abandoned in-flight record locks its key (e.g. `3s`).
     pub in_flight_ttl: Option<HumanDuration>,
     /// How long completed records are kept (e.g. `24h`).
@@ -220,6 +228,12 @@ pub struct Contract {
     pub in_flight_status: Vec<u16>,
     /// Accepted "missing key" statuses.
     pub missing_key_status: Vec<u16>,
+    /// What a mismatch refusal's body says besides its status, if the profile declares it.
+    pub mismatch_body: Option<BodyCondition>,
+    /// What an in-flight refusal's body says besides its status, if declared.
+    pub in_flight_body: Option<BodyCondition>,
+    /// What a missing-key refusal's body says besides its status, if declared.
+    pub missing_key_body: Option<BodyCondition>,
     /// Declared in-flight TTL, if any.
     pub in_flight_ttl: Option<std::time::Duration>,
     /// Declared retention window, if any.
@@ -247,7 +261,90 @@ pub struct Contract {
     pub overridden: Vec<&'static str>,
 }
 
+/// A refusal the contract names, each known by its statuses and, where declared, its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The key was reused with another request.
+    Mismatch,
+    /// The key's first request is still in flight.
+    InFlight,
+    /// A required key is missing.
+    MissingKey,
+}
+
+/// What a refusal's body says besides its status: the JSON value at `at` is one of `is` (a string
+/// is compared as it is, a number or a boolean as written in JSON). A body that is not JSON, or
+/// has nothing at `at`, does not say it.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BodyCondition {
+    /// Where in the body (a JSONPath, RFC 9535), e.g. `$.error.type` or `$.type`.
+    pub at: crate::value::JsonPathExpr,
+    /// The value (or any of the values) it must have there.
+    #[serde(deserialize_with = "one_or_many")]
+    pub is: Vec<String>,
+}
+
+impl BodyCondition {
+    /// Whether `body` (parsed JSON, if it parsed) says it.
+    pub fn holds(&self, body: Option<&serde_json::Value>) -> bool {
+        let Some(found) = body.and_then(|b| self.at.first(b)) else {
+            return false;
+        };
+        let found = match found {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        self.is.contains(&found)
+    }
+
+    /// `$.error.type is idempotency_error` (for sentences).
+    pub fn describe(&self) -> String {
+        format!("{} is {}", self.at.source(), self.is.join(" or "))
+    }
+}
+
+/// One value or a non-empty list of them, as strings.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let text = |v: serde_json::Value| match v {
+        serde_json::Value::String(s) => Ok(s),
+        serde_json::Value::Number(_) | serde_json::Value::Bool(_) => Ok(v.to_string()),
+        _ => Err(serde::de::Error::custom(
+            "`is` takes a string, a number or a boolean, or a list of them",
+        )),
+    };
+    let values = match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Array(list) if list.is_empty() => {
+            return Err(serde::de::Error::custom("`is` needs at least one value"))
+        }
+        serde_json::Value::Array(list) => list,
+        one => vec![one],
+    };
+    values.into_iter().map(text).collect()
+}
+
 impl Contract {
+    /// Whether an answer of `status` with `body` (parsed JSON, if it parsed) is the contract's
+    /// `refusal`: its status is one declared for it and, where the profile declares what its body
+    /// says, the body says it. Status alone is the default.
+    pub fn refuses(&self, refusal: Refusal, status: u16, body: Option<&serde_json::Value>) -> bool {
+        let (statuses, condition) = match refusal {
+            Refusal::Mismatch => (&self.mismatch_status, &self.mismatch_body),
+            Refusal::InFlight => (&self.in_flight_status, &self.in_flight_body),
+            Refusal::MissingKey => (&self.missing_key_status, &self.missing_key_body),
+        };
+        statuses.contains(&status) && condition.as_ref().is_none_or(|c| c.holds(body))
+    }
+
+    /// The body condition declared for `refusal`, if any.
+    pub fn body_of(&self, refusal: Refusal) -> Option<&BodyCondition> {
+        match refusal {
+            Refusal::Mismatch => self.mismatch_body.as_ref(),
+            Refusal::InFlight => self.in_flight_body.as_ref(),
+            Refusal::MissingKey => self.missing_key_body.as_ref(),
+        }
+    }
+
     /// Who sets the rule of `field`, for a verdict's sentence: `the article contract` where the
     /// preset does, or `` the profile's `replays_5xx: true` (over the article preset) `` where the
     /// profile overrode it with `shown` (the field's value as the profile wrote it).
@@ -305,6 +402,9 @@ impl ContractSpec {
             mismatch_status: vec![409],
             in_flight_status: vec![409],
             missing_key_status: vec![400],
+            mismatch_body: None,
+            in_flight_body: None,
+            missing_key_body: None,
             in_flight_ttl: None,
             retention: None,
             key_required: true,
@@ -346,6 +446,9 @@ impl ContractSpec {
             ("mismatch_status", self.mismatch_status.is_some()),
             ("in_flight_status", self.in_flight_status.is_some()),
             ("missing_key_status", self.missing_key_status.is_some()),
+            ("mismatch_body", self.mismatch_body.is_some()),
+            ("in_flight_body", self.in_flight_body.is_some()),
+            ("missing_key_body", self.missing_key_body.is_some()),
             ("in_flight_ttl", self.in_flight_ttl.is_some()),
             ("retention", self.retention.is_some()),
             ("key_required", self.key_required.is_some()),
@@ -372,6 +475,9 @@ impl ContractSpec {
         if let Some(v) = &self.missing_key_status {
             c.missing_key_status = v.clone();
         }
+        c.mismatch_body = self.mismatch_body.clone();
+        c.in_flight_body = self.in_flight_body.clone();
+        c.missing_key_body = self.missing_key_body.clone();
         if let Some(v) = self.in_flight_ttl {
             c.in_flight_ttl = Some(v.0);
         }
@@ -464,5 +570,51 @@ mod tests {
             (stripe.mismatch_status, stripe.replays_5xx),
             (vec![422], true)
         );
+    }
+
+    #[test]
+    fn a_refusal_declared_by_its_body_is_known_by_status_and_body() {
+        let spec: ContractSpec = serde_saphyr::from_str(
+            "preset: stripe-v1\nmismatch_body: {at: $.error.type, is: idempotency_error}\n\
+             in_flight_body: {at: $.code, is: [1, busy]}\n",
+        )
+        .expect("parses");
+        let c = spec.resolve();
+        let body = |v: serde_json::Value| Some(v);
+        let reused = body(serde_json::json!({"error": {"type": "idempotency_error"}}));
+        let unreadable = body(serde_json::json!({"error": {"type": "invalid_request_error"}}));
+        assert!(c.refuses(Refusal::Mismatch, 400, reused.as_ref()));
+        assert!(
+            !c.refuses(Refusal::Mismatch, 400, unreadable.as_ref()),
+            "another 400"
+        );
+        assert!(
+            !c.refuses(Refusal::Mismatch, 400, None),
+            "a body that is not JSON"
+        );
+        assert!(
+            !c.refuses(Refusal::Mismatch, 409, reused.as_ref()),
+            "another status"
+        );
+        let numbered = body(serde_json::json!({"code": 1}));
+        assert!(
+            c.refuses(Refusal::InFlight, 409, numbered.as_ref()),
+            "a number as JSON writes it"
+        );
+        assert!(
+            c.refuses(Refusal::MissingKey, 400, None),
+            "status alone by default"
+        );
+        assert!(c.overridden.contains(&"mismatch_body"));
+        for bad in [
+            "mismatch_body: {at: $.x, is: []}",
+            "mismatch_body: {at: '$[', is: a}",
+            "mismatch_body: {at: $.x}",
+        ] {
+            assert!(
+                serde_saphyr::from_str::<ContractSpec>(bad).is_err(),
+                "{bad}"
+            );
+        }
     }
 }

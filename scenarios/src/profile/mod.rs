@@ -7,7 +7,7 @@ mod resource_path;
 mod target;
 mod wire;
 
-pub use contract::{Contract, ContractSpec, Covered, KeyForm, Preset};
+pub use contract::{BodyCondition, Contract, ContractSpec, Covered, KeyForm, Preset, Refusal};
 pub use env::expand_env;
 pub use resource_path::ResourcePath;
 pub use target::{

@@ -10,7 +10,7 @@ use idemspec_scenarios::scenario::{HookName, Operation, RetrySpec, StatusPattern
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
 
-use super::context::reading::{refused, status_matches, within};
+use super::context::reading::{answer_matches, refused, within};
 use super::context::{twin_step, CheckRun, Needs, Sender, StepMeta, STEP_HEADER, TWIN_AFTER};
 use crate::client::{Exchange, RequestSpec};
 
@@ -187,7 +187,10 @@ async fn send_step(
                 (sender.send(spec.clone()).await, None)
             };
             let done = match exchange.status {
-                Some(s) => retry.until.iter().any(|p| status_matches(*p, s, &contract)),
+                Some(_) => retry
+                    .until
+                    .iter()
+                    .any(|p| answer_matches(*p, &exchange, &contract)),
                 // A fast failure (a refused connection, a restarted target's stale keep-alive
                 // reset) is no request being worked: try again.
                 None => released && exchange.elapsed >= TWIN_AFTER,

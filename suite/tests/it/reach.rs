@@ -960,6 +960,45 @@ async fn conflicts_told_apart_by_retry_after_and_error_code_are_distinguishable(
     );
 }
 
+/// Refusals known by their body: both conflicts are a `409`, told apart only by `error.code`. With
+/// the codes declared (`mismatch_body`, `in_flight_body`) each check reads each answer as the
+/// refusal it is; with a mismatch code the API never sends, the reused key's `409` is not taken for
+/// the mismatch (as an unrelated `400` under a status-only `stripe-v1` contract would be), and
+/// fingerprint-mismatch FAILs naming the condition it looked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refusals_declared_by_their_body_are_read_by_their_body() {
+    let api = alt_api::start_with(alt_api::Options {
+        plain_conflicts: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let declared = |mismatch_code: &str| {
+        let mismatch_code = mismatch_code.to_owned();
+        profile(&api, move |t| {
+            t.replace(
+                "  mismatch_status: [422]\n",
+                &format!(
+                    "  mismatch_status: [409]\n  mismatch_body: {{at: $.error.code, is: {mismatch_code}}}\n  \
+                     in_flight_body: {{at: $.error.code, is: [request_in_progress, busy]}}\n"
+                ),
+            )
+        })
+    };
+    let only = ["fingerprint-mismatch", "concurrent-same-key"];
+    let right = run_profile(declared("idempotency_key_reused"), &only).await;
+    for check in &right.checks {
+        assert_eq!(check.verdict, Verdict::Pass, "{}", table(&right));
+    }
+    let wrong = run_profile(declared("key_mismatch"), &["fingerprint-mismatch"]).await;
+    let o = &wrong.checks[0];
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&wrong));
+    assert!(
+        o.summary.contains("where $.error.code is key_mismatch"),
+        "the sentence names what the mismatch's body must say: {}",
+        o.summary
+    );
+}
+
 /// An API whose idempotency state is one record per principal (a layer that keeps the key in the
 /// caller's session) cannot take two checks at once: side by side they erase each other's
 /// records. Its profile says `checks_at_once: 1`, and then every check that keeps its records

@@ -8,6 +8,7 @@ use super::compare::{self, owned_elsewhere, split_fidelity, Difference};
 use super::Judge;
 use crate::client::Exchange;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
+use crate::runner::context::reading::refused;
 use crate::runner::context::CheckRun;
 
 /// How the later successes of `step` differ from the first, once each: judged here, and owned by
@@ -70,12 +71,7 @@ impl Judge for Consistent {
         let contract = run.contract();
         let odd: Vec<String> = rs
             .iter()
-            .filter(|e| {
-                !e.is_success()
-                    && !e
-                        .status
-                        .is_some_and(|s| contract.in_flight_status.contains(&s))
-            })
+            .filter(|e| !e.is_success() && !refused(e, contract))
             .map(|e| e.describe())
             .collect();
         if !odd.is_empty() {

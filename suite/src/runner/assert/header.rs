@@ -7,7 +7,7 @@ use idemspec_scenarios::scenario::{HeaderPresent, StatusPattern};
 use super::Judge;
 use crate::client::Exchange;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::runner::context::reading::{describe_patterns, status_matches};
+use crate::runner::context::reading::{answer_matches, describe_patterns};
 use crate::runner::context::CheckRun;
 
 impl Judge for HeaderPresent {
@@ -33,10 +33,7 @@ impl Judge for HeaderPresent {
             .judged()
             .iter()
             .copied()
-            .filter(|e| {
-                e.status
-                    .is_some_and(|s| when.iter().any(|p| status_matches(*p, s, contract)))
-            })
+            .filter(|e| when.iter().any(|p| answer_matches(*p, e, contract)))
             .collect();
         let want = describe_patterns(&when, contract);
         if concerned.is_empty() {

@@ -32,7 +32,7 @@ pub(crate) use compare::same_response;
 use idemspec_scenarios::profile::Contract;
 use idemspec_scenarios::scenario::{AssertKind, Level, Scenario, StatusPattern};
 
-use super::context::reading::status_matches;
+use super::context::reading::answer_matches;
 use super::context::{CheckRun, Needs};
 use crate::client::Exchange;
 use crate::engine::{Finding, Judgement};
@@ -198,10 +198,7 @@ pub(super) fn unmatched(
     contract: &Contract,
 ) -> Vec<String> {
     rs.iter()
-        .filter(|e| {
-            !e.status
-                .is_some_and(|st| patterns.iter().any(|p| status_matches(*p, st, contract)))
-        })
+        .filter(|e| !patterns.iter().any(|p| answer_matches(*p, e, contract)))
         .map(|e| e.describe())
         .collect()
 }

@@ -3,7 +3,7 @@
 
 use idemspec_proxy::ProxyEvent;
 
-use idemspec_scenarios::profile::Contract;
+use idemspec_scenarios::profile::{Contract, Refusal};
 
 use crate::client::Exchange;
 use crate::model::{Attempt, AttemptEnd, Evidence, Lane, ProxyAction, Timeline};
@@ -92,12 +92,13 @@ fn end_of(ex: &Exchange, contract: &Contract) -> AttemptEnd {
         Some(200..=299) if ex.marks_replay(&contract.replayed_header) => AttemptEnd::Replay,
         Some(200..=299) => AttemptEnd::Success,
         Some(s)
-            if contract.in_flight_status.contains(&s) && contract.mismatch_status.contains(&s) =>
+            if contract.refuses(Refusal::InFlight, s, ex.json.as_ref())
+                && contract.refuses(Refusal::Mismatch, s, ex.json.as_ref()) =>
         {
             AttemptEnd::Conflict
         }
-        Some(s) if contract.in_flight_status.contains(&s) => AttemptEnd::InFlight,
-        Some(s) if contract.mismatch_status.contains(&s) => AttemptEnd::Mismatch,
+        Some(s) if contract.refuses(Refusal::InFlight, s, ex.json.as_ref()) => AttemptEnd::InFlight,
+        Some(s) if contract.refuses(Refusal::Mismatch, s, ex.json.as_ref()) => AttemptEnd::Mismatch,
         Some(500..) => AttemptEnd::ServerError,
         Some(_) => AttemptEnd::ClientError,
     }

@@ -5,27 +5,43 @@
 
 use std::time::Duration;
 
-use idemspec_scenarios::profile::Contract;
+use idemspec_scenarios::profile::{BodyCondition, Contract, Refusal};
 use idemspec_scenarios::scenario::{StatusPattern, Within};
 
-/// Whether `status` matches `pattern` under `contract`.
-pub(crate) fn status_matches(pattern: StatusPattern, status: u16, contract: &Contract) -> bool {
+use crate::client::Exchange;
+
+/// Whether the answer `e` got matches `pattern` under `contract` (never when no response arrived):
+/// a refusal pattern (`mismatch`, `in_flight`, `missing_key`) by its declared statuses and, where
+/// the profile declares what the refusal's body says, by the body too, so an unrelated 400 is
+/// never taken for the mismatch.
+pub(crate) fn answer_matches(pattern: StatusPattern, e: &Exchange, contract: &Contract) -> bool {
+    e.status
+        .is_some_and(|s| status_matches(pattern, s, e.json.as_ref(), contract))
+}
+
+/// Whether `status` with `body` (its JSON, if it parsed) matches `pattern` under `contract`.
+pub(crate) fn status_matches(
+    pattern: StatusPattern,
+    status: u16,
+    body: Option<&serde_json::Value>,
+    contract: &Contract,
+) -> bool {
     match pattern {
         StatusPattern::Exact(code) => code == status,
         StatusPattern::Class(c) => status / 100 == u16::from(c),
-        StatusPattern::Mismatch => contract.mismatch_status.contains(&status),
-        StatusPattern::InFlight => contract.in_flight_status.contains(&status),
-        StatusPattern::MissingKey => contract.missing_key_status.contains(&status),
+        StatusPattern::Mismatch => contract.refuses(Refusal::Mismatch, status, body),
+        StatusPattern::InFlight => contract.refuses(Refusal::InFlight, status, body),
+        StatusPattern::MissingKey => contract.refuses(Refusal::MissingKey, status, body),
         StatusPattern::Released => {
-            !contract.in_flight_status.contains(&status) && !(500..600).contains(&status)
+            !contract.refuses(Refusal::InFlight, status, body) && !(500..600).contains(&status)
         }
     }
 }
 
-/// Whether `e` was refused as in flight under `contract` (a status in its `in_flight_status`).
-pub(crate) fn refused(e: &crate::client::Exchange, contract: &Contract) -> bool {
-    e.status
-        .is_some_and(|s| status_matches(StatusPattern::InFlight, s, contract))
+/// Whether `e` was refused as in flight under `contract` (a status in its `in_flight_status`,
+/// with the body it declares, if any).
+pub(crate) fn refused(e: &Exchange, contract: &Contract) -> bool {
+    answer_matches(StatusPattern::InFlight, e, contract)
 }
 
 /// A [`Within`] as a duration under `contract`; `bound` stands in for an in-flight TTL the contract
@@ -69,6 +85,11 @@ pub(crate) fn declared_5xx_note(
     ))
 }
 
+/// ` where $.error.type is idempotency_error`, or nothing without a body condition.
+fn with_body(condition: Option<&BodyCondition>) -> String {
+    condition.map_or(String::new(), |c| format!(" where {}", c.describe()))
+}
+
 /// Patterns as a reader sees them (`2xx, 409`).
 pub(crate) fn describe_patterns(patterns: &[StatusPattern], contract: &Contract) -> String {
     let list = |v: &[u16]| v.iter().map(u16::to_string).collect::<Vec<_>>().join("/");
@@ -77,11 +98,21 @@ pub(crate) fn describe_patterns(patterns: &[StatusPattern], contract: &Contract)
         .map(|p| match p {
             StatusPattern::Exact(c) => c.to_string(),
             StatusPattern::Class(c) => format!("{c}xx"),
-            StatusPattern::Mismatch => format!("mismatch ({})", list(&contract.mismatch_status)),
-            StatusPattern::InFlight => format!("in flight ({})", list(&contract.in_flight_status)),
-            StatusPattern::MissingKey => {
-                format!("missing key ({})", list(&contract.missing_key_status))
-            }
+            StatusPattern::Mismatch => format!(
+                "mismatch ({}{})",
+                list(&contract.mismatch_status),
+                with_body(contract.body_of(Refusal::Mismatch))
+            ),
+            StatusPattern::InFlight => format!(
+                "in flight ({}{})",
+                list(&contract.in_flight_status),
+                with_body(contract.body_of(Refusal::InFlight))
+            ),
+            StatusPattern::MissingKey => format!(
+                "missing key ({}{})",
+                list(&contract.missing_key_status),
+                with_body(contract.body_of(Refusal::MissingKey))
+            ),
             StatusPattern::Released => {
                 format!(
                     "released (not in flight {}, not 5xx)",
@@ -110,11 +141,11 @@ mod tests {
     fn symbolic_statuses_follow_the_declared_contract() {
         let article = contract(Preset::Article);
         let ietf = contract(Preset::IetfDraft);
-        assert!(status_matches(StatusPattern::Mismatch, 409, &article));
-        assert!(!status_matches(StatusPattern::Mismatch, 409, &ietf));
-        assert!(status_matches(StatusPattern::Mismatch, 422, &ietf));
-        assert!(status_matches(StatusPattern::Class(2), 204, &ietf));
-        assert!(!status_matches(StatusPattern::Class(2), 304, &ietf));
+        assert!(status_matches(StatusPattern::Mismatch, 409, None, &article));
+        assert!(!status_matches(StatusPattern::Mismatch, 409, None, &ietf));
+        assert!(status_matches(StatusPattern::Mismatch, 422, None, &ietf));
+        assert!(status_matches(StatusPattern::Class(2), 204, None, &ietf));
+        assert!(!status_matches(StatusPattern::Class(2), 304, None, &ietf));
         assert_eq!(
             describe_patterns(&[StatusPattern::Class(2), StatusPattern::Mismatch], &ietf),
             "2xx, mismatch (422)"

@@ -3,7 +3,7 @@
 //! valid key sent as an RFC 8941 string names the same record as the bare key where the contract
 //! accepts sf-strings (ietf-draft-07 §2.1).
 
-use idemspec_scenarios::profile::Contract;
+use idemspec_scenarios::profile::{Contract, Refusal};
 use idemspec_scenarios::scenario::{KeySpec, Level, Operation};
 
 use crate::client::Exchange;
@@ -160,7 +160,10 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
 fn missing_finding(ex: &Exchange, contract: &Contract, what: &str) -> (Finding, Level) {
     let finding = match ex.status {
         None => Finding::Undecided(format!("{what} got no response: {}", ex.describe())),
-        Some(s) if contract.key_required && contract.missing_key_status.contains(&s) => {
+        Some(s)
+            if contract.key_required
+                && contract.refuses(Refusal::MissingKey, s, ex.json.as_ref()) =>
+        {
             Finding::Held(format!("{what} got {}", ex.describe()))
         }
         Some(_) if contract.key_required => Finding::Broken(format!(

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idemspec_scenarios::profile::Contract;
+
+use crate::runner::context::reading::refused;
 use idemspec_scenarios::scenario::{KeySpec, Operation, Via};
 use rand::{Rng, SeedableRng};
 
@@ -52,7 +54,7 @@ fn is_permanent_refusal(exchange: &Exchange, contract: &Contract) -> bool {
     exchange.status.is_some_and(|status| {
         (400..500).contains(&status)
             && !matches!(status, 408 | 409 | 425 | 429)
-            && !contract.in_flight_status.contains(&status)
+            && !refused(exchange, contract)
     })
 }
 
