@@ -268,6 +268,21 @@ impl ClientProfile {
             }
         }
         if let Some(contract) = &self.contract {
+            if let Some(key_at) = contract
+                .value
+                .key_at
+                .as_ref()
+                .filter(|a| !matches!(a, crate::profile::KeyAt::Header(_)))
+            {
+                let where_ = key_at.describe();
+                at(
+                    &contract.referenced,
+                    format!(
+                        "contract.key_at: `idemspec client` hears a key only in a header, not in \
+                         {where_}; give the header your client sends it in (`key_at: {{header: NAME}}`)"
+                    ),
+                );
+            }
             for (loc, m) in contract.value.problems() {
                 at(
                     loc.unwrap_or(&contract.referenced),

@@ -79,6 +79,10 @@ pub struct ContractSpec {
     pub preset: Preset,
     /// The request header carrying the key (default `Idempotency-Key`).
     pub header: Option<String>,
+    /// Where a request carries the key, when not in `header`: `{query: requestId}` (a query
+    /// parameter), `{form: ClientToken}` (a field of a form body), `{json: clientToken}` (a member
+    /// of a JSON body; `a.b` for one inside another), or `{header: X-Client-Token}`.
+    pub key_at: Option<KeyAt>,
     /// Statuses accepted for "same key, different request" (see [`refusals`] for the form).
     #[serde(default, deserialize_with = "refusals")]
     pub mismatch_status: Option<Vec<u16>>,
@@ -222,6 +226,8 @@ pub struct Contract {
     pub preset: Preset,
     /// Request header carrying the key.
     pub header: String,
+    /// Where a request carries the key (`KeyAt::Header` of `header` unless the profile says).
+    pub key_at: KeyAt,
     /// Accepted "mismatch" statuses.
     pub mismatch_status: Vec<u16>,
     /// Accepted "in flight" statuses.
@@ -259,6 +265,55 @@ pub struct Contract {
     /// The fields the profile set over the preset (`replays_5xx`, `mismatch_status` …), so a
     /// sentence names who set the rule it judges by ([`Contract::who_says`]).
     pub overridden: Vec<&'static str>,
+}
+
+/// Where a request carries its idempotency key (`contract.key_at`). A request without a key
+/// leaves the header, parameter or member out altogether.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum KeyAt {
+    /// A request header of this name.
+    Header(String),
+    /// A query parameter of this name, appended to the path (form-urlencoded).
+    Query(String),
+    /// A field of this name in an `application/x-www-form-urlencoded` body.
+    Form(String),
+    /// A member of a JSON object body: a name, or names joined by `.` for a member inside
+    /// another (`params.clientToken`); missing objects on the way are made.
+    Json(String),
+}
+
+impl KeyAt {
+    /// `the \`Idempotency-Key\` header`, `the query parameter \`requestId\``, … (for sentences).
+    pub fn describe(&self) -> String {
+        match self {
+            KeyAt::Header(n) => format!("the `{n}` header"),
+            KeyAt::Query(n) => format!("the query parameter `{n}`"),
+            KeyAt::Form(n) => format!("the form field `{n}`"),
+            KeyAt::Json(n) => format!("the JSON member `{n}`"),
+        }
+    }
+
+    /// Why the name cannot carry a key, if it cannot.
+    fn problem(&self) -> Option<String> {
+        let (field, name) = match self {
+            KeyAt::Header(n) => return super::check_header(n, "k").err(),
+            KeyAt::Query(n) => ("query", n),
+            KeyAt::Form(n) => ("form", n),
+            KeyAt::Json(n) => ("json", n),
+        };
+        let bad = name.is_empty()
+            || name.len() > 256
+            || name.chars().any(char::is_control)
+            || (field == "json" && name.split('.').any(str::is_empty));
+        bad.then(|| {
+            format!(
+                "key_at.{field} `{name}` is no name to carry the key: give 1–256 characters \
+                 without control characters{}",
+                if field == "json" { ", and for a member inside another, names joined by single dots (`params.clientToken`)" } else { "" }
+            )
+        })
+    }
 }
 
 /// A refusal the contract names, each known by its statuses and, where declared, its body.
@@ -399,6 +454,7 @@ impl ContractSpec {
         let article = Contract {
             preset: Preset::Article,
             header: "Idempotency-Key".into(),
+            key_at: KeyAt::Header("Idempotency-Key".into()),
             mismatch_status: vec![409],
             in_flight_status: vec![409],
             missing_key_status: vec![400],
@@ -443,6 +499,7 @@ impl ContractSpec {
         };
         c.overridden = [
             ("header", self.header.is_some()),
+            ("key_at", self.key_at.is_some()),
             ("mismatch_status", self.mismatch_status.is_some()),
             ("in_flight_status", self.in_flight_status.is_some()),
             ("missing_key_status", self.missing_key_status.is_some()),
@@ -466,6 +523,14 @@ impl ContractSpec {
         if let Some(v) = &self.header {
             c.header = v.clone();
         }
+        c.key_at = match &self.key_at {
+            Some(KeyAt::Header(name)) => {
+                c.header = name.clone();
+                KeyAt::Header(name.clone())
+            }
+            Some(at) => at.clone(),
+            None => KeyAt::Header(c.header.clone()),
+        };
         if let Some(v) = &self.mismatch_status {
             c.mismatch_status = v.clone();
         }
@@ -518,6 +583,9 @@ impl ContractSpec {
             if let Err(m) = super::check_header(name, "k") {
                 out.push((None, m));
             }
+        }
+        if let Some(m) = self.key_at.as_ref().and_then(KeyAt::problem) {
+            out.push((None, m));
         }
         match (self.key_form, &self.key_template) {
             (Some(KeyForm::Template), None) => out.push((

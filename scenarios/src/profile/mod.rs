@@ -7,7 +7,9 @@ mod resource_path;
 mod target;
 mod wire;
 
-pub use contract::{BodyCondition, Contract, ContractSpec, Covered, KeyForm, Preset, Refusal};
+pub use contract::{
+    BodyCondition, Contract, ContractSpec, Covered, KeyAt, KeyForm, Preset, Refusal,
+};
 pub use env::expand_env;
 pub use resource_path::ResourcePath;
 pub use target::{

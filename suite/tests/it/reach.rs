@@ -338,6 +338,49 @@ async fn a_uuid_only_api_passes_the_catalogue_with_uuid_keys() {
     );
 }
 
+/// An API that reads its key from a query parameter (Google Cloud's `requestId`) or a member of
+/// the JSON body (AWS's `clientToken`) passes the whole catalogue once its profile says where the
+/// key goes (`contract.key_at`): every check, the invalid keys of key-validation and the storm's
+/// upstream count included, follows it. Left in the default header, the same API sees no key and
+/// runs every retry again, and lost-response FAILs.
+#[rstest::rstest]
+#[case::query(alt_api::KeyIn::Query("requestId"), "{query: requestId}")]
+#[case::json_body(alt_api::KeyIn::Json("clientToken"), "{json: clientToken}")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_outside_a_header_is_followed_by_every_check(
+    #[case] key_in: alt_api::KeyIn,
+    #[case] key_at: &str,
+) {
+    let api = alt_api::start_with(alt_api::Options {
+        key_in,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let declared = format!("  in_flight_ttl: 2s\n  key_at: {key_at}");
+    let placed = |text: &str| text.replace("  in_flight_ttl: 2s", &declared);
+    let report = run_profile(profile(&api, placed), &[]).await;
+    let not_passed: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
+        .map(|c| c.id.as_str())
+        .collect();
+    assert!(not_passed.is_empty(), "{}", table(&report));
+    let passed = report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Pass)
+        .count();
+    assert!(passed >= 16, "{}", table(&report));
+    let unplaced = run_profile(profile(&api, str::to_owned), &["lost-response"]).await;
+    assert_eq!(
+        unplaced.checks[0].verdict,
+        Verdict::Fail,
+        "{}",
+        table(&unplaced)
+    );
+}
+
 /// A target idemspec starts from its profile's `process` is killed mid-handler (its whole process
 /// group) and restarted on the same address, and inherits no descriptor of idemspec's: a command
 /// its shell runs lists its open descriptors, and there are only stdin, stdout, stderr and the

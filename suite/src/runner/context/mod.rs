@@ -201,13 +201,10 @@ impl CheckRun {
         observe::count_created(self.env(), principal, self.marker(), &seen).await
     }
 
-    /// The proxy's events so far (empty without faults): what the target did with each proxied
-    /// request, for a procedure that judges before the steps are finished.
-    pub(crate) fn proxy_events(&self) -> Vec<ProxyEvent> {
-        self.proxy
-            .as_ref()
-            .map(FaultProxy::events)
-            .unwrap_or_default()
+    /// Every exchange sent so far, in send order, each proxied one paired with what the proxy
+    /// did with it, for a procedure that judges before the steps are finished.
+    pub(crate) fn exchanges_so_far(&self) -> Vec<Exchange> {
+        self.paired().0
     }
 
     /// Every exchange sent so far, in send order, each proxied one paired with the proxy's event;

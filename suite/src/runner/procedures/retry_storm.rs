@@ -195,11 +195,19 @@ impl KeyRun<'_> {
 
 /// The keys of the creates the proxy saw succeed upstream (a 2xx from the target), each once.
 fn ran_upstream(run: &CheckRun) -> Vec<String> {
+    // Read from each request as sent, paired with what the proxy saw upstream: the key may ride
+    // in a header, a query or a body (`contract.key_at`), and the proxy records only a header.
     let mut keys: Vec<String> = run
-        .proxy_events()
+        .exchanges_so_far()
         .into_iter()
-        .filter(|e| e.upstream_status.is_some_and(|s| (200..300).contains(&s)))
-        .filter_map(|e| e.idempotency_key)
+        .filter(|e| {
+            e.evidence
+                .proxy
+                .as_ref()
+                .and_then(|p| p.upstream_status)
+                .is_some_and(|s| (200..300).contains(&s))
+        })
+        .filter_map(|e| e.evidence.request.idempotency_key)
         .collect();
     keys.sort_unstable();
     keys.dedup();

@@ -140,6 +140,21 @@ pub struct Options {
     /// Keys are cut to this many characters before they are looked up (a column too narrow for
     /// them): different keys that share a prefix are merged into one record.
     pub key_prefix: Option<usize>,
+    /// Where requests carry the key (the `Idempotency-Key` header by default).
+    pub key_in: KeyIn,
+}
+
+/// Where the alt API reads a request's key from.
+#[derive(Debug, Clone, Copy, Default)]
+pub enum KeyIn {
+    /// The `Idempotency-Key` header.
+    #[default]
+    Header,
+    /// A query parameter of this name (as Google Cloud's `requestId`).
+    Query(&'static str),
+    /// A top-level member of the JSON body (as AWS's `clientToken`); the create's body may
+    /// carry it beside the machine's fields.
+    Json(&'static str),
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -311,7 +326,22 @@ where
     Fut: std::future::Future<Output = Work> + Send + 'static,
 {
     let (method, uri, headers, body) = request;
-    let key = match headers.get("idempotency-key") {
+    let raw = match app.options.key_in {
+        KeyIn::Header => headers.get("idempotency-key").cloned(),
+        KeyIn::Query(name) => form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| HeaderValue::from_str(&v).unwrap_or(HeaderValue::from_static(""))),
+        KeyIn::Json(name) => serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v.get(name).cloned())
+            .map(|v| match v {
+                Value::String(s) => {
+                    HeaderValue::from_str(&s).unwrap_or(HeaderValue::from_static(""))
+                }
+                _ => HeaderValue::from_static(""),
+            }),
+    };
+    let key = match raw.as_ref() {
         None => {
             // Keys are optional (stripe-v1): without one the request simply runs.
             let sub_key = hex::encode(Sha256::digest(uuid::Uuid::new_v4().as_bytes()));
@@ -602,6 +632,10 @@ fn unauthorized() -> Response {
 struct NewMachine {
     flavor: String,
     tag: String,
+    /// The key, where the API reads it from the body (`KeyIn::Json("clientToken")`).
+    #[serde(default, rename = "clientToken")]
+    #[allow(dead_code, reason = "read by the idempotency layer, not the handler")]
+    client_token: Option<String>,
 }
 
 async fn create(
@@ -731,6 +765,7 @@ async fn delete_one(
     uri: Uri,
     headers: HeaderMap,
     Path(uuid): Path<String>,
+    body: Bytes,
 ) -> Response {
     let Some(owner) = principal(&headers) else {
         return unauthorized();
@@ -739,7 +774,8 @@ async fn delete_one(
         &app,
         &owner.clone(),
         "DELETE /api/machines/{uuid}",
-        (&method, &uri, &headers, &Bytes::new()),
+        // A DELETE has no body of its own; one carries only its key (`KeyIn::Json`).
+        (&method, &uri, &headers, &body),
         move |app, _| async move {
             let mut inner = app.lock();
             match inner.machines.get(&uuid) {
