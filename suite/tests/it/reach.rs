@@ -1042,6 +1042,38 @@ async fn refusals_declared_by_their_body_are_read_by_their_body() {
     );
 }
 
+/// An action the API refuses whatever its key (here: a path it does not serve) says nothing about
+/// scope, even where its status is the one the contract declares for the mismatch: endpoint-scope
+/// sends the action again with a key of its own, and when that control is refused too the check
+/// is UNKNOWN naming it, not a PASS that took an unrelated refusal for the mismatch rejection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_action_refused_whatever_its_key_leaves_endpoint_scope_unknown() {
+    let api = alt_api::start().await;
+    let broken_action = profile(&api, |t| {
+        t.replace("  mismatch_status: [422]\n", "  mismatch_status: [404]\n")
+            .replace(
+                "/api/machines/{id}/restart",
+                "/api/machines/{id}/no-such-action",
+            )
+    });
+    let report = run_profile(broken_action, &["endpoint-scope"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(
+        o.summary.contains("`control`") && o.summary.contains("404"),
+        "the sentence names the control and its answer: {}",
+        o.summary
+    );
+    // With the action the API serves, the control holds and the check judges scope.
+    let report = run_profile(profile(&api, str::to_owned), &["endpoint-scope"]).await;
+    assert_eq!(
+        report.checks[0].verdict,
+        Verdict::Pass,
+        "{}",
+        table(&report)
+    );
+}
+
 /// An API whose idempotency state is one record per principal (a layer that keeps the key in the
 /// caller's session) cannot take two checks at once: side by side they erase each other's
 /// records. Its profile says `checks_at_once: 1`, and then every check that keeps its records
