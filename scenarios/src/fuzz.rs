@@ -224,7 +224,7 @@ proptest! {
     fn templates_compile_or_are_refused_and_render_what_they_hold(text in template_text()) {
         match Template::parse(&text) {
             Ok(t) => {
-                let vars = TemplateVars { marker: "MARK", variant: 2 };
+                let vars = TemplateVars::new("MARK", 2);
                 let out = t.render(&vars, || "UUID".into());
                 prop_assert_eq!(t.source(), text.as_str());
                 prop_assert_eq!(t.has_variant(), out != t.render(&TemplateVars { variant: 1, ..vars.clone() }, || "UUID".into()));

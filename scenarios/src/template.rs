@@ -1,7 +1,14 @@
-//! Body and path templates: `{{marker}}`, `{{uuid}}` and `{{variant}}` placeholders, checked at load
-//! time so a template that cannot render is a located configuration error, not a run-time surprise.
+//! Body and path templates: `{{marker}}`, `{{uuid}}`, `{{variant}}`, `{{key_name}}` and
+//! `{{principal.NAME}}` placeholders, checked at load time so a template that cannot render is a
+//! located configuration error, not a run-time surprise.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
+use sha2::{Digest, Sha256};
+
+/// No principal variables.
+static NO_VARS: BTreeMap<String, String> = BTreeMap::new();
 
 /// The values a template is rendered with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -10,6 +17,46 @@ pub struct TemplateVars<'a> {
     pub marker: &'a str,
     /// The body variant: `1` for the default request, `2` for the one that differs (fingerprint checks).
     pub variant: u32,
+    /// The variables of the principal the request is sent as (`{{principal.NAME}}`).
+    pub principal: &'a BTreeMap<String, String>,
+    /// The request's idempotency key, if it carries one (`{{key_name}}`).
+    pub key: Option<&'a str>,
+}
+
+impl<'a> TemplateVars<'a> {
+    /// `marker` and `variant`, as no principal in particular and without a key.
+    pub fn new(marker: &'a str, variant: u32) -> Self {
+        Self {
+            marker,
+            variant,
+            principal: &NO_VARS,
+            key: None,
+        }
+    }
+
+    /// As the principal whose variables are `vars`.
+    pub fn as_principal(mut self, vars: &'a BTreeMap<String, String>) -> Self {
+        self.principal = vars;
+        self
+    }
+
+    /// For a request carrying `key`.
+    pub fn with_key(mut self, key: Option<&'a str>) -> Self {
+        self.key = key;
+        self
+    }
+}
+
+/// The resource name `{{key_name}}` stands for: `r` and 20 hex digits of the SHA-256 of `key`, so
+/// a retry (same key) names the same resource and two keys never one, in the characters every
+/// naming rule accepts (Google Cloud's `[a-z]([-a-z0-9]*[a-z0-9])?`, DNS labels).
+pub fn key_name(key: &str) -> String {
+    let digest = Sha256::digest(key.as_bytes());
+    format!("r{}", &hex_of(&digest)[..20])
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One piece of a parsed template.
@@ -19,10 +66,16 @@ enum Piece {
     Marker,
     Uuid,
     Variant,
+    KeyName,
+    Principal(String),
 }
 
 /// A parsed template. Placeholders: `{{marker}}` (the check's marker), `{{uuid}}` (a fresh v4 UUID per
-/// rendering), `{{variant}}` (`1` or `2`). Anything else inside `{{ }}` is rejected at load.
+/// rendering), `{{variant}}` (`1` or `2`), `{{key_name}}` (a resource name derived from the
+/// request's key: the same across its retries, different for another key; a fresh one for a
+/// request without a key), `{{principal.NAME}}` (a variable of the principal the request is sent
+/// as, such as its project; the profile's loader checks every principal defines it). Anything else
+/// inside `{{ }}` is rejected at load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
     source: String,
@@ -33,7 +86,7 @@ pub struct Template {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TemplateError {
     /// `{{name}}` with a name not in the vocabulary.
-    #[error("unknown placeholder `{{{{{0}}}}}`; expected one of {{{{marker}}}}, {{{{uuid}}}}, {{{{variant}}}}")]
+    #[error("unknown placeholder `{{{{{0}}}}}`; expected one of {{{{marker}}}}, {{{{uuid}}}}, {{{{variant}}}}, {{{{key_name}}}}, {{{{principal.NAME}}}}")]
     UnknownPlaceholder(String),
     /// `{{` without its `}}`.
     #[error("unclosed placeholder: `{{{{` without `}}}}`")]
@@ -59,7 +112,18 @@ impl Template {
                 "marker" => Piece::Marker,
                 "uuid" => Piece::Uuid,
                 "variant" => Piece::Variant,
-                other => return Err(TemplateError::UnknownPlaceholder(other.to_owned())),
+                "key_name" => Piece::KeyName,
+                other => match other.strip_prefix("principal.") {
+                    Some(var)
+                        if !var.is_empty()
+                            && var
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
+                    {
+                        Piece::Principal(var.to_owned())
+                    }
+                    _ => return Err(TemplateError::UnknownPlaceholder(other.to_owned())),
+                },
             });
             rest = &after[end + 2..];
         }
@@ -77,6 +141,19 @@ impl Template {
         &self.source
     }
 
+    /// The principal variables the template uses (`{{principal.NAME}}`), each once.
+    pub fn principal_vars(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for piece in &self.pieces {
+            if let Piece::Principal(name) = piece {
+                if !names.contains(&name.as_str()) {
+                    names.push(name);
+                }
+            }
+        }
+        names
+    }
+
     /// Whether the template uses `{{variant}}` (so a differing body can be rendered).
     pub fn has_variant(&self) -> bool {
         self.pieces.iter().any(|p| matches!(p, Piece::Variant))
@@ -91,6 +168,13 @@ impl Template {
                 Piece::Marker => out.push_str(vars.marker),
                 Piece::Uuid => out.push_str(&uuid()),
                 Piece::Variant => out.push_str(&vars.variant.to_string()),
+                Piece::KeyName => match vars.key {
+                    Some(key) => out.push_str(&key_name(key)),
+                    None => out.push_str(&key_name(&uuid())),
+                },
+                Piece::Principal(name) => {
+                    out.push_str(vars.principal.get(name).map_or("", String::as_str));
+                }
             }
         }
         out
@@ -154,15 +238,37 @@ mod tests {
     #[test]
     fn renders_all_placeholders() {
         let t = Template::parse(r#"{"l":"{{marker}}","v":{{variant}},"u":"{{ uuid }}"}"#).unwrap();
-        let vars = TemplateVars {
-            marker: "m1",
-            variant: 2,
-        };
+        let vars = TemplateVars::new("m1", 2);
         assert_eq!(
             t.render(&vars, || "U".into()),
             r#"{"l":"m1","v":2,"u":"U"}"#
         );
         assert!(t.has_variant());
+    }
+
+    #[test]
+    fn a_principal_s_variables_and_a_key_s_name_render_per_request() {
+        let t =
+            Template::parse("/projects/{{principal.project}}/instances?n={{key_name}}").unwrap();
+        assert_eq!(t.principal_vars(), ["project"]);
+        let vars: BTreeMap<String, String> = [("project".to_owned(), "p-1".to_owned())].into();
+        let render = |key| {
+            t.render(
+                &TemplateVars::new("m", 1).as_principal(&vars).with_key(key),
+                || "fresh".into(),
+            )
+        };
+        let (a, again, b) = (render(Some("k1")), render(Some("k1")), render(Some("k2")));
+        assert!(a.starts_with("/projects/p-1/instances?n=r"), "{a}");
+        assert_eq!(a, again, "a retry names the same resource");
+        assert_ne!(a, b, "another key names another");
+        assert_eq!(
+            render(None),
+            format!("/projects/p-1/instances?n={}", key_name("fresh"))
+        );
+        for bad in ["{{principal.}}", "{{principal.a b}}", "{{principal}}"] {
+            assert!(Template::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

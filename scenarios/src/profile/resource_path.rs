@@ -25,6 +25,11 @@ impl ResourcePath {
         self.0.source()
     }
 
+    /// The template under the id's expansion (its placeholders).
+    pub fn template(&self) -> &Template {
+        &self.0
+    }
+
     /// Whether the path names the id (`{id}` or `{+id}`); a profile's loader refuses one that
     /// does not.
     pub fn has_id(&self) -> bool {
@@ -85,10 +90,7 @@ mod tests {
     }
 
     fn render(source: &str, id: &str) -> String {
-        let vars = TemplateVars {
-            marker: "m0123456789",
-            variant: 1,
-        };
+        let vars = TemplateVars::new("m0123456789", 1);
         path(source).render(&vars, || "u".into(), id)
     }
 

@@ -192,6 +192,10 @@ pub struct Principal {
     /// Headers sent with every request of this principal (e.g. `Authorization: Bearer …`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Values the profile's templates use as `{{principal.NAME}}` for this principal's requests:
+    /// the tenant an API keeps in its paths or bodies (`project: p-alpha`).
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
 }
 
 /// The operations of the API under test.
@@ -280,6 +284,54 @@ pub struct SlowVariant {
     pub path: Option<Template>,
     /// How long the handler takes, e.g. `8s`; where it is written (its errors point there).
     pub takes: Spanned<crate::value::HumanDuration>,
+}
+
+impl Operations {
+    /// Every request template of the operations, with the field it is written in.
+    pub fn templates(&self) -> Vec<(String, &Template)> {
+        let mut out: Vec<(String, &Template)> = vec![
+            ("create.path".into(), &self.create.path),
+            ("create.body".into(), &self.create.body),
+            ("list.path".into(), &self.list.path),
+        ];
+        let v = &self.create.variants;
+        let variants = [
+            (
+                "always_fails",
+                v.always_fails.as_ref().map(|x| (&x.body, x.path.as_ref())),
+            ),
+            (
+                "fails_once",
+                v.fails_once.as_ref().map(|x| (&x.body, x.path.as_ref())),
+            ),
+            ("slow", v.slow.as_ref().map(|x| (&x.body, x.path.as_ref()))),
+            (
+                "hangs",
+                v.hangs.as_ref().map(|x| (&x.body, x.path.as_ref())),
+            ),
+        ];
+        for (name, found) in variants {
+            if let Some((body, path)) = found {
+                out.push((format!("create.variants.{name}.body"), body));
+                if let Some(path) = path {
+                    out.push((format!("create.variants.{name}.path"), path));
+                }
+            }
+        }
+        if let Some(get) = &self.get {
+            out.push(("get.path".into(), get.path.value.template()));
+        }
+        if let Some(delete) = &self.delete {
+            out.push(("delete.path".into(), delete.path.value.template()));
+        }
+        if let Some(action) = &self.action {
+            out.push(("action.path".into(), action.path.value.template()));
+            if let Some(body) = &action.body {
+                out.push(("action.body".into(), body));
+            }
+        }
+        out
+    }
 }
 
 impl Variants {
@@ -561,6 +613,20 @@ impl TargetProfile {
                     at(
                         &self.principals.referenced,
                         format!("principal `{}`: {m}", p.name),
+                    );
+                }
+            }
+        }
+        for (field, template) in self.operations.templates() {
+            for var in template.principal_vars() {
+                for p in principals.iter().filter(|p| !p.vars.contains_key(var)) {
+                    at(
+                        &self.principals.referenced,
+                        format!(
+                            "`operations.{field}` uses `{{{{principal.{var}}}}}`, but principal \
+                             `{}` has no `{var}` in its `vars`; give every principal one",
+                            p.name
+                        ),
                     );
                 }
             }

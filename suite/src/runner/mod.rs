@@ -121,12 +121,10 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
 /// credentials) — both stop the run before any check could report a verdict it did not earn.
 async fn preflight(env: &Env) -> Result<(), RunError> {
     let list = &env.profile.operations.list;
-    let vars = idemspec_scenarios::template::TemplateVars {
-        marker: "preflight",
-        variant: 1,
-    };
     for url in &env.profile.base_urls.value {
         for principal in &env.profile.principals.value {
+            let vars = idemspec_scenarios::template::TemplateVars::new("preflight", 1)
+                .as_principal(&principal.vars);
             let ex = env
                 .client
                 .send(RequestSpec {

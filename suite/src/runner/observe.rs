@@ -33,7 +33,7 @@ pub(crate) async fn count_created(
     seen: &[Exchange],
 ) -> Result<u64, String> {
     let list = &env.profile.operations.list;
-    let vars = TemplateVars { marker, variant: 1 };
+    let vars = TemplateVars::new(marker, 1).as_principal(&principal.vars);
     let path = list.path.render(&vars, || uuid::Uuid::new_v4().to_string());
     let ex = get(env, principal, &path, "list").await;
     let json = json_of(&ex, "list")?;

@@ -381,6 +381,84 @@ async fn a_key_outside_a_header_is_followed_by_every_check(
     );
 }
 
+/// An API that keeps each tenant in its paths (`/projects/P/…`, as Google Cloud) and has the
+/// client name each machine (a name taken is a 409, as Compute's instance names) passes the whole
+/// catalogue with a profile that puts each principal's project in its paths
+/// (`{{principal.project}}`) and names each create after its key (`{{key_name}}`: a retry repeats
+/// its own name, two keys never share one). Named after the check instead, the creates of one
+/// check collide on the name and the checks that make several resources cannot pass; and a
+/// principal without the variable is refused at load, naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tenant_in_the_path_and_names_per_key_pass_the_catalogue() {
+    let api = alt_api::start_with(alt_api::Options {
+        tenant_in_path: true,
+        names_in_body: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let shaped = |name: &'static str| {
+        move |text: &str| {
+            text.replace(
+                "/api/machines",
+                "/projects/{{principal.project}}/api/machines",
+            )
+            .replace(
+                "    headers: {X-Api-Key: alpha-key}\n",
+                "    headers: {X-Api-Key: alpha-key}\n    vars: {project: alpha}\n",
+            )
+            .replace(
+                "    headers: {X-Api-Key: beta-key}\n",
+                "    headers: {X-Api-Key: beta-key}\n    vars: {project: beta}\n",
+            )
+            .replace(
+                r#""tag":"{{marker}}"}'"#,
+                &format!(r#""tag":"{{{{marker}}}}","name":"{name}"}}'"#),
+            )
+        }
+    };
+    let report = run_profile(profile(&api, shaped("{{key_name}}")), &[]).await;
+    let not_passed: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
+        .map(|c| c.id.as_str())
+        .collect();
+    assert!(not_passed.is_empty(), "{}", table(&report));
+    assert!(
+        report
+            .checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Pass)
+            .count()
+            >= 16,
+        "{}",
+        table(&report)
+    );
+    let one_name = run_profile(
+        profile(&api, shaped("n-{{marker}}")),
+        &["concurrent-same-key"],
+    )
+    .await;
+    assert_ne!(
+        one_name.checks[0].verdict,
+        Verdict::Pass,
+        "{}",
+        table(&one_name)
+    );
+    let env = api.env();
+    let without_vars =
+        shaped("{{key_name}}")(alt_api::PROFILE).replace("    vars: {project: beta}\n", "");
+    let err = TargetProfile::load("alt-api.yaml", &without_vars, &|var| {
+        env.iter().find(|(k, _)| *k == var).map(|(_, v)| v.clone())
+    })
+    .expect_err("a principal without the variable is refused");
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("principal `beta` has no `project`") && err.contains("operations.create.path"),
+        "{err}"
+    );
+}
+
 /// A target idemspec starts from its profile's `process` is killed mid-handler (its whole process
 /// group) and restarted on the same address, and inherits no descriptor of idemspec's: a command
 /// its shell runs lists its open descriptors, and there are only stdin, stdout, stderr and the

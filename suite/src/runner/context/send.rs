@@ -210,13 +210,23 @@ impl Request<'_> {
         let env = self.sender.env();
         let principal = env.principal(self.principal.as_deref())?;
         let ops = &env.profile.operations;
-        let vars = TemplateVars {
-            marker: self.sender.marker(),
-            variant: match self.variant {
-                BodyVariant::Alt => 2,
-                _ => 1,
-            },
+        // The key first: a template may name the resource after it (`{{key_name}}`).
+        let takes_key = match self.op {
+            Operation::Create | Operation::Action => true,
+            Operation::Delete => ops.delete.as_ref().is_some_and(|d| d.key == KeyUse::Send),
+            Operation::List | Operation::Get => false,
         };
+        let key = match (&self.key, takes_key) {
+            (Some(k), true) => self.sender.key_value(k),
+            _ => None,
+        };
+        let variant = match self.variant {
+            BodyVariant::Alt => 2,
+            _ => 1,
+        };
+        let vars = TemplateVars::new(self.sender.marker(), variant)
+            .as_principal(&principal.vars)
+            .with_key(key.as_deref());
         let uuid = || uuid::Uuid::new_v4().to_string();
         let target_id = || -> Result<String, String> {
             let on = self.on.as_deref().unwrap_or_default();
@@ -225,7 +235,7 @@ impl Request<'_> {
                 .ok_or_else(|| format!("step `{on}` created no resource with an id to act on"))
         };
         let missing = |what: &str| format!("the target profile has no `operations.{what}`");
-        let (method, path, body, content_type, takes_key) = match self.op {
+        let (method, path, body, content_type) = match self.op {
             Operation::Create => {
                 let (body, path) = self.create_templates()?;
                 (
@@ -233,43 +243,26 @@ impl Request<'_> {
                     path.render(&vars, uuid),
                     Some(body.render(&vars, uuid)),
                     Some(ops.create.content_type.clone()),
-                    true,
                 )
             }
-            Operation::List => (
-                "GET".into(),
-                ops.list.path.render(&vars, uuid),
-                None,
-                None,
-                false,
-            ),
+            Operation::List => ("GET".into(), ops.list.path.render(&vars, uuid), None, None),
             Operation::Get => {
                 let get = ops.get.as_ref().ok_or_else(|| missing("get"))?;
                 let path = get.path.value.render(&vars, uuid, &target_id()?);
-                ("GET".into(), path, None, None, false)
+                ("GET".into(), path, None, None)
             }
             Operation::Delete => {
                 let del = ops.delete.as_ref().ok_or_else(|| missing("delete"))?;
                 let path = del.path.value.render(&vars, uuid, &target_id()?);
-                (
-                    del.method.clone(),
-                    path,
-                    None,
-                    None,
-                    del.key == KeyUse::Send,
-                )
+                (del.method.clone(), path, None, None)
             }
             Operation::Action => {
                 let act = ops.action.as_ref().ok_or_else(|| missing("action"))?;
                 let path = act.path.value.render(&vars, uuid, &target_id()?);
                 let body = act.body.as_ref().map(|b| b.render(&vars, uuid));
                 let ct = body.as_ref().map(|_| "application/json".to_owned());
-                (act.method.clone(), path, body, ct, true)
+                (act.method.clone(), path, body, ct)
             }
-        };
-        let key = match (&self.key, takes_key) {
-            (Some(k), true) => self.sender.key_value(k),
-            _ => None,
         };
         let (mut path, mut body, mut content_type) = (path, body, content_type);
         let mut key_header = None;

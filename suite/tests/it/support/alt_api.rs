@@ -142,6 +142,12 @@ pub struct Options {
     pub key_prefix: Option<usize>,
     /// Where requests carry the key (the `Idempotency-Key` header by default).
     pub key_in: KeyIn,
+    /// Every route lives under its principal's project, `/projects/{principal}/…` (Google
+    /// Cloud's `/projects/P/zones/Z/…`): another project's path is a 404.
+    pub tenant_in_path: bool,
+    /// A create names its machine (`"name"` in the body, as Google Compute's instance names):
+    /// a second machine of one principal with a name taken is a `409 already-exists`.
+    pub names_in_body: bool,
 }
 
 /// Where the alt API reads a request's key from.
@@ -249,6 +255,7 @@ struct Stored {
 
 #[derive(Clone)]
 struct Machine {
+    name: Option<String>,
     owner: String,
     uuid: String,
     flavor: String,
@@ -280,11 +287,19 @@ impl App {
 
     /// Serves the API on `listener` until a crash or drop.
     fn serve(&self, listener: TcpListener) {
-        let router = Router::new()
+        let api = Router::new()
             .route("/api/machines", post(create).get(list))
             .route("/api/machines/{uuid}", get(get_one).delete(delete_one))
-            .route("/api/machines/{uuid}/restart", post(restart_machine))
-            .with_state(self.clone());
+            .route("/api/machines/{uuid}/restart", post(restart_machine));
+        let router = if self.options.tenant_in_path {
+            // Each principal's resources under its own project: `/projects/alpha/api/machines`.
+            Router::new()
+                .nest("/projects/{project}", api)
+                .route_layer(axum::middleware::from_fn(own_project_only))
+                .with_state(self.clone())
+        } else {
+            api.with_state(self.clone())
+        };
         let task = tokio::spawn(async move {
             let mut connections = JoinSet::new();
             while let Ok((stream, _)) = listener.accept().await {
@@ -619,6 +634,19 @@ fn principal(headers: &HeaderMap) -> Option<String> {
         .map(|(_, p)| (*p).to_owned())
 }
 
+/// With the tenant in the path: a principal reaches only its own project (named as it is).
+async fn own_project_only(
+    Path(params): Path<HashMap<String, String>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match principal(request.headers()) {
+        Some(p) if params.get("project") == Some(&p) => next.run(request).await,
+        Some(_) => problem(StatusCode::NOT_FOUND, "not-found", "no such project"),
+        None => unauthorized(),
+    }
+}
+
 fn unauthorized() -> Response {
     problem(
         StatusCode::UNAUTHORIZED,
@@ -632,6 +660,9 @@ fn unauthorized() -> Response {
 struct NewMachine {
     flavor: String,
     tag: String,
+    /// The machine's name, where the API takes one (`names_in_body`).
+    #[serde(default)]
+    name: Option<String>,
     /// The key, where the API reads it from the body (`KeyIn::Json("clientToken")`).
     #[serde(default, rename = "clientToken")]
     #[allow(dead_code, reason = "read by the idempotency layer, not the handler")]
@@ -697,7 +728,21 @@ async fn create(
                 ));
             }
             let uuid = sub_key_uuid(&sub_key);
+            if app.options.names_in_body {
+                let taken = inner.machines.values().any(|m| {
+                    m.owner == owner && m.uuid != uuid && m.name.is_some() && m.name == new.name
+                });
+                if new.name.is_none() || taken {
+                    inner.ips.remove(&sub_key);
+                    return Some(problem_stored(
+                        StatusCode::CONFLICT,
+                        "already-exists",
+                        "a machine of this name exists",
+                    ));
+                }
+            }
             let machine = inner.machines.entry(uuid.clone()).or_insert(Machine {
+                name: new.name,
                 owner,
                 uuid: uuid.clone(),
                 flavor: new.flavor,
@@ -749,7 +794,12 @@ async fn list(
     Json(json!({"meta": {"total": items.len()}, "data": items})).into_response()
 }
 
-async fn get_one(State(app): State<App>, headers: HeaderMap, Path(uuid): Path<String>) -> Response {
+async fn get_one(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(params): Path<HashMap<String, String>>,
+) -> Response {
+    let uuid = params.get("uuid").cloned().unwrap_or_default();
     let Some(owner) = principal(&headers) else {
         return unauthorized();
     };
@@ -764,9 +814,10 @@ async fn delete_one(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    Path(uuid): Path<String>,
+    Path(params): Path<HashMap<String, String>>,
     body: Bytes,
 ) -> Response {
+    let uuid = params.get("uuid").cloned().unwrap_or_default();
     let Some(owner) = principal(&headers) else {
         return unauthorized();
     };
@@ -807,9 +858,10 @@ async fn restart_machine(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    Path(uuid): Path<String>,
+    Path(params): Path<HashMap<String, String>>,
     body: Bytes,
 ) -> Response {
+    let uuid = params.get("uuid").cloned().unwrap_or_default();
     let Some(owner) = principal(&headers) else {
         return unauthorized();
     };
