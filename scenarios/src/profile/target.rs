@@ -233,6 +233,10 @@ pub struct CreateOp {
     /// Content-Type of the body (default `application/json`).
     #[serde(default = "json")]
     pub content_type: String,
+    /// Headers sent with this operation's requests besides the principal's (e.g. `X-Amz-Target:
+    /// Service.CreateThing` for an API that tells its operations apart by a header).
+    #[serde(default)]
+    pub headers: Option<Spanned<BTreeMap<String, String>>>,
     /// Where the new resource's id is in the response body, e.g. `$.id` or `$.data.uuid`.
     pub id: JsonPathExpr,
     /// Requests that make the API fail, fail once, be slow or hang — for APIs (and test doubles)
@@ -287,6 +291,26 @@ pub struct SlowVariant {
 }
 
 impl Operations {
+    /// Every operation's own headers, with the operation's name.
+    pub fn headers(&self) -> Vec<(&'static str, &Spanned<BTreeMap<String, String>>)> {
+        let all = [
+            ("create", self.create.headers.as_ref()),
+            ("list", self.list.headers.as_ref()),
+            ("get", self.get.as_ref().and_then(|o| o.headers.as_ref())),
+            (
+                "delete",
+                self.delete.as_ref().and_then(|o| o.headers.as_ref()),
+            ),
+            (
+                "action",
+                self.action.as_ref().and_then(|o| o.headers.as_ref()),
+            ),
+        ];
+        all.into_iter()
+            .filter_map(|(op, h)| h.map(|h| (op, h)))
+            .collect()
+    }
+
     /// Every request template of the operations, with the field it is written in.
     pub fn templates(&self) -> Vec<(String, &Template)> {
         let mut out: Vec<(String, &Template)> = vec![
@@ -294,6 +318,9 @@ impl Operations {
             ("create.body".into(), &self.create.body),
             ("list.path".into(), &self.list.path),
         ];
+        if let Some(body) = &self.list.body {
+            out.push(("list.body".into(), body));
+        }
         let v = &self.create.variants;
         let variants = [
             (
@@ -358,9 +385,21 @@ impl Variants {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListOp {
-    /// Path template (GET), may filter by `{{marker}}`, e.g. `/v1/workers?label=run:{{marker}}`.
+    /// HTTP method (default `GET`; `POST` for an API whose list takes a body).
+    #[serde(default = "get")]
+    pub method: String,
+    /// Path template, may filter by `{{marker}}`, e.g. `/v1/workers?label=run:{{marker}}`.
     #[serde(deserialize_with = "crate::template::path")]
     pub path: Template,
+    /// Body template of a list that takes one (sent as `application/json`), e.g.
+    /// `{"Filters":[{"Name":"tag:run","Values":["{{marker}}"]}]}`.
+    #[serde(default)]
+    pub body: Option<Template>,
+    /// Headers sent with this operation's requests besides the principal's (e.g. `X-Amz-Target:
+    /// Service.CreateThing` for an API that tells its operations apart by a header).
+    #[serde(default)]
+    pub headers: Option<Spanned<BTreeMap<String, String>>>,
+
     /// The items, e.g. `$.items[*]`.
     pub items: JsonPathExpr,
     /// Optional path inside each item to the marker (e.g. `$.labels.run`); when given, only items whose
@@ -375,6 +414,10 @@ pub struct ListOp {
 pub struct GetOp {
     /// Path with `{id}`, e.g. `/v1/workers/{id}`.
     pub path: Spanned<ResourcePath>,
+    /// Headers sent with this operation's requests besides the principal's (e.g. `X-Amz-Target:
+    /// Service.CreateThing` for an API that tells its operations apart by a header).
+    #[serde(default)]
+    pub headers: Option<Spanned<BTreeMap<String, String>>>,
 }
 
 /// Whether an operation on an existing resource carries an idempotency key.
@@ -400,6 +443,10 @@ pub struct PathOp {
     /// Whether the key is sent (default `send`).
     #[serde(default)]
     pub key: KeyUse,
+    /// Headers sent with this operation's requests besides the principal's (e.g. `X-Amz-Target:
+    /// Service.CreateThing` for an API that tells its operations apart by a header).
+    #[serde(default)]
+    pub headers: Option<Spanned<BTreeMap<String, String>>>,
 }
 
 /// A mutating action on one resource (e.g. reboot).
@@ -417,6 +464,10 @@ pub struct ActionOp {
     /// Where the action's effect counter is in the `get` response (e.g. `$.reboot_count`).
     #[serde(default)]
     pub effect: Option<JsonPathExpr>,
+    /// Headers sent with this operation's requests besides the principal's (e.g. `X-Amz-Target:
+    /// Service.CreateThing` for an API that tells its operations apart by a header).
+    #[serde(default)]
+    pub headers: Option<Spanned<BTreeMap<String, String>>>,
 }
 
 /// The optional hooks a check may call.
@@ -526,6 +577,9 @@ fn default_contract() -> Spanned<ContractSpec> {
 fn post() -> String {
     "POST".into()
 }
+fn get() -> String {
+    "GET".into()
+}
 fn delete() -> String {
     "DELETE".into()
 }
@@ -614,6 +668,13 @@ impl TargetProfile {
                         &self.principals.referenced,
                         format!("principal `{}`: {m}", p.name),
                     );
+                }
+            }
+        }
+        for (op, headers) in self.operations.headers() {
+            for (name, value) in &headers.value {
+                if let Err(m) = super::check_header(name, value) {
+                    at(&headers.referenced, format!("operations.{op}.headers: {m}"));
                 }
             }
         }

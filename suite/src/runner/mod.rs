@@ -123,27 +123,29 @@ async fn preflight(env: &Env) -> Result<(), RunError> {
     let list = &env.profile.operations.list;
     for url in &env.profile.base_urls.value {
         for principal in &env.profile.principals.value {
-            let vars = idemspec_scenarios::template::TemplateVars::new("preflight", 1)
-                .as_principal(&principal.vars);
+            let request = observe::list_request(env, principal, "preflight");
             let ex = env
                 .client
                 .send(RequestSpec {
                     step: "preflight".into(),
                     base_url: url.trim_end_matches('/').to_owned(),
-                    method: "GET".into(),
-                    path: list.path.render(&vars, || uuid::Uuid::new_v4().to_string()),
+                    method: request.method,
+                    path: request.path,
                     principal: principal.name.clone(),
-                    headers: principal.headers.clone().into_iter().collect(),
+                    headers: request.headers,
                     key: None,
-                    body: None,
+                    body: request.body,
                     timeout: std::time::Duration::from_secs(10),
                     via_proxy: false,
                 })
                 .await;
-            let path = ex.evidence.request.path.clone();
+            let path = format!(
+                "{} {}",
+                ex.evidence.request.method, ex.evidence.request.path
+            );
             let reason = match ex.status {
                 None => Unreachable::Silent(format!(
-                    "GET {path} as principal `{}`: {}",
+                    "{path} as principal `{}`: {}",
                     principal.name,
                     ex.describe()
                 )),

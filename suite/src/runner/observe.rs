@@ -33,9 +33,9 @@ pub(crate) async fn count_created(
     seen: &[Exchange],
 ) -> Result<u64, String> {
     let list = &env.profile.operations.list;
-    let vars = TemplateVars::new(marker, 1).as_principal(&principal.vars);
-    let path = list.path.render(&vars, || uuid::Uuid::new_v4().to_string());
-    let ex = get(env, principal, &path, "list").await;
+    let request = list_request(env, principal, marker);
+    let (method, path) = (request.method.clone(), request.path.clone());
+    let ex = send_list(env, principal, request, "list").await;
     let json = json_of(&ex, "list")?;
     let items = list.items.select(json);
     let count = match &list.marker {
@@ -48,13 +48,13 @@ pub(crate) async fn count_created(
     if count == 0 {
         if let Some(blind) = blind_list(list, json, &items) {
             return Err(format!(
-                "the profile's `list` (GET {path}) cannot see resources: {blind}; check \
+                "the profile's `list` ({method} {path}) cannot see resources: {blind}; check \
                  `operations.list` in the target profile"
             ));
         }
         if let Some(id) = unseen_created_id(env, principal, seen) {
             return Err(format!(
-                "the profile's `list` (GET {path}, items `{}`{}) found {} item(s) and none of \
+                "the profile's `list` ({method} {path}, items `{}`{}) found {} item(s) and none of \
                  this check's, although the API answered 2xx with id `{id}` for {}: check \
                  `operations.list` in the target profile",
                 list.items.source(),
@@ -251,14 +251,48 @@ pub(crate) fn effect_of(env: &Env, ex: &Exchange) -> Result<i64, String> {
         })
 }
 
-/// A GET for an observation, on the next base URL; where one gives no response (a replica down),
-/// on the next, each at most once: what is observed is the shared state, not one replica.
-async fn get(env: &Env, principal: &Principal, path: &str, step: &str) -> Exchange {
-    let headers: Vec<(String, String)> = principal
+/// The profile's `list` of `principal`'s resources marked `marker`, rendered: its method, path,
+/// body (as JSON) and headers (the principal's, then the operation's).
+pub(crate) struct ListRequest {
+    /// `GET`, or the list's method.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// The body of a list that takes one.
+    pub body: Option<String>,
+    /// Every header to send.
+    pub headers: Vec<(String, String)>,
+}
+
+/// Renders the profile's `list` for `principal` and `marker` (see [`ListRequest`]).
+pub(crate) fn list_request(env: &Env, principal: &Principal, marker: &str) -> ListRequest {
+    let list = &env.profile.operations.list;
+    let vars = TemplateVars::new(marker, 1).as_principal(&principal.vars);
+    let uuid = || uuid::Uuid::new_v4().to_string();
+    let body = list.body.as_ref().map(|b| b.render(&vars, uuid));
+    let mut headers: Vec<(String, String)> = principal
         .headers
         .iter()
         .map(|(n, v)| (n.clone(), v.clone()))
         .collect();
+    if body.is_some() {
+        headers.push(("Content-Type".into(), "application/json".into()));
+    }
+    headers.extend(
+        list.headers
+            .iter()
+            .flat_map(|h| h.value.iter().map(|(n, v)| (n.clone(), v.clone()))),
+    );
+    ListRequest {
+        method: list.method.clone(),
+        path: list.path.render(&vars, uuid),
+        body,
+        headers,
+    }
+}
+
+/// Sends `request` as `principal`, direct, trying the next base URL while one does not answer.
+async fn send_list(env: &Env, principal: &Principal, request: ListRequest, step: &str) -> Exchange {
     let urls = &env.profile.base_urls.value;
     let mut tries = urls.len();
     loop {
@@ -267,12 +301,12 @@ async fn get(env: &Env, principal: &Principal, path: &str, step: &str) -> Exchan
             .send(RequestSpec {
                 step: step.into(),
                 base_url: env.pick(urls).to_owned(),
-                method: "GET".into(),
-                path: path.to_owned(),
+                method: request.method.clone(),
+                path: request.path.clone(),
                 principal: principal.name.clone(),
-                headers: headers.clone(),
+                headers: request.headers.clone(),
                 key: None,
-                body: None,
+                body: request.body.clone(),
                 timeout: OBSERVE_TIMEOUT,
                 via_proxy: false,
             })

@@ -110,11 +110,11 @@ pub enum Unreachable {
     /// The API answered a principal's list with something other than a 2xx: the profile's path
     /// or credentials do not work with it.
     #[error(
-        "GET {path} as principal `{principal}` answered {answer}; check the profile's \
+        "{path} as principal `{principal}` answered {answer}; check the profile's \
          `operations.list` and the principal's headers"
     )]
     Answered {
-        /// Path and query of the list request.
+        /// The list request's method, path and query (`GET /v1/workers?label=x`).
         path: String,
         /// The principal it was sent as.
         principal: String,
@@ -124,11 +124,11 @@ pub enum Unreachable {
     /// The API answered a principal's list with a 2xx that the profile's `list` cannot read: not
     /// JSON (another service on that port, a welcome page), or no node where `items` looks.
     #[error(
-        "GET {path} as principal `{principal}` answered {status}, but {why}; check the profile's \
+        "{path} as principal `{principal}` answered {status}, but {why}; check the profile's \
          `base_urls` and `operations.list`"
     )]
     Unreadable {
-        /// Path and query of the list request.
+        /// The list request's method, path and query (`GET /v1/workers?label=x`).
         path: String,
         /// The principal it was sent as.
         principal: String,

@@ -459,6 +459,77 @@ async fn a_tenant_in_the_path_and_names_per_key_pass_the_catalogue() {
     );
 }
 
+/// An API that tells its operations apart by a header (as AWS's `X-Amz-Target`) and lists with a
+/// `POST` and a body passes the whole catalogue once each operation of the profile carries its
+/// header (`operations.*.headers`) and the list its method and body; a header name HTTP cannot
+/// carry is refused at load, located.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn operations_named_by_a_header_and_a_list_with_a_body_pass_the_catalogue() {
+    let api = alt_api::start_with(alt_api::Options {
+        operations_by_header: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let shaped = |text: &str| {
+        text.replace(
+            "  create:\n    path: /api/machines\n",
+            "  create:\n    path: /api/machines\n    headers: {X-Operation: CreateMachine}\n",
+        )
+        .replace(
+            "  list:\n    path: \"/api/machines?tag={{marker}}\"\n",
+            "  list:\n    method: POST\n    path: /api/machines/search\n    body: '{\"tag\":\"{{marker}}\"}'\n    headers: {X-Operation: ListMachines}\n",
+        )
+        .replace(
+            "  get: {path: \"/api/machines/{id}\"}",
+            "  get: {path: \"/api/machines/{id}\", headers: {X-Operation: GetMachine}}",
+        )
+        .replace(
+            "  delete: {path: \"/api/machines/{id}\"}",
+            "  delete: {path: \"/api/machines/{id}\", headers: {X-Operation: DeleteMachine}}",
+        )
+        .replace(
+            "effect: $.data.restarts}",
+            "effect: $.data.restarts, headers: {X-Operation: RestartMachine}}",
+        )
+    };
+    assert!(
+        shaped(alt_api::PROFILE).matches("X-Operation").count() == 5,
+        "the fixture changed"
+    );
+    let report = run_profile(profile(&api, shaped), &[]).await;
+    let not_passed: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
+        .map(|c| c.id.as_str())
+        .collect();
+    assert!(not_passed.is_empty(), "{}", table(&report));
+    assert!(
+        report
+            .checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Pass)
+            .count()
+            >= 16,
+        "{}",
+        table(&report)
+    );
+    let env = api.env();
+    let bad = shaped(alt_api::PROFILE).replace(
+        "{X-Operation: CreateMachine}",
+        "{\"X Operation\": CreateMachine}",
+    );
+    let err = TargetProfile::load("alt-api.yaml", &bad, &|var| {
+        env.iter().find(|(k, _)| *k == var).map(|(_, v)| v.clone())
+    })
+    .expect_err("a header name with a space is refused");
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("operations.create.headers") && err.contains("alt-api.yaml:"),
+        "{err}"
+    );
+}
+
 /// A target idemspec starts from its profile's `process` is killed mid-handler (its whole process
 /// group) and restarted on the same address, and inherits no descriptor of idemspec's: a command
 /// its shell runs lists its open descriptors, and there are only stdin, stdout, stderr and the

@@ -235,7 +235,7 @@ impl Request<'_> {
                 .ok_or_else(|| format!("step `{on}` created no resource with an id to act on"))
         };
         let missing = |what: &str| format!("the target profile has no `operations.{what}`");
-        let (method, path, body, content_type) = match self.op {
+        let (method, path, body, content_type, op_headers) = match self.op {
             Operation::Create => {
                 let (body, path) = self.create_templates()?;
                 (
@@ -243,25 +243,37 @@ impl Request<'_> {
                     path.render(&vars, uuid),
                     Some(body.render(&vars, uuid)),
                     Some(ops.create.content_type.clone()),
+                    ops.create.headers.as_ref(),
                 )
             }
-            Operation::List => ("GET".into(), ops.list.path.render(&vars, uuid), None, None),
+            Operation::List => {
+                let body = ops.list.body.as_ref().map(|b| b.render(&vars, uuid));
+                let ct = body.as_ref().map(|_| "application/json".to_owned());
+                let path = ops.list.path.render(&vars, uuid);
+                (
+                    ops.list.method.clone(),
+                    path,
+                    body,
+                    ct,
+                    ops.list.headers.as_ref(),
+                )
+            }
             Operation::Get => {
                 let get = ops.get.as_ref().ok_or_else(|| missing("get"))?;
                 let path = get.path.value.render(&vars, uuid, &target_id()?);
-                ("GET".into(), path, None, None)
+                ("GET".into(), path, None, None, get.headers.as_ref())
             }
             Operation::Delete => {
                 let del = ops.delete.as_ref().ok_or_else(|| missing("delete"))?;
                 let path = del.path.value.render(&vars, uuid, &target_id()?);
-                (del.method.clone(), path, None, None)
+                (del.method.clone(), path, None, None, del.headers.as_ref())
             }
             Operation::Action => {
                 let act = ops.action.as_ref().ok_or_else(|| missing("action"))?;
                 let path = act.path.value.render(&vars, uuid, &target_id()?);
                 let body = act.body.as_ref().map(|b| b.render(&vars, uuid));
                 let ct = body.as_ref().map(|_| "application/json".to_owned());
-                (act.method.clone(), path, body, ct)
+                (act.method.clone(), path, body, ct, act.headers.as_ref())
             }
         };
         let (mut path, mut body, mut content_type) = (path, body, content_type);
@@ -286,6 +298,11 @@ impl Request<'_> {
         if let Some(ct) = content_type {
             headers.push(("Content-Type".into(), ct));
         }
+        headers.extend(
+            op_headers
+                .iter()
+                .flat_map(|h| h.value.iter().map(|(n, v)| (n.clone(), v.clone()))),
+        );
         headers.extend(key_header);
         if via_proxy {
             headers.push((STEP_HEADER.into(), self.step.clone()));

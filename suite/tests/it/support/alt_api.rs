@@ -148,6 +148,11 @@ pub struct Options {
     /// A create names its machine (`"name"` in the body, as Google Compute's instance names):
     /// a second machine of one principal with a name taken is a `409 already-exists`.
     pub names_in_body: bool,
+    /// The API tells its operations apart by a header, not only by method and path (as AWS's
+    /// `X-Amz-Target`): every request names its operation in `X-Operation` (`CreateMachine`,
+    /// `ListMachines`, `GetMachine`, `DeleteMachine`, `RestartMachine`), else `400
+    /// unknown-operation`; and the list is a `POST /api/machines/search` with `{"tag": T}`.
+    pub operations_by_header: bool,
 }
 
 /// Where the alt API reads a request's key from.
@@ -289,8 +294,14 @@ impl App {
     fn serve(&self, listener: TcpListener) {
         let api = Router::new()
             .route("/api/machines", post(create).get(list))
+            .route("/api/machines/search", post(search))
             .route("/api/machines/{uuid}", get(get_one).delete(delete_one))
             .route("/api/machines/{uuid}/restart", post(restart_machine));
+        let api = if self.options.operations_by_header {
+            api.route_layer(axum::middleware::from_fn(named_operation))
+        } else {
+            api
+        };
         let router = if self.options.tenant_in_path {
             // Each principal's resources under its own project: `/projects/alpha/api/machines`.
             Router::new()
@@ -632,6 +643,45 @@ fn principal(headers: &HeaderMap) -> Option<String> {
         .iter()
         .find(|(k, _)| Some(*k) == key)
         .map(|(_, p)| (*p).to_owned())
+}
+
+/// With `operations_by_header`: the operation a request names in `X-Operation` must be the one its
+/// method and path serve.
+async fn named_operation(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = request.uri().path();
+    let expected = match (request.method().as_str(), path) {
+        ("POST", p) if p.ends_with("/api/machines") => "CreateMachine",
+        ("POST", p) if p.ends_with("/api/machines/search") => "ListMachines",
+        ("POST", p) if p.ends_with("/restart") => "RestartMachine",
+        ("GET", p) if p.ends_with("/api/machines") => "ListMachines-by-GET-is-gone",
+        ("GET", _) => "GetMachine",
+        ("DELETE", _) => "DeleteMachine",
+        _ => "",
+    };
+    let named = request
+        .headers()
+        .get("x-operation")
+        .and_then(|v| v.to_str().ok());
+    if named == Some(expected) {
+        next.run(request).await
+    } else {
+        problem(
+            StatusCode::BAD_REQUEST,
+            "unknown-operation",
+            "X-Operation does not name what this request does",
+        )
+    }
+}
+
+/// `POST /api/machines/search` with `{"tag": T}`: the list as a request with a body.
+async fn search(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Response {
+    let tag = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v.get("tag").and_then(Value::as_str).map(str::to_owned));
+    list(State(app), headers, Query(ListQuery { tag })).await
 }
 
 /// With the tenant in the path: a principal reaches only its own project (named as it is).
