@@ -118,6 +118,10 @@ pub struct ContractSpec {
     pub key_form: Option<KeyForm>,
     /// With `key_form: template`: the key's text, e.g. `ord_{{uuid}}` or `{{key}}-v1`.
     pub key_template: Option<Spanned<String>>,
+    /// The longest key the API accepts, in characters (default 255, the IETF draft's advice;
+    /// AWS documents 64 for a client token): key-validation sends one character more as the key
+    /// too long.
+    pub key_max_len: Option<u32>,
     /// Whether an empty key header counts as no key at all (some libraries document this) rather
     /// than an invalid key (default `false`).
     pub empty_key_is_missing: Option<bool>,
@@ -258,6 +262,8 @@ pub struct Contract {
     pub key_form: KeyForm,
     /// The template of `KeyForm::Template`.
     pub key_template: Option<String>,
+    /// The longest key the API accepts, in characters.
+    pub key_max_len: u32,
     /// An empty key header counts as no key.
     pub empty_key_is_missing: bool,
     /// The mutating operations the idempotency layer covers.
@@ -266,6 +272,9 @@ pub struct Contract {
     /// sentence names who set the rule it judges by ([`Contract::who_says`]).
     pub overridden: Vec<&'static str>,
 }
+
+/// The largest `key_max_len` a profile may declare: key-validation sends a key one longer.
+pub const MAX_KEY_MAX_LEN: u32 = 65_535;
 
 /// Where a request carries its idempotency key (`contract.key_at`). A request without a key
 /// leaves the header, parameter or member out altogether.
@@ -470,6 +479,7 @@ impl ContractSpec {
             replayed_header: "Idempotent-Replayed".into(),
             key_form: KeyForm::Opaque,
             key_template: None,
+            key_max_len: 255,
             empty_key_is_missing: false,
             covers: vec![Covered::Create, Covered::Delete, Covered::Action],
             overridden: Vec::new(),
@@ -515,6 +525,7 @@ impl ContractSpec {
             ("replayed_header", self.replayed_header.is_some()),
             ("key_form", self.key_form.is_some()),
             ("empty_key_is_missing", self.empty_key_is_missing.is_some()),
+            ("key_max_len", self.key_max_len.is_some()),
             ("covers", self.covers.is_some()),
         ]
         .into_iter()
@@ -550,6 +561,7 @@ impl ContractSpec {
             c.retention = Some(v.0);
         }
         c.key_required = self.key_required.unwrap_or(c.key_required);
+        c.key_max_len = self.key_max_len.unwrap_or(c.key_max_len);
         c.replays_5xx = self.replays_5xx.unwrap_or(c.replays_5xx);
         c.per_principal = self.per_principal.unwrap_or(c.per_principal);
         c.sf_string_keys = self.sf_string_keys.unwrap_or(c.sf_string_keys);
@@ -586,6 +598,17 @@ impl ContractSpec {
         }
         if let Some(m) = self.key_at.as_ref().and_then(KeyAt::problem) {
             out.push((None, m));
+        }
+        if let Some(n) = self
+            .key_max_len
+            .filter(|n| !(1..=MAX_KEY_MAX_LEN).contains(n))
+        {
+            out.push((
+                None,
+                format!(
+                    "key_max_len: {n} is out of range; expected 1 to {MAX_KEY_MAX_LEN} characters"
+                ),
+            ));
         }
         match (self.key_form, &self.key_template) {
             (Some(KeyForm::Template), None) => out.push((

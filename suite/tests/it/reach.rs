@@ -530,6 +530,57 @@ async fn operations_named_by_a_header_and_a_list_with_a_body_pass_the_catalogue(
     );
 }
 
+/// An API whose same-key request waits for the one in flight and answers with its result (as AWS
+/// documents for a repeated client token), never with a conflict, is judged by what it does: the
+/// checks that accept a replay in place of the conflict pass, and the lock after a crash is
+/// measured by when the waiting retry is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_duplicate_that_waits_for_the_result_passes_the_catalogue() {
+    let api = alt_api::start_with(alt_api::Options {
+        waits_for_result: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, str::to_owned), &[]).await;
+    let not_passed: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
+        .map(|c| c.id.as_str())
+        .collect();
+    assert!(not_passed.is_empty(), "{}", table(&report));
+}
+
+/// Key-validation's key too long is one character past the limit the contract declares
+/// (`key_max_len`): against an API that takes keys up to 255 characters, a profile that declares
+/// AWS's 64 sees its 65-character key accepted and FAILs, naming it; the default (255) passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_key_too_long_is_one_past_the_declared_limit() {
+    let api = alt_api::start().await;
+    let limited = profile(&api, |t| {
+        t.replace(
+            "  in_flight_ttl: 2s",
+            "  in_flight_ttl: 2s\n  key_max_len: 64",
+        )
+    });
+    let report = run_profile(limited, &["key-validation"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(o.summary.contains("a 65-character key"), "{}", o.summary);
+    let report = run_profile(profile(&api, str::to_owned), &["key-validation"]).await;
+    assert_eq!(
+        report.checks[0].verdict,
+        Verdict::Pass,
+        "{}",
+        table(&report)
+    );
+    assert!(
+        report.checks[0].summary.contains("a 256-character key"),
+        "{}",
+        report.checks[0].summary
+    );
+}
+
 /// A target idemspec starts from its profile's `process` is killed mid-handler (its whole process
 /// group) and restarted on the same address, and inherits no descriptor of idemspec's: a command
 /// its shell runs lists its open descriptors, and there are only stdin, stdout, stderr and the

@@ -12,14 +12,19 @@ use crate::runner::context::CheckRun;
 
 /// Keys the contract forbids, each with the step that sends it and what it is. Each is unique to
 /// the check run (the marker is in it), so a record an earlier run left cannot answer for it.
-fn invalid_keys(marker: &str) -> [(&'static str, KeySpec, &'static str); 3] {
+fn invalid_keys(marker: &str, max_len: u32) -> [(&'static str, KeySpec, String); 3] {
+    let too_long = max_len as usize + 1;
     [
-        ("empty-key", KeySpec::Empty, "an empty key"),
-        ("long-key", KeySpec::Long(300), "a 300-character key"),
+        ("empty-key", KeySpec::Empty, "an empty key".into()),
+        (
+            "long-key",
+            KeySpec::Long(too_long),
+            format!("a {too_long}-character key"),
+        ),
         (
             "non-ascii-key",
             KeySpec::Raw(format!("{marker}-clé-ключ")),
-            "a non-ASCII key",
+            "a non-ASCII key".into(),
         ),
     ]
 }
@@ -36,7 +41,9 @@ pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
         Judgement::new(finding).at(level).on_steps([step])
     };
     let empty_is_missing = contract.empty_key_is_missing;
-    for (step, key, what) in invalid_keys(run.marker()) {
+    let invalid = invalid_keys(run.marker(), contract.key_max_len);
+    for (step, key, what) in &invalid {
+        let (step, key, what) = (*step, key.clone(), what.as_str());
         if empty_is_missing && key == KeySpec::Empty {
             // The contract says an empty key is no key: judged as a missing key, below.
             let ex = create(run, step, key).await;

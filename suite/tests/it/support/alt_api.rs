@@ -92,6 +92,8 @@ enum Claimed {
     Pend,
     /// It is refused as in flight after this wait (`in_flight_wait`).
     RefuseAfter(Duration),
+    /// It waits for the request in flight and is answered with its result (`waits_for_result`).
+    AwaitResult,
 }
 
 /// How the alt API is configured.
@@ -153,6 +155,10 @@ pub struct Options {
     /// `ListMachines`, `GetMachine`, `DeleteMachine`, `RestartMachine`), else `400
     /// unknown-operation`; and the list is a `POST /api/machines/search` with `{"tag": T}`.
     pub operations_by_header: bool,
+    /// A same-key request while the key is in flight waits for the first one's result and is
+    /// answered with it (as AWS documents for a repeated client token), instead of a conflict;
+    /// after a crash it waits until the abandoned record's TTL and then runs.
+    pub waits_for_result: bool,
 }
 
 /// Where the alt API reads a request's key from.
@@ -398,91 +404,107 @@ where
         endpoint,
         key,
     };
-    let claimed = 'claim: {
-        let mut inner = app.lock();
-        match inner.records.get(&scope) {
-            Some(
-                Record::Done {
-                    fingerprint: stored,
-                    ..
-                }
-                | Record::InFlight {
-                    fingerprint: stored,
-                    ..
-                },
-            ) if *stored != fingerprint => {
-                if app.options.plain_conflicts {
-                    return plain_conflict("idempotency_key_reused", false);
-                }
-                return problem(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "key-reused-with-different-request",
-                    "this Idempotency-Key was used with a different request",
-                );
-            }
-            Some(Record::Done { response, .. }) => {
-                let mut replay = response.clone();
-                let value = app
-                    .options
-                    .replayed_values
-                    .map_or("true", |(_, replay)| replay);
-                replay
-                    .headers
-                    .push((app.replayed_header().into(), value.into()));
-                if let Some(status) = app
-                    .options
-                    .replay_status
-                    .filter(|_| replay.status.is_success())
-                {
-                    replay.status = status;
-                }
-                if app.options.rerender_replays && replay.status.is_success() {
-                    if let Ok(Value::Object(mut body)) = serde_json::from_slice(&replay.body) {
-                        body.insert("replayed_at".into(), Value::from(1_764_633_600));
-                        replay.body = Bytes::from(Value::Object(body).to_string());
+    let claimed = loop {
+        let claimed = 'claim: {
+            let mut inner = app.lock();
+            match inner.records.get(&scope) {
+                Some(
+                    Record::Done {
+                        fingerprint: stored,
+                        ..
                     }
-                }
-                return respond(Some(replay));
-            }
-            Some(Record::InFlight { .. }) if app.options.retry_waits_on_in_flight => Claimed::Pend,
-            Some(Record::InFlight { started, .. })
-                if started.elapsed() < IN_FLIGHT_TTL || app.options.never_reclaim =>
-            {
-                if let Some(wait) = app.options.in_flight_wait {
-                    break 'claim Claimed::RefuseAfter(wait);
-                }
-                if app.options.plain_conflicts {
-                    return plain_conflict("request_in_progress", true);
-                }
-                let mut response = problem(
-                    app.options.in_flight_status.unwrap_or(StatusCode::CONFLICT),
-                    "request-in-progress",
-                    "a request with this Idempotency-Key is still in progress",
-                );
-                response
-                    .headers_mut()
-                    .insert("retry-after", HeaderValue::from_static("1"));
-                return response;
-            }
-            // No record, or an in-flight one abandoned past its TTL: claim (or reclaim) it.
-            _ => {
-                if app.options.one_record_per_principal {
-                    inner.records.retain(|s, _| s.principal != scope.principal);
-                }
-                inner.records.insert(
-                    scope.clone(),
-                    Record::InFlight {
-                        fingerprint,
-                        started: Instant::now(),
+                    | Record::InFlight {
+                        fingerprint: stored,
+                        ..
                     },
-                );
-                Claimed::Work
+                ) if *stored != fingerprint => {
+                    if app.options.plain_conflicts {
+                        return plain_conflict("idempotency_key_reused", false);
+                    }
+                    return problem(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "key-reused-with-different-request",
+                        "this Idempotency-Key was used with a different request",
+                    );
+                }
+                Some(Record::Done { response, .. }) => {
+                    let mut replay = response.clone();
+                    let value = app
+                        .options
+                        .replayed_values
+                        .map_or("true", |(_, replay)| replay);
+                    replay
+                        .headers
+                        .push((app.replayed_header().into(), value.into()));
+                    if let Some(status) = app
+                        .options
+                        .replay_status
+                        .filter(|_| replay.status.is_success())
+                    {
+                        replay.status = status;
+                    }
+                    if app.options.rerender_replays && replay.status.is_success() {
+                        if let Ok(Value::Object(mut body)) = serde_json::from_slice(&replay.body) {
+                            body.insert("replayed_at".into(), Value::from(1_764_633_600));
+                            replay.body = Bytes::from(Value::Object(body).to_string());
+                        }
+                    }
+                    return respond(Some(replay));
+                }
+                Some(Record::InFlight { .. }) if app.options.retry_waits_on_in_flight => {
+                    Claimed::Pend
+                }
+                Some(Record::InFlight { started, .. })
+                    if app.options.waits_for_result && started.elapsed() < IN_FLIGHT_TTL =>
+                {
+                    Claimed::AwaitResult
+                }
+                Some(Record::InFlight { started, .. })
+                    if started.elapsed() < IN_FLIGHT_TTL || app.options.never_reclaim =>
+                {
+                    if let Some(wait) = app.options.in_flight_wait {
+                        break 'claim Claimed::RefuseAfter(wait);
+                    }
+                    if app.options.plain_conflicts {
+                        return plain_conflict("request_in_progress", true);
+                    }
+                    let mut response = problem(
+                        app.options.in_flight_status.unwrap_or(StatusCode::CONFLICT),
+                        "request-in-progress",
+                        "a request with this Idempotency-Key is still in progress",
+                    );
+                    response
+                        .headers_mut()
+                        .insert("retry-after", HeaderValue::from_static("1"));
+                    return response;
+                }
+                // No record, or an in-flight one abandoned past its TTL: claim (or reclaim) it.
+                _ => {
+                    if app.options.one_record_per_principal {
+                        inner.records.retain(|s, _| s.principal != scope.principal);
+                    }
+                    inner.records.insert(
+                        scope.clone(),
+                        Record::InFlight {
+                            fingerprint,
+                            started: Instant::now(),
+                        },
+                    );
+                    Claimed::Work
+                }
             }
+        };
+        if matches!(claimed, Claimed::AwaitResult) {
+            // Look again shortly: the first request's result replays, or its record's TTL ends.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
         }
+        break claimed;
     };
     match claimed {
         Claimed::Work => {}
         Claimed::Pend => return std::future::pending().await,
+        Claimed::AwaitResult => unreachable!("awaited in the claim loop"),
         Claimed::RefuseAfter(wait) => {
             tokio::time::sleep(wait).await;
             return problem(
