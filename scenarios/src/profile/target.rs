@@ -239,6 +239,10 @@ pub struct CreateOp {
     pub headers: Option<Spanned<BTreeMap<String, String>>>,
     /// Where the new resource's id is in the response body, e.g. `$.id` or `$.data.uuid`.
     pub id: JsonPathExpr,
+    /// Where the id sits inside the string at `id`: it is what follows the last occurrence of this
+    /// text (`/instances/` cuts `NAME` out of a `targetLink` of `…/instances/NAME`).
+    #[serde(default)]
+    pub id_after: Option<String>,
     /// Requests that make the API fail, fail once, be slow or hang — for APIs (and test doubles)
     /// that fail by what is sent rather than by an admin switch.
     #[serde(default)]

@@ -79,15 +79,22 @@ impl Env {
     }
 
     /// The id of a created resource in a response body, via the profile's `create.id` JSONPath: a
-    /// non-empty string, or a number as serde_json writes it (`1.50` is `1.5`). An empty string is
-    /// no id: in a path it would name the collection (`DELETE /machines/`), not a resource.
+    /// non-empty string, or a number as serde_json writes it (`1.50` is `1.5`), cut after the last
+    /// `create.id_after` where the profile gives one (a string without it holds no id). An empty
+    /// string is no id: in a path it would name the collection (`DELETE /machines/`), not a
+    /// resource.
     pub(crate) fn created_id(&self, exchange: &Exchange) -> Option<String> {
         let json = exchange.json.as_ref()?;
-        let node = self.profile.operations.create.id.first(json)?;
-        match node {
-            serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
-            serde_json::Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        }
+        let create = &self.profile.operations.create;
+        let id = match create.id.first(json)? {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) => n.to_string(),
+            _ => return None,
+        };
+        let id = match &create.id_after {
+            Some(after) => id.rsplit_once(after.as_str())?.1.to_owned(),
+            None => id,
+        };
+        (!id.is_empty()).then_some(id)
     }
 }

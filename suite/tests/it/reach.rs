@@ -581,6 +581,40 @@ async fn the_key_too_long_is_one_past_the_declared_limit() {
     );
 }
 
+/// An id inside a link (Google Cloud's `targetLink`) is cut out of it (`create.id_after`): the
+/// checks that act on what they created find it; read whole, the link is no id the API's paths
+/// take, and reboot-once cannot pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_id_cut_out_of_a_link_names_the_resource() {
+    let api = alt_api::start().await;
+    let only = [
+        "reboot-once",
+        "replay-after-delete",
+        "delete-doom-loop",
+        "endpoint-scope",
+    ];
+    let cut = profile(&api, |t| {
+        t.replace(
+            "    id: $.data.uuid\n",
+            "    id: $.data.selfLink\n    id_after: /machines/\n",
+        )
+    });
+    let report = run_profile(cut, &only).await;
+    for check in &report.checks {
+        assert_eq!(check.verdict, Verdict::Pass, "{}", table(&report));
+    }
+    let whole = profile(&api, |t| {
+        t.replace("    id: $.data.uuid\n", "    id: $.data.selfLink\n")
+    });
+    let report = run_profile(whole, &["reboot-once"]).await;
+    assert_ne!(
+        report.checks[0].verdict,
+        Verdict::Pass,
+        "{}",
+        table(&report)
+    );
+}
+
 /// A target idemspec starts from its profile's `process` is killed mid-handler (its whole process
 /// group) and restarted on the same address, and inherits no descriptor of idemspec's: a command
 /// its shell runs lists its open descriptors, and there are only stdin, stdout, stderr and the

@@ -278,7 +278,8 @@ struct Machine {
 impl Machine {
     fn view(&self) -> Value {
         json!({"uuid": self.uuid, "flavor": self.flavor, "tag": self.tag, "ip": self.ip,
-               "restarts": self.restarts, "state": "running"})
+               "restarts": self.restarts, "state": "running",
+               "selfLink": format!("https://alt-api.test/api/machines/{}", self.uuid)})
     }
 }
 
