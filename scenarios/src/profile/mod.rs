@@ -13,8 +13,8 @@ pub use contract::{
 pub use env::expand_env;
 pub use resource_path::ResourcePath;
 pub use target::{
-    ActionOp, ChecksAtOnce, CreateOp, GetOp, HookSpec, Hooks, HttpHook, KeyUse, ListOp, Operations,
-    PathOp, Principal, ProcessSpec, Readiness, SideEffectsProbe, SlowVariant, TargetProfile,
-    Variant, Variants,
+    ActionOp, ChecksAtOnce, CreateOp, GetOp, HookSpec, Hooks, HttpHook, KeyUse, ListOp,
+    LongRunning, Operations, PathOp, PollAt, Principal, ProcessSpec, Readiness, SideEffectsProbe,
+    SlowVariant, TargetProfile, Variant, Variants,
 };
 pub use wire::{check_header, check_url};

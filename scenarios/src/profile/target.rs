@@ -217,6 +217,46 @@ pub struct Operations {
     pub action: Option<ActionOp>,
 }
 
+/// An operation whose answer names a long-running operation to poll until it settles (Google
+/// Cloud's Operation, a `202` with `Location`, `Operation-Location` or `Azure-AsyncOperation`).
+/// A check counts resources, reads counters and probes the list only after every operation it
+/// started has settled, and an answer that names the same operation as another, in whatever
+/// state, is the same answer (a replay of a running operation).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LongRunning {
+    /// Where the answer names the operation: `{json: $.selfLink}` or `{header: Location}`; an
+    /// absolute URL's path and query are polled on the base URL the request went to.
+    pub poll: PollAt,
+    /// What the polled operation says when it is done, e.g. `{at: $.status, is: DONE}`.
+    pub done: super::BodyCondition,
+    /// What it says when it failed (it has settled too), e.g. `{at: $.status, is: FAILED}`.
+    #[serde(default)]
+    pub failed: Option<super::BodyCondition>,
+    /// How long it may take to settle (default 60s, at most 10m); past it, what the check counts
+    /// is UNKNOWN, naming the operation.
+    #[serde(default)]
+    pub within: Option<crate::value::HumanDuration>,
+}
+
+impl LongRunning {
+    /// How long an operation may take to settle.
+    pub fn bound(&self) -> std::time::Duration {
+        self.within
+            .map_or(std::time::Duration::from_secs(60), |w| w.0)
+    }
+}
+
+/// Where an answer names the operation to poll.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum PollAt {
+    /// A JSON string at this path of the body.
+    Json(JsonPathExpr),
+    /// This response header.
+    Header(String),
+}
+
 /// The create operation.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -247,6 +287,9 @@ pub struct CreateOp {
     /// that fail by what is sent rather than by an admin switch.
     #[serde(default)]
     pub variants: Variants,
+    /// The long-running operation the answer names, where it names one.
+    #[serde(default)]
+    pub operation: Option<Spanned<LongRunning>>,
 }
 
 /// Request variants of the create, each for one role a check needs.
@@ -295,6 +338,24 @@ pub struct SlowVariant {
 }
 
 impl Operations {
+    /// Every operation that answers with a long-running operation, with its name.
+    pub fn long_running(&self) -> Vec<(&'static str, &Spanned<LongRunning>)> {
+        let all = [
+            ("create", self.create.operation.as_ref()),
+            (
+                "delete",
+                self.delete.as_ref().and_then(|o| o.operation.as_ref()),
+            ),
+            (
+                "action",
+                self.action.as_ref().and_then(|o| o.operation.as_ref()),
+            ),
+        ];
+        all.into_iter()
+            .filter_map(|(op, l)| l.map(|l| (op, l)))
+            .collect()
+    }
+
     /// Every operation's own headers, with the operation's name.
     pub fn headers(&self) -> Vec<(&'static str, &Spanned<BTreeMap<String, String>>)> {
         let all = [
@@ -447,6 +508,9 @@ pub struct PathOp {
     /// Whether the key is sent (default `send`).
     #[serde(default)]
     pub key: KeyUse,
+    /// The long-running operation the answer names, where it names one.
+    #[serde(default)]
+    pub operation: Option<Spanned<LongRunning>>,
     /// Headers sent with this operation's requests besides the principal's (e.g. `X-Amz-Target:
     /// Service.CreateThing` for an API that tells its operations apart by a header).
     #[serde(default)]
@@ -468,6 +532,9 @@ pub struct ActionOp {
     /// Where the action's effect counter is in the `get` response (e.g. `$.reboot_count`).
     #[serde(default)]
     pub effect: Option<JsonPathExpr>,
+    /// The long-running operation the answer names, where it names one.
+    #[serde(default)]
+    pub operation: Option<Spanned<LongRunning>>,
     /// Headers sent with this operation's requests besides the principal's (e.g. `X-Amz-Target:
     /// Service.CreateThing` for an API that tells its operations apart by a header).
     #[serde(default)]
@@ -671,6 +738,25 @@ impl TargetProfile {
                     at(
                         &self.principals.referenced,
                         format!("principal `{}`: {m}", p.name),
+                    );
+                }
+            }
+        }
+        for (op, long) in self.operations.long_running() {
+            let within = long.value.within;
+            if within.is_some_and(|w| w.0.is_zero() || w.0 > std::time::Duration::from_secs(600)) {
+                at(
+                    &long.referenced,
+                    format!(
+                        "operations.{op}.operation.within must be more than 0s and at most 10m"
+                    ),
+                );
+            }
+            if let PollAt::Header(name) = &long.value.poll {
+                if let Err(m) = super::check_header(name, "v") {
+                    at(
+                        &long.referenced,
+                        format!("operations.{op}.operation.poll: {m}"),
                     );
                 }
             }

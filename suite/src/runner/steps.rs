@@ -51,6 +51,18 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
                 run.observed.list_before_delete = Some(probe);
             }
         }
+        // A step that acts on what a create made waits, as a client of the API would, until the
+        // long-running operations the check started have settled (a no-op where none did).
+        if step.on.is_some() {
+            if let Err(why) = run.settle().await {
+                let meta = StepMeta {
+                    problem: Some(why),
+                    ..StepMeta::default()
+                };
+                run.record_step(name, meta);
+                continue;
+            }
+        }
         let specs = match prepare(&sender, step) {
             Ok(specs) => specs,
             Err(problem) => {

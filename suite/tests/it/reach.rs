@@ -615,6 +615,59 @@ async fn an_id_cut_out_of_a_link_names_the_resource() {
     );
 }
 
+/// An API whose create answers a long-running operation (as Google Cloud's) and lists its machine
+/// only once the operation is done passes the catalogue once the profile says where the operation
+/// is and what done looks like (`create.operation`): a check counts after every operation it
+/// started has settled, and a replay that answers the same operation in a later state is the same
+/// answer. Without the declaration the counts come too early and the replays look like other
+/// responses, and the checks that count or compare cannot pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_create_that_answers_an_operation_is_judged_once_it_settles() {
+    let api = alt_api::start_with(alt_api::Options {
+        operations: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let id_in_link = |t: &str| {
+        t.replace(
+            "    id: $.data.uuid\n",
+            "    id: $.targetLink\n    id_after: /machines/\n",
+        )
+    };
+    let declared = profile(&api, |t| {
+        id_in_link(t).replace(
+            "    id_after: /machines/\n",
+            "    id_after: /machines/\n    operation:\n      poll: {json: $.selfLink}\n      done: {at: $.status, is: DONE}\n      within: 10s\n",
+        )
+    });
+    let report = run_profile(declared, &[]).await;
+    let not_passed: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
+        .map(|c| c.id.as_str())
+        .collect();
+    assert!(not_passed.is_empty(), "{}", table(&report));
+    assert!(
+        report
+            .checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Pass)
+            .count()
+            >= 14,
+        "{}",
+        table(&report)
+    );
+    let undeclared = run_profile(
+        profile(&api, id_in_link),
+        &["lost-response", "replay-fidelity"],
+    )
+    .await;
+    for check in &undeclared.checks {
+        assert_ne!(check.verdict, Verdict::Pass, "{}", table(&undeclared));
+    }
+}
+
 /// A target idemspec starts from its profile's `process` is killed mid-handler (its whole process
 /// group) and restarted on the same address, and inherits no descriptor of idemspec's: a command
 /// its shell runs lists its open descriptors, and there are only stdin, stdout, stderr and the

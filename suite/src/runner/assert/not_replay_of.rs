@@ -3,7 +3,8 @@
 
 use idemspec_scenarios::scenario::StepPair;
 
-use super::{responses, same_response, Judge};
+use super::compare::same_answer;
+use super::{responses, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::model::RequestRecord;
 use crate::runner::context::CheckRun;
@@ -19,7 +20,7 @@ impl Judge for NotReplayOf<'_> {
         };
         match responses(run, step) {
             Err(e) => Undecided(e),
-            Ok(rs) => match rs.iter().find(|r| same_response(r, original)) {
+            Ok(rs) => match rs.iter().find(|r| same_answer(run, r, original)) {
                 Some(replayed) => Broken(format!(
                     "`{step}` got `{other}`'s response replayed ({}): {}",
                     original.describe(),

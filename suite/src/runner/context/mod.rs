@@ -8,13 +8,16 @@
 //!   shows.
 //! - `reading`: the contract's reading of a status (mismatch, in flight, released).
 //! - `needs`: what a check prepares and observes around its steps for its judges.
+//! - `operations`: long-running operations a check's answers name, and waiting for them to settle.
 
 pub(crate) mod evidence;
 mod needs;
+mod operations;
 pub(crate) mod reading;
 mod send;
 
 pub(crate) use needs::{twin_step, Needs, TWIN_AFTER};
+pub(crate) use operations::same_operation;
 pub(crate) use send::{Sender, STEP_HEADER};
 
 use std::collections::BTreeMap;
@@ -54,6 +57,8 @@ pub(crate) struct CheckRun {
     /// The 0-based step after which the check lets others run beside it
     /// ([`Isolation::AloneThrough`]).
     pub share_after: Option<usize>,
+    /// The long-running operations seen settled (`operations.rs`), by reference.
+    settled: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// What a step did besides sending requests.
@@ -138,6 +143,7 @@ impl CheckRun {
             exchanges: Vec::new(),
             events: Vec::new(),
             observed: Observed::default(),
+            settled: Default::default(),
         }
     }
 
@@ -197,6 +203,7 @@ impl CheckRun {
     /// A), see [`observe::count_created`].
     pub(crate) async fn count(&self, principal: Option<&str>) -> Result<u64, String> {
         let principal = self.env().principal(principal)?;
+        self.settle().await?;
         let (seen, _) = self.paired();
         observe::count_created(self.env(), principal, self.marker(), &seen).await
     }
@@ -232,7 +239,11 @@ impl CheckRun {
             self.observed.counts.insert(name.clone(), count);
         }
         if needs.counters {
-            self.observed.counters_after = Some(observe::read_counters(self.env()).await);
+            let after = match self.settle().await {
+                Ok(()) => observe::read_counters(self.env()).await,
+                Err(why) => Err(why),
+            };
+            self.observed.counters_after = Some(after);
         }
     }
 }

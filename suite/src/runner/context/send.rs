@@ -47,6 +47,8 @@ pub(crate) struct Sender {
     marker: Arc<str>,
     proxy_urls: Option<Arc<[String]>>,
     recorder: Recorder,
+    /// The operation each step's requests drive, by step name.
+    operations: Arc<Mutex<std::collections::HashMap<String, Operation>>>,
 }
 
 impl Sender {
@@ -58,6 +60,7 @@ impl Sender {
             marker: marker.into(),
             proxy_urls: proxy_urls.map(Into::into),
             recorder: Recorder::default(),
+            operations: Arc::default(),
         }
     }
 
@@ -110,6 +113,15 @@ impl Sender {
             .collect();
         mine.sort_by_key(|e| e.started);
         mine.first().and_then(|e| self.env.created_id(e))
+    }
+
+    /// The operation the requests of step `step` drive, once one was prepared.
+    pub(crate) fn operation_of(&self, step: &str) -> Option<Operation> {
+        self.operations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(step)
+            .copied()
     }
 
     /// The key header value for a key spec under the contract; `None` when no key is sent.
@@ -207,6 +219,11 @@ impl Request<'_> {
     /// Why it cannot be built: an unknown principal, an operation the profile lacks, no resource
     /// to act on.
     pub(crate) fn prepare(&self) -> Result<RequestSpec, String> {
+        self.sender
+            .operations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(self.step.clone(), self.op);
         let env = self.sender.env();
         let principal = env.principal(self.principal.as_deref())?;
         let ops = &env.profile.operations;

@@ -159,7 +159,15 @@ pub struct Options {
     /// answered with it (as AWS documents for a repeated client token), instead of a conflict;
     /// after a crash it waits until the abandoned record's TTL and then runs.
     pub waits_for_result: bool,
+    /// A create answers `200` with a long-running operation (as Google Cloud's Operation:
+    /// `name`, `status` `RUNNING` or `DONE`, `targetLink`, `selfLink` at `GET
+    /// /api/operations/{name}`), and its machine is listed only once the operation is done,
+    /// [`OPERATION_TAKES`] later. A replay answers the same operation in its current state.
+    pub operations: bool,
 }
+
+/// How long a create's long-running operation runs before its machine exists (`operations`).
+pub const OPERATION_TAKES: Duration = Duration::from_millis(300);
 
 /// Where the alt API reads a request's key from.
 #[derive(Debug, Clone, Copy, Default)]
@@ -266,6 +274,8 @@ struct Stored {
 
 #[derive(Clone)]
 struct Machine {
+    /// When it exists for lists and reads (its operation is done).
+    ready_at: Instant,
     name: Option<String>,
     owner: String,
     uuid: String,
@@ -275,7 +285,43 @@ struct Machine {
     restarts: u64,
 }
 
+/// The long-running operation that creates `machine` (`operations`), in its current state.
+fn operation_of(machine: &Machine) -> Value {
+    let status = if Instant::now() >= machine.ready_at {
+        "DONE"
+    } else {
+        "RUNNING"
+    };
+    json!({"kind": "operation", "name": format!("op-{}", machine.uuid), "status": status,
+           "targetLink": format!("https://alt-api.test/api/machines/{}", machine.uuid),
+           "selfLink": format!("https://alt-api.test/api/operations/op-{}", machine.uuid)})
+}
+
+/// `GET /api/operations/{name}`: a create's operation, as its principal.
+async fn get_operation(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(params): Path<HashMap<String, String>>,
+) -> Response {
+    let Some(owner) = principal(&headers) else {
+        return unauthorized();
+    };
+    let uuid = params
+        .get("name")
+        .and_then(|n| n.strip_prefix("op-"))
+        .unwrap_or_default();
+    match app.lock().machines.get(uuid).filter(|m| m.owner == owner) {
+        Some(machine) => Json(operation_of(machine)).into_response(),
+        None => problem(StatusCode::NOT_FOUND, "not-found", "no such operation"),
+    }
+}
+
 impl Machine {
+    /// Whether it exists for lists and reads (its create's operation is done).
+    fn ready(&self) -> bool {
+        Instant::now() >= self.ready_at
+    }
+
     fn view(&self) -> Value {
         json!({"uuid": self.uuid, "flavor": self.flavor, "tag": self.tag, "ip": self.ip,
                "restarts": self.restarts, "state": "running",
@@ -302,6 +348,7 @@ impl App {
         let api = Router::new()
             .route("/api/machines", post(create).get(list))
             .route("/api/machines/search", post(search))
+            .route("/api/operations/{name}", get(get_operation))
             .route("/api/machines/{uuid}", get(get_one).delete(delete_one))
             .route("/api/machines/{uuid}/restart", post(restart_machine));
         let api = if self.options.operations_by_header {
@@ -430,6 +477,17 @@ where
                 }
                 Some(Record::Done { response, .. }) => {
                     let mut replay = response.clone();
+                    if app.options.operations {
+                        // The same operation, in its current state.
+                        if let Some(machine) = serde_json::from_slice::<Value>(&replay.body)
+                            .ok()
+                            .and_then(|v| v.get("name").and_then(Value::as_str).map(str::to_owned))
+                            .and_then(|name| name.strip_prefix("op-").map(str::to_owned))
+                            .and_then(|uuid| inner.machines.get(&uuid).cloned())
+                        {
+                            replay.body = Bytes::from(operation_of(&machine).to_string());
+                        }
+                    }
                     let value = app
                         .options
                         .replayed_values
@@ -814,7 +872,13 @@ async fn create(
                     ));
                 }
             }
+            let ready_at = if app.options.operations {
+                Instant::now() + OPERATION_TAKES
+            } else {
+                Instant::now()
+            };
             let machine = inner.machines.entry(uuid.clone()).or_insert(Machine {
+                ready_at,
                 name: new.name,
                 owner,
                 uuid: uuid.clone(),
@@ -823,6 +887,9 @@ async fn create(
                 ip,
                 restarts: 0,
             });
+            if app.options.operations {
+                return Some(stored(StatusCode::OK, None, Some(operation_of(machine))));
+            }
             Some(stored(
                 StatusCode::CREATED,
                 Some(format!("/api/machines/{uuid}")),
@@ -861,7 +928,7 @@ async fn list(
     let items: Vec<Value> = inner
         .machines
         .values()
-        .filter(|m| m.owner == owner && query.tag.as_ref().is_none_or(|t| *t == m.tag))
+        .filter(|m| m.owner == owner && m.ready() && query.tag.as_ref().is_none_or(|t| *t == m.tag))
         .map(Machine::view)
         .collect();
     Json(json!({"meta": {"total": items.len()}, "data": items})).into_response()
@@ -876,7 +943,12 @@ async fn get_one(
     let Some(owner) = principal(&headers) else {
         return unauthorized();
     };
-    match app.lock().machines.get(&uuid).filter(|m| m.owner == owner) {
+    match app
+        .lock()
+        .machines
+        .get(&uuid)
+        .filter(|m| m.owner == owner && m.ready())
+    {
         Some(machine) => Json(json!({"data": machine.view()})).into_response(),
         None => problem(StatusCode::NOT_FOUND, "not-found", "no such machine"),
     }

@@ -1,0 +1,184 @@
+//! Long-running operations (`operations.*.operation`): which answers name one, whether two
+//! answers name the same one, and waiting until every operation a check started has settled,
+//! so that what it counts behind the API is what the operations did.
+
+use std::time::{Duration, Instant};
+
+use idemspec_scenarios::profile::{LongRunning, PollAt};
+use idemspec_scenarios::scenario::Operation;
+
+use super::CheckRun;
+use crate::client::{Exchange, RequestSpec};
+
+/// How often a pending operation is polled.
+const POLL_EVERY: Duration = Duration::from_millis(100);
+
+/// How long one poll may take.
+const POLL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The operation `e` names, where its answer names one: a 2xx to a request of an operation whose
+/// profile says it answers with a long-running operation, carrying the reference where it says.
+pub(crate) fn named_operation(run: &CheckRun, e: &Exchange) -> Option<String> {
+    let (_, long) = long_running_of(run, e)?;
+    reference(long, e)
+}
+
+/// Whether `a` and `b` are answers naming one operation (in whatever state each saw it), with
+/// one status: the same answer, as a replay of a running operation is.
+pub(crate) fn same_operation(run: &CheckRun, a: &Exchange, b: &Exchange) -> bool {
+    a.status.is_some()
+        && a.status == b.status
+        && named_operation(run, a).is_some_and(|r| named_operation(run, b).as_ref() == Some(&r))
+}
+
+/// The operation kind and long-running description of the request `e` answered, if it has one.
+fn long_running_of<'a>(run: &'a CheckRun, e: &Exchange) -> Option<(Operation, &'a LongRunning)> {
+    if !e.is_success() {
+        return None;
+    }
+    let op = run.sender.operation_of(&e.evidence.request.step)?;
+    let ops = &run.env().profile.operations;
+    let long = match op {
+        Operation::Create => ops.create.operation.as_ref(),
+        Operation::Delete => ops.delete.as_ref().and_then(|d| d.operation.as_ref()),
+        Operation::Action => ops.action.as_ref().and_then(|a| a.operation.as_ref()),
+        Operation::List | Operation::Get => None,
+    }?;
+    Some((op, &long.value))
+}
+
+/// Where `e` names its operation, as `long` says.
+fn reference(long: &LongRunning, e: &Exchange) -> Option<String> {
+    let found = match &long.poll {
+        PollAt::Json(path) => path.first(e.json.as_ref()?)?.as_str()?.to_owned(),
+        PollAt::Header(name) => e.header(name)?.to_owned(),
+    };
+    (!found.is_empty()).then_some(found)
+}
+
+/// The path and query to poll for `reference`: an absolute URL's, or the reference itself (with a
+/// leading `/`).
+fn poll_path(reference: &str) -> String {
+    match reference.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/".into(), |i| rest[i..].to_owned()),
+        None if reference.starts_with('/') => reference.to_owned(),
+        None => format!("/{reference}"),
+    }
+}
+
+impl CheckRun {
+    /// Waits until every operation the check's answers named so far has settled (done or failed,
+    /// as the profile says), polling each as the principal that started it, straight to the
+    /// target.
+    ///
+    /// # Errors
+    /// Which operation did not settle within its bound, or could not be polled, naming the step
+    /// that started it.
+    pub(crate) async fn settle(&self) -> Result<(), String> {
+        let (exchanges, _) = self.paired();
+        let mut pending: Vec<(String, String, String, Operation, &LongRunning)> = Vec::new();
+        for e in &exchanges {
+            let Some((op, long)) = long_running_of(self, e) else {
+                continue;
+            };
+            let Some(reference) = reference(long, e) else {
+                continue;
+            };
+            let known = self
+                .settled
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(&reference);
+            if !known && !pending.iter().any(|(r, ..)| *r == reference) {
+                let step = e.evidence.request.step.clone();
+                let principal = e.evidence.request.principal.clone();
+                pending.push((reference, step, principal, op, long));
+            }
+        }
+        for (reference, step, principal, op, long) in pending {
+            self.wait_for(&reference, &step, &principal, op, long)
+                .await?;
+            self.settled
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(reference);
+        }
+        Ok(())
+    }
+
+    /// Polls `reference` until `long` says it is done or failed, or its bound passes.
+    async fn wait_for(
+        &self,
+        reference: &str,
+        step: &str,
+        principal: &str,
+        op: Operation,
+        long: &LongRunning,
+    ) -> Result<(), String> {
+        let env = self.env();
+        let who = env.principal(Some(principal))?;
+        let path = poll_path(reference);
+        let started = Instant::now();
+        let field = format!("operations.{}.operation", op_name(op));
+        loop {
+            let ex = env
+                .client
+                .send(RequestSpec {
+                    step: "operation".into(),
+                    base_url: env.pick(&env.profile.base_urls.value).to_owned(),
+                    method: "GET".into(),
+                    path: path.clone(),
+                    principal: who.name.clone(),
+                    headers: who.headers.clone().into_iter().collect(),
+                    key: None,
+                    body: None,
+                    timeout: POLL_TIMEOUT,
+                    via_proxy: false,
+                })
+                .await;
+            let json = ex.json.as_ref();
+            let settled = ex.is_success()
+                && (long.done.holds(json) || long.failed.as_ref().is_some_and(|f| f.holds(json)));
+            if settled {
+                return Ok(());
+            }
+            if started.elapsed() >= long.bound() {
+                return Err(format!(
+                    "the operation `{reference}` that `{step}` started did not settle within {} \
+                     (its last poll, GET {path}, answered {}; `{field}` says when it is done: {})",
+                    humantime::format_duration(long.bound()),
+                    ex.describe(),
+                    long.done.describe()
+                ));
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+        }
+    }
+}
+
+/// An operation's name as profiles write it.
+fn op_name(op: Operation) -> &'static str {
+    match op {
+        Operation::Create => "create",
+        Operation::List => "list",
+        Operation::Get => "get",
+        Operation::Delete => "delete",
+        Operation::Action => "action",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::poll_path;
+
+    #[test]
+    fn an_absolute_reference_is_polled_by_its_path() {
+        assert_eq!(
+            poll_path("https://compute.example/v1/projects/p/operations/op-1?x=1"),
+            "/v1/projects/p/operations/op-1?x=1"
+        );
+        assert_eq!(poll_path("/ops/1"), "/ops/1");
+        assert_eq!(poll_path("ops/1"), "/ops/1");
+        assert_eq!(poll_path("https://host"), "/");
+    }
+}
