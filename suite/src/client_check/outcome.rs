@@ -26,7 +26,8 @@ pub fn outcome(
     runs: &[Observed],
     duration_ms: u64,
 ) -> CheckOutcome {
-    let mut notes = graded.notes;
+    let mut graded = graded;
+    let mut notes = std::mem::take(&mut graded.notes);
     let mut evidence = Vec::new();
     if graded.verdict != Verdict::Pass {
         let shown = |o: &&Observed| {
@@ -41,18 +42,7 @@ pub fn outcome(
             }
         }
     }
-    CheckOutcome {
-        id: about.id,
-        title: about.title,
-        level: about.level,
-        reference: about.reference,
-        verdict: graded.verdict,
-        summary: graded.summary,
-        notes,
-        evidence,
-        duration_ms,
-        timeline: timeline(runs),
-    }
+    about.outcome(graded, notes, evidence, duration_ms, timeline(runs))
 }
 
 /// How one run of the command went, in a sentence: its attempts and keys, its exit, its output.

@@ -22,7 +22,11 @@ pub use select::{select, SelectError};
 
 use idemspec_scenarios::Level;
 
+use crate::model::{CheckOutcome, Evidence, Timeline};
+
 /// What a check is: its id, title, level and the source of its rule.
+///
+/// [`About::outcome`] makes the report's record of it from its graded findings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct About {
     /// Its id, e.g. `lost-response`.
@@ -34,4 +38,31 @@ pub struct About {
     /// The rule's source, e.g. `article: retries`: cited after a broken finding unless it names
     /// its own.
     pub reference: String,
+}
+
+impl About {
+    /// The check's outcome as reports show it: `graded`'s verdict and sentence, `notes` (the
+    /// graded notes and whatever the driver adds), the `evidence` its driver picked, how long it
+    /// took, and its requests on a time axis.
+    pub fn outcome(
+        self,
+        graded: Graded,
+        notes: Vec<String>,
+        evidence: Vec<Evidence>,
+        duration_ms: u64,
+        timeline: Timeline,
+    ) -> CheckOutcome {
+        CheckOutcome {
+            id: self.id,
+            title: self.title,
+            level: self.level,
+            reference: self.reference,
+            verdict: graded.verdict,
+            summary: graded.summary,
+            notes,
+            evidence,
+            duration_ms,
+            timeline,
+        }
+    }
 }

@@ -188,16 +188,8 @@ fn outcome(
     } else {
         Vec::new()
     };
-    CheckOutcome {
-        id: about.id,
-        title: about.title,
-        level: about.level,
-        reference: about.reference,
-        verdict: graded.verdict,
-        summary: graded.summary,
-        notes: graded.notes,
-        evidence,
-        duration_ms: started.elapsed().as_millis() as u64,
-        timeline: Default::default(),
-    }
+    let mut graded = graded;
+    let notes = std::mem::take(&mut graded.notes);
+    let duration_ms = started.elapsed().as_millis() as u64;
+    about.outcome(graded, notes, evidence, duration_ms, Default::default())
 }

@@ -16,6 +16,24 @@ async fn run_profile(profile: TargetProfile, only: &[&str]) -> RunReport {
     run_with(opts).await
 }
 
+/// Every check of `report` PASSes or is SKIP (a capability the target lacks), and at least
+/// `at_least` PASS.
+fn assert_passes(report: &RunReport, at_least: usize) {
+    let not_passed: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
+        .map(|c| c.id.as_str())
+        .collect();
+    assert!(not_passed.is_empty(), "{}", table(report));
+    let passed = report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Pass)
+        .count();
+    assert!(passed >= at_least, "{}", table(report));
+}
+
 /// Runs the one scenario `text` (no built-in check) against `profile`.
 async fn run_scenario(profile: TargetProfile, text: &str) -> RunReport {
     let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
@@ -315,19 +333,7 @@ async fn a_uuid_only_api_passes_the_catalogue_with_uuid_keys() {
     };
     let report = run_profile(profile(&api, uuid), &[]).await;
     // SKIP only where the profile lacks a capability (it declares no request variants).
-    let not_passed: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
-        .map(|c| c.id.as_str())
-        .collect();
-    assert!(not_passed.is_empty(), "{}", table(&report));
-    let passed = report
-        .checks
-        .iter()
-        .filter(|c| c.verdict == Verdict::Pass)
-        .count();
-    assert!(passed >= 16, "{}", table(&report));
+    assert_passes(&report, 16);
     // Without the declaration the same API is judged for the wrong reason: its keys are refused.
     let report = run_profile(profile(&api, str::to_owned), &["lost-response"]).await;
     assert_ne!(
@@ -359,19 +365,7 @@ async fn a_key_outside_a_header_is_followed_by_every_check(
     let declared = format!("  in_flight_ttl: 2s\n  key_at: {key_at}");
     let placed = |text: &str| text.replace("  in_flight_ttl: 2s", &declared);
     let report = run_profile(profile(&api, placed), &[]).await;
-    let not_passed: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
-        .map(|c| c.id.as_str())
-        .collect();
-    assert!(not_passed.is_empty(), "{}", table(&report));
-    let passed = report
-        .checks
-        .iter()
-        .filter(|c| c.verdict == Verdict::Pass)
-        .count();
-    assert!(passed >= 16, "{}", table(&report));
+    assert_passes(&report, 16);
     let unplaced = run_profile(profile(&api, str::to_owned), &["lost-response"]).await;
     assert_eq!(
         unplaced.checks[0].verdict,
@@ -417,23 +411,7 @@ async fn a_tenant_in_the_path_and_names_per_key_pass_the_catalogue() {
         }
     };
     let report = run_profile(profile(&api, shaped("{{key_name}}")), &[]).await;
-    let not_passed: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
-        .map(|c| c.id.as_str())
-        .collect();
-    assert!(not_passed.is_empty(), "{}", table(&report));
-    assert!(
-        report
-            .checks
-            .iter()
-            .filter(|c| c.verdict == Verdict::Pass)
-            .count()
-            >= 16,
-        "{}",
-        table(&report)
-    );
+    assert_passes(&report, 16);
     let one_name = run_profile(
         profile(&api, shaped("n-{{marker}}")),
         &["concurrent-same-key"],
@@ -497,23 +475,7 @@ async fn operations_named_by_a_header_and_a_list_with_a_body_pass_the_catalogue(
         "the fixture changed"
     );
     let report = run_profile(profile(&api, shaped), &[]).await;
-    let not_passed: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
-        .map(|c| c.id.as_str())
-        .collect();
-    assert!(not_passed.is_empty(), "{}", table(&report));
-    assert!(
-        report
-            .checks
-            .iter()
-            .filter(|c| c.verdict == Verdict::Pass)
-            .count()
-            >= 16,
-        "{}",
-        table(&report)
-    );
+    assert_passes(&report, 16);
     let env = api.env();
     let bad = shaped(alt_api::PROFILE).replace(
         "{X-Operation: CreateMachine}",
@@ -542,13 +504,7 @@ async fn a_duplicate_that_waits_for_the_result_passes_the_catalogue() {
     })
     .await;
     let report = run_profile(profile(&api, str::to_owned), &[]).await;
-    let not_passed: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
-        .map(|c| c.id.as_str())
-        .collect();
-    assert!(not_passed.is_empty(), "{}", table(&report));
+    assert_passes(&report, 16);
 }
 
 /// Key-validation's key too long is one character past the limit the contract declares
@@ -641,23 +597,7 @@ async fn a_create_that_answers_an_operation_is_judged_once_it_settles() {
         )
     });
     let report = run_profile(declared, &[]).await;
-    let not_passed: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
-        .map(|c| c.id.as_str())
-        .collect();
-    assert!(not_passed.is_empty(), "{}", table(&report));
-    assert!(
-        report
-            .checks
-            .iter()
-            .filter(|c| c.verdict == Verdict::Pass)
-            .count()
-            >= 14,
-        "{}",
-        table(&report)
-    );
+    assert_passes(&report, 14);
     let undeclared = run_profile(
         profile(&api, id_in_link),
         &["lost-response", "replay-fidelity"],
