@@ -118,6 +118,10 @@ pub struct ContractSpec {
     pub key_form: Option<KeyForm>,
     /// With `key_form: template`: the key's text, e.g. `ord_{{uuid}}` or `{{key}}-v1`.
     pub key_template: Option<Spanned<String>>,
+    /// How the API answers a reused key with another request (default `reject`: a refusal, with
+    /// `mismatch_status`; `original`: the original request's answer, as Google Cloud documents
+    /// for a repeated `requestId`).
+    pub mismatch_answer: Option<MismatchAnswer>,
     /// The longest key the API accepts, in characters (default 255, the IETF draft's advice;
     /// AWS documents 64 for a client token): key-validation sends one character more as the key
     /// too long.
@@ -264,6 +268,8 @@ pub struct Contract {
     pub key_template: Option<String>,
     /// The longest key the API accepts, in characters.
     pub key_max_len: u32,
+    /// How the API answers a reused key with another request.
+    pub mismatch_answer: MismatchAnswer,
     /// An empty key header counts as no key.
     pub empty_key_is_missing: bool,
     /// The mutating operations the idempotency layer covers.
@@ -271,6 +277,16 @@ pub struct Contract {
     /// The fields the profile set over the preset (`replays_5xx`, `mismatch_status` …), so a
     /// sentence names who set the rule it judges by ([`Contract::who_says`]).
     pub overridden: Vec<&'static str>,
+}
+
+/// How an API answers a reused key with another request (`contract.mismatch_answer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MismatchAnswer {
+    /// A refusal, with the contract's `mismatch_status` (the article, the IETF draft, Stripe).
+    Reject,
+    /// The original request's answer, the other request ignored (Google Cloud's `requestId`).
+    Original,
 }
 
 /// The largest `key_max_len` a profile may declare: key-validation sends a key one longer.
@@ -480,6 +496,7 @@ impl ContractSpec {
             key_form: KeyForm::Opaque,
             key_template: None,
             key_max_len: 255,
+            mismatch_answer: MismatchAnswer::Reject,
             empty_key_is_missing: false,
             covers: vec![Covered::Create, Covered::Delete, Covered::Action],
             overridden: Vec::new(),
@@ -526,6 +543,7 @@ impl ContractSpec {
             ("key_form", self.key_form.is_some()),
             ("empty_key_is_missing", self.empty_key_is_missing.is_some()),
             ("key_max_len", self.key_max_len.is_some()),
+            ("mismatch_answer", self.mismatch_answer.is_some()),
             ("covers", self.covers.is_some()),
         ]
         .into_iter()
@@ -562,6 +580,7 @@ impl ContractSpec {
         }
         c.key_required = self.key_required.unwrap_or(c.key_required);
         c.key_max_len = self.key_max_len.unwrap_or(c.key_max_len);
+        c.mismatch_answer = self.mismatch_answer.unwrap_or(c.mismatch_answer);
         c.replays_5xx = self.replays_5xx.unwrap_or(c.replays_5xx);
         c.per_principal = self.per_principal.unwrap_or(c.per_principal);
         c.sf_string_keys = self.sf_string_keys.unwrap_or(c.sf_string_keys);

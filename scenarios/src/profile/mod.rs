@@ -8,7 +8,7 @@ mod target;
 mod wire;
 
 pub use contract::{
-    BodyCondition, Contract, ContractSpec, Covered, KeyAt, KeyForm, Preset, Refusal,
+    BodyCondition, Contract, ContractSpec, Covered, KeyAt, KeyForm, MismatchAnswer, Preset, Refusal,
 };
 pub use env::expand_env;
 pub use resource_path::ResourcePath;

@@ -195,6 +195,11 @@ pub struct Conflict {
     pub step: String,
     /// `mismatch` or `in_flight`.
     pub kind: ConflictKind,
+    /// Where the contract answers a reused key with another request by the original
+    /// (`contract.mismatch_answer: original`, as Google Cloud documents for a repeated
+    /// `requestId`): the step whose answer this mismatch must get instead of a refusal.
+    #[serde(default)]
+    pub or_original: Option<String>,
 }
 
 /// Which conflict.
@@ -395,7 +400,7 @@ step_refs!(
     StepPair => |a| vec![&a.step, &a.other],
     StepList => |a| a.steps.iter().map(String::as_str).collect(),
     Created => |_a| vec![],
-    Conflict => |a| vec![&a.step],
+    Conflict => |a| std::iter::once(&a.step).chain(&a.or_original).map(String::as_str).collect(),
     HeaderPresent => |a| vec![&a.step],
     SucceededWithin => |a| vec![&a.step],
     EffectDelta => |a| vec![&a.before, &a.after],

@@ -608,6 +608,63 @@ async fn a_create_that_answers_an_operation_is_judged_once_it_settles() {
     }
 }
 
+/// A contract that answers a reused key with another request by the original (Google Cloud's
+/// `requestId`: `mismatch_answer: original`) is judged by what it says: fingerprint-mismatch
+/// PASSes on an API that does so, FAILs on one that refuses instead (naming the contract), and
+/// under the default contract the API that answers with the original FAILs for not refusing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_mismatch_answered_with_the_original_is_judged_by_the_contract() {
+    let original = |t: &str| {
+        t.replace(
+            "  in_flight_ttl: 2s",
+            "  in_flight_ttl: 2s\n  mismatch_answer: original",
+        )
+    };
+    let answers_original = alt_api::start_with(alt_api::Options {
+        mismatch_answers_original: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(
+        profile(&answers_original, original),
+        &["fingerprint-mismatch"],
+    )
+    .await;
+    assert_eq!(
+        report.checks[0].verdict,
+        Verdict::Pass,
+        "{}",
+        table(&report)
+    );
+    assert!(
+        report.checks[0]
+            .summary
+            .contains("`changed` got `original`'s answer"),
+        "{}",
+        table(&report)
+    );
+    let report = run_profile(
+        profile(&answers_original, str::to_owned),
+        &["fingerprint-mismatch"],
+    )
+    .await;
+    assert_eq!(
+        report.checks[0].verdict,
+        Verdict::Fail,
+        "{}",
+        table(&report)
+    );
+    let refuses = alt_api::start().await;
+    let report = run_profile(profile(&refuses, original), &["fingerprint-mismatch"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(
+        o.summary.contains("`mismatch_answer: original`"),
+        "{}",
+        o.summary
+    );
+}
+
 /// A target idemspec starts from its profile's `process` is killed mid-handler (its whole process
 /// group) and restarted on the same address, and inherits no descriptor of idemspec's: a command
 /// its shell runs lists its open descriptors, and there are only stdin, stdout, stderr and the

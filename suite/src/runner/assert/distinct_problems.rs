@@ -1,6 +1,7 @@
 //! `distinct_problems: {steps}`: two conflicts a client must tell apart — "in flight, retry later"
 //! and "mismatch, never retry" — differ in status or in problem `type` (RFC 9457 §3.1.1).
 
+use idemspec_scenarios::profile::MismatchAnswer;
 use idemspec_scenarios::scenario::StepList;
 
 use super::Judge;
@@ -13,6 +14,14 @@ pub(super) struct DistinctProblems<'a>(pub &'a StepList);
 
 impl Judge for DistinctProblems<'_> {
     fn judge(&self, run: &CheckRun) -> Finding {
+        let contract = run.contract();
+        if contract.mismatch_answer == MismatchAnswer::Original {
+            return Held(format!(
+                "no mismatch refusal to tell from an in-flight one: {} says a reused key with \
+                 another request gets the original's answer",
+                contract.who_says("mismatch_answer", "original")
+            ));
+        }
         let mut firsts = Vec::new();
         for s in &self.0.steps {
             match run.step(s).first_response() {

@@ -164,6 +164,9 @@ pub struct Options {
     /// /api/operations/{name}`), and its machine is listed only once the operation is done,
     /// [`OPERATION_TAKES`] later. A replay answers the same operation in its current state.
     pub operations: bool,
+    /// A reused key with another request gets the original request's answer, the other request
+    /// ignored (as Google Cloud documents for a repeated `requestId`), instead of a `422`.
+    pub mismatch_answers_original: bool,
 }
 
 /// How long a create's long-running operation runs before its machine exists (`operations`).
@@ -465,7 +468,10 @@ where
                         fingerprint: stored,
                         ..
                     },
-                ) if *stored != fingerprint => {
+                ) if *stored != fingerprint
+                    && !(app.options.mismatch_answers_original
+                        && matches!(inner.records.get(&scope), Some(Record::Done { .. }))) =>
+                {
                     if app.options.plain_conflicts {
                         return plain_conflict("idempotency_key_reused", false);
                     }
