@@ -268,12 +268,8 @@ impl ClientProfile {
             }
         }
         if let Some(contract) = &self.contract {
-            if let Some(key_at) = contract
-                .value
-                .key_at
-                .as_ref()
-                .filter(|a| !matches!(a, crate::profile::KeyAt::Header(_)))
-            {
+            let key_at = contract.value.resolve().key_at;
+            if !matches!(key_at, crate::profile::KeyAt::Header(_)) {
                 let where_ = key_at.describe();
                 at(
                     &contract.referenced,

@@ -19,6 +19,14 @@ pub enum Preset {
     /// Stripe's API (stripe: idempotency): 400 mismatch, 409 in flight, a 500 is replayed,
     /// `Idempotent-Replayed` on replays, keys optional.
     StripeV1,
+    /// AWS's client token (EC2 "Ensuring idempotency", and the JSON-protocol services'
+    /// `clientToken`): in a JSON body, at most 64 ASCII characters, optional; a reused token with
+    /// other parameters is a 400 `IdempotentParameterMismatch`; no header marks a replay.
+    AwsClientToken,
+    /// Google Cloud's `requestId` (Compute Engine's API reference): a UUID in the query, optional;
+    /// a repeated one gets the original operation, other parameters ignored; no header marks a
+    /// replay.
+    GcpRequestId,
 }
 
 impl Preset {
@@ -28,6 +36,8 @@ impl Preset {
             Preset::Article => "article",
             Preset::IetfDraft => "ietf-draft",
             Preset::StripeV1 => "stripe-v1",
+            Preset::AwsClientToken => "aws-client-token",
+            Preset::GcpRequestId => "gcp-request-id",
         }
     }
 }
@@ -112,7 +122,8 @@ pub struct ContractSpec {
     pub per_principal: Option<bool>,
     /// Whether Structured Fields string keys (`"abc"`, RFC 8941) are accepted and unquoted.
     pub sf_string_keys: Option<bool>,
-    /// The header a replay carries (default `Idempotent-Replayed`), checked at SHOULD level.
+    /// The header a replay carries (default `Idempotent-Replayed`), checked at SHOULD level; `""`:
+    /// the API marks no replay, and none is looked for.
     pub replayed_header: Option<String>,
     /// The form of key the API accepts (default `opaque`).
     pub key_form: Option<KeyForm>,
@@ -523,6 +534,40 @@ impl ContractSpec {
                 covers: vec![Covered::Create, Covered::Action],
                 ..article
             },
+            // EC2: the token is optional (an SDK fills one in), at most 64 ASCII characters, and
+            // the same token with other parameters fails with IdempotentParameterMismatch (a
+            // 400); the JSON-protocol services put it in the body as `clientToken` and name the
+            // error in `__type`. Nothing marks a replay.
+            Preset::AwsClientToken => Contract {
+                preset: Preset::AwsClientToken,
+                key_at: KeyAt::Json("clientToken".into()),
+                key_max_len: 64,
+                key_required: false,
+                mismatch_status: vec![400],
+                mismatch_body: Some(BodyCondition {
+                    at: crate::value::JsonPathExpr::parse("$.__type")
+                        .expect("a JSONPath written here parses"),
+                    is: vec![
+                        "IdempotentParameterMismatch".into(),
+                        "IdempotentParameterMismatchException".into(),
+                    ],
+                }),
+                replayed_header: String::new(),
+                covers: vec![Covered::Create, Covered::Action],
+                ..article
+            },
+            // Compute Engine: `requestId` is an optional query parameter, a UUID (not the zero
+            // UUID); a request whose id the server has seen is ignored and the original operation
+            // returned, whatever else it carries. Nothing marks a replay.
+            Preset::GcpRequestId => Contract {
+                preset: Preset::GcpRequestId,
+                key_at: KeyAt::Query("requestId".into()),
+                key_form: KeyForm::Uuid,
+                key_required: false,
+                mismatch_answer: MismatchAnswer::Original,
+                replayed_header: String::new(),
+                ..article
+            },
         };
         c.overridden = [
             ("header", self.header.is_some()),
@@ -558,7 +603,9 @@ impl ContractSpec {
                 KeyAt::Header(name.clone())
             }
             Some(at) => at.clone(),
-            None => KeyAt::Header(c.header.clone()),
+            // The preset's place, unless the profile named a header.
+            None if self.header.is_some() => KeyAt::Header(c.header.clone()),
+            None => c.key_at.clone(),
         };
         if let Some(v) = &self.mismatch_status {
             c.mismatch_status = v.clone();
@@ -569,9 +616,15 @@ impl ContractSpec {
         if let Some(v) = &self.missing_key_status {
             c.missing_key_status = v.clone();
         }
-        c.mismatch_body = self.mismatch_body.clone();
-        c.in_flight_body = self.in_flight_body.clone();
-        c.missing_key_body = self.missing_key_body.clone();
+        for (mine, preset) in [
+            (&self.mismatch_body, &mut c.mismatch_body),
+            (&self.in_flight_body, &mut c.in_flight_body),
+            (&self.missing_key_body, &mut c.missing_key_body),
+        ] {
+            if let Some(condition) = mine {
+                *preset = Some(condition.clone());
+            }
+        }
         if let Some(v) = self.in_flight_ttl {
             c.in_flight_ttl = Some(v.0);
         }
@@ -610,7 +663,9 @@ impl ContractSpec {
                     .into(),
             ));
         }
-        for name in [&self.header, &self.replayed_header].into_iter().flatten() {
+        // An empty `replayed_header` says the API marks no replay.
+        let replayed = self.replayed_header.as_ref().filter(|h| !h.is_empty());
+        for name in [self.header.as_ref(), replayed].into_iter().flatten() {
             if let Err(m) = super::check_header(name, "k") {
                 out.push((None, m));
             }
@@ -726,5 +781,30 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn the_cloud_presets_put_the_key_where_their_apis_document_it() {
+        let aws = serde_saphyr::from_str::<ContractSpec>("preset: aws-client-token")
+            .expect("parses")
+            .resolve();
+        assert_eq!(aws.key_at, KeyAt::Json("clientToken".into()));
+        assert_eq!((aws.key_max_len, aws.key_required), (64, false));
+        let body = serde_json::json!({"__type": "IdempotentParameterMismatch"});
+        assert!(aws.refuses(Refusal::Mismatch, 400, Some(&body)));
+        assert!(!aws.refuses(Refusal::Mismatch, 400, None), "any other 400");
+        let gcp = serde_saphyr::from_str::<ContractSpec>("preset: gcp-request-id")
+            .expect("parses")
+            .resolve();
+        assert_eq!(gcp.key_at, KeyAt::Query("requestId".into()));
+        assert_eq!(gcp.key_form, KeyForm::Uuid);
+        assert_eq!(gcp.mismatch_answer, MismatchAnswer::Original);
+        assert!(gcp.replayed_header.is_empty(), "nothing marks a replay");
+        // A header named in the profile still moves the key there.
+        let moved =
+            serde_saphyr::from_str::<ContractSpec>("preset: gcp-request-id\nheader: X-Request-Id")
+                .expect("parses")
+                .resolve();
+        assert_eq!(moved.key_at, KeyAt::Header("X-Request-Id".into()));
     }
 }

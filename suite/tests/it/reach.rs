@@ -665,6 +665,46 @@ async fn a_mismatch_answered_with_the_original_is_judged_by_the_contract() {
     );
 }
 
+/// A Google-Compute-shaped API, all at once: `requestId` a UUID in the query, each principal's
+/// project in the path, client-chosen names, a create that answers an Operation whose machine
+/// appears once it is done, an id inside its `targetLink`, and a repeated `requestId` with other
+/// parameters answered with the original operation. Its profile starts from the `gcp-request-id`
+/// preset and says only what the preset cannot know (the paths, the operation, the 5xx it
+/// stores), and the catalogue passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_google_shaped_api_passes_under_the_gcp_preset() {
+    let api = alt_api::start_with(alt_api::Options {
+        key_in: alt_api::KeyIn::Query("requestId"),
+        uuid_keys: true,
+        tenant_in_path: true,
+        names_in_body: true,
+        operations: true,
+        mismatch_answers_original: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let google = |t: &str| {
+        t.replace("  preset: stripe-v1\n", "  preset: gcp-request-id\n  replays_5xx: true\n")
+            .replace("  mismatch_status: [422]\n", "")
+            .replace("/api/machines", "/projects/{{principal.project}}/api/machines")
+            .replace(
+                "    headers: {X-Api-Key: alpha-key}\n",
+                "    headers: {X-Api-Key: alpha-key}\n    vars: {project: alpha}\n",
+            )
+            .replace(
+                "    headers: {X-Api-Key: beta-key}\n",
+                "    headers: {X-Api-Key: beta-key}\n    vars: {project: beta}\n",
+            )
+            .replace(r#""tag":"{{marker}}"}'"#, r#""tag":"{{marker}}","name":"{{key_name}}"}'"#)
+            .replace(
+                "    id: $.data.uuid\n",
+                "    id: $.targetLink\n    id_after: /machines/\n    operation:\n      poll: {json: $.selfLink}\n      done: {at: $.status, is: DONE}\n",
+            )
+    };
+    let report = run_profile(profile(&api, google), &[]).await;
+    assert_passes(&report, 14);
+}
+
 /// A target idemspec starts from its profile's `process` is killed mid-handler (its whole process
 /// group) and restarted on the same address, and inherits no descriptor of idemspec's: a command
 /// its shell runs lists its open descriptors, and there are only stdin, stdout, stderr and the

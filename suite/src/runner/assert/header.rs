@@ -19,6 +19,12 @@ impl Judge for HeaderPresent {
         } else {
             self.name.as_str()
         };
+        if replayed && name.is_empty() {
+            return Finding::Recorded(format!(
+                "{} marks no replay with a header (`replayed_header: \"\"`), so none is looked for",
+                contract.who_says("replayed_header", "\"\"")
+            ));
+        }
         // The replay header marks a replay only with a value that does not deny it.
         let carries = |e: &Exchange| match replayed {
             true => e.marks_replay(name),

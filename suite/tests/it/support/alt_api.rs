@@ -289,15 +289,20 @@ struct Machine {
 }
 
 /// The long-running operation that creates `machine` (`operations`), in its current state.
-fn operation_of(machine: &Machine) -> Value {
+fn operation_of(machine: &Machine, tenant_in_path: bool) -> Value {
     let status = if Instant::now() >= machine.ready_at {
         "DONE"
     } else {
         "RUNNING"
     };
+    let base = if tenant_in_path {
+        format!("https://alt-api.test/projects/{}", machine.owner)
+    } else {
+        "https://alt-api.test".to_owned()
+    };
     json!({"kind": "operation", "name": format!("op-{}", machine.uuid), "status": status,
-           "targetLink": format!("https://alt-api.test/api/machines/{}", machine.uuid),
-           "selfLink": format!("https://alt-api.test/api/operations/op-{}", machine.uuid)})
+           "targetLink": format!("{base}/api/machines/{}", machine.uuid),
+           "selfLink": format!("{base}/api/operations/op-{}", machine.uuid)})
 }
 
 /// `GET /api/operations/{name}`: a create's operation, as its principal.
@@ -314,7 +319,7 @@ async fn get_operation(
         .and_then(|n| n.strip_prefix("op-"))
         .unwrap_or_default();
     match app.lock().machines.get(uuid).filter(|m| m.owner == owner) {
-        Some(machine) => Json(operation_of(machine)).into_response(),
+        Some(machine) => Json(operation_of(machine, app.options.tenant_in_path)).into_response(),
         None => problem(StatusCode::NOT_FOUND, "not-found", "no such operation"),
     }
 }
@@ -491,7 +496,9 @@ where
                             .and_then(|name| name.strip_prefix("op-").map(str::to_owned))
                             .and_then(|uuid| inner.machines.get(&uuid).cloned())
                         {
-                            replay.body = Bytes::from(operation_of(&machine).to_string());
+                            replay.body = Bytes::from(
+                                operation_of(&machine, app.options.tenant_in_path).to_string(),
+                            );
                         }
                     }
                     let value = app
@@ -894,7 +901,11 @@ async fn create(
                 restarts: 0,
             });
             if app.options.operations {
-                return Some(stored(StatusCode::OK, None, Some(operation_of(machine))));
+                return Some(stored(
+                    StatusCode::OK,
+                    None,
+                    Some(operation_of(machine, app.options.tenant_in_path)),
+                ));
             }
             Some(stored(
                 StatusCode::CREATED,
