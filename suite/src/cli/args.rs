@@ -187,6 +187,11 @@ pub struct InitArgs {
     /// Overwrite the file if it exists.
     #[arg(long)]
     pub force: bool,
+    /// The contract to start from: `article` (the default), `ietf-draft`, `stripe-v1`, or a
+    /// cloud's shape, `aws-client-token` (the key in a JSON body, operations named by a header)
+    /// or `gcp-request-id` (the key in the query, the project in the path, operations to poll).
+    #[arg(long, value_name = "NAME", default_value = "article")]
+    pub preset: String,
 }
 
 /// `idemspec validate`.

@@ -275,7 +275,12 @@ pub(crate) fn list_request(env: &Env, principal: &Principal, marker: &str) -> Li
         .iter()
         .map(|(n, v)| (n.clone(), v.clone()))
         .collect();
-    if body.is_some() {
+    let own_type = list.headers.as_ref().is_some_and(|h| {
+        h.value
+            .keys()
+            .any(|n| n.eq_ignore_ascii_case("content-type"))
+    });
+    if body.is_some() && !own_type {
         headers.push(("Content-Type".into(), "application/json".into()));
     }
     headers.extend(

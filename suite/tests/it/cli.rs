@@ -84,6 +84,39 @@ fn init_writes_a_profile_that_validates_and_refuses_to_overwrite() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
+/// `init --preset NAME` writes a starting profile for every preset that validates as it stands
+/// and claims that preset; an unknown name is refused, listing the presets, and writes nothing.
+#[test]
+fn init_writes_a_profile_for_each_preset() {
+    let dir = workspace();
+    for preset in [
+        "article",
+        "ietf-draft",
+        "stripe-v1",
+        "aws-client-token",
+        "gcp-request-id",
+    ] {
+        let file = format!("{preset}.yaml");
+        let out = idemspec(dir.path(), &["init", &file, "--preset", preset]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let out = idemspec(dir.path(), &["validate", &file]);
+        assert_eq!(out.status.code(), Some(0), "{preset}: {}", stderr(&out));
+        assert!(
+            stdout(&out).contains(&format!("contract `{preset}`")),
+            "{}",
+            stdout(&out)
+        );
+    }
+    let out = idemspec(dir.path(), &["init", "x.yaml", "--preset", "azure"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("the presets are: article"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join("x.yaml").exists());
+}
+
 #[test]
 fn bad_yaml_is_located() {
     let dir = workspace();

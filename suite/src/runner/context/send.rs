@@ -312,7 +312,13 @@ impl Request<'_> {
             .iter()
             .map(|(n, v)| (n.clone(), v.clone()))
             .collect();
-        if let Some(ct) = content_type {
+        // An operation's own Content-Type (an API's vendor type) stands instead of the default.
+        let own_type = op_headers.is_some_and(|h| {
+            h.value
+                .keys()
+                .any(|n| n.eq_ignore_ascii_case("content-type"))
+        });
+        if let Some(ct) = content_type.filter(|_| !own_type) {
             headers.push(("Content-Type".into(), ct));
         }
         headers.extend(
