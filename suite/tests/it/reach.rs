@@ -705,6 +705,56 @@ async fn a_google_shaped_api_passes_under_the_gcp_preset() {
     assert_passes(&report, 14);
 }
 
+/// An AWS-JSON-shaped API under the `aws-client-token` preset: the token a `clientToken` member,
+/// operations named by a header, the list a `POST`, and a reused token with other parameters a
+/// `400` told from any other `400` only by `__type`. The catalogue passes; and an action the API
+/// refuses with a plain `400` is not taken for the mismatch (endpoint-scope is UNKNOWN, naming its
+/// control).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_aws_shaped_api_passes_under_the_aws_preset() {
+    let api = alt_api::start_with(alt_api::Options {
+        key_in: alt_api::KeyIn::Json("clientToken"),
+        operations_by_header: true,
+        aws_errors: true,
+        key_max_len: Some(64),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let aws = |t: &str| {
+        t.replace("  preset: stripe-v1\n", "  preset: aws-client-token\n  replays_5xx: true\n")
+            .replace("  mismatch_status: [422]\n", "")
+            .replace(
+                "  create:\n    path: /api/machines\n",
+                "  create:\n    path: /api/machines\n    headers: {X-Operation: CreateMachine}\n",
+            )
+            .replace(
+                "  list:\n    path: \"/api/machines?tag={{marker}}\"\n",
+                "  list:\n    method: POST\n    path: /api/machines/search\n    body: '{\"tag\":\"{{marker}}\"}'\n    headers: {X-Operation: ListMachines}\n",
+            )
+            .replace(
+                "  get: {path: \"/api/machines/{id}\"}",
+                "  get: {path: \"/api/machines/{id}\", headers: {X-Operation: GetMachine}}",
+            )
+            .replace(
+                "  delete: {path: \"/api/machines/{id}\"}",
+                "  delete: {path: \"/api/machines/{id}\", headers: {X-Operation: DeleteMachine}}",
+            )
+            .replace(
+                "effect: $.data.restarts}",
+                "effect: $.data.restarts, headers: {X-Operation: RestartMachine}}",
+            )
+    };
+    let report = run_profile(profile(&api, aws), &[]).await;
+    assert_passes(&report, 14);
+    // The action named wrongly: a plain 400 for any key, which is not the mismatch.
+    let wrong_action =
+        |t: &str| aws(t).replace("X-Operation: RestartMachine", "X-Operation: Reboot");
+    let report = run_profile(profile(&api, wrong_action), &["endpoint-scope"]).await;
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(o.summary.contains("`control`"), "{}", o.summary);
+}
+
 /// A target idemspec starts from its profile's `process` is killed mid-handler (its whole process
 /// group) and restarted on the same address, and inherits no descriptor of idemspec's: a command
 /// its shell runs lists its open descriptors, and there are only stdin, stdout, stderr and the

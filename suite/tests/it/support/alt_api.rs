@@ -167,6 +167,12 @@ pub struct Options {
     /// A reused key with another request gets the original request's answer, the other request
     /// ignored (as Google Cloud documents for a repeated `requestId`), instead of a `422`.
     pub mismatch_answers_original: bool,
+    /// A reused key with another request is a `400` whose JSON names the error in `__type`
+    /// (`IdempotentParameterMismatch`, as AWS's JSON protocol answers), and every other bad
+    /// request a `400` too (`ValidationException`), so only the body tells them apart.
+    pub aws_errors: bool,
+    /// The longest key accepted (255 when `None`; AWS documents 64 for a client token).
+    pub key_max_len: Option<usize>,
 }
 
 /// How long a create's long-running operation runs before its machine exists (`operations`).
@@ -435,7 +441,7 @@ where
             let sub_key = hex::encode(Sha256::digest(uuid::Uuid::new_v4().as_bytes()));
             return finish(tokio::spawn(work(app.clone(), sub_key)).await).await;
         }
-        Some(value) => match valid_key(value, app.options.uuid_keys) {
+        Some(value) => match valid_key(value, app.options.uuid_keys, app.options.key_max_len) {
             Some(key) => key,
             None => {
                 return problem(
@@ -479,6 +485,9 @@ where
                 {
                     if app.options.plain_conflicts {
                         return plain_conflict("idempotency_key_reused", false);
+                    }
+                    if app.options.aws_errors {
+                        return aws_error("IdempotentParameterMismatch");
                     }
                     return problem(
                         StatusCode::UNPROCESSABLE_ENTITY,
@@ -638,13 +647,13 @@ async fn finish(outcome: Result<Work, tokio::task::JoinError>) -> Response {
     }
 }
 
-fn valid_key(value: &HeaderValue, uuid_only: bool) -> Option<String> {
+fn valid_key(value: &HeaderValue, uuid_only: bool, max_len: Option<usize>) -> Option<String> {
     let key = value.to_str().ok()?;
     if uuid_only {
         return uuid::Uuid::parse_str(key).ok().map(|_| key.to_owned());
     }
     let visible = key.bytes().all(|b| (0x21..=0x7e).contains(&b));
-    (!key.is_empty() && key.len() <= 255 && visible).then(|| key.to_owned())
+    (!key.is_empty() && key.len() <= max_len.unwrap_or(255) && visible).then(|| key.to_owned())
 }
 
 fn fingerprint(method: &Method, uri: &Uri, body: &Bytes) -> [u8; 32] {
@@ -705,6 +714,17 @@ fn problem_stored(status: StatusCode, kind: &str, detail: &str) -> Stored {
                 .to_string(),
         ),
     }
+}
+
+/// A `400` with `{"__type": TYPE}`, as AWS's JSON protocol names an error (`aws_errors`).
+fn aws_error(kind: &str) -> Response {
+    let body = json!({"__type": kind, "message": kind}).to_string();
+    (
+        StatusCode::BAD_REQUEST,
+        [("content-type", "application/x-amz-json-1.1")],
+        body,
+    )
+        .into_response()
 }
 
 /// A `409` with `{"error": {"code": CODE}}` (no problem type), with `Retry-After: 1` if asked.
