@@ -168,8 +168,10 @@ impl Template {
                 Piece::Marker => out.push_str(vars.marker),
                 Piece::Uuid => out.push_str(&uuid()),
                 Piece::Variant => out.push_str(&vars.variant.to_string()),
+                // The marker too, so a key that is the same in every run (the empty key, a raw
+                // one) names a resource of this run only.
                 Piece::KeyName => match vars.key {
-                    Some(key) => out.push_str(&key_name(key)),
+                    Some(key) => out.push_str(&key_name(&format!("{}\n{key}", vars.marker))),
                     None => out.push_str(&key_name(&uuid())),
                 },
                 Piece::Principal(name) => {

@@ -673,6 +673,18 @@ impl ContractSpec {
         if let Some(m) = self.key_at.as_ref().and_then(KeyAt::problem) {
             out.push((None, m));
         }
+        // The preset's form counts too: `gcp-request-id` sends UUIDs.
+        let uuid_keys = self.key_form == Some(KeyForm::Uuid)
+            || (self.key_form.is_none() && self.resolve().key_form == KeyForm::Uuid);
+        if let Some(n) = self.key_max_len.filter(|n| uuid_keys && *n < 36) {
+            out.push((
+                None,
+                format!(
+                    "key_max_len: {n} is shorter than the 36 characters of the UUID keys the \
+                     checks send (`key_form: uuid`); declare the limit the API documents"
+                ),
+            ));
+        }
         if let Some(n) = self
             .key_max_len
             .filter(|n| !(1..=MAX_KEY_MAX_LEN).contains(n))
@@ -806,5 +818,18 @@ mod tests {
                 .expect("parses")
                 .resolve();
         assert_eq!(moved.key_at, KeyAt::Header("X-Request-Id".into()));
+        // A limit shorter than the UUIDs the checks send is refused, the preset's form included.
+        for yaml in [
+            "key_form: uuid\nkey_max_len: 30",
+            "preset: gcp-request-id\nkey_max_len: 30",
+        ] {
+            let spec = serde_saphyr::from_str::<ContractSpec>(yaml).expect("parses");
+            assert!(
+                spec.problems()
+                    .iter()
+                    .any(|(_, m)| m.contains("36 characters")),
+                "{yaml}"
+            );
+        }
     }
 }

@@ -761,6 +761,14 @@ impl TargetProfile {
                 }
             }
         }
+        if self.operations.create.id_after.as_deref() == Some("") {
+            at(
+                &self.principals.referenced,
+                "operations.create.id_after is empty: give the text the id follows (e.g. \
+                 `/instances/`), or leave it out to take the value at `id` whole"
+                    .into(),
+            );
+        }
         for (op, headers) in self.operations.headers() {
             for (name, value) in &headers.value {
                 if let Err(m) = super::check_header(name, value) {

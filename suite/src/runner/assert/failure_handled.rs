@@ -82,8 +82,13 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
                 first.describe()
             ))
         } else {
+            let without = if header.is_empty() {
+                "with no replay marker (the contract names none)".to_owned()
+            } else {
+                format!("without `{header}`")
+            };
             Broken(format!(
-                "the retry got the same {} again, without `{header}`: the request that fails once \
+                "the retry got the same {} again, {without}: the request that fails once \
                  did not run again and succeed (stored and replayed without a marker, or refused \
                  before the handler both times); {who} says a 5xx is re-run",
                 first.describe()

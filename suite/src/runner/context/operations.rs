@@ -56,13 +56,22 @@ fn reference(long: &LongRunning, e: &Exchange) -> Option<String> {
     (!found.is_empty()).then_some(found)
 }
 
-/// The path and query to poll for `reference`: an absolute URL's, or the reference itself (with a
-/// leading `/`).
-fn poll_path(reference: &str) -> String {
-    match reference.split_once("://") {
+/// The path and query to poll for `reference` on `base_url`: an absolute URL's, or the reference
+/// itself (with a leading `/`), both from the host's root, so without the base URL's own path
+/// where they start with it (`https://h/compute/v1` and `…/compute/v1/projects/p/operations/o`).
+fn poll_path(reference: &str, base_url: &str) -> String {
+    let from_root = match reference.split_once("://") {
         Some((_, rest)) => rest.find('/').map_or("/".into(), |i| rest[i..].to_owned()),
         None if reference.starts_with('/') => reference.to_owned(),
         None => format!("/{reference}"),
+    };
+    let base_path = base_url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].trim_end_matches('/')))
+        .unwrap_or_default();
+    match from_root.strip_prefix(base_path) {
+        Some(rest) if !base_path.is_empty() && rest.starts_with('/') => rest.to_owned(),
+        _ => from_root,
     }
 }
 
@@ -117,7 +126,8 @@ impl CheckRun {
     ) -> Result<(), String> {
         let env = self.env();
         let who = env.principal(Some(principal))?;
-        let path = poll_path(reference);
+        let base_url = env.pick(&env.profile.base_urls.value).to_owned();
+        let path = poll_path(reference, &base_url);
         let started = Instant::now();
         let field = format!("operations.{}.operation", op_name(op));
         loop {
@@ -125,7 +135,7 @@ impl CheckRun {
                 .client
                 .send(RequestSpec {
                     step: "operation".into(),
-                    base_url: env.pick(&env.profile.base_urls.value).to_owned(),
+                    base_url: base_url.clone(),
                     method: "GET".into(),
                     path: path.clone(),
                     principal: who.name.clone(),
@@ -173,12 +183,26 @@ mod tests {
 
     #[test]
     fn an_absolute_reference_is_polled_by_its_path() {
+        let root = "http://127.0.0.1:1";
         assert_eq!(
-            poll_path("https://compute.example/v1/projects/p/operations/op-1?x=1"),
+            poll_path(
+                "https://compute.example/v1/projects/p/operations/op-1?x=1",
+                root
+            ),
             "/v1/projects/p/operations/op-1?x=1"
         );
-        assert_eq!(poll_path("/ops/1"), "/ops/1");
-        assert_eq!(poll_path("ops/1"), "/ops/1");
-        assert_eq!(poll_path("https://host"), "/");
+        assert_eq!(poll_path("/ops/1", root), "/ops/1");
+        assert_eq!(poll_path("ops/1", root), "/ops/1");
+        assert_eq!(poll_path("https://host", root), "/");
+        // A base URL with a path of its own: the reference's copy of it is not sent twice.
+        let prefixed = "http://127.0.0.1:1/compute/v1/";
+        assert_eq!(
+            poll_path(
+                "https://c.example/compute/v1/projects/p/operations/o",
+                prefixed
+            ),
+            "/projects/p/operations/o"
+        );
+        assert_eq!(poll_path("/other/o", prefixed), "/other/o");
     }
 }

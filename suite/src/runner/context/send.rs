@@ -243,7 +243,12 @@ impl Request<'_> {
         };
         let vars = TemplateVars::new(self.sender.marker(), variant)
             .as_principal(&principal.vars)
-            .with_key(key.as_deref());
+            // An sf-string key names the resource its bare form names: the API unquotes it.
+            .with_key(key.as_deref().map(|k| {
+                k.strip_prefix('"')
+                    .and_then(|k| k.strip_suffix('"'))
+                    .unwrap_or(k)
+            }));
         let uuid = || uuid::Uuid::new_v4().to_string();
         let target_id = || -> Result<String, String> {
             let on = self.on.as_deref().unwrap_or_default();
