@@ -18,8 +18,9 @@ const OBSERVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// A count of zero when this check saw the API answer `principal` 2xx with a created id is not a
 /// count: the profile's `list` cannot see what the API creates (an `items` or `marker` JSONPath
 /// that matches nothing, a list that ignores the marker), and judging "0 resources, expected 1"
-/// would FAIL a correct server. Two things make such a zero real: a DELETE the server carried out
-/// (the client heard its 2xx, or the proxy saw the upstream answer one while the client never
+/// would FAIL a correct server. Two things make such a zero real: a delete the server carried out
+/// (a request of the profile's `delete`, whatever its method: the client heard its 2xx, or the
+/// proxy saw the upstream answer one while the client never
 /// heard), and an id that is another principal's resource (the API answered `principal` with
 /// someone else's response: a leak, not a blind list).
 ///
@@ -31,6 +32,7 @@ pub(crate) async fn count_created(
     principal: &Principal,
     marker: &str,
     seen: &[Exchange],
+    is_delete: &(dyn Fn(&Exchange) -> bool + Sync),
 ) -> Result<u64, String> {
     let list = &env.profile.operations.list;
     let request = list_request(env, principal, marker);
@@ -52,7 +54,7 @@ pub(crate) async fn count_created(
                  `operations.list` in the target profile"
             ));
         }
-        if let Some(id) = unseen_created_id(env, principal, seen) {
+        if let Some(id) = unseen_created_id(env, principal, seen, is_delete) {
             return Err(format!(
                 "the profile's `list` ({method} {path}, items `{}`{}) found {} item(s) and none of \
                  this check's, although the API answered 2xx with id `{id}` for {}: check \
@@ -150,14 +152,15 @@ fn blind_list(
 }
 
 /// A created id this check received for `principal` that the list should show: none when the
-/// server carried out a DELETE of the check, and none that another principal also received.
-fn unseen_created_id(env: &Env, principal: &Principal, seen: &[Exchange]) -> Option<String> {
-    let delete_method = env
-        .profile
-        .operations
-        .delete
-        .as_ref()
-        .map(|d| d.method.as_str());
+/// server carried out a delete of the check (`is_delete` tells which requests were deletes, by
+/// the operation they drove, not by their method: a delete may be a POST, as a create is), and
+/// none that another principal also received.
+fn unseen_created_id(
+    env: &Env,
+    principal: &Principal,
+    seen: &[Exchange],
+    is_delete: &(dyn Fn(&Exchange) -> bool + Sync),
+) -> Option<String> {
     let deleted = |ex: &Exchange| {
         let upstream_did = ex
             .evidence
@@ -165,8 +168,7 @@ fn unseen_created_id(env: &Env, principal: &Principal, seen: &[Exchange]) -> Opt
             .as_ref()
             .and_then(|p| p.upstream_status)
             .is_some_and(|s| (200..300).contains(&s));
-        Some(ex.evidence.request.method.as_str()) == delete_method
-            && (ex.is_success() || upstream_did)
+        is_delete(ex) && (ex.is_success() || upstream_did)
     };
     if seen.iter().any(deleted) {
         return None;

@@ -205,7 +205,11 @@ impl CheckRun {
         let principal = self.env().principal(principal)?;
         self.settle().await?;
         let (seen, _) = self.paired();
-        observe::count_created(self.env(), principal, self.marker(), &seen).await
+        let is_delete = |e: &Exchange| {
+            self.sender.operation_of(&e.evidence.request.step)
+                == Some(idemspec_scenarios::scenario::Operation::Delete)
+        };
+        observe::count_created(self.env(), principal, self.marker(), &seen, &is_delete).await
     }
 
     /// Every exchange sent so far, in send order, each proxied one paired with what the proxy
