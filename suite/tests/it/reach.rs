@@ -34,6 +34,13 @@ fn assert_passes(report: &RunReport, at_least: usize) {
     assert!(passed >= at_least, "{}", table(report));
 }
 
+/// `report` judged its one check `verdict`, in a sentence that says `said`.
+fn judged_once(report: &RunReport, verdict: Verdict, said: &str) {
+    let o = &report.checks[0];
+    assert_eq!(o.verdict, verdict, "{}", table(report));
+    assert!(o.summary.contains(said), "{}", o.summary);
+}
+
 /// Runs the one scenario `text` (no built-in check) against `profile`.
 async fn run_scenario(profile: TargetProfile, text: &str) -> RunReport {
     let mut opts = RunOptions::new(Target::Profile(Box::new(profile)));
@@ -76,11 +83,92 @@ fn process_profile(port: u16, command: &str, extra: &str) -> TargetProfile {
 
 /// The alt-api profile with `edit` applied to its text, aimed at `api`.
 fn profile(api: &alt_api::AltApi, edit: impl Fn(&str) -> String) -> TargetProfile {
+    load(api, &edit(alt_api::PROFILE)).expect("profile loads")
+}
+
+/// `text` loaded as a target profile, with `api`'s environment.
+fn load(api: &alt_api::AltApi, text: &str) -> Result<TargetProfile, idemspec_scenarios::LoadError> {
     let env = api.env();
-    TargetProfile::load("alt-api.yaml", &edit(alt_api::PROFILE), &|var| {
+    TargetProfile::load("alt-api.yaml", text, &|var| {
         env.iter().find(|(k, _)| *k == var).map(|(_, v)| v.clone())
     })
-    .expect("profile loads")
+}
+
+// The alt profile shaped for the alt API's options, each an edit of its text.
+
+/// `tenant_in_path`: every path under the principal's project, given in its `vars`.
+fn in_projects(text: &str) -> String {
+    text.replace(
+        "/api/machines",
+        "/projects/{{principal.project}}/api/machines",
+    )
+    .replace(
+        "    headers: {X-Api-Key: alpha-key}\n",
+        "    headers: {X-Api-Key: alpha-key}\n    vars: {project: alpha}\n",
+    )
+    .replace(
+        "    headers: {X-Api-Key: beta-key}\n",
+        "    headers: {X-Api-Key: beta-key}\n    vars: {project: beta}\n",
+    )
+}
+
+/// `names_in_body`: every create names its machine `name` (a template).
+fn naming(text: &str, name: &str) -> String {
+    text.replace(
+        r#""tag":"{{marker}}"}'"#,
+        &format!(r#""tag":"{{{{marker}}}}","name":"{name}"}}'"#),
+    )
+}
+
+/// `operations_by_header`: each operation names itself in `X-Operation`, and the list is a `POST`
+/// with a body.
+fn named_operations(text: &str) -> String {
+    text.replace(
+        "  create:\n    path: /api/machines\n",
+        "  create:\n    path: /api/machines\n    headers: {X-Operation: CreateMachine}\n",
+    )
+    .replace(
+        "  list:\n    path: \"/api/machines?tag={{marker}}\"\n",
+        "  list:\n    method: POST\n    path: /api/machines/search\n    body: '{\"tag\":\"{{marker}}\"}'\n    headers: {X-Operation: ListMachines}\n",
+    )
+    .replace(
+        "  get: {path: \"/api/machines/{id}\"}",
+        "  get: {path: \"/api/machines/{id}\", headers: {X-Operation: GetMachine}}",
+    )
+    .replace(
+        "  delete: {path: \"/api/machines/{id}\"}",
+        "  delete: {path: \"/api/machines/{id}\", headers: {X-Operation: DeleteMachine}}",
+    )
+    .replace(
+        "effect: $.data.restarts}",
+        "effect: $.data.restarts, headers: {X-Operation: RestartMachine}}",
+    )
+}
+
+/// `operations`: the id read from the Operation's `targetLink`.
+fn id_in_link(text: &str) -> String {
+    text.replace(
+        "    id: $.data.uuid\n",
+        "    id: $.targetLink\n    id_after: /machines/\n",
+    )
+}
+
+/// `operations`: the id read from the Operation's `targetLink`, and the Operation declared.
+fn polled(text: &str) -> String {
+    id_in_link(text).replace(
+        "    id_after: /machines/\n",
+        "    id_after: /machines/\n    operation:\n      poll: {json: $.selfLink}\n      done: {at: $.status, is: DONE}\n      within: 10s\n",
+    )
+}
+
+/// Under `preset` instead of the alt profile's `stripe-v1` and its mismatch status, keeping what
+/// the alt API does that no cloud preset says: it stores a 5xx.
+fn under_preset(text: &str, preset: &str) -> String {
+    text.replace(
+        "  preset: stripe-v1\n",
+        &format!("  preset: {preset}\n  replays_5xx: true\n"),
+    )
+    .replace("  mismatch_status: [422]\n", "")
 }
 
 /// The alt-api profile without hooks (no admin switches), so the checks use its request variants
@@ -271,9 +359,7 @@ async fn a_slow_handler_without_a_declared_ttl_is_skipped_with_that_reason() {
     let api = alt_api::start().await;
     let no_ttl = |text: &str| failing_by_request(text).replace("  in_flight_ttl: 2s\n", "");
     let report = run_profile(profile(&api, no_ttl), &["slow-handler-outlives-ttl"]).await;
-    let o = &report.checks[0];
-    assert_eq!(o.verdict, Verdict::Skip, "{}", table(&report));
-    assert!(o.summary.contains("in_flight_ttl"), "{}", o.summary);
+    judged_once(&report, Verdict::Skip, "in_flight_ttl");
 }
 
 /// A target that takes longer than its in-flight TTL to restart, and whose first answer after the
@@ -390,26 +476,7 @@ async fn a_tenant_in_the_path_and_names_per_key_pass_the_catalogue() {
         ..alt_api::Options::default()
     })
     .await;
-    let shaped = |name: &'static str| {
-        move |text: &str| {
-            text.replace(
-                "/api/machines",
-                "/projects/{{principal.project}}/api/machines",
-            )
-            .replace(
-                "    headers: {X-Api-Key: alpha-key}\n",
-                "    headers: {X-Api-Key: alpha-key}\n    vars: {project: alpha}\n",
-            )
-            .replace(
-                "    headers: {X-Api-Key: beta-key}\n",
-                "    headers: {X-Api-Key: beta-key}\n    vars: {project: beta}\n",
-            )
-            .replace(
-                r#""tag":"{{marker}}"}'"#,
-                &format!(r#""tag":"{{{{marker}}}}","name":"{name}"}}'"#),
-            )
-        }
-    };
+    let shaped = |name: &'static str| move |text: &str| naming(&in_projects(text), name);
     let report = run_profile(profile(&api, shaped("{{key_name}}")), &[]).await;
     assert_passes(&report, 16);
     let one_name = run_profile(
@@ -423,13 +490,9 @@ async fn a_tenant_in_the_path_and_names_per_key_pass_the_catalogue() {
         "{}",
         table(&one_name)
     );
-    let env = api.env();
     let without_vars =
         shaped("{{key_name}}")(alt_api::PROFILE).replace("    vars: {project: beta}\n", "");
-    let err = TargetProfile::load("alt-api.yaml", &without_vars, &|var| {
-        env.iter().find(|(k, _)| *k == var).map(|(_, v)| v.clone())
-    })
-    .expect_err("a principal without the variable is refused");
+    let err = load(&api, &without_vars).expect_err("a principal without the variable is refused");
     let err = format!("{err:#}");
     assert!(
         err.contains("principal `beta` has no `project`") && err.contains("operations.create.path"),
@@ -448,43 +511,20 @@ async fn operations_named_by_a_header_and_a_list_with_a_body_pass_the_catalogue(
         ..alt_api::Options::default()
     })
     .await;
-    let shaped = |text: &str| {
-        text.replace(
-            "  create:\n    path: /api/machines\n",
-            "  create:\n    path: /api/machines\n    headers: {X-Operation: CreateMachine}\n",
-        )
-        .replace(
-            "  list:\n    path: \"/api/machines?tag={{marker}}\"\n",
-            "  list:\n    method: POST\n    path: /api/machines/search\n    body: '{\"tag\":\"{{marker}}\"}'\n    headers: {X-Operation: ListMachines}\n",
-        )
-        .replace(
-            "  get: {path: \"/api/machines/{id}\"}",
-            "  get: {path: \"/api/machines/{id}\", headers: {X-Operation: GetMachine}}",
-        )
-        .replace(
-            "  delete: {path: \"/api/machines/{id}\"}",
-            "  delete: {path: \"/api/machines/{id}\", headers: {X-Operation: DeleteMachine}}",
-        )
-        .replace(
-            "effect: $.data.restarts}",
-            "effect: $.data.restarts, headers: {X-Operation: RestartMachine}}",
-        )
-    };
     assert!(
-        shaped(alt_api::PROFILE).matches("X-Operation").count() == 5,
+        named_operations(alt_api::PROFILE)
+            .matches("X-Operation")
+            .count()
+            == 5,
         "the fixture changed"
     );
-    let report = run_profile(profile(&api, shaped), &[]).await;
+    let report = run_profile(profile(&api, named_operations), &[]).await;
     assert_passes(&report, 16);
-    let env = api.env();
-    let bad = shaped(alt_api::PROFILE).replace(
+    let bad = named_operations(alt_api::PROFILE).replace(
         "{X-Operation: CreateMachine}",
         "{\"X Operation\": CreateMachine}",
     );
-    let err = TargetProfile::load("alt-api.yaml", &bad, &|var| {
-        env.iter().find(|(k, _)| *k == var).map(|(_, v)| v.clone())
-    })
-    .expect_err("a header name with a space is refused");
+    let err = load(&api, &bad).expect_err("a header name with a space is refused");
     let err = format!("{err:#}");
     assert!(
         err.contains("operations.create.headers") && err.contains("alt-api.yaml:"),
@@ -520,9 +560,7 @@ async fn the_key_too_long_is_one_past_the_declared_limit() {
         )
     });
     let report = run_profile(limited, &["key-validation"]).await;
-    let o = &report.checks[0];
-    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
-    assert!(o.summary.contains("a 65-character key"), "{}", o.summary);
+    judged_once(&report, Verdict::Fail, "a 65-character key");
     let report = run_profile(profile(&api, str::to_owned), &["key-validation"]).await;
     assert_eq!(
         report.checks[0].verdict,
@@ -584,18 +622,7 @@ async fn a_create_that_answers_an_operation_is_judged_once_it_settles() {
         ..alt_api::Options::default()
     })
     .await;
-    let id_in_link = |t: &str| {
-        t.replace(
-            "    id: $.data.uuid\n",
-            "    id: $.targetLink\n    id_after: /machines/\n",
-        )
-    };
-    let declared = profile(&api, |t| {
-        id_in_link(t).replace(
-            "    id_after: /machines/\n",
-            "    id_after: /machines/\n    operation:\n      poll: {json: $.selfLink}\n      done: {at: $.status, is: DONE}\n      within: 10s\n",
-        )
-    });
+    let declared = profile(&api, polled);
     let report = run_profile(declared, &[]).await;
     assert_passes(&report, 14);
     let undeclared = run_profile(
@@ -656,13 +683,7 @@ async fn a_mismatch_answered_with_the_original_is_judged_by_the_contract() {
     );
     let refuses = alt_api::start().await;
     let report = run_profile(profile(&refuses, original), &["fingerprint-mismatch"]).await;
-    let o = &report.checks[0];
-    assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
-    assert!(
-        o.summary.contains("`mismatch_answer: original`"),
-        "{}",
-        o.summary
-    );
+    judged_once(&report, Verdict::Fail, "`mismatch_answer: original`");
 }
 
 /// A Google-Compute-shaped API, all at once: `requestId` a UUID in the query, each principal's
@@ -684,22 +705,10 @@ async fn a_google_shaped_api_passes_under_the_gcp_preset() {
     })
     .await;
     let google = |t: &str| {
-        t.replace("  preset: stripe-v1\n", "  preset: gcp-request-id\n  replays_5xx: true\n")
-            .replace("  mismatch_status: [422]\n", "")
-            .replace("/api/machines", "/projects/{{principal.project}}/api/machines")
-            .replace(
-                "    headers: {X-Api-Key: alpha-key}\n",
-                "    headers: {X-Api-Key: alpha-key}\n    vars: {project: alpha}\n",
-            )
-            .replace(
-                "    headers: {X-Api-Key: beta-key}\n",
-                "    headers: {X-Api-Key: beta-key}\n    vars: {project: beta}\n",
-            )
-            .replace(r#""tag":"{{marker}}"}'"#, r#""tag":"{{marker}}","name":"{{key_name}}"}'"#)
-            .replace(
-                "    id: $.data.uuid\n",
-                "    id: $.targetLink\n    id_after: /machines/\n    operation:\n      poll: {json: $.selfLink}\n      done: {at: $.status, is: DONE}\n",
-            )
+        naming(
+            &in_projects(&polled(&under_preset(t, "gcp-request-id"))),
+            "{{key_name}}",
+        )
     };
     let report = run_profile(profile(&api, google), &[]).await;
     assert_passes(&report, 14);
@@ -720,39 +729,14 @@ async fn an_aws_shaped_api_passes_under_the_aws_preset() {
         ..alt_api::Options::default()
     })
     .await;
-    let aws = |t: &str| {
-        t.replace("  preset: stripe-v1\n", "  preset: aws-client-token\n  replays_5xx: true\n")
-            .replace("  mismatch_status: [422]\n", "")
-            .replace(
-                "  create:\n    path: /api/machines\n",
-                "  create:\n    path: /api/machines\n    headers: {X-Operation: CreateMachine}\n",
-            )
-            .replace(
-                "  list:\n    path: \"/api/machines?tag={{marker}}\"\n",
-                "  list:\n    method: POST\n    path: /api/machines/search\n    body: '{\"tag\":\"{{marker}}\"}'\n    headers: {X-Operation: ListMachines}\n",
-            )
-            .replace(
-                "  get: {path: \"/api/machines/{id}\"}",
-                "  get: {path: \"/api/machines/{id}\", headers: {X-Operation: GetMachine}}",
-            )
-            .replace(
-                "  delete: {path: \"/api/machines/{id}\"}",
-                "  delete: {path: \"/api/machines/{id}\", headers: {X-Operation: DeleteMachine}}",
-            )
-            .replace(
-                "effect: $.data.restarts}",
-                "effect: $.data.restarts, headers: {X-Operation: RestartMachine}}",
-            )
-    };
+    let aws = |t: &str| named_operations(&under_preset(t, "aws-client-token"));
     let report = run_profile(profile(&api, aws), &[]).await;
     assert_passes(&report, 14);
     // The action named wrongly: a plain 400 for any key, which is not the mismatch.
     let wrong_action =
         |t: &str| aws(t).replace("X-Operation: RestartMachine", "X-Operation: Reboot");
     let report = run_profile(profile(&api, wrong_action), &["endpoint-scope"]).await;
-    let o = &report.checks[0];
-    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
-    assert!(o.summary.contains("`control`"), "{}", o.summary);
+    judged_once(&report, Verdict::Unknown, "`control`");
 }
 
 /// A target idemspec starts from its profile's `process` is killed mid-handler (its whole process
@@ -1368,13 +1352,7 @@ async fn conflicts_told_apart_by_retry_after_and_error_code_are_distinguishable(
         t.replace("  mismatch_status: [422]\n", "  mismatch_status: [409]\n")
     });
     let report = run_profile(both_409, &["fingerprint-mismatch"]).await;
-    let o = &report.checks[0];
-    assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
-    assert!(
-        o.summary.contains("conflicts are distinguishable"),
-        "{}",
-        o.summary
-    );
+    judged_once(&report, Verdict::Pass, "conflicts are distinguishable");
 }
 
 /// Refusals known by their body: both conflicts are a `409`, told apart only by `error.code`. With
