@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{expand_env, Contract, ContractSpec, ResourcePath};
 use crate::load::{from_yaml, LoadError, Spanned};
+use crate::scenario::Operation;
 use crate::template::Template;
 use crate::value::JsonPathExpr;
 
@@ -338,41 +339,40 @@ pub struct SlowVariant {
 }
 
 impl Operations {
+    /// The long-running operation `op`'s answers name, where the profile declares one.
+    pub fn long_running_of(&self, op: Operation) -> Option<&Spanned<LongRunning>> {
+        match op {
+            Operation::Create => self.create.operation.as_ref(),
+            Operation::Delete => self.delete.as_ref()?.operation.as_ref(),
+            Operation::Action => self.action.as_ref()?.operation.as_ref(),
+            Operation::List | Operation::Get => None,
+        }
+    }
+
+    /// The headers `op`'s requests carry besides the principal's, where the profile gives some.
+    pub fn headers_of(&self, op: Operation) -> Option<&Spanned<BTreeMap<String, String>>> {
+        match op {
+            Operation::Create => self.create.headers.as_ref(),
+            Operation::List => self.list.headers.as_ref(),
+            Operation::Get => self.get.as_ref()?.headers.as_ref(),
+            Operation::Delete => self.delete.as_ref()?.headers.as_ref(),
+            Operation::Action => self.action.as_ref()?.headers.as_ref(),
+        }
+    }
+
     /// Every operation that answers with a long-running operation, with its name.
     pub fn long_running(&self) -> Vec<(&'static str, &Spanned<LongRunning>)> {
-        let all = [
-            ("create", self.create.operation.as_ref()),
-            (
-                "delete",
-                self.delete.as_ref().and_then(|o| o.operation.as_ref()),
-            ),
-            (
-                "action",
-                self.action.as_ref().and_then(|o| o.operation.as_ref()),
-            ),
-        ];
-        all.into_iter()
-            .filter_map(|(op, l)| l.map(|l| (op, l)))
+        Operation::ALL
+            .into_iter()
+            .filter_map(|op| Some((op.name(), self.long_running_of(op)?)))
             .collect()
     }
 
     /// Every operation's own headers, with the operation's name.
     pub fn headers(&self) -> Vec<(&'static str, &Spanned<BTreeMap<String, String>>)> {
-        let all = [
-            ("create", self.create.headers.as_ref()),
-            ("list", self.list.headers.as_ref()),
-            ("get", self.get.as_ref().and_then(|o| o.headers.as_ref())),
-            (
-                "delete",
-                self.delete.as_ref().and_then(|o| o.headers.as_ref()),
-            ),
-            (
-                "action",
-                self.action.as_ref().and_then(|o| o.headers.as_ref()),
-            ),
-        ];
-        all.into_iter()
-            .filter_map(|(op, h)| h.map(|h| (op, h)))
+        Operation::ALL
+            .into_iter()
+            .filter_map(|op| Some((op.name(), self.headers_of(op)?)))
             .collect()
     }
 

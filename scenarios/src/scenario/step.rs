@@ -21,6 +21,28 @@ pub enum Operation {
     Action,
 }
 
+impl Operation {
+    /// Every operation, in the order a profile lists them.
+    pub const ALL: [Operation; 5] = [
+        Operation::Create,
+        Operation::List,
+        Operation::Get,
+        Operation::Delete,
+        Operation::Action,
+    ];
+
+    /// Its name as profiles and scenarios write it (`create`, `list`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Create => "create",
+            Operation::List => "list",
+            Operation::Get => "get",
+            Operation::Delete => "delete",
+            Operation::Action => "action",
+        }
+    }
+}
+
 /// A profile hook a step calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use idemspec_scenarios::profile::{Contract, Principal, TargetProfile};
-use idemspec_scenarios::scenario::HookName;
+use idemspec_scenarios::scenario::{HookName, Operation};
 
 use crate::client::{Client, Exchange};
 use crate::hooks::HookRunner;
@@ -27,6 +27,34 @@ pub(crate) struct Env {
 }
 
 impl Env {
+    /// The headers a request of `op` sends as `principal`: the principal's, then `content_type`
+    /// as `Content-Type` unless the operation gives its own (an API's vendor type), then the
+    /// operation's own.
+    pub(crate) fn headers_for(
+        &self,
+        principal: &Principal,
+        op: Operation,
+        content_type: Option<String>,
+    ) -> Vec<(String, String)> {
+        let own = self.profile.operations.headers_of(op).map(|h| &h.value);
+        let own_type =
+            own.is_some_and(|h| h.keys().any(|n| n.eq_ignore_ascii_case("content-type")));
+        let mut headers: Vec<(String, String)> = principal
+            .headers
+            .iter()
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
+        if let Some(ct) = content_type.filter(|_| !own_type) {
+            headers.push(("Content-Type".into(), ct));
+        }
+        headers.extend(
+            own.into_iter()
+                .flatten()
+                .map(|(n, v)| (n.clone(), v.clone())),
+        );
+        headers
+    }
+
     pub(crate) fn new(
         profile: TargetProfile,
         hooks: Arc<dyn HookRunner>,

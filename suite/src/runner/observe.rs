@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use idemspec_scenarios::profile::Principal;
+use idemspec_scenarios::scenario::Operation;
 use idemspec_scenarios::template::TemplateVars;
 
 use super::env::Env;
@@ -272,24 +273,8 @@ pub(crate) fn list_request(env: &Env, principal: &Principal, marker: &str) -> Li
     let vars = TemplateVars::new(marker, 1).as_principal(&principal.vars);
     let uuid = || uuid::Uuid::new_v4().to_string();
     let body = list.body.as_ref().map(|b| b.render(&vars, uuid));
-    let mut headers: Vec<(String, String)> = principal
-        .headers
-        .iter()
-        .map(|(n, v)| (n.clone(), v.clone()))
-        .collect();
-    let own_type = list.headers.as_ref().is_some_and(|h| {
-        h.value
-            .keys()
-            .any(|n| n.eq_ignore_ascii_case("content-type"))
-    });
-    if body.is_some() && !own_type {
-        headers.push(("Content-Type".into(), "application/json".into()));
-    }
-    headers.extend(
-        list.headers
-            .iter()
-            .flat_map(|h| h.value.iter().map(|(n, v)| (n.clone(), v.clone()))),
-    );
+    let content_type = body.as_ref().map(|_| "application/json".to_owned());
+    let headers = env.headers_for(principal, Operation::List, content_type);
     ListRequest {
         method: list.method.clone(),
         path: list.path.render(&vars, uuid),

@@ -257,7 +257,7 @@ impl Request<'_> {
                 .ok_or_else(|| format!("step `{on}` created no resource with an id to act on"))
         };
         let missing = |what: &str| format!("the target profile has no `operations.{what}`");
-        let (method, path, body, content_type, op_headers) = match self.op {
+        let (method, path, body, content_type) = match self.op {
             Operation::Create => {
                 let (body, path) = self.create_templates()?;
                 (
@@ -265,37 +265,30 @@ impl Request<'_> {
                     path.render(&vars, uuid),
                     Some(body.render(&vars, uuid)),
                     Some(ops.create.content_type.clone()),
-                    ops.create.headers.as_ref(),
                 )
             }
             Operation::List => {
                 let body = ops.list.body.as_ref().map(|b| b.render(&vars, uuid));
                 let ct = body.as_ref().map(|_| "application/json".to_owned());
                 let path = ops.list.path.render(&vars, uuid);
-                (
-                    ops.list.method.clone(),
-                    path,
-                    body,
-                    ct,
-                    ops.list.headers.as_ref(),
-                )
+                (ops.list.method.clone(), path, body, ct)
             }
             Operation::Get => {
                 let get = ops.get.as_ref().ok_or_else(|| missing("get"))?;
                 let path = get.path.value.render(&vars, uuid, &target_id()?);
-                ("GET".into(), path, None, None, get.headers.as_ref())
+                ("GET".into(), path, None, None)
             }
             Operation::Delete => {
                 let del = ops.delete.as_ref().ok_or_else(|| missing("delete"))?;
                 let path = del.path.value.render(&vars, uuid, &target_id()?);
-                (del.method.clone(), path, None, None, del.headers.as_ref())
+                (del.method.clone(), path, None, None)
             }
             Operation::Action => {
                 let act = ops.action.as_ref().ok_or_else(|| missing("action"))?;
                 let path = act.path.value.render(&vars, uuid, &target_id()?);
                 let body = act.body.as_ref().map(|b| b.render(&vars, uuid));
                 let ct = body.as_ref().map(|_| "application/json".to_owned());
-                (act.method.clone(), path, body, ct, act.headers.as_ref())
+                (act.method.clone(), path, body, ct)
             }
         };
         let (mut path, mut body, mut content_type) = (path, body, content_type);
@@ -312,25 +305,7 @@ impl Request<'_> {
             Some(urls) if via_proxy => env.pick(urls),
             _ => env.pick(&env.profile.base_urls.value),
         };
-        let mut headers: Vec<(String, String)> = principal
-            .headers
-            .iter()
-            .map(|(n, v)| (n.clone(), v.clone()))
-            .collect();
-        // An operation's own Content-Type (an API's vendor type) stands instead of the default.
-        let own_type = op_headers.is_some_and(|h| {
-            h.value
-                .keys()
-                .any(|n| n.eq_ignore_ascii_case("content-type"))
-        });
-        if let Some(ct) = content_type.filter(|_| !own_type) {
-            headers.push(("Content-Type".into(), ct));
-        }
-        headers.extend(
-            op_headers
-                .iter()
-                .flat_map(|h| h.value.iter().map(|(n, v)| (n.clone(), v.clone()))),
-        );
+        let mut headers = env.headers_for(principal, self.op, content_type);
         headers.extend(key_header);
         if via_proxy {
             headers.push((STEP_HEADER.into(), self.step.clone()));
