@@ -25,13 +25,13 @@ mod step;
 use serde::{Deserialize, Serialize};
 
 pub use assertion::{
-    AssertKind, Assertion, Conflict, ConflictKind, Consistent, Created, EffectDelta,
+    AssertKind, Assertion, Conflict, ConflictKind, ConflictSteps, Consistent, Created, EffectDelta,
     FailureHandled, FaultApplied, HeaderPresent, LockReleased, Overlapped, SameResponse,
-    SideEffects, StatusPattern, StatusSet, StepList, StepPair, StepRef, StepRefs, SucceededWithin,
-    UpstreamOutcome,
+    SideEffects, StatusPattern, StatusSet, StepChoice, StepList, StepPair, StepRef, StepRefs,
+    SucceededWithin, UpstreamOutcome,
 };
 pub use isolation::{AloneReason, Isolation};
-pub use step::{BodyVariant, HookName, KeySpec, Operation, RetrySpec, Step, Via, Within};
+pub use step::{BodyVariant, HookName, KeySpec, Operation, RetrySpec, Step, Via, Wait, Within};
 
 use crate::load::{from_yaml, LoadError, Spanned};
 use crate::rules::{duplicate_message, duplicate_name, Fault, Rule};

@@ -247,9 +247,9 @@ pub struct Step {
     /// A request.
     #[serde(default)]
     pub op: Option<Operation>,
-    /// A pause.
+    /// A pause, or a wait until an earlier background request was sent.
     #[serde(default)]
-    pub wait: Option<HumanDuration>,
+    pub wait: Option<Wait>,
     /// A hook call.
     #[serde(default)]
     pub hook: Option<HookName>,
@@ -323,6 +323,13 @@ impl Step {
             }
             _ => {}
         }
+        if let Some(Wait::Sent { sent, .. }) = &self.wait {
+            if !earlier.contains(sent) {
+                return Err(format!(
+                    "`wait: {{sent: {sent}}}` does not name an earlier step"
+                ));
+            }
+        }
         if let Some(every) = self.retry.as_ref().map(|r| r.every.0) {
             if every < RETRY_EVERY_MIN {
                 return Err(format!(
@@ -334,7 +341,7 @@ impl Step {
             }
         }
         let timings = [
-            ("wait", self.wait.map(|d| d.0)),
+            ("wait", self.wait.as_ref().map(Wait::longest_pause)),
             ("timeout", self.timeout.map(|d| d.0)),
             ("retry.every", self.retry.as_ref().map(|r| r.every.0)),
             ("retry.within", self.retry.as_ref().map(|r| r.within.extra)),
@@ -345,6 +352,76 @@ impl Step {
             }
         }
         Ok(())
+    }
+}
+
+/// A `wait` step: a fixed pause (`wait: 200ms`), or until an earlier background request has been
+/// sent whole, then an optional pause (`wait: {sent: slow, then: 50ms}`).
+///
+/// `sent` is the condition a "let the first request reach the server" pause stands in for: the
+/// request's last byte was handed to its connection (or the request ended, whichever comes first),
+/// so a slow connect or a busy runner does not reorder the two requests. `then` is the target's
+/// own time to take up a request it has read (claim its key), which no client can observe.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Wait {
+    /// Pause this long.
+    For(HumanDuration),
+    /// Until the named step's first request was sent whole, then `then`.
+    Sent {
+        /// An earlier step (normally `background: true`).
+        sent: String,
+        /// A pause after it was sent (default none).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        then: Option<HumanDuration>,
+    },
+}
+
+impl Wait {
+    /// The fixed part of the wait, for the step limit.
+    fn longest_pause(&self) -> std::time::Duration {
+        match self {
+            Wait::For(d) => d.0,
+            Wait::Sent { then, .. } => then.map_or(std::time::Duration::ZERO, |d| d.0),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Wait {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de;
+
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Sent {
+            sent: String,
+            #[serde(default)]
+            then: Option<HumanDuration>,
+        }
+
+        struct Visitor;
+
+        impl<'de> de::Visitor<'de> for Visitor {
+            type Value = Wait;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "a duration such as `200ms`, or `{sent: <earlier step>, then: <duration>}`",
+                )
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Wait, E> {
+                HumanDuration::deserialize(de::value::StrDeserializer::<E>::new(v)).map(Wait::For)
+            }
+
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Wait, A::Error> {
+                let Sent { sent, then } =
+                    Sent::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Wait::Sent { sent, then })
+            }
+        }
+
+        d.deserialize_any(Visitor)
     }
 }
 

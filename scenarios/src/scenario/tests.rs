@@ -269,3 +269,75 @@ assert:
     let err = Scenario::load("s.yaml", &text).unwrap_err().to_string();
     assert!(err.contains("step name `retry-twin` is taken"), "{err}");
 }
+
+#[test]
+fn a_wait_is_a_pause_or_until_an_earlier_request_was_sent() {
+    let with_wait = |wait: &str| {
+        LOST.replace(
+            "  - {name: retry,",
+            &format!("  - {{wait: {wait}}}\n  - {{name: retry,"),
+        )
+    };
+    let s = Scenario::load("s.yaml", &with_wait("200ms")).unwrap();
+    assert_eq!(
+        s.steps[1].value.wait,
+        Some(Wait::For(crate::value::HumanDuration(
+            std::time::Duration::from_millis(200)
+        )))
+    );
+    let s = Scenario::load("s.yaml", &with_wait("{sent: first, then: 50ms}")).unwrap();
+    assert_eq!(
+        s.steps[1].value.wait,
+        Some(Wait::Sent {
+            sent: "first".into(),
+            then: Some(crate::value::HumanDuration(
+                std::time::Duration::from_millis(50)
+            )),
+        })
+    );
+    for (wait, said) in [
+        (
+            "{sent: later}",
+            "`wait: {sent: later}` does not name an earlier step",
+        ),
+        (
+            "{sent: first, then: 2h}",
+            "`wait: 2h` is longer than the limit of 1h",
+        ),
+        ("{sent: first, after: 1s}", "unknown field `after`"),
+        (
+            "[first]",
+            "a duration such as `200ms`, or `{sent: <earlier step>",
+        ),
+        ("soon", "invalid duration `soon`"),
+    ] {
+        let err = Scenario::load("s.yaml", &with_wait(wait)).unwrap_err();
+        assert_eq!(err.line, 8, "{wait}: {err}");
+        assert!(err.message.contains(said), "{wait}: {err}");
+    }
+}
+
+#[test]
+fn a_distinct_problems_entry_is_a_step_or_a_list_of_steps() {
+    let text = LOST.replace(
+        "  - created: {equals: 1}",
+        "  - distinct_problems: {steps: [first, [retry, first]]}",
+    );
+    let s = Scenario::load("s.yaml", &text).unwrap();
+    assert_eq!(
+        s.assertions[1].value.steps(),
+        vec!["first", "retry", "first"]
+    );
+    for (entry, said) in [
+        ("[first, [retry, nope]]", "nope"),
+        ("[first, []]", "a list of steps needs at least one step"),
+        ("[first, {a: b}]", "a step name, or a list of step names"),
+    ] {
+        let text = LOST.replace(
+            "  - created: {equals: 1}",
+            &format!("  - distinct_problems: {{steps: {entry}}}"),
+        );
+        let err = Scenario::load("s.yaml", &text).unwrap_err();
+        assert!(err.message.contains(said), "{entry}: {err}");
+    }
+}

@@ -27,6 +27,39 @@ pub struct RequestSpec {
     pub timeout: Duration,
     /// Whether `base_url` is the proxy.
     pub via_proxy: bool,
+    /// Told when the request was sent whole (see [`SentMark`]); `None` for most requests.
+    pub sent: Option<SentMark>,
+}
+
+/// Tells whoever waits on it that a request was sent whole: its last body byte was handed to the
+/// connection (a request without a body: when it starts), or the exchange ended without that.
+/// Clones share one mark; it is set once and stays set.
+#[derive(Debug, Clone)]
+pub struct SentMark(std::sync::Arc<tokio::sync::watch::Sender<bool>>);
+
+impl SentMark {
+    /// A mark not yet set.
+    pub fn new() -> Self {
+        Self(std::sync::Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+
+    /// Sets the mark (again: no effect).
+    pub fn set(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Returns once the mark is set.
+    pub async fn sent(&self) {
+        let mut rx = self.0.subscribe();
+        // The sender lives in `self`, so the channel cannot close while this waits.
+        let _ = rx.wait_for(|sent| *sent).await;
+    }
+}
+
+impl Default for SentMark {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// A sent request and everything observed about it.

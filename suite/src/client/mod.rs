@@ -3,7 +3,7 @@
 
 mod exchange;
 
-pub use exchange::{Exchange, RequestSpec};
+pub use exchange::{Exchange, RequestSpec, SentMark};
 
 use std::time::{Duration, Instant};
 
@@ -72,6 +72,9 @@ impl Client {
             via_proxy: spec.via_proxy,
         };
         let started = Instant::now();
+        // However the exchange ends, a request that will never be sent counts as sent: a waiter
+        // must not wait past the exchange.
+        let _ended = spec.sent.clone().map(SetOnDrop);
         let result = self.exchange(&spec).await;
         let elapsed_ms = started.elapsed().as_millis() as u64;
         let mut evidence = Evidence {
@@ -142,8 +145,16 @@ impl Client {
                 .map_err(|_| format!("header `{name}` has a value HTTP cannot carry"))?;
             req = req.header(name.as_str(), value);
         }
-        if let Some(body) = &spec.body {
-            req = req.body(body.clone());
+        match (&spec.body, &spec.sent) {
+            (Some(body), Some(mark)) => {
+                req = req.body(reqwest::Body::wrap(MarkedBody {
+                    data: Some(bytes::Bytes::from(body.clone())),
+                    _sent: SetOnDrop(mark.clone()),
+                }));
+            }
+            (Some(body), None) => req = req.body(body.clone()),
+            (None, Some(mark)) => mark.set(),
+            (None, None) => {}
         }
         let timeout_ms = spec.timeout.as_millis();
         let describe = move |e: reqwest::Error| describe_error(&e, timeout_ms);
@@ -160,6 +171,43 @@ impl Client {
 impl Default for Client {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Sets its mark when dropped.
+struct SetOnDrop(SentMark);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.set();
+    }
+}
+
+/// A request body whose mark is set once the HTTP client is done with it: hyper drops a body
+/// after handing its last frame to the connection's write buffer (or when the request fails).
+/// Its exact size keeps the request's `Content-Length`, as a plain body would have it.
+struct MarkedBody {
+    data: Option<bytes::Bytes>,
+    _sent: SetOnDrop,
+}
+
+impl http_body::Body for MarkedBody {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::task::Poll::Ready(self.data.take().map(|d| Ok(http_body::Frame::data(d))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_none()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64))
     }
 }
 
@@ -190,4 +238,84 @@ pub fn excerpt(body: &[u8]) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    fn spec(base_url: String, body: Option<&str>, mark: &SentMark) -> RequestSpec {
+        RequestSpec {
+            step: "slow".into(),
+            base_url,
+            method: "POST".into(),
+            path: "/things".into(),
+            principal: "A".into(),
+            headers: vec![("content-type".into(), "application/json".into())],
+            key: None,
+            body: body.map(str::to_owned),
+            timeout: Duration::from_secs(30),
+            via_proxy: false,
+            sent: Some(mark.clone()),
+        }
+    }
+
+    /// The mark is set once the request was written whole, while its answer is still outstanding
+    /// (the server never answers), and the server got the body with its `Content-Length`.
+    #[tokio::test]
+    async fn a_request_is_marked_sent_before_its_answer() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (got_tx, got_rx) = tokio::sync::oneshot::channel::<String>();
+        tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !String::from_utf8_lossy(&seen).ends_with("{\"n\":1}") {
+                let n = conn.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the client closed before the body");
+                seen.extend_from_slice(&buf[..n]);
+            }
+            got_tx.send(String::from_utf8_lossy(&seen).into()).unwrap();
+            // Never answers; holds the connection until the test ends.
+            std::future::pending::<()>().await;
+        });
+        let mark = SentMark::new();
+        let client = Client::new();
+        let exchange = tokio::spawn({
+            let spec = spec(base, Some("{\"n\":1}"), &mark);
+            async move { client.send(spec).await }
+        });
+        tokio::time::timeout(Duration::from_secs(5), mark.sent())
+            .await
+            .expect("marked sent while the answer is outstanding");
+        assert!(!exchange.is_finished(), "the exchange is still waiting");
+        let received = tokio::time::timeout(Duration::from_secs(5), got_rx)
+            .await
+            .expect("the server read the request")
+            .unwrap();
+        assert!(
+            received.to_ascii_lowercase().contains("content-length: 7"),
+            "{received}"
+        );
+        exchange.abort();
+    }
+
+    /// A request that can never be sent (nothing listens) still sets the mark, so a wait on it
+    /// ends with the exchange; so does a request without a body.
+    #[tokio::test]
+    async fn a_request_that_fails_or_has_no_body_is_marked_too() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed = format!("http://{}", listener.local_addr().unwrap());
+        drop(listener);
+        for body in [Some("{}"), None] {
+            let mark = SentMark::new();
+            let exchange = Client::new().send(spec(closed.clone(), body, &mark)).await;
+            assert!(exchange.status.is_none(), "{:?}", exchange.evidence.error);
+            tokio::time::timeout(Duration::from_secs(1), mark.sent())
+                .await
+                .expect("marked");
+        }
+    }
 }

@@ -137,6 +137,7 @@ async fn preflight(env: &Env) -> Result<(), RunError> {
                     body: request.body,
                     timeout: std::time::Duration::from_secs(10),
                     via_proxy: false,
+                    sent: None,
                 })
                 .await;
             let path = format!(

@@ -301,6 +301,7 @@ async fn send_list(env: &Env, principal: &Principal, request: ListRequest, step:
                 body: request.body.clone(),
                 timeout: OBSERVE_TIMEOUT,
                 via_proxy: false,
+                sent: None,
             })
             .await;
         tries -= 1;

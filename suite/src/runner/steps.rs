@@ -2,17 +2,18 @@
 //! released at one barrier, retries, background requests), waits and hooks. See
 //! `docs/design/runner.md` for the loop and where evidence comes from.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idemspec_scenarios::profile::Contract;
-use idemspec_scenarios::scenario::{HookName, Operation, RetrySpec, StatusPattern, Step};
+use idemspec_scenarios::scenario::{HookName, Operation, RetrySpec, StatusPattern, Step, Wait};
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
 
 use super::context::reading::{answer_matches, refused, within};
 use super::context::{twin_step, CheckRun, Needs, Sender, StepMeta, STEP_HEADER, TWIN_AFTER};
-use crate::client::{Exchange, RequestSpec};
+use crate::client::{Exchange, RequestSpec, SentMark};
 
 /// Runs every step in order; background steps are awaited at the end. `needs` says what the
 /// assertions want prepared on the way (a list probe before the first DELETE).
@@ -21,13 +22,33 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
     let sender = run.sender.clone();
     let mut background: Vec<(String, JoinHandle<StepMeta>)> = Vec::new();
     let mut kill_during_next = false;
+    // The steps a later `wait: {sent: …}` waits for, each with the mark its requests set.
+    let mut marks: HashMap<String, SentMark> = scenario
+        .steps
+        .iter()
+        .filter_map(|s| match &s.value.wait {
+            Some(Wait::Sent { sent, .. }) => Some((sent.clone(), SentMark::new())),
+            _ => None,
+        })
+        .collect();
     for (index, step) in scenario.steps.iter().map(|s| &s.value).enumerate() {
         if index > 0 && run.share_after == Some(index - 1) {
             run.share();
         }
         let name = step.name();
-        if let Some(d) = step.wait {
-            tokio::time::sleep(d.0).await;
+        if let Some(wait) = &step.wait {
+            match wait {
+                Wait::For(d) => tokio::time::sleep(d.0).await,
+                Wait::Sent { sent, then } => {
+                    // Bounded by that request's own timeout: its exchange ending sets the mark.
+                    if let Some(mark) = marks.get(sent) {
+                        mark.sent().await;
+                    }
+                    if let Some(then) = then {
+                        tokio::time::sleep(then.0).await;
+                    }
+                }
+            }
             run.record_step(name, StepMeta::default());
             continue;
         }
@@ -64,8 +85,17 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
             }
         }
         let specs = match prepare(&sender, step) {
-            Ok(specs) => specs,
+            Ok(mut specs) => {
+                if let Some(mark) = marks.get(&name) {
+                    for spec in &mut specs {
+                        spec.sent = Some(mark.clone());
+                    }
+                }
+                specs
+            }
             Err(problem) => {
+                // Never sent: a wait for it has nothing to wait for.
+                marks.remove(&name);
                 let meta = StepMeta {
                     problem: Some(problem),
                     ..StepMeta::default()

@@ -143,6 +143,7 @@ impl CheckRun {
                     body: None,
                     timeout: POLL_TIMEOUT,
                     via_proxy: false,
+                    sent: None,
                 })
                 .await;
             let json = ex.json.as_ref();

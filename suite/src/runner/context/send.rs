@@ -321,6 +321,7 @@ impl Request<'_> {
             body,
             timeout: self.timeout,
             via_proxy,
+            sent: None,
         })
     }
 
