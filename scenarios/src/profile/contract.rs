@@ -120,6 +120,10 @@ pub struct ContractSpec {
     pub replays_5xx: Option<bool>,
     /// Whether keys are scoped per principal (two principals may use one key independently).
     pub per_principal: Option<bool>,
+    /// Whether keys are scoped per endpoint: one key on a create and on an action is two
+    /// operations, each run (`true`, the article); `false` leaves it to the server, which may also
+    /// refuse the second as a mismatch (Stripe refuses a key reused on another endpoint).
+    pub per_endpoint: Option<bool>,
     /// Whether Structured Fields string keys (`"abc"`, RFC 8941) are accepted and unquoted.
     pub sf_string_keys: Option<bool>,
     /// The header a replay carries (default `Idempotent-Replayed`), checked at SHOULD level; `""`:
@@ -269,6 +273,8 @@ pub struct Contract {
     pub replays_5xx: bool,
     /// Keys scoped per principal.
     pub per_principal: bool,
+    /// Keys scoped per endpoint (a key reused on another endpoint is an operation of its own).
+    pub per_endpoint: bool,
     /// Structured Fields string keys accepted.
     pub sf_string_keys: bool,
     /// Header marking a replay.
@@ -502,6 +508,7 @@ impl ContractSpec {
             key_required: true,
             replays_5xx: false,
             per_principal: true,
+            per_endpoint: true,
             sf_string_keys: false,
             replayed_header: "Idempotent-Replayed".into(),
             key_form: KeyForm::Opaque,
@@ -520,6 +527,8 @@ impl ContractSpec {
                 preset: Preset::IetfDraft,
                 mismatch_status: vec![422],
                 sf_string_keys: true,
+                // §2.2 asks a key be unique per request payload; across resources it says nothing.
+                per_endpoint: false,
                 ..article
             },
             // stripe: idempotency — 400 for a mismatch, keys optional, results (500s included)
@@ -530,6 +539,8 @@ impl ContractSpec {
                 retention: Some(std::time::Duration::from_secs(24 * 3600)),
                 key_required: false,
                 replays_5xx: true,
+                // A key reused on another endpoint is refused as a reused key.
+                per_endpoint: false,
                 // Stripe accepts keys on POST requests; a DELETE is idempotent by its own nature.
                 covers: vec![Covered::Create, Covered::Action],
                 ..article
@@ -554,6 +565,8 @@ impl ContractSpec {
                 }),
                 replayed_header: String::new(),
                 covers: vec![Covered::Create, Covered::Action],
+                // A token identifies one call of one action; reuse elsewhere is not documented.
+                per_endpoint: false,
                 ..article
             },
             // Compute Engine: `requestId` is an optional query parameter, a UUID (not the zero
@@ -566,6 +579,8 @@ impl ContractSpec {
                 key_required: false,
                 mismatch_answer: MismatchAnswer::Original,
                 replayed_header: String::new(),
+                // A request id is per request; reuse on another method is not documented.
+                per_endpoint: false,
                 ..article
             },
         };
@@ -583,6 +598,7 @@ impl ContractSpec {
             ("key_required", self.key_required.is_some()),
             ("replays_5xx", self.replays_5xx.is_some()),
             ("per_principal", self.per_principal.is_some()),
+            ("per_endpoint", self.per_endpoint.is_some()),
             ("sf_string_keys", self.sf_string_keys.is_some()),
             ("replayed_header", self.replayed_header.is_some()),
             ("key_form", self.key_form.is_some()),
@@ -636,6 +652,7 @@ impl ContractSpec {
         c.mismatch_answer = self.mismatch_answer.unwrap_or(c.mismatch_answer);
         c.replays_5xx = self.replays_5xx.unwrap_or(c.replays_5xx);
         c.per_principal = self.per_principal.unwrap_or(c.per_principal);
+        c.per_endpoint = self.per_endpoint.unwrap_or(c.per_endpoint);
         c.sf_string_keys = self.sf_string_keys.unwrap_or(c.sf_string_keys);
         if let Some(v) = &self.replayed_header {
             c.replayed_header = v.clone();

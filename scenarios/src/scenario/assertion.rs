@@ -19,6 +19,9 @@ pub enum StatusPattern {
     InFlight,
     /// The contract's `missing_key_status`.
     MissingKey,
+    /// The contract's mismatch refusal of a key reused on another endpoint, where the contract
+    /// allows one (`per_endpoint: false`); nothing where keys are scoped per endpoint.
+    EndpointMismatch,
     /// Anything but the contract's in-flight conflict or a 5xx (which shows nothing of the key) —
     /// another status, or (in a retry's `until`) no response after a second or more: the key is
     /// no longer locked.
@@ -35,6 +38,7 @@ impl StatusPattern {
             "mismatch" => return Ok(Self::Mismatch),
             "in_flight" => return Ok(Self::InFlight),
             "missing_key" => return Ok(Self::MissingKey),
+            "endpoint_mismatch" => return Ok(Self::EndpointMismatch),
             "released" => return Ok(Self::Released),
             _ => {}
         }
@@ -46,7 +50,7 @@ impl StatusPattern {
         match text.parse::<u16>() {
             Ok(code @ 100..=599) => Ok(Self::Exact(code)),
             _ => Err(format!(
-                "invalid status `{text}`; expected 100..=599, `2xx`, `mismatch`, `in_flight`, `missing_key` or `released`"
+                "invalid status `{text}`; expected 100..=599, `2xx`, `mismatch`, `in_flight`, `missing_key`, `endpoint_mismatch` or `released`"
             )),
         }
     }
@@ -59,7 +63,7 @@ impl<'de> Deserialize<'de> for StatusPattern {
             type Value = StatusPattern;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(
-                    "a status code, `2xx`, `mismatch`, `in_flight`, `missing_key` or `released`",
+                    "a status code, `2xx`, `mismatch`, `in_flight`, `missing_key`, `endpoint_mismatch` or `released`",
                 )
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<StatusPattern, E> {
@@ -144,6 +148,66 @@ pub struct Consistent {
 pub struct StepList {
     /// The steps.
     pub steps: Vec<String>,
+}
+
+/// `distinct_problems: {steps: [changed, [in-flight, slow]]}`: each entry one step, or a list of
+/// steps of which the first that got a refusal stands for the entry (of two same-key requests
+/// sent close together, either may be the one refused as in flight).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConflictSteps {
+    /// The entries, at least two.
+    pub steps: Vec<StepChoice>,
+}
+
+/// One entry of [`ConflictSteps`]: a step name, or a list of step names.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum StepChoice {
+    /// This step.
+    One(String),
+    /// The first of these that got a refusal.
+    AnyOf(Vec<String>),
+}
+
+impl StepChoice {
+    /// The step names, in order.
+    pub fn names(&self) -> &[String] {
+        match self {
+            StepChoice::One(s) => std::slice::from_ref(s),
+            StepChoice::AnyOf(v) => v,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StepChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de;
+
+        struct Visitor;
+
+        impl<'de> de::Visitor<'de> for Visitor {
+            type Value = StepChoice;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a step name, or a list of step names")
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<StepChoice, E> {
+                Ok(StepChoice::One(v.to_owned()))
+            }
+
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<StepChoice, A::Error> {
+                let names = Vec::<String>::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                if names.is_empty() {
+                    return Err(de::Error::custom("a list of steps needs at least one step"));
+                }
+                Ok(StepChoice::AnyOf(names))
+            }
+        }
+
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// `created: {principal, equals}` or `created: {principal, at_most}`: resources with the check's
@@ -345,7 +409,7 @@ pub struct Assertion {
     pub header: Option<HeaderPresent>,
     /// Two conflicts a client must be able to tell apart (by status or problem `type`).
     #[serde(default)]
-    pub distinct_problems: Option<StepList>,
+    pub distinct_problems: Option<ConflictSteps>,
     /// Reached success in time.
     #[serde(default)]
     pub succeeded_within: Option<SucceededWithin>,
@@ -399,6 +463,7 @@ step_refs!(
     Consistent => |a| vec![&a.step],
     StepPair => |a| vec![&a.step, &a.other],
     StepList => |a| a.steps.iter().map(String::as_str).collect(),
+    ConflictSteps => |a| a.steps.iter().flat_map(StepChoice::names).map(String::as_str).collect(),
     Created => |_a| vec![],
     Conflict => |a| std::iter::once(&a.step).chain(&a.or_original).map(String::as_str).collect(),
     HeaderPresent => |a| vec![&a.step],
@@ -450,7 +515,7 @@ assertion_kinds!(
     created: Created => Created,
     conflict: Conflict => Conflict,
     header: HeaderPresent => Header,
-    distinct_problems: StepList => DistinctProblems,
+    distinct_problems: ConflictSteps => DistinctProblems,
     succeeded_within: SucceededWithin => SucceededWithin,
     effect_delta: EffectDelta => EffectDelta,
     failure_handled: FailureHandled => FailureHandled,

@@ -1299,8 +1299,9 @@ async fn a_skip_names_the_one_cause_and_an_uncovered_delete_is_recorded() {
 
 /// fingerprint-mismatch's SHOULD comparison of the mismatch with an in-flight conflict is made
 /// every run, not by chance: against an API whose creates take 1 ms, its in-flight request is
-/// kept in flight by the profile's `slow` variant (once: the default body had finished 50 ms
-/// later in some runs, and a WARN turned into a PASS).
+/// kept in flight by the profile's `slow` variant, the second same-key request leaves once the
+/// first is on the wire, and whichever of the two the API refused is compared (once: the default
+/// body had finished 50 ms later in some runs, and a WARN turned into a PASS).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_in_flight_comparison_is_arranged_not_left_to_chance() {
     let api = alt_api::start_with(alt_api::Options {
@@ -1330,12 +1331,103 @@ async fn the_in_flight_comparison_is_arranged_not_left_to_chance() {
     assert!(no_slow.operations.create.variants.slow.is_none());
     let report = run_profile(no_slow, &["fingerprint-mismatch"]).await;
     let o = &report.checks[0];
+    let not_compared = o
+        .notes
+        .iter()
+        .any(|n| n.contains("the conflicts could not be compared"));
     assert!(
-        o.summary.contains("conflicts are distinguishable")
-            || o.summary.contains("the conflicts could not be compared"),
+        o.summary.contains("conflicts are distinguishable") || not_compared,
         "{}",
-        o.summary
+        table(&report)
     );
+    // A comparison not made is never called held.
+    assert!(
+        !(not_compared && o.summary.contains("conflicts are distinguishable")),
+        "{}",
+        table(&report)
+    );
+}
+
+/// A create's key sent to an action and refused as a mismatch is judged by the contract's scope:
+/// where keys are scoped per endpoint (the article, or a profile's `per_endpoint: true`) the
+/// action never ran, a SHOULD broken (WARN), and the sentence names who set the rule; where the
+/// contract leaves scope to the server (stripe-v1) the refusal is right (once: PASS under both).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refused_action_with_the_creates_key_is_judged_by_the_contracts_scope() {
+    let api = alt_api::start_with(alt_api::Options {
+        keys_across_endpoints: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, str::to_owned), &["endpoint-scope"]).await;
+    judged_once(&report, Verdict::Pass, "`action` answered 422");
+    let article = profile(&api, |t| {
+        t.replace("  preset: stripe-v1\n", "  preset: article\n")
+    });
+    let report = run_profile(article, &["endpoint-scope"]).await;
+    judged_once(
+        &report,
+        Verdict::Warn,
+        "no refusal: under the article contract the same key on another endpoint is an \
+         operation of its own",
+    );
+    let per_endpoint = profile(&api, |t| {
+        t.replace(
+            "  preset: stripe-v1\n",
+            "  preset: stripe-v1\n  per_endpoint: true\n",
+        )
+    });
+    let report = run_profile(per_endpoint, &["endpoint-scope"]).await;
+    judged_once(
+        &report,
+        Verdict::Warn,
+        "under the profile's `per_endpoint: true` (over the stripe-v1 preset)",
+    );
+    // Where keys are per endpoint, the action runs and the scope holds under every contract.
+    let scoped = alt_api::start().await;
+    let report = run_profile(
+        profile(&scoped, |t| {
+            t.replace("  preset: stripe-v1\n", "  preset: article\n")
+        }),
+        &["endpoint-scope"],
+    )
+    .await;
+    judged_once(&report, Verdict::Pass, "`action` answered 202");
+}
+
+/// Of two same-key requests, the one the API took up second is the one refused as in flight,
+/// whichever was sent first: with the first held 300 ms on the way in by the proxy (after
+/// `wait: {sent: first}` saw it leave), the second runs the slow handler and the first is
+/// refused, and `distinct_problems` compares the mismatch with that refusal, naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_in_flight_refusal_is_found_on_whichever_request_got_it() {
+    let api = alt_api::start().await;
+    let scenario = "version: 1
+id: second-overtakes-first
+title: the request held on the way in is the one refused
+level: SHOULD
+reference: test
+requires: [body_variant, slow]
+faults:
+  - name: late
+    match: {header: {name: x-idemspec-step, equals: first}}
+    fault: {delay_request: {duration: 300ms}}
+steps:
+  - {name: original, op: create, key: K1}
+  - {name: changed, op: create, key: K1, body: alt}
+  - {name: first, op: create, key: K2, principal: B, background: true, body: slow}
+  - {wait: {sent: first}}
+  - {name: second, op: create, key: K2, principal: B, via: direct, body: slow}
+assert:
+  - status: {step: second, in: [2xx]}
+    precondition: true
+  - distinct_problems: {steps: [changed, [second, first]]}
+";
+    let report = run_scenario(profile(&api, str::to_owned), scenario).await;
+    judged_once(&report, Verdict::Pass, "conflicts are distinguishable");
+    let o = &report.checks[0];
+    assert!(o.summary.contains("`first` 409"), "{}", o.summary);
+    assert!(!o.summary.contains("`second` 409"), "{}", o.summary);
 }
 
 /// A `409` in flight and a `409` mismatch that differ by `Retry-After` and by their body's error

@@ -1,16 +1,18 @@
 //! `distinct_problems: {steps}`: two conflicts a client must tell apart — "in flight, retry later"
-//! and "mismatch, never retry" — differ in status or in problem `type` (RFC 9457 §3.1.1).
+//! and "mismatch, never retry" — differ in status or in problem `type` (RFC 9457 §3.1.1). An entry
+//! may list several steps (two same-key requests, either of which may be the one refused as in
+//! flight); the first of them that got a refusal stands for it.
 
 use idemspec_scenarios::profile::MismatchAnswer;
-use idemspec_scenarios::scenario::StepList;
+use idemspec_scenarios::scenario::{ConflictSteps, StepChoice};
 
 use super::Judge;
 use crate::client::Exchange;
-use crate::engine::Finding::{self, Broken, Held, Undecided};
+use crate::engine::Finding::{self, Broken, Held, Recorded, Undecided};
 use crate::runner::context::CheckRun;
 
 /// The `distinct_problems` kind.
-pub(super) struct DistinctProblems<'a>(pub &'a StepList);
+pub(super) struct DistinctProblems<'a>(pub &'a ConflictSteps);
 
 impl Judge for DistinctProblems<'_> {
     fn judge(&self, run: &CheckRun) -> Finding {
@@ -23,18 +25,10 @@ impl Judge for DistinctProblems<'_> {
             ));
         }
         let mut firsts = Vec::new();
-        for s in &self.0.steps {
-            match run.step(s).first_response() {
-                Some(e) if !e.is_success() => firsts.push((s, e)),
-                Some(e) => {
-                    return Held(format!(
-                        "the conflicts could not be compared: `{s}` answered {}, not a conflict \
-                         (an in-flight request is surely still running only where the profile has \
-                         a `slow` request variant)",
-                        e.describe()
-                    ))
-                }
-                None => return Undecided(format!("step `{s}` got no response")),
+        for choice in &self.0.steps {
+            match refusal_of(run, choice) {
+                Ok(found) => firsts.push(found),
+                Err(finding) => return finding,
             }
         }
         for (i, (a, ea)) in firsts.iter().enumerate() {
@@ -54,6 +48,28 @@ impl Judge for DistinctProblems<'_> {
             .collect();
         Held(format!("conflicts are distinguishable: {}", all.join(", ")))
     }
+}
+
+/// The first step of `choice` whose first answer was a refusal, with it; or the finding when
+/// none was: not compared (every step was answered with a success, so none was refused: the
+/// requests did not overlap), or undecided (a step got no answer).
+fn refusal_of<'r>(
+    run: &'r CheckRun,
+    choice: &'r StepChoice,
+) -> Result<(&'r str, &'r Exchange), Finding> {
+    let mut answered = Vec::new();
+    for s in choice.names() {
+        match run.step(s).first_response() {
+            Some(e) if !e.is_success() => return Ok((s, e)),
+            Some(e) => answered.push(format!("`{s}` answered {}", e.describe())),
+            None => return Err(Undecided(format!("step `{s}` got no response"))),
+        }
+    }
+    Err(Recorded(format!(
+        "the conflicts could not be compared: {}, not a conflict (a request is surely still \
+         running when the next arrives only where the profile has a `slow` request variant)",
+        answered.join(", ")
+    )))
 }
 
 /// What a client can tell two conflicts apart by: the status, the RFC 9457 problem `type`, an

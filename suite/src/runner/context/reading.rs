@@ -32,6 +32,9 @@ pub(crate) fn status_matches(
         StatusPattern::Mismatch => contract.refuses(Refusal::Mismatch, status, body),
         StatusPattern::InFlight => contract.refuses(Refusal::InFlight, status, body),
         StatusPattern::MissingKey => contract.refuses(Refusal::MissingKey, status, body),
+        StatusPattern::EndpointMismatch => {
+            !contract.per_endpoint && contract.refuses(Refusal::Mismatch, status, body)
+        }
         StatusPattern::Released => {
             !contract.refuses(Refusal::InFlight, status, body) && !(500..600).contains(&status)
         }
@@ -112,6 +115,16 @@ pub(crate) fn describe_patterns(patterns: &[StatusPattern], contract: &Contract)
                 "missing key ({}{})",
                 list(&contract.missing_key_status),
                 with_body(contract.body_of(Refusal::MissingKey))
+            ),
+            StatusPattern::EndpointMismatch if contract.per_endpoint => format!(
+                "no refusal: under {} the same key on another endpoint is an operation of its own",
+                contract.who_says("per_endpoint", "true")
+            ),
+            StatusPattern::EndpointMismatch => format!(
+                "mismatch ({}{}), which {} allows for a key reused on another endpoint",
+                list(&contract.mismatch_status),
+                with_body(contract.body_of(Refusal::Mismatch)),
+                contract.who_says("per_endpoint", "false")
             ),
             StatusPattern::Released => {
                 format!(

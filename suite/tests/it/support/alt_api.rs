@@ -106,6 +106,9 @@ pub struct Options {
     pub never_reclaim: bool,
     /// How long a restart takes before the API listens again (a target that boots slowly).
     pub restart_delay: Duration,
+    /// Keys are scoped per principal only, not per endpoint: the create's key on an action is a
+    /// reused key with another request, refused as a mismatch (Stripe's way).
+    pub keys_across_endpoints: bool,
     /// The status of "still in flight" (`409` when `None`), for an API that answers another one,
     /// such as `423 Locked`.
     pub in_flight_status: Option<StatusCode>,
@@ -463,7 +466,11 @@ where
     };
     let scope = Scope {
         principal: principal.to_owned(),
-        endpoint,
+        endpoint: if app.options.keys_across_endpoints {
+            "any endpoint"
+        } else {
+            endpoint
+        },
         key,
     };
     let claimed = loop {
