@@ -33,6 +33,50 @@ async fn a_canned_body_is_no_cross_tenant_leak() {
     assert!(o.summary.contains("precondition not met"), "{}", o.summary);
 }
 
+/// Identical crash pages are no replay and no leak: an API whose every create answers the same 500
+/// page at once (its handler never runs) is not said to have stored, replayed or leaked anything,
+/// in any check's sentence or note (once: cross-tenant noted "got `first-principal`'s response
+/// replayed ... `beta` got `alpha`'s response").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn identical_crash_pages_are_not_called_replays_or_leaks() {
+    let api = hostile::start(Behaviour::CrashPage).await;
+    // Every check that compares one answer with another.
+    let comparing = [
+        "cross-tenant",
+        "endpoint-scope",
+        "fingerprint-mismatch",
+        "replay-fidelity",
+        "replay-after-delete",
+        "lost-response",
+        "never-processed",
+        "failed-not-cached",
+        "failed-creates-nothing",
+        "resumable-side-effects",
+        "concurrent-same-key",
+    ];
+    let report = against(&api, &comparing, &[]).await;
+    for o in &report.checks {
+        let said = std::iter::once(&o.summary).chain(&o.notes);
+        for line in said {
+            for claim in [
+                "replayed",
+                "leak",
+                "got `first-principal`'s response",
+                "was stored",
+            ] {
+                assert!(
+                    !line.contains(claim),
+                    "{}: says `{claim}`: {line}\n{}",
+                    o.id,
+                    table(&report)
+                );
+            }
+        }
+    }
+    let o = outcome(&report, "cross-tenant");
+    assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
+}
+
 /// Without idemspec the key means nothing, so "the action was not answered with the create's
 /// response" proves nothing about scope: endpoint-scope is UNKNOWN (once: PASS), and so is
 /// cross-tenant.

@@ -113,6 +113,25 @@ pub(crate) fn same_response(a: &Exchange, b: &Exchange) -> bool {
     a.status.is_some() && a.status == b.status && a.body == b.body
 }
 
+/// Whether `a`, the same answer as `b`, is only the same error again, not shown to be a replay:
+/// `b` is no success and `a` carries no replay marker (`contract.replayed_header`; none where the
+/// contract has none). An error page is the same for every request that fails alike — a
+/// framework's crash page is answered before any handler runs — so its repetition proves nothing
+/// stored; a replayed success names its resource, which no other request gets.
+pub(crate) fn same_error_again(run: &CheckRun, a: &Exchange, b: &Exchange) -> bool {
+    let marker = &run.contract().replayed_header;
+    !b.is_success() && (marker.is_empty() || !a.marks_replay(marker))
+}
+
+/// The words for `step` answering what `other` answered (`b`), an error not shown to be a replay.
+pub(crate) fn error_again_words(step: &str, other: &str, b: &Exchange) -> String {
+    format!(
+        "`{step}` answered {} as `{other}` did: the same error again, which any request failing \
+         alike gets, not shown to be a replay (no replay marker)",
+        b.describe()
+    )
+}
+
 /// [`same_response`] as a check of the run reads it: also two answers that name one long-running
 /// operation, whatever state each saw it in.
 pub(crate) fn same_answer(run: &CheckRun, a: &Exchange, b: &Exchange) -> bool {

@@ -53,10 +53,18 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
     let again = rs[0];
     let contract = run.contract();
     let who = contract.who_says("replays_5xx", &contract.replays_5xx.to_string());
+    let header = &contract.replayed_header;
     if contract.replays_5xx {
-        if same_response(again, first) {
+        if same_response(again, first) && again.marks_replay(header) {
             Held(format!(
-                "the {} was replayed, as {who} says",
+                "the {} was replayed (the retry carries `{header}`), as {who} says",
+                first.describe()
+            ))
+        } else if same_response(again, first) {
+            // Not "replayed": without a marker the same 500 may as well be a second failure.
+            Held(format!(
+                "the retry got the same {} again, as {who} has a 5xx answered again (without a \
+                 replay marker, a 5xx kept and a second failure look alike)",
                 first.describe()
             ))
         } else {
@@ -74,7 +82,6 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
         // "Stored and replayed" only where the response says so; the same 500 again may also be
         // a layer that failed before the handler both times (a crash page), which the retry's
         // timing and counters tell, not this comparison.
-        let header = &contract.replayed_header;
         if again.marks_replay(header) {
             Broken(format!(
                 "the {} was stored and replayed (the retry carries `{header}`); {who} says a 5xx \

@@ -3,7 +3,7 @@
 
 use idemspec_scenarios::scenario::StepPair;
 
-use super::compare::same_answer;
+use super::compare::{error_again_words, same_answer, same_error_again};
 use super::{responses, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::model::RequestRecord;
@@ -21,6 +21,9 @@ impl Judge for NotReplayOf<'_> {
         match responses(run, step) {
             Err(e) => Undecided(e),
             Ok(rs) => match rs.iter().find(|r| same_answer(run, r, original)) {
+                Some(again) if same_error_again(run, again, original) => {
+                    Held(error_again_words(step, other, original))
+                }
                 Some(replayed) => Broken(format!(
                     "`{step}` got `{other}`'s response replayed ({}): {}",
                     original.describe(),

@@ -4,7 +4,10 @@
 
 use idemspec_scenarios::scenario::SameResponse;
 
-use super::compare::{owned_elsewhere, replay_differences, split_fidelity, Difference};
+use super::compare::{
+    error_again_words, owned_elsewhere, replay_differences, same_error_again, split_fidelity,
+    Difference,
+};
 use super::{responses, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::context::CheckRun;
@@ -29,6 +32,16 @@ fn split(a: &SameResponse, run: &CheckRun) -> Result<(Vec<Difference>, Vec<Diffe
     Ok(split_fidelity(all, a.fidelity_judged_by.as_deref()))
 }
 
+/// Where every response of the step is the original's error again without a replay marker, the
+/// words that say so instead of "replayed".
+fn error_again(a: &SameResponse, run: &CheckRun) -> Option<String> {
+    let original = run.step(&a.other).first_response()?;
+    let rs = responses(run, &a.step).ok()?;
+    rs.iter()
+        .all(|r| same_error_again(run, r, original))
+        .then(|| error_again_words(&a.step, &a.other, original))
+}
+
 impl Judge for SameResponse {
     fn judge(&self, run: &CheckRun) -> Finding {
         let (step, other) = (&self.step, &self.other);
@@ -42,7 +55,10 @@ impl Judge for SameResponse {
                 "`{step}` replayed `{other}`, apart from what {owner} judges (in the notes)"
             ))
         } else if judged.is_empty() {
-            Held(format!("`{step}` replayed `{other}` faithfully"))
+            match error_again(self, run) {
+                Some(words) => Held(words),
+                None => Held(format!("`{step}` replayed `{other}` faithfully")),
+            }
         } else {
             let texts: Vec<String> = judged.iter().map(ToString::to_string).collect();
             Broken(format!(

@@ -18,6 +18,9 @@ use serde_json::{json, Value};
 pub enum Behaviour {
     /// Every request, list included, answers one canned 201 body: nothing is ever created.
     Canned,
+    /// Every create answers the same crash page, a 500 with one HTML body, at once: the handler
+    /// never runs, nothing is stored, and no answer is a replay (a framework's own error page).
+    CrashPage,
     /// Keys are ignored: every create makes a machine.
     NoIdempotency,
     /// Keys work per principal, but a completed key is replayed with 409 and the original body.
@@ -136,6 +139,11 @@ async fn list(
 async fn create(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Response {
     if api.behaviour == Behaviour::Canned {
         return (StatusCode::CREATED, CANNED).into_response();
+    }
+    if api.behaviour == Behaviour::CrashPage {
+        let page = "<html><body><h1>Internal Server Error</h1></body></html>";
+        let html = [(axum::http::header::CONTENT_TYPE, "text/html")];
+        return (StatusCode::INTERNAL_SERVER_ERROR, html, page).into_response();
     }
     let who = principal(&headers);
     let tag = serde_json::from_slice::<Value>(&body)
