@@ -1348,6 +1348,66 @@ async fn the_in_flight_comparison_is_arranged_not_left_to_chance() {
     );
 }
 
+/// A side-effect counter is read only while no handler another check started can move it: a
+/// check whose client gives up on a hanging create leaves a handler that finishes 200 ms later and
+/// allocates an IP, yet resumable-side-effects (which reads the global counters) sees its own
+/// growth alone, run after run, because the checks that read the counters run before any other
+/// starts a request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_counter_moved_by_another_checks_handler_is_not_read() {
+    // Without an arming crash hook, `hangs` is the hanging request itself.
+    let no_crash = |t: &str| {
+        let start = t.find("  crash:\n").expect("the fixture has a crash hook");
+        let end = start + t[start..].find("  restart:\n").expect("then restart");
+        format!("{}{}", &t[..start], &t[end..])
+    };
+    let hanger = "version: 1
+id: hanger
+title: gives up on a create whose handler goes on
+level: MUST
+reference: test
+requires: [abandon]
+steps:
+  - {name: abandoned, op: create, key: K1, body: hangs, via: direct, timeout: 100ms}
+assert:
+  - no_response: {step: abandoned}
+";
+    // A fresh API per run: a handler one run left running can still move the next run's
+    // counters (docs/profile-reference.md, `side_effects`).
+    for round in 0..3 {
+        let api = alt_api::start_with(alt_api::Options {
+            hang_for: Some(std::time::Duration::from_millis(200)),
+            ..alt_api::Options::default()
+        })
+        .await;
+        let mut opts = RunOptions::new(Target::Profile(Box::new(profile(&api, no_crash))));
+        opts.only = vec!["hanger".into(), "resumable-side-effects".into()];
+        opts.scenarios = vec![
+            idemspec_scenarios::scenario::Scenario::load("hanger.yaml", hanger)
+                .expect("the scenario loads"),
+        ];
+        let report = run_with(opts).await;
+        for id in ["resumable-side-effects", "hanger"] {
+            let o = crate::support::reference::outcome(&report, id);
+            assert_eq!(
+                o.verdict,
+                Verdict::Pass,
+                "round {round}: {}",
+                table(&report)
+            );
+        }
+        // The abandoned handler did finish, allocating an IP, after its check ended.
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let stats: serde_json::Value = reqwest::get(format!("{}/_admin/stats", api.admin_url()))
+            .await
+            .expect("stats")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(stats["ips"].as_u64(), Some(2), "round {round}: {stats}");
+    }
+}
+
 /// A create's key sent to an action and refused as a mismatch is judged by the contract's scope:
 /// where keys are scoped per endpoint (the article, or a profile's `per_endpoint: true`) the
 /// action never ran, a SHOULD broken (WARN), and the sentence names who set the rule; where the

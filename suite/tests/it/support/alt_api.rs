@@ -106,6 +106,9 @@ pub struct Options {
     pub never_reclaim: bool,
     /// How long a restart takes before the API listens again (a target that boots slowly).
     pub restart_delay: Duration,
+    /// The `hang` flavor's handler works this long and then finishes, its IP and machine made,
+    /// instead of never: a handler that outlives the check whose client gave up on it.
+    pub hang_for: Option<Duration>,
     /// Keys are scoped per principal only, not per endpoint: the create's key on an action is a
     /// reused key with another request, refused as a mismatch (Stripe's way).
     pub keys_across_endpoints: bool,
@@ -864,7 +867,10 @@ async fn create(
             // Failure by what is sent (the profile's request variants): `hang` never finishes,
             // `slow` outlives the in-flight TTL.
             match new.flavor.as_str() {
-                "hang" => std::future::pending::<()>().await,
+                "hang" => match app.options.hang_for {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending::<()>().await,
+                },
                 "slow" => tokio::time::sleep(SLOW).await,
                 _ => {}
             }
