@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """idemspec's example client: one create through a small retrying HTTP client (standard library).
 
-    python3 create.py [--flaw NAME] [BASE_URL]
+    python3 create.py [--flaw NAME] [--key-in PLACE] [BASE_URL]
 
 The base URL comes from the argument or from $IDEMSPEC_BASE_URL (idemspec sets it). The client
 does what the article asks of a client: it makes the idempotency key once, before the first
@@ -9,6 +9,13 @@ attempt, and keeps it across every retry; it retries what may succeed later (a l
 connection, a timeout, a 5xx, a 429, a 409 that says the request is still in flight) with
 exponential backoff and jitter, waiting at least Retry-After; it never retries a mismatch or
 another 4xx; and it gives up after MAX_ATTEMPTS with an error.
+
+--key-in PLACE puts the key where an API of another dialect takes it:
+
+    header:NAME  the header NAME (default: header:Idempotency-Key)
+    body         the JSON body's member "clientToken" (AWS's JSON protocol)
+    form         a form body's field "ClientToken" (EC2's Query protocol)
+    query        the query parameter "requestId" (Google Cloud)
 
 --flaw NAME breaks one of those rules on purpose, so that idemspec's tests can show each client
 check catching the defect it is about (and nothing else), as leasebroker's --flaw does for the
@@ -19,6 +26,7 @@ server checks:
     no-backoff           retries at once and ignores Retry-After
     unbounded            never gives up
     no-key               sends no key at all (but still retries)
+    key-dropped-on-retry sends the key on the first attempt only
 """
 
 import http.client
@@ -29,6 +37,7 @@ import socket
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 
@@ -36,7 +45,15 @@ MAX_ATTEMPTS = 4
 BASE_DELAY = 0.25  # seconds, doubled after each failure
 MAX_DELAY = 2.0
 TIMEOUT = 1.0  # seconds per attempt
-FLAWS = ("new-key-per-attempt", "retry-mismatch", "no-backoff", "unbounded", "no-key")
+FLAWS = (
+    "new-key-per-attempt",
+    "retry-mismatch",
+    "no-backoff",
+    "unbounded",
+    "no-key",
+    "key-dropped-on-retry",
+)
+PLACES = ("body", "form", "query")
 
 
 class GaveUp(Exception):
@@ -62,19 +79,38 @@ def delay(failures, retry_after, flaw):
     return wait
 
 
-def create(base_url, body, flaw=None):
+def request_for(base_url, fields, key, key_in):
+    """The create request with `key` (if any) where `key_in` says."""
+    url = base_url.rstrip("/") + "/v1/workers"
+    fields = dict(fields)
+    headers = {"Content-Type": "application/json"}
+    if key is not None:
+        if key_in == "body":
+            fields["clientToken"] = key
+        elif key_in == "form":
+            fields["ClientToken"] = key
+        elif key_in == "query":
+            url += "?" + urllib.parse.urlencode({"requestId": key})
+        else:
+            headers[key_in.split(":", 1)[1]] = key
+    if key_in == "form":
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+        data = urllib.parse.urlencode(fields).encode()
+    else:
+        data = json.dumps(fields).encode()
+    return urllib.request.Request(url, data=data, headers=headers, method="POST")
+
+
+def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key"):
     # The key is made once, before the first attempt: every retry below is the same operation.
     key = None if flaw == "no-key" else str(uuid.uuid4())
     failures = 0
     while True:
         if flaw == "new-key-per-attempt":
             key = str(uuid.uuid4())
-        headers = {"Content-Type": "application/json"}
-        if key is not None:
-            headers["Idempotency-Key"] = key
-        request = urllib.request.Request(
-            base_url.rstrip("/") + "/v1/workers", data=body, headers=headers, method="POST"
-        )
+        elif flaw == "key-dropped-on-retry" and failures > 0:
+            key = None
+        request = request_for(base_url, fields, key, key_in)
         retry_after = None
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
@@ -94,17 +130,25 @@ def create(base_url, body, flaw=None):
 
 def main(argv):
     args = argv[1:]
-    flaw = None
-    if args[:1] == ["--flaw"]:
-        flaw, args = args[1], args[2:]
-        if flaw not in FLAWS:
-            sys.exit(f"unknown flaw {flaw!r}; one of: {', '.join(FLAWS)}")
+    flaw, key_in = None, "header:Idempotency-Key"
+    while args[:1] in (["--flaw"], ["--key-in"]) and len(args) > 1:
+        option, value, args = args[0], args[1], args[2:]
+        if option == "--flaw":
+            if value not in FLAWS:
+                sys.exit(f"unknown flaw {value!r}; one of: {', '.join(FLAWS)}")
+            flaw = value
+        else:
+            if value not in PLACES and not (value.startswith("header:") and len(value) > 7):
+                sys.exit(f"unknown key place {value!r}; one of: header:NAME, {', '.join(PLACES)}")
+            key_in = value
     base_url = args[0] if args else os.environ.get("IDEMSPEC_BASE_URL")
     if not base_url:
-        sys.exit("usage: create.py [--flaw NAME] BASE_URL (or set IDEMSPEC_BASE_URL)")
-    body = json.dumps({"image": "debian-12", "cpu": 2, "memory_gb": 1}).encode()
+        sys.exit(
+            "usage: create.py [--flaw NAME] [--key-in PLACE] BASE_URL (or set IDEMSPEC_BASE_URL)"
+        )
+    fields = {"image": "debian-12", "cpu": 2, "memory_gb": 1}
     try:
-        worker = create(base_url, body, flaw)
+        worker = create(base_url, fields, flaw, key_in)
     except GaveUp as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

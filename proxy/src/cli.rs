@@ -179,10 +179,13 @@ pub fn config(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
                 .unwrap_or(ProxyConfig::HEADER_READ_TIMEOUT),
         ),
         io_threads: io_threads(args),
-        key_header: args
-            .key_header
-            .clone()
-            .unwrap_or(crate::http::IDEMPOTENCY_KEY),
+        key_at: idemspec_scenarios::profile::KeyAt::Header(
+            args.key_header
+                .clone()
+                .unwrap_or(crate::http::IDEMPOTENCY_KEY)
+                .as_str()
+                .to_owned(),
+        ),
         ..ProxyConfig::default()
     })
 }
@@ -232,7 +235,11 @@ mod tests {
             "127.0.0.1:9005",
         ]))
         .unwrap();
-        assert_eq!(from_file.key_header, "idempotency-key");
+        let header = |c: &ProxyConfig| match &c.key_at {
+            idemspec_scenarios::profile::KeyAt::Header(name) => name.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(header(&from_file), "idempotency-key");
         let keyed = config(&parse(&[
             "--scenario",
             path.to_str().unwrap(),
@@ -240,7 +247,7 @@ mod tests {
             "PayPal-Request-Id",
         ]))
         .unwrap();
-        assert_eq!(keyed.key_header, "paypal-request-id");
+        assert_eq!(header(&keyed), "paypal-request-id");
         assert!(Cli::try_parse_from(["idemspec-proxy", "--key-header", "bad header"]).is_err());
         assert_eq!(overridden.listen.port(), 9003);
         assert_eq!(overridden.upstream, "http://127.0.0.1:9004");

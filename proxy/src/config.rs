@@ -52,9 +52,13 @@ pub struct ProxyConfig {
     /// haproxy pins a connection to one of its `nbthread` threads. The standalone proxy uses one
     /// per CPU; see docs/BENCHMARKS.md for why. At most [`ProxyConfig::MAX_IO_THREADS`].
     pub io_threads: usize,
-    /// The request header recorded as [`crate::ProxyEvent::idempotency_key`]: `Idempotency-Key`
-    /// by default, or the header an API names instead (`PayPal-Request-Id`, say).
-    pub key_header: http::HeaderName,
+    /// Where each request carries its idempotency key, recorded as
+    /// [`crate::ProxyEvent::idempotency_key`] and compared with a rule's `match.idempotency_key`:
+    /// the `Idempotency-Key` header by default, another header (`PayPal-Request-Id`), a query
+    /// parameter, or a form field or JSON member of the body (the proxy then reads the first
+    /// 64 KiB of each body to find it, and forwards the body unchanged; a longer body's key is not
+    /// recorded). A header name must be one HTTP can carry ([`crate::start`] fails otherwise).
+    pub key_at: idemspec_scenarios::profile::KeyAt,
 }
 
 impl ProxyConfig {
@@ -81,7 +85,9 @@ impl Default for ProxyConfig {
             shutdown_grace: std::time::Duration::from_secs(5),
             header_read_timeout: Some(Self::HEADER_READ_TIMEOUT),
             io_threads: 0,
-            key_header: crate::http::IDEMPOTENCY_KEY,
+            key_at: idemspec_scenarios::profile::KeyAt::Header(
+                crate::http::IDEMPOTENCY_KEY.as_str().to_owned(),
+            ),
         }
     }
 }

@@ -30,6 +30,9 @@ pub enum ProxyError {
     /// The upstream is not usable for the mode (`http://host:port` for HTTP, `host:port` for TCP).
     #[error("use upstream: {0}")]
     Upstream(String),
+    /// [`crate::ProxyConfig::key_at`] names a header HTTP cannot carry.
+    #[error("read the idempotency key: {0}")]
+    KeyAt(String),
     /// A rule built in code breaks a rule of the schema (files and the control API are checked
     /// while parsing).
     #[error("accept rule `{rule}`: {reason}")]

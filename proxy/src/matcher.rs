@@ -164,8 +164,9 @@ impl CompiledRule {
     }
 
     /// Whether `req` satisfies the rule's conditions (not counting nth/probability/times);
-    /// `key_header`: the header `idempotency_key` is compared with (lowercase).
-    fn matches(&self, req: &impl RequestView, key_header: &str) -> bool {
+    /// `key`: the request's idempotency key where the proxy found it
+    /// ([`crate::ProxyConfig::key_at`]), which `idempotency_key` is compared with.
+    fn matches(&self, req: &impl RequestView, key: Option<&str>) -> bool {
         let m: &Match = &self.rule.matcher;
         let path = req.path();
         m.method.as_ref().is_none_or(|x| x.as_str() == req.method())
@@ -184,7 +185,7 @@ impl CompiledRule {
             })
             && m.idempotency_key
                 .as_ref()
-                .is_none_or(|k| req.header(key_header).is_some_and(|v| v == k.as_bytes()))
+                .is_none_or(|k| key == Some(k.as_str()))
     }
 }
 
@@ -232,24 +233,24 @@ impl RuleSet {
     }
 
     /// The first rule that applies to `req`, advancing the counters of every rule whose
-    /// conditions it satisfied along the way. `key_header`: the proxy's key header (lowercase),
-    /// which a rule's `idempotency_key` is compared with.
+    /// conditions it satisfied along the way. `key`: the request's idempotency key, which a
+    /// rule's `idempotency_key` is compared with.
     pub(crate) fn select(
         &self,
         req: &impl RequestView,
-        key_header: &str,
+        key: Option<&str>,
     ) -> Option<Arc<CompiledRule>> {
         self.rules
             .iter()
-            .find(|r| r.matches(req, key_header) && r.gate.admit())
+            .find(|r| r.matches(req, key) && r.gate.admit())
             .cloned()
     }
 
     /// Whether any rule's conditions hold for `req`, touching no counter. When none hold, no
     /// rule can apply to it whatever the counters say, and [`RuleSet::select`] would only have
     /// returned `None`: the request passes through, and the fast path may forward it itself.
-    pub(crate) fn may_apply(&self, req: &impl RequestView, key_header: &str) -> bool {
-        self.rules.iter().any(|r| r.matches(req, key_header))
+    pub(crate) fn may_apply(&self, req: &impl RequestView, key: Option<&str>) -> bool {
+        self.rules.iter().any(|r| r.matches(req, key))
     }
 
     pub(crate) fn to_rules(&self) -> Vec<Rule> {

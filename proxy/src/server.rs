@@ -35,8 +35,8 @@ pub(crate) struct Shared {
     pub(crate) header_read_timeout: Option<Duration>,
     /// The single-threaded runtimes connections are pinned to; `None`: the caller's runtime.
     pub(crate) workers: Option<crate::workers::Workers>,
-    /// The request header recorded as each event's key ([`crate::ProxyConfig::key_header`]).
-    pub(crate) key_header: http::HeaderName,
+    /// Where each request's key is ([`crate::ProxyConfig::key_at`]).
+    pub(crate) key: crate::http::RequestKey,
     /// The live HTTP downstream connections, told when the proxy shuts down.
     pub(crate) http_conns: crate::http::ConnRegistry,
 }
@@ -55,7 +55,7 @@ impl Shared {
     pub(crate) fn new(
         mode: Mode,
         (http_rules, tcp_rules): (RuleSet, TcpRuleSet),
-        (events, key_header): (Arc<EventLog>, http::HeaderName),
+        (events, key): (Arc<EventLog>, crate::http::RequestKey),
         upstream: Upstream,
         shutdown: watch::Receiver<bool>,
         (grace, header_read_timeout): (Duration, Option<Duration>),
@@ -72,7 +72,7 @@ impl Shared {
             grace,
             header_read_timeout,
             workers,
-            key_header,
+            key,
             http_conns: crate::http::ConnRegistry::default(),
         }
     }

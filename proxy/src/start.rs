@@ -69,6 +69,7 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     // Zero would cut every connection before its first byte: it means no limit, as `0` does
     // for the command-line flag.
     let header_read_timeout = config.header_read_timeout.filter(|t| !t.is_zero());
+    let key = crate::http::RequestKey::new(config.key_at).map_err(ProxyError::KeyAt)?;
     let http_rules = RuleSet::compile(config.rules)?;
     let tcp_rules = TcpRuleSet::compile(config.tcp_rules)?;
     let listener = bind(config.listen)?;
@@ -93,10 +94,7 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     let shared = Arc::new(Shared::new(
         config.mode,
         (http_rules, tcp_rules),
-        (
-            Arc::new(EventLog::new(config.event_capacity)),
-            config.key_header,
-        ),
+        (Arc::new(EventLog::new(config.event_capacity)), key),
         upstream,
         stopped,
         (config.shutdown_grace, header_read_timeout),

@@ -268,17 +268,6 @@ impl ClientProfile {
             }
         }
         if let Some(contract) = &self.contract {
-            let key_at = contract.value.resolve().key_at;
-            if !matches!(key_at, crate::profile::KeyAt::Header(_)) {
-                let where_ = key_at.describe();
-                at(
-                    &contract.referenced,
-                    format!(
-                        "contract.key_at: `idemspec client` hears a key only in a header, not in \
-                         {where_}; give the header your client sends it in (`key_at: {{header: NAME}}`)"
-                    ),
-                );
-            }
             for (loc, m) in contract.value.problems() {
                 at(
                     loc.unwrap_or(&contract.referenced),

@@ -22,6 +22,8 @@ use crate::event::Side;
 pub(crate) enum Source {
     Stream(Incoming),
     Full(Option<Bytes>),
+    /// Bytes read first (to find a key in them), then the rest of the stream.
+    Prefixed(Option<Bytes>, Incoming),
 }
 
 impl Source {
@@ -29,6 +31,10 @@ impl Source {
         match self {
             Source::Stream(body) => Pin::new(body).poll_frame(cx),
             Source::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            Source::Prefixed(read, body) => match read.take() {
+                Some(b) => Poll::Ready(Some(Ok(Frame::data(b)))),
+                None => Pin::new(body).poll_frame(cx),
+            },
         }
     }
 
@@ -37,6 +43,7 @@ impl Source {
             Source::Stream(body) => body.is_end_stream(),
             // An empty body is over before its first poll (hyper may never poll a zero length).
             Source::Full(bytes) => bytes.as_ref().is_none_or(Bytes::is_empty),
+            Source::Prefixed(read, body) => read.is_none() && body.is_end_stream(),
         }
     }
 
@@ -45,6 +52,16 @@ impl Source {
             Source::Stream(body) => body.size_hint(),
             Source::Full(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
             Source::Full(None) => SizeHint::with_exact(0),
+            Source::Prefixed(read, body) => {
+                let read = read.as_ref().map_or(0, |b| b.len() as u64);
+                let rest = body.size_hint();
+                let mut hint = SizeHint::new();
+                hint.set_lower(rest.lower() + read);
+                if let Some(upper) = rest.upper() {
+                    hint.set_upper(upper + read);
+                }
+                hint
+            }
         }
     }
 }

@@ -46,14 +46,14 @@ fn header(parts: &Parts, name: &HeaderName) -> Option<String> {
 }
 
 impl RequestCtx {
-    /// The context of the request with head `parts`, arriving on `conn`, recording the value of
-    /// `key_header` as its key; its event goes to `log`. From now until the context is dropped
+    /// The context of the request with head `parts`, arriving on `conn`, recording `key` as its
+    /// key (the body's is filled in once read); its event goes to `log`. From now until the context is dropped
     /// (with the response body, when hyper is done with it), the connection's header-read clock is
     /// stopped.
     pub(crate) fn new(
         log: Arc<EventLog>,
         parts: &Parts,
-        key_header: &HeaderName,
+        key: Option<String>,
         conn: Arc<ConnCtl>,
     ) -> Self {
         let path = parts
@@ -64,7 +64,7 @@ impl RequestCtx {
             log,
             parts.method.as_str().to_owned(),
             path,
-            header(parts, key_header),
+            key,
             header(parts, &STEP_HEADER),
             conn,
         )

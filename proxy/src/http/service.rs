@@ -4,7 +4,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use http::{Request, Response};
+use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 
 use super::body::{RequestBody, ResponseBody, Source};
@@ -13,6 +13,9 @@ use super::ctx::RequestCtx;
 use super::faults;
 use super::flight::Flight;
 use super::link::UpstreamLink;
+use super::synthetic;
+use super::upstream::client_left;
+use crate::event::Side;
 use crate::server::{Shared, Upstream};
 
 /// Handles one request from a downstream connection.
@@ -26,14 +29,35 @@ pub(super) async fn handle(
         unreachable!("HTTP connections are only served in HTTP mode")
     };
     let (mut parts, body) = req.into_parts();
-    let mut ctx = RequestCtx::new(shared.events.clone(), &parts, &shared.key_header, ctl);
+    let key = shared.key.in_head(&parts);
+    let mut ctx = RequestCtx::new(shared.events.clone(), &parts, key, ctl);
+    let body = if shared.key.in_body() {
+        match shared.key.read_body(&parts, body).await {
+            Ok((key, body)) => {
+                ctx.event.idempotency_key = key;
+                body
+            }
+            Err(err) => {
+                ctx.event.client_disconnected |= client_left(&err);
+                let detail = format!("the request body from the client could not be read: {err}");
+                return Ok(synthetic::problem(
+                    ctx,
+                    StatusCode::BAD_REQUEST,
+                    Side::Downstream,
+                    detail,
+                ));
+            }
+        }
+    } else {
+        Source::Stream(body)
+    };
     // Pass-through (no rules in force) takes no lock and no reference count.
     let rule = shared
         .http_rules_for_request()
-        .and_then(|rules| rules.select(&parts, shared.key_header.as_str()));
+        .and_then(|rules| rules.select(&parts, ctx.event.idempotency_key.as_deref()));
     // Rules see the control headers; the upstream must not.
     forwarder.prepare(&mut parts);
-    let req = Request::from_parts(parts, RequestBody(Source::Stream(body)));
+    let req = Request::from_parts(parts, RequestBody(body));
     let Some(rule) = rule else {
         return Ok(Flight::new(req, ctx, forwarder, &link, &shared)
             .pass()

@@ -81,7 +81,8 @@ impl ToxiproxyServer {
             Default::default(),
             (
                 Arc::new(EventLog::new(defaults.event_capacity)),
-                defaults.key_header,
+                crate::http::RequestKey::new(defaults.key_at)
+                    .expect("the default key header is a header name"),
             ),
             Upstream::Tcp(String::new()),
             stopped,

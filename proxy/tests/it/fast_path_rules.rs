@@ -150,7 +150,7 @@ impl Pair {
                 upstream: format!("http://{up}/base"),
                 rules,
                 io_threads: 0,
-                key_header: config.key_header.clone(),
+                key_at: config.key_at.clone(),
                 ..ProxyConfig::default()
             })
         };
@@ -641,7 +641,7 @@ async fn an_idempotency_key_is_read_from_the_configured_key_header_quotes_includ
     )
     .await;
     let paypal = || ProxyConfig {
-        key_header: http::HeaderName::from_static("paypal-request-id"),
+        key_at: idemspec_scenarios::profile::KeyAt::Header("PayPal-Request-Id".into()),
         ..ProxyConfig::default()
     };
     single_rule(

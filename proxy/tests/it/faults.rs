@@ -429,7 +429,7 @@ async fn the_key_header_recorded_is_the_one_configured() {
     let upstream = Upstream::start().await;
     let proxy = idemspec_proxy::start(idemspec_proxy::ProxyConfig {
         upstream: upstream.url(),
-        key_header: http::HeaderName::from_static("paypal-request-id"),
+        key_at: idemspec_scenarios::profile::KeyAt::Header("PayPal-Request-Id".into()),
         ..Default::default()
     })
     .await
@@ -447,4 +447,142 @@ async fn the_key_header_recorded_is_the_one_configured() {
         Some("order-7")
     );
     proxy.shutdown().await;
+}
+
+/// A key outside the headers is recorded, and matched by a rule's `idempotency_key`, where
+/// `key_at` says: a query parameter, a form field, a JSON member (a nested one too). The body
+/// reaches the upstream byte for byte, and its `Content-Length` with it.
+#[tokio::test]
+async fn a_key_in_the_query_or_the_body_is_recorded_and_matched() {
+    use idemspec_scenarios::profile::KeyAt;
+    let cases: [(KeyAt, &str, &str, &str); 4] = [
+        (
+            KeyAt::Query("requestId".into()),
+            "/echo?zone=z&requestId=r-1",
+            "",
+            "r-1",
+        ),
+        (
+            KeyAt::Form("ClientToken".into()),
+            "/echo",
+            "Action=RunInstances&ClientToken=tok%201",
+            "tok 1",
+        ),
+        (
+            KeyAt::Json("clientToken".into()),
+            "/echo",
+            r#"{"image":"debian","clientToken":"c-9"}"#,
+            "c-9",
+        ),
+        (
+            KeyAt::Json("params.token".into()),
+            "/echo",
+            r#"{"params":{"token":"p-2"}}"#,
+            "p-2",
+        ),
+    ];
+    for (key_at, path, body, key) in cases {
+        let upstream = Upstream::start().await;
+        let proxy = idemspec_proxy::start(idemspec_proxy::ProxyConfig {
+            upstream: upstream.url(),
+            key_at: key_at.clone(),
+            rules: rules(&format!(
+                "- name: keyed\n  match: {{idempotency_key: {key:?}, path_prefix: /refused}}\n  fault: {{respond: {{status: 409}}}}\n"
+            )),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let resp = http()
+            .post(format!("http://{}{path}", proxy.addr()))
+            .header("Idempotency-Key", "not-this-one")
+            .body(body.to_owned())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{key_at:?}");
+        assert_eq!(resp.bytes().await.unwrap(), body.as_bytes(), "{key_at:?}");
+        assert_eq!(
+            proxy.events()[0].idempotency_key.as_deref(),
+            Some(key),
+            "{key_at:?}"
+        );
+        let seen = &upstream.seen()[0];
+        assert_eq!(seen.body, body.as_bytes(), "{key_at:?}");
+        if !body.is_empty() {
+            assert_eq!(
+                seen.headers["content-length"].to_str().unwrap(),
+                body.len().to_string(),
+                "{key_at:?}"
+            );
+        }
+        // The rule reads the same key.
+        let refused_path = path.replacen("/echo", "/refused", 1);
+        let refused = http()
+            .post(format!("http://{}{refused_path}", proxy.addr()))
+            .body(body.to_owned())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 409, "{key_at:?}");
+        proxy.shutdown().await;
+    }
+}
+
+/// A body longer than the 64 KiB the proxy reads for a key goes upstream whole and unchanged,
+/// sent as it came (chunked here); its key is not recorded. A short chunked body's key is.
+#[tokio::test]
+async fn a_body_past_the_key_limit_is_forwarded_whole_without_a_key() {
+    use idemspec_scenarios::profile::KeyAt;
+    let upstream = Upstream::start().await;
+    let proxy = idemspec_proxy::start(idemspec_proxy::ProxyConfig {
+        upstream: upstream.url(),
+        key_at: KeyAt::Json("clientToken".into()),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let filler = "x".repeat(200 * 1024);
+    let long = format!(r#"{{"clientToken":"big","filler":"{filler}"}}"#);
+    let short = r#"{"clientToken":"small"}"#.to_owned();
+    for body in [long.clone(), short.clone()] {
+        // Without a length: sent chunked, 10 000 bytes a chunk.
+        let mut request = b"POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
+        for chunk in body.as_bytes().chunks(10_000) {
+            request.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+            request.extend_from_slice(chunk);
+            request.extend_from_slice(b"\r\n");
+        }
+        request.extend_from_slice(b"0\r\n\r\n");
+        let answer = raw(proxy.addr(), &request).await;
+        assert!(
+            answer.text().starts_with("HTTP/1.1 200"),
+            "{}",
+            &answer.text()[..80]
+        );
+    }
+    let seen = upstream.seen();
+    assert_eq!(seen[0].body, long.as_bytes());
+    assert_eq!(seen[1].body, short.as_bytes());
+    let events = proxy.events();
+    assert_eq!(events[0].idempotency_key, None, "past the limit: not read");
+    assert_eq!(events[1].idempotency_key.as_deref(), Some("small"));
+    proxy.shutdown().await;
+}
+
+/// A key header that HTTP cannot carry is refused at start, by name.
+#[tokio::test]
+async fn a_key_header_http_cannot_carry_is_refused() {
+    let err = idemspec_proxy::start(idemspec_proxy::ProxyConfig {
+        upstream: "http://127.0.0.1:9".into(),
+        key_at: idemspec_scenarios::profile::KeyAt::Header("Bad Header".into()),
+        ..Default::default()
+    })
+    .await
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("`Bad Header` is not an HTTP header name"),
+        "{err}"
+    );
 }

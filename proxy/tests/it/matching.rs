@@ -106,7 +106,7 @@ async fn idempotency_key_matches_the_configured_key_header(threads: usize) {
             "- name: keyed\n  match: {idempotency_key: K1}\n  fault: {respond: {status: 409}}\n",
         ),
         io_threads: threads,
-        key_header: http::HeaderName::from_static("paypal-request-id"),
+        key_at: idemspec_scenarios::profile::KeyAt::Header("PayPal-Request-Id".into()),
         ..ProxyConfig::default()
     })
     .await;

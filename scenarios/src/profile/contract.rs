@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::load::Spanned;
 use crate::value::HumanDuration;
 
+use super::key_at::KeyAt;
+
 /// A named starting point for a contract (README "Point it at your own API"; each preset's values in `ContractSpec::resolve`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -308,55 +310,6 @@ pub enum MismatchAnswer {
 
 /// The largest `key_max_len` a profile may declare: key-validation sends a key one longer.
 pub const MAX_KEY_MAX_LEN: u32 = 65_535;
-
-/// Where a request carries its idempotency key (`contract.key_at`). A request without a key
-/// leaves the header, parameter or member out altogether.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum KeyAt {
-    /// A request header of this name.
-    Header(String),
-    /// A query parameter of this name, appended to the path (form-urlencoded).
-    Query(String),
-    /// A field of this name in an `application/x-www-form-urlencoded` body.
-    Form(String),
-    /// A member of a JSON object body: a name, or names joined by `.` for a member inside
-    /// another (`params.clientToken`); missing objects on the way are made.
-    Json(String),
-}
-
-impl KeyAt {
-    /// `the \`Idempotency-Key\` header`, `the query parameter \`requestId\``, … (for sentences).
-    pub fn describe(&self) -> String {
-        match self {
-            KeyAt::Header(n) => format!("the `{n}` header"),
-            KeyAt::Query(n) => format!("the query parameter `{n}`"),
-            KeyAt::Form(n) => format!("the form field `{n}`"),
-            KeyAt::Json(n) => format!("the JSON member `{n}`"),
-        }
-    }
-
-    /// Why the name cannot carry a key, if it cannot.
-    fn problem(&self) -> Option<String> {
-        let (field, name) = match self {
-            KeyAt::Header(n) => return super::check_header(n, "k").err(),
-            KeyAt::Query(n) => ("query", n),
-            KeyAt::Form(n) => ("form", n),
-            KeyAt::Json(n) => ("json", n),
-        };
-        let bad = name.is_empty()
-            || name.len() > 256
-            || name.chars().any(char::is_control)
-            || (field == "json" && name.split('.').any(str::is_empty));
-        bad.then(|| {
-            format!(
-                "key_at.{field} `{name}` is no name to carry the key: give 1–256 characters \
-                 without control characters{}",
-                if field == "json" { ", and for a member inside another, names joined by single dots (`params.clientToken`)" } else { "" }
-            )
-        })
-    }
-}
 
 /// A refusal the contract names, each known by its statuses and, where declared, its body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,14 +3,16 @@
 
 mod contract;
 mod env;
+mod key_at;
 mod resource_path;
 mod target;
 mod wire;
 
 pub use contract::{
-    BodyCondition, Contract, ContractSpec, Covered, KeyAt, KeyForm, MismatchAnswer, Preset, Refusal,
+    BodyCondition, Contract, ContractSpec, Covered, KeyForm, MismatchAnswer, Preset, Refusal,
 };
 pub use env::expand_env;
+pub use key_at::KeyAt;
 pub use resource_path::ResourcePath;
 pub use target::{
     ActionOp, ChecksAtOnce, CreateOp, GetOp, HookSpec, Hooks, HttpHook, KeyUse, ListOp,

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idemspec_scenarios::client_profile::ClientProfile;
-use idemspec_scenarios::profile::Contract;
+use idemspec_scenarios::profile::{Contract, KeyAt};
 
 use futures::future::BoxFuture;
 
@@ -106,8 +106,6 @@ pub struct Ctx {
     pub upstream: String,
     /// Whether `upstream` is the canned one (so its responses are known).
     pub canned: bool,
-    /// The header that carries the key.
-    pub key_header: http::HeaderName,
     /// One run's deadline.
     pub timeout: Duration,
 }
@@ -134,9 +132,13 @@ impl Ctx {
         (headers, self.profile.body().to_owned())
     }
 
-    /// The contract's header as the user wrote it (for sentences).
-    pub fn header(&self) -> &str {
-        &self.contract.header
+    /// Where the key goes, for sentences: `` `Idempotency-Key` `` for a header, else
+    /// "the JSON member `clientToken`" and the like.
+    pub fn key_words(&self) -> String {
+        match &self.contract.key_at {
+            KeyAt::Header(name) => format!("`{name}`"),
+            at => at.describe(),
+        }
     }
 }
 
@@ -157,8 +159,10 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
         .collect();
     let selected = engine::select(all, |(about, _)| &about.id, &options.only, &options.skip)?;
     let contract = options.profile.contract();
-    let key_header = http::HeaderName::from_bytes(contract.header.as_bytes())
-        .map_err(|_| ClientError::KeyHeader(contract.header.clone()))?;
+    if let KeyAt::Header(name) = &contract.key_at {
+        http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ClientError::KeyHeader(name.clone()))?;
+    }
     let mut canned = None;
     let upstream = match &options.upstream {
         Some(url) => url.clone(),
@@ -178,7 +182,6 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
         command: options.command,
         upstream,
         canned: canned.is_some(),
-        key_header,
     });
     record.announce(
         &ctx.profile.name,

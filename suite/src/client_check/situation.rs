@@ -255,7 +255,7 @@ impl Ctx {
         idemspec_proxy::start(ProxyConfig {
             upstream: self.upstream.trim_end_matches('/').to_owned(),
             rules: self.rules(situation),
-            key_header: self.key_header.clone(),
+            key_at: self.contract.key_at.clone(),
             // The command has ended when the proxy stops; a held request must not hold the check.
             shutdown_grace: Duration::from_millis(100),
             ..ProxyConfig::default()

@@ -101,7 +101,7 @@ async fn run_check(
         None
     } else {
         let rules: Vec<Rule> = scenario.faults.iter().map(|r| r.value.clone()).collect();
-        match FaultProxy::start(&env.profile.base_urls.value, &rules, &env.contract.header).await {
+        match FaultProxy::start(&env.profile.base_urls.value, &rules, &env.contract.key_at).await {
             Ok(p) => Some(p),
             Err(e) => {
                 let why = format!("could not start the fault-injecting proxy: {e}");

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use idemspec_proxy::{ProxyConfig, ProxyEvent, ProxyHandle};
+use idemspec_scenarios::profile::KeyAt;
 use idemspec_scenarios::rules::Rule;
 
 /// The proxies in front of each base URL, sharing one rule list.
@@ -12,25 +13,20 @@ pub(crate) struct FaultProxy {
 }
 
 impl FaultProxy {
-    /// Starts one proxy per upstream on `127.0.0.1:0`. `key_header`: the contract's key header,
+    /// Starts one proxy per upstream on `127.0.0.1:0`. `key_at`: where the contract puts the key,
     /// which the proxy records as each event's key and compares a rule's `idempotency_key` with.
-    /// Errors: `key_header` is not a header name, or a proxy cannot start.
+    /// Errors: `key_at` names no header HTTP can carry, or a proxy cannot start.
     pub(crate) async fn start(
         upstreams: &[String],
         rules: &[Rule],
-        key_header: &str,
+        key_at: &KeyAt,
     ) -> std::io::Result<Self> {
-        let key_header = http::HeaderName::from_bytes(key_header.as_bytes()).map_err(|_| {
-            std::io::Error::other(format!(
-                "the contract's key header `{key_header}` is not a valid header name"
-            ))
-        })?;
         let mut handles = Vec::with_capacity(upstreams.len());
         for upstream in upstreams {
             let config = ProxyConfig {
                 upstream: upstream.trim_end_matches('/').to_owned(),
                 rules: rules.to_vec(),
-                key_header: key_header.clone(),
+                key_at: key_at.clone(),
                 // A check's requests have all ended when it shuts its proxy down; a `hang` must
                 // not hold the run.
                 shutdown_grace: Duration::from_millis(100),
@@ -79,7 +75,8 @@ mod tests {
         )
         .expect("valid rules");
         let upstream = ["http://127.0.0.1:9".to_owned()];
-        let proxy = FaultProxy::start(&upstream, &rules, "X-Request-Id")
+        let header = KeyAt::Header("X-Request-Id".into());
+        let proxy = FaultProxy::start(&upstream, &rules, &header)
             .await
             .expect("the proxy starts");
         let status = reqwest::Client::new()
@@ -94,7 +91,7 @@ mod tests {
         assert_eq!(events[0].idempotency_key.as_deref(), Some("K1"));
         assert_eq!(events[0].rule.as_deref(), Some("keyed"));
         proxy.shutdown().await;
-        let bad = FaultProxy::start(&upstream, &rules, "X Request Id").await;
+        let bad = FaultProxy::start(&upstream, &rules, &KeyAt::Header("X Request Id".into())).await;
         assert!(
             bad.is_err(),
             "a key header that is no header name is refused"

@@ -34,12 +34,32 @@ fn example_profile() -> ClientProfile {
 
 /// Runs every client check on the example client with `flaw`.
 async fn judge(flaw: Option<&str>) -> RunReport {
+    judge_keyed(flaw, None).await
+}
+
+/// Runs every client check on the example client with `flaw`, its key where `key_in` says
+/// (create.py's `--key-in`: `body`, `form`, `query` or `header:NAME`), and the profile's
+/// `contract.key_at` saying the same.
+async fn judge_keyed(flaw: Option<&str>, key_in: Option<&str>) -> RunReport {
     let script = root().join("clients/example/create.py");
-    let flag = flaw.map(|f| format!(" --flaw {f}")).unwrap_or_default();
-    let options = ClientOptions::new(
-        example_profile(),
-        format!("python3 '{}'{flag}", script.display()),
-    );
+    let mut flags = flaw.map(|f| format!(" --flaw {f}")).unwrap_or_default();
+    let mut profile = example_profile();
+    if let Some(place) = key_in {
+        flags.push_str(&format!(" --key-in {place}"));
+        let key_at = match place {
+            "body" => "{json: clientToken}".to_owned(),
+            "form" => "{form: ClientToken}".to_owned(),
+            "query" => "{query: requestId}".to_owned(),
+            header => format!("{{header: {}}}", header.trim_start_matches("header:")),
+        };
+        let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+        let text = text.replace(
+            "  preset: article ",
+            &format!("  key_at: {key_at}\n  preset: article "),
+        );
+        profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("a valid profile");
+    }
+    let options = ClientOptions::new(profile, format!("python3 '{}'{flags}", script.display()));
     let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
     tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
         .await
@@ -76,7 +96,41 @@ fn verdicts(report: &RunReport) -> BTreeMap<String, Verdict> {
 )]
 #[tokio::test]
 async fn client_flaw_matrix(#[case] flaw: Option<&str>, #[case] expected: &[(&str, Verdict)]) {
-    let report = judge(flaw).await;
+    judged_as(judge(flaw).await, flaw, expected);
+}
+
+/// The client flaw matrix for keys outside the `Idempotency-Key` header: a JSON body member, a
+/// form field, a query parameter, another header. The proxy reads the key where the profile says,
+/// and every check judges it as it judges a header.
+#[rstest]
+#[case::key_in_body(None, "body", &[])]
+#[case::key_in_form(None, "form", &[])]
+#[case::key_in_query(None, "query", &[])]
+#[case::key_in_another_header(None, "header:X-Request-Token", &[])]
+#[case::new_key_per_attempt_in_body(Some("new-key-per-attempt"), "body", &[("same-key", Verdict::Fail)])]
+#[case::key_dropped_on_retry_in_body(
+    Some("key-dropped-on-retry"),
+    "body",
+    // The retries' missing key is key-present's rule; same-key records it.
+    &[("key-present", Verdict::Fail), ("same-key", Verdict::Info)]
+)]
+#[case::key_dropped_on_retry_in_query(
+    Some("key-dropped-on-retry"),
+    "query",
+    &[("key-present", Verdict::Fail), ("same-key", Verdict::Info)]
+)]
+#[tokio::test]
+async fn client_flaw_matrix_keyed(
+    #[case] flaw: Option<&str>,
+    #[case] key_in: &str,
+    #[case] expected: &[(&str, Verdict)],
+) {
+    judged_as(judge_keyed(flaw, Some(key_in)).await, flaw, expected);
+}
+
+/// `report` gave the checks in `expected` their verdicts and every other check PASS; each FAIL
+/// shows its attempts.
+fn judged_as(report: RunReport, flaw: Option<&str>, expected: &[(&str, Verdict)]) {
     let got = verdicts(&report);
     let want: BTreeMap<String, Verdict> = client_check::checks::list()
         .iter()

@@ -82,6 +82,8 @@ impl Up {
 
 struct Conn<'a> {
     shared: &'a Arc<Shared>,
+    /// The header that carries the idempotency key (lowercase).
+    key_header: &'a str,
     ctl: &'a Arc<ConnCtl>,
     fwd: &'a Forwarder,
     down: TcpStream,
@@ -100,9 +102,14 @@ pub(super) async fn serve(
     ctl: &Arc<ConnCtl>,
     fwd: &Forwarder,
 ) -> Exit {
+    // The fast path reads a key only from a header; a key elsewhere is hyper's path's to find.
+    let Some(key_header) = shared.key.header() else {
+        return Exit::Handoff(stream, BytesMut::new());
+    };
     let _registration = ConnRegistry::register(shared, ctl);
     let mut conn = Conn {
         shared,
+        key_header,
         ctl,
         fwd,
         down: stream,
@@ -212,11 +219,10 @@ impl Conn<'_> {
             if !self.buf.is_empty() {
                 // Read per request: a rule added mid-connection applies to the next request.
                 let rules = self.shared.http_rules_for_request();
-                let key_header = self.shared.key_header.as_str();
                 match wire::analyse_request(
                     &self.buf,
                     self.fwd.prefix(),
-                    key_header,
+                    self.key_header,
                     rules.as_deref(),
                     &mut self.out,
                 ) {

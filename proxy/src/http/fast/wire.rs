@@ -189,7 +189,7 @@ pub(super) fn analyse_request(
             path: target.split_once('?').map_or(target, |(path, _)| path),
             headers: req.headers,
         };
-        if rules.may_apply(&head, key_header) {
+        if rules.may_apply(&head, plan.key.as_deref()) {
             return Request::Handoff;
         }
     }

@@ -42,8 +42,8 @@ impl ClientCheck for DistinctKeys {
                     None => found.push(Judgement::on(
                         run.situation,
                         Finding::Recorded(format!(
-                            "{at}: no `{}` to compare (key-present judges that)",
-                            ctx.header()
+                            "{at}: no key in {} to compare (key-present judges that)",
+                            ctx.key_words()
                         )),
                     )),
                     Some(key) => {

@@ -12,9 +12,6 @@ use crate::engine::Finding;
 /// See the module documentation.
 pub struct KeyFormat;
 
-/// The longest key servers must accept (Stripe: 255 characters; leasebroker's contract).
-const MAX_LEN: usize = 255;
-
 impl ClientCheck for KeyFormat {
     fn about(&self) -> About {
         about(
@@ -37,10 +34,14 @@ impl ClientCheck for KeyFormat {
             for key in keys {
                 let finding = match key {
                     None => Finding::Recorded(format!(
-                        "an attempt carried no `{}` (key-present judges that)",
-                        ctx.header()
+                        "an attempt carried no key in {} (key-present judges that)",
+                        ctx.key_words()
                     )),
-                    Some(raw) => judge_key(raw, ctx.contract.sf_string_keys),
+                    Some(raw) => judge_key(
+                        raw,
+                        ctx.contract.sf_string_keys,
+                        ctx.contract.key_max_len as usize,
+                    ),
                 };
                 found.push(Judgement::on(run.situation, finding));
                 if let Some(note) = key.and_then(uuid_note) {
@@ -52,7 +53,9 @@ impl ClientCheck for KeyFormat {
     }
 }
 
-fn judge_key(raw: &str, sf_string: bool) -> Finding {
+/// `raw` judged as a key: 1 to `max_len` (the contract's `key_max_len`: 255 by default, Stripe's
+/// limit; 64 for AWS's client token) visible ASCII characters, an sf-string's quotes removed.
+fn judge_key(raw: &str, sf_string: bool, max_len: usize) -> Finding {
     let key = match raw.strip_prefix('"').and_then(|k| k.strip_suffix('"')) {
         Some(inner) if sf_string => inner,
         _ => raw,
@@ -61,7 +64,7 @@ fn judge_key(raw: &str, sf_string: bool) -> Finding {
     let invisible = key.chars().find(|c| !('\x21'..='\x7e').contains(c));
     match (len, invisible) {
         (0, _) => Finding::Broken("the key is empty".into()),
-        (n, _) if n > MAX_LEN => Finding::Broken(format!("the key {raw:?} has {n} characters; servers accept at most {MAX_LEN}"),
+        (n, _) if n > max_len => Finding::Broken(format!("the key {raw:?} has {n} characters; the contract's servers accept at most {max_len} (`key_max_len`)"),
         ),
         (_, Some(c)) => Finding::Broken(format!(
                 "the key {raw:?} contains {c:?}, which is not visible ASCII: a server rejects it or reads another key"
@@ -71,12 +74,13 @@ fn judge_key(raw: &str, sf_string: bool) -> Finding {
     }
 }
 
+/// "the key is a UUID (version 4)" where its variant and version bits say it is one (RFC 9562
+/// §4.1, §4.2); 32 random hex digits in the UUID layout are not labelled.
 fn uuid_note(key: &str) -> Option<String> {
     let id = uuid::Uuid::parse_str(key.trim_matches('"')).ok()?;
-    Some(format!(
-        "the key is a UUID (version {})",
-        id.get_version_num()
-    ))
+    let version = id.get_version_num();
+    (id.get_variant() == uuid::Variant::RFC4122 && (1..=8).contains(&version))
+        .then(|| format!("the key is a UUID (version {version})"))
 }
 
 #[cfg(test)]
@@ -86,13 +90,16 @@ mod tests {
     #[test]
     fn keys_are_judged_by_length_and_characters() {
         let held = |f: &Finding| matches!(f, Finding::Held(_));
-        assert!(held(&judge_key("order-17", false)));
-        assert!(held(&judge_key("\"order-17\"", true)));
-        assert!(!held(&judge_key("a b", false)));
-        assert!(!held(&judge_key("", false)));
-        assert!(!held(&judge_key(&"k".repeat(256), false)));
-        assert!(held(&judge_key(&"k".repeat(255), false)));
-        assert!(!held(&judge_key("clé", false)));
+        assert!(held(&judge_key("order-17", false, 255)));
+        assert!(held(&judge_key("\"order-17\"", true, 255)));
+        assert!(!held(&judge_key("a b", false, 255)));
+        assert!(!held(&judge_key("", false, 255)));
+        assert!(!held(&judge_key(&"k".repeat(256), false, 255)));
+        assert!(held(&judge_key(&"k".repeat(255), false, 255)));
+        assert!(!held(&judge_key(&"k".repeat(65), false, 64)), "AWS's 64");
+        assert!(!held(&judge_key("clé", false, 255)));
+        // Random hex in the UUID layout, its version nibble 0 and its variant bits not RFC's.
+        assert_eq!(uuid_note("6f1c7a2e-4b7d-0c1a-1a55-0d1f2e3c4b5a"), None);
         assert_eq!(
             uuid_note("6f1c7a2e-4b7d-4c1a-9a55-0d1f2e3c4b5a").as_deref(),
             Some("the key is a UUID (version 4)")

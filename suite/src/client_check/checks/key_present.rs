@@ -46,26 +46,26 @@ impl ClientCheck for KeyPresent {
     }
 
     fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
-        let header = ctx.header();
+        let header = ctx.key_words();
         runs.iter()
             .map(|run| {
                 let n = run.attempts.len();
                 let missing = run.attempts.iter().filter(|a| a.key.is_none()).count();
                 let finding = if missing == 0 {
                     Finding::Held(format!(
-                        "`{}`: every attempt ({n}) carried `{header}`",
+                        "`{}`: every attempt ({n}) carried {header}",
                         run.situation
                     ))
                 } else if run.retried() {
                     Finding::Broken(format!(
-                            "`{}`: the client retried {} without `{header}` ({missing} of {n} attempts had none): the server cannot tell a retry from a new request, so each retry may create another resource",
+                            "`{}`: the client retried {} without {header} ({missing} of {n} attempts had none): the server cannot tell a retry from a new request, so each retry may create another resource",
                             run.situation,
                             ctx.operation_label()
                         ),
                     )
                 } else {
                     Finding::Recorded(format!(
-                        "`{}`: no `{header}` and no retry: safe only while the client never retries",
+                        "`{}`: sent without {header} and not retried: safe only while the client never retries",
                         run.situation
                     ))
                 };

@@ -50,21 +50,23 @@ impl ClientCheck for SameKey {
             .map(|run| {
                 // The faults hit the first operation; with several per run, the others are clean.
                 let first = operations(&run.attempts)[0];
-                let keys: BTreeSet<Option<&str>> = first.iter().map(|a| a.key.as_deref()).collect();
+                // An attempt without a key is key-present's rule; this one compares the keys sent.
+                let keys: BTreeSet<&str> = first.iter().filter_map(|a| a.key.as_deref()).collect();
                 let n = first.len();
+                let keyless = first.iter().filter(|a| a.key.is_none()).count();
                 let finding = if n < 2 {
                     Finding::Recorded(format!(
                         "`{}`: not retried ({})",
                         run.situation, run.output.exit
                     ))
-                } else if keys.len() == 1 && keys.contains(&None) {
+                } else if keys.is_empty() {
                     Finding::Recorded(format!(
-                        "`{}`: retried {n} times without any `{}` (key-present judges that)",
+                        "`{}`: retried {n} times without any key in {} (key-present judges that)",
                         run.situation,
-                        ctx.header()
+                        ctx.key_words()
                     ))
                 } else if keys.len() > 1 {
-                    let listed: Vec<String> = keys.iter().map(|k| key_text(*k)).collect();
+                    let listed: Vec<String> = keys.iter().map(|k| key_text(Some(k))).collect();
                     Finding::Broken(format!(
                             "`{}`: {n} attempts of one operation carried {} different keys ({}): a retry with a new key is a new operation to the server, which runs it again",
                             run.situation,
@@ -72,6 +74,13 @@ impl ClientCheck for SameKey {
                             listed.join(", ")
                         ),
                     )
+                } else if keyless > 0 {
+                    Finding::Recorded(format!(
+                        "`{}`: of {n} attempts, {keyless} carried no key in {} (key-present judges \
+                         that) and the others one key",
+                        run.situation,
+                        ctx.key_words()
+                    ))
                 } else {
                     Finding::Held(format!(
                         "`{}`: {n} attempts, one key",

@@ -296,7 +296,7 @@ impl Request<'_> {
         if let Some(k) = &key {
             match &env.contract.key_at {
                 KeyAt::Header(name) => key_header = Some((name.clone(), k.clone())),
-                at => place_key(at, k, &mut path, &mut body, &mut content_type)?,
+                at => at.place(k, &mut path, &mut body, &mut content_type)?,
             }
         }
         let proxy_urls = self.sender.proxy_urls.as_deref();
@@ -377,65 +377,6 @@ impl Request<'_> {
     }
 }
 
-/// Puts `key` where `at` (not a header) says: a query parameter appended to `path`, a field
-/// appended to a form body, or a member set in a JSON object body (made, with the objects on the
-/// way, where missing). A body-less request gets a body of the key alone, and its type.
-///
-/// # Errors
-/// A JSON placement in a body that is not a JSON object.
-fn place_key(
-    at: &KeyAt,
-    key: &str,
-    path: &mut String,
-    body: &mut Option<String>,
-    content_type: &mut Option<String>,
-) -> Result<(), String> {
-    let pair = |name: &str| {
-        form_urlencoded::Serializer::new(String::new())
-            .append_pair(name, key)
-            .finish()
-    };
-    match at {
-        KeyAt::Header(_) => {}
-        KeyAt::Query(name) => {
-            path.push(if path.contains('?') { '&' } else { '?' });
-            path.push_str(&pair(name));
-        }
-        KeyAt::Form(name) => {
-            let field = pair(name);
-            *body = Some(match body.take().filter(|b| !b.is_empty()) {
-                Some(b) => format!("{b}&{field}"),
-                None => field,
-            });
-            content_type.get_or_insert_with(|| "application/x-www-form-urlencoded".into());
-        }
-        KeyAt::Json(dotted) => {
-            let mut value = match body.as_deref().filter(|b| !b.trim().is_empty()) {
-                Some(b) => serde_json::from_str::<serde_json::Value>(b).map_err(|e| {
-                    format!("the body is not JSON ({e}), so the key cannot be its member `{dotted}` (`contract.key_at`)")
-                })?,
-                None => serde_json::Value::Object(serde_json::Map::new()),
-            };
-            let mut node = &mut value;
-            for name in dotted.split('.') {
-                let object = node.as_object_mut().ok_or_else(|| {
-                    format!(
-                        "the body has no JSON object where the key's member `{dotted}` goes \
-                         (`contract.key_at`)"
-                    )
-                })?;
-                node = object
-                    .entry(name)
-                    .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
-            }
-            *node = serde_json::Value::String(key.to_owned());
-            *body = Some(value.to_string());
-            content_type.get_or_insert_with(|| "application/json".into());
-        }
-    }
-    Ok(())
-}
-
 /// A variant's name as profiles write it.
 fn variant_name(v: BodyVariant) -> &'static str {
     match v {
@@ -451,49 +392,6 @@ fn variant_name(v: BodyVariant) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_key_goes_where_the_contract_says_and_is_encoded_there() {
-        let place = |at: KeyAt, key: &str, path: &str, body: Option<&str>| {
-            let (mut path, mut body, mut ct) = (path.to_owned(), body.map(str::to_owned), None);
-            let r = place_key(&at, key, &mut path, &mut body, &mut ct);
-            r.map(|()| (path, body, ct))
-        };
-        let q = place(KeyAt::Query("requestId".into()), "a b&c", "/v1/x", None).unwrap();
-        assert_eq!(q.0, "/v1/x?requestId=a+b%26c");
-        let q2 = place(KeyAt::Query("requestId".into()), "k", "/v1/x?zone=z", None).unwrap();
-        assert_eq!(q2.0, "/v1/x?zone=z&requestId=k");
-        let f = place(
-            KeyAt::Form("ClientToken".into()),
-            "k=1",
-            "/",
-            Some("Action=Run"),
-        )
-        .unwrap();
-        assert_eq!(f.1.as_deref(), Some("Action=Run&ClientToken=k%3D1"));
-        let f2 = place(KeyAt::Form("ClientToken".into()), "k", "/", None).unwrap();
-        assert_eq!(
-            (f2.1.as_deref(), f2.2.as_deref()),
-            (
-                Some("ClientToken=k"),
-                Some("application/x-www-form-urlencoded")
-            )
-        );
-        let j = place(
-            KeyAt::Json("params.clientToken".into()),
-            "k\"1",
-            "/",
-            Some(r#"{"a":1}"#),
-        )
-        .unwrap();
-        let v: serde_json::Value = serde_json::from_str(j.1.as_deref().unwrap()).unwrap();
-        assert_eq!(
-            v,
-            serde_json::json!({"a": 1, "params": {"clientToken": "k\"1"}})
-        );
-        assert!(place(KeyAt::Json("t".into()), "k", "/", Some("[1]")).is_err());
-        assert!(place(KeyAt::Json("t".into()), "k", "/", Some("a=1")).is_err());
-    }
 
     #[test]
     fn keys_are_unique_per_check_and_follow_the_contract() {
