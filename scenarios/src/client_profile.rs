@@ -91,7 +91,7 @@ pub struct SuccessSpec {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct GivesUpSpec {
-    /// At most this many attempts of one operation (default 10, 2 to 1000).
+    /// At most this many attempts of one operation (default 10, 1 to 1000).
     #[serde(default)]
     pub after_attempts: Option<Spanned<u32>>,
     /// …and an exit within this long (default: the run's `timeout`, which it may not exceed).
@@ -149,7 +149,7 @@ impl ClientProfile {
 
     /// Cross-field rules: version 1; a path that starts with `/`; a 2xx success with headers HTTP
     /// can carry and, for a JSON type, a JSON body; 1 to 20 operations; a timeout of 1 s to 1 h;
-    /// 2 to 1000 attempts, given up within the timeout; a `Retry-After` of whole seconds, 1 to
+    /// 1 to 1000 attempts, given up within the timeout; a `Retry-After` of whole seconds, 1 to
     /// 60; a key header HTTP can carry.
     ///
     /// # Errors
@@ -233,11 +233,11 @@ impl ClientProfile {
             }
         }
         if let Some(n) = &self.gives_up.after_attempts {
-            if !in_range(n.value, 2, 1000) {
+            if !in_range(n.value, 1, 1000) {
                 at(
                     &n.referenced,
                     format!(
-                        "gives_up.after_attempts: {} is out of range; expected 2 to 1000 (a bound of one attempt allows no retry)",
+                        "gives_up.after_attempts: {} is out of range; expected 1 to 1000 (1: a client that never retries)",
                         n.value
                     ),
                 );
@@ -406,7 +406,7 @@ mod tests {
     fn every_broken_rule_is_located() {
         let err = load(
             "version: 2\nname: x\noperation: {path: v1/x}\nsuccess:\n  status: 404\n  body: '{nope'\n\
-             operations: 0\ntimeout: 2h\ngives_up: {after_attempts: 1}\nretry_after: 1500ms\n",
+             operations: 0\ntimeout: 2h\ngives_up: {after_attempts: 0}\nretry_after: 1500ms\n",
         )
         .expect_err("invalid");
         let all: Vec<String> = err.each().map(ToString::to_string).collect();

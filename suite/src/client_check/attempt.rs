@@ -78,13 +78,21 @@ impl Attempt {
 }
 
 /// Whether a request (`method`, `path` with its query) is the operation.
+/// A trailing slash on either is ignored (`/v1/workers/` is `/v1/workers`).
 pub fn is_operation(operation: &OperationMatch, method: &str, path: &str) -> bool {
     let path = path.split('?').next().unwrap_or(path);
+    let path = path
+        .strip_suffix('/')
+        .filter(|p| !p.is_empty())
+        .unwrap_or(path);
     operation.method.as_str().eq_ignore_ascii_case(method)
-        && operation
-            .path
-            .as_deref()
-            .is_none_or(|pattern| path_matches(pattern, path))
+        && operation.path.as_deref().is_none_or(|pattern| {
+            let pattern = pattern
+                .strip_suffix('/')
+                .filter(|p| !p.is_empty())
+                .unwrap_or(pattern);
+            path_matches(pattern, path)
+        })
 }
 
 /// `pattern` against `path`, segment by segment; `*` in a segment stands for any characters but
@@ -142,6 +150,15 @@ mod tests {
         let exact = op(Some("/v1/customers"));
         assert!(is_operation(&exact, "POST", "/v1/customers?expand=x"));
         assert!(!is_operation(&exact, "POST", "/v1/customers/cus_1"));
+        assert!(is_operation(&exact, "POST", "/v1/customers/"));
+        assert!(is_operation(&exact, "POST", "/v1/customers/?expand=x"));
+        assert!(is_operation(
+            &op(Some("/v1/customers/")),
+            "POST",
+            "/v1/customers"
+        ));
+        assert!(is_operation(&op(Some("/")), "POST", "/"));
+        assert!(!is_operation(&op(Some("/")), "POST", "/x"));
         let glob = op(Some("/v1/servers/*/actions"));
         assert!(is_operation(&glob, "POST", "/v1/servers/42/actions"));
         assert!(!is_operation(&glob, "POST", "/v1/servers/4/2/actions"));

@@ -103,12 +103,19 @@ fn exchange(ctx: &Ctx, run: &Observed, number: usize, attempt: &Attempt) -> Evid
             }
             _ => ctx.success_as_sent(),
         };
+        // A body's own `type` member is an RFC 9457 problem type only in a problem document.
+        let problem = headers.iter().any(|(n, v)| {
+            n.eq_ignore_ascii_case("content-type")
+                && v.to_ascii_lowercase()
+                    .starts_with("application/problem+json")
+        });
         ResponseRecord {
             status,
-            headers,
-            problem_type: serde_json::from_str::<serde_json::Value>(&body)
-                .ok()
+            problem_type: problem
+                .then(|| serde_json::from_str::<serde_json::Value>(&body).ok())
+                .flatten()
                 .and_then(|v| v.get("type")?.as_str().map(str::to_owned)),
+            headers,
             body_excerpt: body.chars().take(200).collect(),
             elapsed_ms: attempt.duration_ms,
         }

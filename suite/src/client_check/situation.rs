@@ -181,9 +181,17 @@ impl Ctx {
             method: Some(operation.method.clone()),
             ..Match::default()
         };
-        match &operation.path {
-            Some(p) if operation.is_glob() => matcher.path_glob = Some(p.clone()),
-            Some(p) => matcher.path = Some(p.clone()),
+        // With or without a trailing slash, as `attempt::is_operation` reads the path.
+        match operation.path.as_deref().map(|p| p.trim_end_matches('/')) {
+            Some("") => matcher.path = Some("/".into()),
+            Some(bare) => {
+                let bare = if operation.is_glob() {
+                    bare.to_owned()
+                } else {
+                    glob_literal(bare)
+                };
+                matcher.path_glob = Some(format!("{{{bare},{bare}/}}"));
+            }
             None => {}
         }
         situation
@@ -262,4 +270,14 @@ impl Ctx {
         })
         .await
     }
+}
+
+/// `path` as a glob that matches exactly it: each glob metacharacter in a class of its own.
+fn glob_literal(path: &str) -> String {
+    path.chars()
+        .map(|c| match c {
+            '*' | '?' | '[' | ']' | '{' | '}' | ',' | '\\' => format!("[{c}]"),
+            c => c.to_string(),
+        })
+        .collect()
 }

@@ -290,7 +290,7 @@ fn client_configuration_errors_are_located() {
     std::fs::write(
         dir.path().join("bad-client.yaml"),
         "version: 1\nname: x\noperation: {method: POST, path: v1/x}\nsuccess:\n  status: 302\n  \
-         body: '{not json'\ngives_up: {after_attempts: 1}\nretry_after: 250ms\n",
+         body: '{not json'\ngives_up: {after_attempts: 0}\nretry_after: 250ms\n",
     )
     .expect("write fixture");
     std::fs::write(
@@ -314,4 +314,89 @@ fn client_configuration_errors_are_located() {
         all.push_str(&format!("--- {what}\n{}", text(&out.stderr)));
     }
     redacted!(insta::assert_snapshot!(all));
+}
+
+/// A client whose path differs from the profile's by a trailing slash still makes the operation's
+/// requests: the faults land on them and every check judges them (the example client posts to
+/// `/v1/workers`, the profile says `/v1/workers/`). The canned success's own `type` member is
+/// not labelled a problem type: its content type is `application/json`.
+#[tokio::test]
+async fn a_trailing_slash_is_the_same_operation() {
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let text = text
+        .replace("  path: /v1/workers\n", "  path: /v1/workers/\n")
+        .replace(
+            r#"body: '{"id":"wkr-1","state":"running"}'"#,
+            r#"body: '{"id":"wkr-1","type":"worker"}'"#,
+        );
+    assert!(text.contains("/v1/workers/") && text.contains("\"type\""));
+    let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("a valid profile");
+    let script = root().join("clients/example/create.py");
+    let mut options = ClientOptions::new(profile, format!("python3 '{}'", script.display()));
+    options.only = vec!["key-present".into(), "same-key".into()];
+    let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
+    let report = tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
+        .await
+        .expect("bounded")
+        .expect("the run starts");
+    for check in &report.checks {
+        assert_eq!(
+            check.verdict,
+            Verdict::Pass,
+            "{}: {}",
+            check.id,
+            check.summary
+        );
+        for e in &check.evidence {
+            if let Some(r) = &e.response {
+                assert_eq!(r.problem_type, None, "{}: {r:?}", check.id);
+            }
+        }
+    }
+}
+
+/// A client that never retries is not passed on retries it never made: bounded-retries and
+/// backoff record that nothing was retried (INFO), and a bound of one attempt is a valid profile.
+#[tokio::test]
+async fn a_client_that_never_retries_is_recorded_not_passed() {
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let text = text.replace("  after_attempts: 4 ", "  after_attempts: 1 ");
+    let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("a bound of 1 is valid");
+    // One POST with a key; any failure ends it (exit 1).
+    let once = "import json,os,sys,urllib.request,uuid\n\
+        r=urllib.request.Request(os.environ['IDEMSPEC_BASE_URL']+'/v1/workers',data=b'{}',\
+        headers={'Idempotency-Key':str(uuid.uuid4()),'Content-Type':'application/json'},method='POST')\n\
+        try: urllib.request.urlopen(r,timeout=2)\n\
+        except Exception as e: sys.exit(str(e))\n";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("once.py");
+    std::fs::write(&script, once).expect("write the client");
+    let mut options = ClientOptions::new(profile, format!("python3 '{}'", script.display()));
+    options.only = vec!["bounded-retries".into(), "backoff".into()];
+    let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
+    let report = tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
+        .await
+        .expect("bounded")
+        .expect("the run starts");
+    for check in &report.checks {
+        assert_eq!(
+            check.verdict,
+            Verdict::Info,
+            "{}: {}",
+            check.id,
+            check.summary
+        );
+    }
+    let bounded = report
+        .checks
+        .iter()
+        .find(|c| c.id == "bounded-retries")
+        .expect("ran");
+    assert!(
+        bounded
+            .summary
+            .contains("gave up after its first attempt, without a retry"),
+        "{}",
+        bounded.summary
+    );
 }

@@ -3,7 +3,7 @@
 
 use idemspec_scenarios::Level;
 
-use super::{about, ClientCheck, Ctx, Judgement, Observed, Situation};
+use super::{about, attempts, ClientCheck, Ctx, Judgement, Observed, Situation};
 use crate::client_check::command::Exit;
 use crate::client_check::situation::Times;
 use crate::engine::About;
@@ -40,16 +40,19 @@ impl ClientCheck for BoundedRetries {
                 let took = human_duration(run.output.elapsed.as_millis() as u64);
                 let finding = match &run.output.exit {
                     Exit::TimedOut(after) => Finding::Broken(format!(
-                            "still retrying when killed after {} ({n} attempts, every one answered 502): the client does not give up",
-                            humantime::format_duration(*after)
+                            "still retrying when killed after {} ({}, every one answered 502): the client does not give up",
+                            humantime::format_duration(*after),
+                            attempts(n)
                         ),
                     ),
-                    Exit::Code(0) => Finding::Broken(format!("exited 0 after {n} attempts, every one answered 502: the failure is hidden from the caller"),
+                    Exit::Code(0) => Finding::Broken(format!("exited 0 after {}, every one answered 502: the failure is hidden from the caller", attempts(n)),
                     ),
                     Exit::NotStarted(why) => Finding::Undecided(format!("the command did not run: {why}")),
-                    exit if n > max => Finding::Broken(format!("gave up only after {n} attempts ({exit}, {took}); the bound is {max}"),
+                    exit if n > max => Finding::Broken(format!("gave up only after {} ({exit}, {took}); the bound is {max}", attempts(n)),
                     ),
-                    exit => Finding::Held(format!("gave up after {n} attempts in {took} ({exit})")),
+                    // Nothing retried, nothing to bound: not a pass on what it never did.
+                    exit if n <= 1 => Finding::Recorded(format!("gave up after its first attempt, without a retry ({exit}, {took}): no retries to bound")),
+                    exit => Finding::Held(format!("gave up after {} in {took} ({exit})", attempts(n))),
                 };
                 Judgement::on(run.situation, finding)
             })

@@ -79,6 +79,11 @@ fn delays_text(delays: &[Duration]) -> String {
 }
 
 /// `key "k"` or `no key`.
+/// `1 attempt`, `3 attempts`.
+fn attempts(n: usize) -> String {
+    format!("{n} attempt{}", if n == 1 { "" } else { "s" })
+}
+
 fn key_text(key: Option<&str>) -> String {
     key.map_or("no key".into(), |k| format!("{k:?}"))
 }
