@@ -27,6 +27,7 @@ server checks:
     unbounded            never gives up
     no-key               sends no key at all (but still retries)
     key-dropped-on-retry sends the key on the first attempt only
+    lingers              gives up as it should, then never exits (a socket or thread left open)
 """
 
 import http.client
@@ -52,6 +53,7 @@ FLAWS = (
     "unbounded",
     "no-key",
     "key-dropped-on-retry",
+    "lingers",
 )
 PLACES = ("body", "form", "query")
 
@@ -151,6 +153,9 @@ def main(argv):
         worker = create(base_url, fields, flaw, key_in)
     except GaveUp as error:
         print(f"error: {error}", file=sys.stderr)
+        if flaw == "lingers":
+            sys.stderr.flush()
+            time.sleep(3600)
         return 1
     print(f"created {worker.get('id')}")
     return 0

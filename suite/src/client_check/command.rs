@@ -61,6 +61,8 @@ impl std::fmt::Display for Exit {
 pub struct RunOutput {
     /// How it ended.
     pub exit: Exit,
+    /// When it was started (wall clock, the proxy's events' clock).
+    pub started: time::OffsetDateTime,
     /// Its wall time.
     pub elapsed: Duration,
     /// The end of its stdout (lossy UTF-8, at most [`KEEP`] bytes, `…` in front when cut).
@@ -97,6 +99,7 @@ pub fn render(line: &str, base_url: &str) -> String {
 /// Strays it left behind (a background child) are killed too when it exits.
 pub async fn run(line: &str, base_url: &str, timeout: Duration) -> RunOutput {
     let started = Instant::now();
+    let started_at = time::OffsetDateTime::now_utc();
     let mut command = tokio::process::Command::new("sh");
     command
         .arg("-c")
@@ -113,6 +116,7 @@ pub async fn run(line: &str, base_url: &str, timeout: Duration) -> RunOutput {
         Err(e) => {
             return RunOutput {
                 exit: Exit::NotStarted(format!("`sh -c` could not be spawned: {e}")),
+                started: started_at,
                 elapsed: started.elapsed(),
                 stdout: String::new(),
                 stderr: String::new(),
@@ -142,6 +146,7 @@ pub async fn run(line: &str, base_url: &str, timeout: Duration) -> RunOutput {
     };
     RunOutput {
         exit,
+        started: started_at,
         elapsed,
         stdout: collect(stdout).await,
         stderr: collect(stderr).await,

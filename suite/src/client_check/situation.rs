@@ -222,6 +222,7 @@ impl Ctx {
                     others: Vec::new(),
                     output: RunOutput {
                         exit: command::Exit::NotStarted(format!("the proxy did not start: {e}")),
+                        started: time::OffsetDateTime::now_utc(),
                         elapsed: Duration::ZERO,
                         stdout: String::new(),
                         stderr: String::new(),

@@ -400,3 +400,33 @@ async fn a_client_that_never_retries_is_recorded_not_passed() {
         bounded.summary
     );
 }
+
+/// A client that stops retrying as it should but whose process never exits is reported as
+/// lingering (a CI job running it hangs), not as still retrying: create.py `--flaw lingers` gives
+/// up after four attempts, prints its error and sleeps.
+#[tokio::test]
+async fn a_client_that_stopped_retrying_but_lingers_is_called_lingering() {
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let text = text.replace("  within: 20s ", "  within: 12s ");
+    assert!(text.contains("within: 12s"));
+    let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("a valid profile");
+    let script = root().join("clients/example/create.py");
+    let mut options = ClientOptions::new(
+        profile,
+        format!("python3 '{}' --flaw lingers", script.display()),
+    );
+    options.only = vec!["bounded-retries".into()];
+    let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
+    let report = tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
+        .await
+        .expect("bounded")
+        .expect("the run starts");
+    let check = &report.checks[0];
+    assert_eq!(check.verdict, Verdict::Fail, "{}", check.summary);
+    assert!(
+        check.summary.contains("stopped retrying but did not exit")
+            && !check.summary.contains("does not give up"),
+        "{}",
+        check.summary
+    );
+}

@@ -1,9 +1,11 @@
 //! `bounded-retries`: when every attempt is answered 502 (a gateway error most clients retry), the client gives up — with an error —
 //! within the profile's bound (`gives_up`: attempts and time).
 
+use std::time::Duration;
+
 use idemspec_scenarios::Level;
 
-use super::{about, attempts, ClientCheck, Ctx, Judgement, Observed, Situation};
+use super::{about, attempts, delays, ClientCheck, Ctx, Judgement, Observed, Situation};
 use crate::client_check::command::Exit;
 use crate::client_check::situation::Times;
 use crate::engine::About;
@@ -39,6 +41,16 @@ impl ClientCheck for BoundedRetries {
                 let n = run.attempts.len();
                 let took = human_duration(run.output.elapsed.as_millis() as u64);
                 let finding = match &run.output.exit {
+                    Exit::TimedOut(after) if lingered(run).is_some() => {
+                        let (idle, longest) = lingered(run).unwrap_or_default();
+                        Finding::Broken(format!(
+                            "stopped retrying but did not exit: its last attempt ended {} before it was killed after {} ({}), longer than three times any wait between its attempts (at most {}): the process lingers, and a CI job running it hangs",
+                            human_duration(idle.as_millis() as u64),
+                            humantime::format_duration(*after),
+                            attempts(n),
+                            human_duration(longest.as_millis() as u64)
+                        ))
+                    }
                     Exit::TimedOut(after) => Finding::Broken(format!(
                             "still retrying when killed after {} ({}, every one answered 502): the client does not give up",
                             humantime::format_duration(*after),
@@ -58,4 +70,18 @@ impl ClientCheck for BoundedRetries {
             })
             .collect()
     }
+}
+
+/// The least quiet time after the last attempt that reads as "stopped retrying": 2 s.
+const LINGER_MIN: Duration = Duration::from_secs(2);
+
+/// For a run killed at its deadline: how long it had been quiet since its last attempt ended, and
+/// its longest wait between attempts, where the quiet was longer than three times that wait and
+/// than [`LINGER_MIN`]: the client had stopped retrying, but its process had not exited.
+fn lingered(run: &Observed) -> Option<(Duration, Duration)> {
+    let last = run.attempts.last()?;
+    let killed = run.output.started + run.output.elapsed;
+    let idle: Duration = (killed - last.end()).try_into().ok()?;
+    let longest = delays(&run.attempts).into_iter().max().unwrap_or_default();
+    (idle > LINGER_MIN && idle > longest * 3).then_some((idle, longest))
 }
