@@ -36,8 +36,10 @@ impl ClientCheck for InFlight {
                 let status = run.attempts[0].client_status.unwrap_or_default();
                 let finding = match (delays(&run.attempts).first(), run.output.exit.succeeded()) {
                     (None, _) => Finding::Broken(format!(
-                            "gave up on a {status} in flight ({}): the operation is completing on the server, the caller sees an error, and a caller that tries again with a new key creates a second",
-                            run.output.exit
+                            "gave up on a {status} in flight ({}): the operation is completing on the server, the caller sees an error, and a caller that tries again{} creates a second",
+                            run.output.exit,
+                            // Of a key only where the client sent one.
+                            if run.attempts[0].key.is_some() { " with a new key" } else { "" }
                         ),
                     ),
                     (Some(d), true) => Finding::Held(format!(
