@@ -40,6 +40,10 @@ pub struct ClientProfile {
     /// What the canned upstream answers a request with.
     #[serde(default)]
     pub success: SuccessSpec,
+    /// Answers of their own for other requests the client makes (a version or catalogue GET, a
+    /// token exchange), matched in order before the success; at most [`ClientProfile::MAX_ROUTES`].
+    #[serde(default)]
+    pub routes: Vec<Spanned<RouteSpec>>,
     /// Logical operations one run of the command performs (default 1, at most 20).
     #[serde(default)]
     pub operations: Option<Spanned<u32>>,
@@ -87,6 +91,97 @@ pub struct SuccessSpec {
     pub body: Option<Spanned<String>>,
 }
 
+/// A request other than the operation, and what the canned upstream answers it with.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSpec {
+    /// The method (default `GET`).
+    #[serde(default)]
+    pub method: Option<HttpMethod>,
+    /// The path without the query, exact or with `*` for one segment, as `operation.path`.
+    pub path: String,
+    /// The status (default 200; any from 100 to 599).
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// Response headers besides `Content-Type`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The body's type (default `application/json`).
+    #[serde(default)]
+    pub content_type: Option<String>,
+    /// The body, sent as is (default `{}`); a JSON type needs a JSON body.
+    #[serde(default)]
+    pub body: Option<String>,
+}
+
+impl RouteSpec {
+    /// The request it answers.
+    pub fn request(&self) -> OperationMatch {
+        OperationMatch {
+            method: self
+                .method
+                .clone()
+                .unwrap_or_else(|| HttpMethod::new("GET").expect("GET is a method token")),
+            path: Some(self.path.clone()),
+        }
+    }
+
+    /// The status it answers with.
+    pub fn status(&self) -> u16 {
+        self.status.unwrap_or(200)
+    }
+
+    /// The body's type.
+    pub fn content_type(&self) -> &str {
+        self.content_type.as_deref().unwrap_or("application/json")
+    }
+
+    /// The body.
+    pub fn body(&self) -> &str {
+        self.body.as_deref().unwrap_or("{}")
+    }
+
+    /// Why it cannot be answered, each problem in words.
+    fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.path.starts_with('/') {
+            out.push(format!("routes: path `{}` must start with `/`", self.path));
+        }
+        if !(100..=599).contains(&self.status()) {
+            out.push(format!(
+                "routes: status {} is not 100 to 599",
+                self.status()
+            ));
+        }
+        for (name, value) in &self.headers {
+            let problem = check_header(name, value).err().or_else(|| {
+                name.eq_ignore_ascii_case("content-type")
+                    .then(|| "give the body's type as `content_type`".to_owned())
+            });
+            out.extend(problem.map(|m| format!("routes: headers: {m}")));
+        }
+        if let Err(m) = check_header("Content-Type", self.content_type()) {
+            out.push(format!("routes: content_type: {m}"));
+        }
+        if self.content_type().contains("json") {
+            if let Err(e) = serde_json::from_str::<serde_json::Value>(self.body()) {
+                out.push(format!(
+                    "routes: body is not JSON ({e}), but its type is `{}`",
+                    self.content_type()
+                ));
+            }
+        }
+        if self.body().len() > ClientProfile::MAX_BODY {
+            out.push(format!(
+                "routes: body is {} bytes; at most {}",
+                self.body().len(),
+                ClientProfile::MAX_BODY
+            ));
+        }
+        out
+    }
+}
+
 /// The bound on retries (the `bounded-retries` check).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -130,6 +225,10 @@ impl ClientProfile {
     const RETRY_AFTER: Duration = Duration::from_secs(1);
     /// The default success body.
     const BODY: &'static str = r#"{"id":"idemspec-1"}"#;
+    /// The most `routes` a profile may list.
+    pub const MAX_ROUTES: usize = 100;
+    /// The longest route body, in bytes: 1 MiB.
+    pub const MAX_BODY: usize = 1 << 20;
 
     /// Expands `${VAR}` with `env`, parses `text` (the contents of `file`) and validates it.
     ///
@@ -210,6 +309,21 @@ impl ClientProfile {
                         ),
                     );
                 }
+            }
+        }
+        if self.routes.len() > Self::MAX_ROUTES {
+            at(
+                &self.routes[Self::MAX_ROUTES].referenced,
+                format!(
+                    "routes: {} listed; at most {}",
+                    self.routes.len(),
+                    Self::MAX_ROUTES
+                ),
+            );
+        }
+        for route in &self.routes {
+            for m in route.value.problems() {
+                at(&route.referenced, m);
             }
         }
         let in_range = |v: u32, lo: u32, hi: u32| (lo..=hi).contains(&v);

@@ -1,13 +1,14 @@
-//! The canned upstream: an HTTP server on `127.0.0.1:0` that answers every request with the
-//! client profile's success (status, headers, body), so a client can be judged without a real
-//! API behind it. The proxy in front of it injects the faults.
+//! The canned upstream: an HTTP server on `127.0.0.1:0` that answers a request one of the client
+//! profile's `routes` matches with that route's answer, and every other request with the
+//! profile's success (status, headers, body), so a client can be judged without a real API behind
+//! it. The proxy in front of it injects the faults.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::{HeaderName, HeaderValue, Response, StatusCode};
-use idemspec_scenarios::client_profile::ClientProfile;
+use axum::http::{HeaderName, HeaderValue, Method, Response, StatusCode, Uri};
+use idemspec_scenarios::client_profile::{ClientProfile, OperationMatch};
 use tokio::sync::oneshot;
 
 /// A running canned upstream; stopped on [`CannedUpstream::shutdown`] or drop.
@@ -17,7 +18,7 @@ pub struct CannedUpstream {
     stop: Option<oneshot::Sender<()>>,
 }
 
-/// The response every request gets.
+/// A response the canned upstream gives.
 #[derive(Debug)]
 struct Canned {
     status: StatusCode,
@@ -25,31 +26,71 @@ struct Canned {
     body: String,
 }
 
+impl Canned {
+    /// `status`, `headers` (those that fail to parse, already refused at load, left out) and
+    /// `body` of type `content_type`.
+    fn new(status: u16, headers: Vec<(String, String)>, content_type: &str, body: &str) -> Self {
+        let mut headers: Vec<(HeaderName, HeaderValue)> = headers
+            .into_iter()
+            .filter_map(|(n, v)| Some((n.parse().ok()?, v.parse().ok()?)))
+            .collect();
+        if let Ok(value) = content_type.parse() {
+            headers.push((axum::http::header::CONTENT_TYPE, value));
+        }
+        Self {
+            status: StatusCode::from_u16(status).unwrap_or(StatusCode::CREATED),
+            headers,
+            body: body.to_owned(),
+        }
+    }
+}
+
+/// The routes in order, then the success.
+#[derive(Debug)]
+struct Answers {
+    routes: Vec<(OperationMatch, Canned)>,
+    success: Canned,
+}
+
+impl Answers {
+    fn of(&self, method: &Method, uri: &Uri) -> &Canned {
+        let target = uri.path_and_query().map_or(uri.path(), |pq| pq.as_str());
+        self.routes
+            .iter()
+            .find(|(request, _)| super::attempt::is_operation(request, method.as_str(), target))
+            .map_or(&self.success, |(_, canned)| canned)
+    }
+}
+
 impl CannedUpstream {
-    /// Starts serving `profile`'s success on `127.0.0.1:0`.
+    /// Starts serving `profile`'s routes and success on `127.0.0.1:0`.
     ///
     /// # Errors
     /// The listener cannot be bound.
     pub async fn start(profile: &ClientProfile) -> std::io::Result<Self> {
-        let mut headers: Vec<(HeaderName, HeaderValue)> = profile
-            .headers()
-            .into_iter()
-            // The profile's headers were checked at load; one that still fails is left out.
-            .filter_map(|(n, v)| Some((n.parse().ok()?, v.parse().ok()?)))
-            .collect();
-        if let Ok(value) = profile.content_type().parse() {
-            headers.push((axum::http::header::CONTENT_TYPE, value));
-        }
-        let canned = Arc::new(Canned {
-            status: StatusCode::from_u16(profile.status()).unwrap_or(StatusCode::CREATED),
-            headers,
-            body: profile.body().to_owned(),
+        let answers = Arc::new(Answers {
+            routes: profile
+                .routes
+                .iter()
+                .map(|r| {
+                    let r = &r.value;
+                    let headers = r.headers.clone().into_iter().collect();
+                    let canned = Canned::new(r.status(), headers, r.content_type(), r.body());
+                    (r.request(), canned)
+                })
+                .collect(),
+            success: Canned::new(
+                profile.status(),
+                profile.headers(),
+                profile.content_type(),
+                profile.body(),
+            ),
         });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
-        let app = axum::Router::new().fallback(move || {
-            let canned = canned.clone();
-            async move { answer(&canned) }
+        let app = axum::Router::new().fallback(move |method: Method, uri: Uri| {
+            let answers = answers.clone();
+            async move { answer(answers.of(&method, &uri)) }
         });
         let (stop, stopped) = oneshot::channel();
         tokio::spawn(async move {

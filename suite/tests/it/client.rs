@@ -430,3 +430,72 @@ async fn a_client_that_stopped_retrying_but_lingers_is_called_lingering() {
         check.summary
     );
 }
+
+/// An SDK that first discovers its API (a version GET whose answer it checks) runs against the
+/// canned upstream when the profile gives that request its own answer (`routes`); without it, the
+/// GET gets the operation's success and the SDK stops before its create, and every check is
+/// UNKNOWN with that cause.
+#[tokio::test]
+async fn a_client_that_discovers_its_api_first_is_answered_per_route() {
+    let discovering = "import json,os,sys,urllib.request,uuid\n\
+        base=os.environ['IDEMSPEC_BASE_URL']\n\
+        v=json.load(urllib.request.urlopen(base+'/v1/version',timeout=2))\n\
+        if v.get('version')!='1': sys.exit('not the API I know: '+json.dumps(v))\n\
+        r=urllib.request.Request(base+'/v1/workers',data=b'{}',\
+        headers={'Idempotency-Key':str(uuid.uuid4()),'Content-Type':'application/json'},method='POST')\n\
+        print(urllib.request.urlopen(r,timeout=2).status)\n";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("discovering.py");
+    std::fs::write(&script, discovering).expect("write the client");
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let routed = format!(
+        "{text}routes:\n  - {{path: /v1/version, body: '{{\"version\":\"1\"}}', headers: {{X-Api: v1}}}}\n"
+    );
+    let run_with = |text: String| {
+        let script = script.clone();
+        async move {
+            let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
+            let mut options =
+                ClientOptions::new(profile, format!("python3 '{}'", script.display()));
+            options.only = vec!["key-present".into()];
+            let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
+            tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
+                .await
+                .expect("bounded")
+                .expect("the run starts")
+        }
+    };
+    let report = run_with(routed).await;
+    assert_eq!(
+        report.checks[0].verdict,
+        Verdict::Pass,
+        "{}",
+        report.checks[0].summary
+    );
+    let report = run_with(text.clone()).await;
+    assert_eq!(
+        report.checks[0].verdict,
+        Verdict::Unknown,
+        "{}",
+        report.checks[0].summary
+    );
+    let check = &report.checks[0];
+    assert!(
+        check.summary.contains("it sent only GET /v1/version"),
+        "{}",
+        check.summary
+    );
+    assert!(
+        check.notes.iter().any(|n| n.contains("not the API I know")),
+        "the command's output is shown: {:?}",
+        check.notes
+    );
+    // A route's answer is validated as the success is.
+    let bad = format!("{text}routes:\n  - {{path: v1/version, status: 600, body: '{{nope'}}\n");
+    let err = ClientProfile::load(PROFILE, &bad, &|_| None).expect_err("invalid routes");
+    let all: Vec<String> = err.each().map(ToString::to_string).collect();
+    let all = all.join("\n");
+    for said in ["must start with `/`", "status 600", "body is not JSON"] {
+        assert!(all.contains(said), "{said}: {all}");
+    }
+}
