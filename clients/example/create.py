@@ -17,6 +17,18 @@ another 4xx; and it gives up after MAX_ATTEMPTS with an error.
     form         a form body's field "ClientToken" (EC2's Query protocol)
     query        the query parameter "requestId" (Google Cloud)
 
+--backoff STRATEGY picks how the waits between attempts are drawn (each doubling from 250 ms, at
+most 2 s, unless said otherwise):
+
+    jittered     the doubling delay times a random factor from 0.25 to 1.75 (the default)
+    full         a random delay from 0 to the doubling delay (AWS's "full jitter")
+    equal        half the doubling delay, plus a random part up to the other half ("equal jitter")
+    decorrelated a random delay from 250 ms to three times the previous one ("decorrelated jitter")
+    tenpct       the doubling delay, plus or minus 10 %
+    fixed        500 ms every time: no growth, no jitter (backoff WARNs)
+
+--retry-after-cap N waits at most N seconds for a Retry-After (as several SDKs cap it).
+
 --flaw NAME breaks one of those rules on purpose, so that idemspec's tests can show each client
 check catching the defect it is about (and nothing else), as leasebroker's --flaw does for the
 server checks:
@@ -56,6 +68,7 @@ FLAWS = (
     "lingers",
 )
 PLACES = ("body", "form", "query")
+STRATEGIES = ("jittered", "full", "equal", "decorrelated", "tenpct", "fixed")
 
 
 class GaveUp(Exception):
@@ -71,13 +84,31 @@ def retryable(status, retry_after, flaw):
     return status in (408, 429, 500, 502, 503, 504)
 
 
-def delay(failures, retry_after, flaw):
-    """How long to wait after the nth failure: exponential, jittered, at least Retry-After."""
+def backoff(failures, previous, strategy):
+    """The wait after the nth failure, drawn by `strategy`; `previous` is the last wait."""
+    doubling = min(MAX_DELAY, BASE_DELAY * 2 ** (failures - 1))
+    if strategy == "full":
+        return random.uniform(0, doubling)
+    if strategy == "equal":
+        return doubling / 2 + random.uniform(0, doubling / 2)
+    if strategy == "decorrelated":
+        return min(MAX_DELAY, random.uniform(BASE_DELAY, (previous or BASE_DELAY) * 3))
+    if strategy == "tenpct":
+        return doubling * random.uniform(0.9, 1.1)
+    if strategy == "fixed":
+        return 0.5
+    return doubling * random.uniform(0.25, 1.75)
+
+
+def delay(failures, retry_after, flaw, previous=None, strategy="jittered", cap=None):
+    """How long to wait after the nth failure: the strategy's wait, at least Retry-After (up to
+    `cap` seconds of it, where the client caps it)."""
     if flaw == "no-backoff":
         return 0.0
-    wait = min(MAX_DELAY, BASE_DELAY * 2 ** (failures - 1)) * random.uniform(0.25, 1.75)
+    wait = backoff(failures, previous, strategy)
     if retry_after is not None and retry_after.isdigit():
-        wait = max(wait, float(retry_after))
+        honoured = float(retry_after) if cap is None else min(float(retry_after), cap)
+        wait = max(wait, honoured)
     return wait
 
 
@@ -103,10 +134,11 @@ def request_for(base_url, fields, key, key_in):
     return urllib.request.Request(url, data=data, headers=headers, method="POST")
 
 
-def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key"):
+def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strategy="jittered", cap=None):
     # The key is made once, before the first attempt: every retry below is the same operation.
     key = None if flaw == "no-key" else str(uuid.uuid4())
     failures = 0
+    waited = None
     while True:
         if flaw == "new-key-per-attempt":
             key = str(uuid.uuid4())
@@ -127,15 +159,26 @@ def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key"):
         failures += 1
         if flaw != "unbounded" and failures >= MAX_ATTEMPTS:
             raise GaveUp(f"gave up after {failures} attempts; last: {why}")
-        time.sleep(delay(failures, retry_after, flaw))
+        waited = delay(failures, retry_after, flaw, waited, strategy, cap)
+        time.sleep(waited)
 
 
 def main(argv):
     args = argv[1:]
-    flaw, key_in = None, "header:Idempotency-Key"
-    while args[:1] in (["--flaw"], ["--key-in"]) and len(args) > 1:
+    flaw, key_in, strategy, cap = None, "header:Idempotency-Key", "jittered", None
+    options = (["--flaw"], ["--key-in"], ["--backoff"], ["--retry-after-cap"])
+    while args[:1] in options and len(args) > 1:
         option, value, args = args[0], args[1], args[2:]
-        if option == "--flaw":
+        if option == "--backoff":
+            if value not in STRATEGIES:
+                sys.exit(f"unknown backoff {value!r}; one of: {', '.join(STRATEGIES)}")
+            strategy = value
+        elif option == "--retry-after-cap":
+            try:
+                cap = float(value)
+            except ValueError:
+                sys.exit(f"--retry-after-cap takes seconds, not {value!r}")
+        elif option == "--flaw":
             if value not in FLAWS:
                 sys.exit(f"unknown flaw {value!r}; one of: {', '.join(FLAWS)}")
             flaw = value
@@ -150,7 +193,7 @@ def main(argv):
         )
     fields = {"image": "debian-12", "cpu": 2, "memory_gb": 1}
     try:
-        worker = create(base_url, fields, flaw, key_in)
+        worker = create(base_url, fields, flaw, key_in, strategy, cap)
     except GaveUp as error:
         print(f"error: {error}", file=sys.stderr)
         if flaw == "lingers":

@@ -35,8 +35,13 @@ pub struct ProxyEvent {
     pub method: String,
     /// The request path and query as sent by the client; empty in TCP mode.
     pub path: String,
-    /// The `Idempotency-Key` header (or [`crate::ProxyConfig::key_header`]) as sent, if any.
+    /// The idempotency key where [`crate::ProxyConfig::key_at`] puts it (the `Idempotency-Key`
+    /// header by default), as sent, if any; bytes that are not UTF-8 shown as `\xNN`.
     pub idempotency_key: Option<String>,
+    /// Why the key could not be read from the request, where it could not (a body longer than the
+    /// proxy reads, or not JSON): the request may carry one nobody saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_unread: Option<String>,
     /// The value of the `X-Idemspec-Step` control header, if any (stripped before forwarding).
     pub step: Option<String>,
     /// The name of the rule that applied, if any.
@@ -79,6 +84,7 @@ impl ProxyEvent {
         method: String::new(),
         path: String::new(),
         idempotency_key: None,
+        key_unread: None,
         step: None,
         rule: None,
         fault: None,

@@ -222,21 +222,36 @@ impl Scenario {
             );
         }
         let mut names: Vec<String> = Vec::new();
+        // The steps that send requests: what a `wait: {sent}` waits on and assertions judge.
+        let mut requests: Vec<String> = Vec::new();
         for step in &self.steps {
             let name = step.value.name();
             let problem = if names.contains(&name) {
                 Some(format!("step name `{name}` is used twice"))
             } else {
-                step.value.validate(&names).err()
+                step.value.validate(&names, &requests).err()
             };
             if let Some(msg) = problem {
                 err(&step.referenced, msg);
+            }
+            if step.value.op.is_some() {
+                requests.push(name.clone());
             }
             names.push(name);
         }
         for a in &self.assertions {
             if let Err(m) = a.value.validate(&names) {
                 err(&a.referenced, m);
+            } else if let Some(s) = a
+                .value
+                .steps()
+                .into_iter()
+                .find(|s| !requests.iter().any(|r| r == s) && self.procedure.is_none())
+            {
+                err(
+                    &a.referenced,
+                    format!("assertion names step `{s}`, a wait or a hook, which sends no request to judge"),
+                );
             }
             // `lock_released` reads a retry that stops at `released`, with its twins.
             if let Some(l) = &a.value.lock_released {

@@ -48,36 +48,44 @@ impl RequestKey {
 
     /// The key in the request head `parts`; `None` where the key is in the body.
     pub(crate) fn in_head(&self, parts: &Parts) -> Option<String> {
-        if let Some(name) = &self.header {
-            return parts
-                .headers
-                .get(name)
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        }
         if self.in_body() {
             return None;
         }
-        self.at.find(target(parts), |_| None, None)
+        let header = |_: &str| {
+            self.header
+                .as_ref()
+                .and_then(|name| parts.headers.get(name))
+                .map(|v| v.as_bytes())
+        };
+        self.at.find(target(parts), header, None)
     }
 
-    /// Reads up to [`BODY_LIMIT`] of `body` and finds the key in it; returns the key and the body
-    /// to send upstream (what was read, then the rest). Errors: the client's body failed.
+    /// Reads up to [`BODY_LIMIT`] of `body` and finds the key in it; returns the key, or why it
+    /// could not be read, and the body to send upstream (what was read, then the rest). Errors:
+    /// the client's body failed.
     pub(crate) async fn read_body(
         &self,
         parts: &Parts,
         mut body: Incoming,
-    ) -> Result<(Option<String>, Source), hyper::Error> {
+    ) -> Result<(Result<Option<String>, String>, Source), hyper::Error> {
         let mut kept = BytesMut::new();
         while let Some(frame) = body.frame().await {
             if let Ok(data) = frame?.into_data() {
                 kept.extend_from_slice(&data);
             }
             if kept.len() > BODY_LIMIT {
-                return Ok((None, Source::Prefixed(Some(kept.freeze()), body)));
+                let why = format!(
+                    "the body is longer than the {} KiB the proxy reads",
+                    BODY_LIMIT / 1024
+                );
+                return Ok((Err(why), Source::Prefixed(Some(kept.freeze()), body)));
             }
         }
         let kept: Bytes = kept.freeze();
-        let key = self.at.find(target(parts), |_| None, Some(&kept));
+        let key = match self.at.find(target(parts), |_| None, Some(&kept)) {
+            Some(key) => Ok(Some(key)),
+            None => self.at.unreadable(&kept).map_or(Ok(None), Err),
+        };
         Ok((key, Source::Full(Some(kept))))
     }
 }

@@ -34,7 +34,10 @@ pub(super) async fn handle(
     let body = if shared.key.in_body() {
         match shared.key.read_body(&parts, body).await {
             Ok((key, body)) => {
-                ctx.event.idempotency_key = key;
+                match key {
+                    Ok(key) => ctx.event.idempotency_key = key,
+                    Err(why) => ctx.event.key_unread = Some(why),
+                }
                 body
             }
             Err(err) => {

@@ -566,6 +566,14 @@ async fn a_body_past_the_key_limit_is_forwarded_whole_without_a_key() {
     assert_eq!(seen[1].body, short.as_bytes());
     let events = proxy.events();
     assert_eq!(events[0].idempotency_key, None, "past the limit: not read");
+    assert!(
+        events[0]
+            .key_unread
+            .as_deref()
+            .is_some_and(|w| w.contains("64 KiB")),
+        "{:?}",
+        events[0].key_unread
+    );
     assert_eq!(events[1].idempotency_key.as_deref(), Some("small"));
     proxy.shutdown().await;
 }

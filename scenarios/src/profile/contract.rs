@@ -635,13 +635,37 @@ impl ContractSpec {
         }
         // An empty `replayed_header` says the API marks no replay.
         let replayed = self.replayed_header.as_ref().filter(|h| !h.is_empty());
-        for name in [self.header.as_ref(), replayed].into_iter().flatten() {
-            if let Err(m) = super::check_header(name, "k") {
-                out.push((None, m));
-            }
+        if let Some(Err(m)) = replayed.map(|name| super::check_header(name, "k")) {
+            out.push((None, m));
+        }
+        if let Some(m) = self
+            .header
+            .as_deref()
+            .and_then(super::key_at::key_header_problem)
+        {
+            out.push((None, m));
         }
         if let Some(m) = self.key_at.as_ref().and_then(KeyAt::problem) {
             out.push((None, m));
+        }
+        // One place for the key: `key_at: {header: NAME}` is `header: NAME`.
+        if let (Some(header), Some(at)) = (&self.header, &self.key_at) {
+            let same = matches!(at, KeyAt::Header(n) if n.eq_ignore_ascii_case(header));
+            if !same {
+                out.push((
+                    None,
+                    format!(
+                        "`header: {header}` and `key_at: {}` both say where the key goes; give \
+                         one (`key_at: {{header: NAME}}` is the same as `header: NAME`)",
+                        match at {
+                            KeyAt::Header(n) => format!("{{header: {n}}}"),
+                            KeyAt::Query(n) => format!("{{query: {n}}}"),
+                            KeyAt::Form(n) => format!("{{form: {n}}}"),
+                            KeyAt::Json(n) => format!("{{json: {n}}}"),
+                        }
+                    ),
+                ));
+            }
         }
         // The preset's form counts too: `gcp-request-id` sends UUIDs.
         let uuid_keys = self.key_form == Some(KeyForm::Uuid)

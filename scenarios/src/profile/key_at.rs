@@ -34,7 +34,7 @@ impl KeyAt {
     /// Why the name cannot carry a key, if it cannot.
     pub(crate) fn problem(&self) -> Option<String> {
         let (field, name) = match self {
-            KeyAt::Header(n) => return super::check_header(n, "k").err(),
+            KeyAt::Header(n) => return key_header_problem(n),
             KeyAt::Query(n) => ("query", n),
             KeyAt::Form(n) => ("form", n),
             KeyAt::Json(n) => ("json", n),
@@ -120,38 +120,132 @@ impl KeyAt {
     /// The key a request carries here, the inverse of [`KeyAt::place`]: `target` is the
     /// request-target (path and query), `header` looks a header up by name, and `body` is the
     /// request body (a form body for [`KeyAt::Form`], a JSON object for [`KeyAt::Json`]), when
-    /// it was kept. A JSON member that is not a string is its JSON text (`42`); `None` where the
-    /// request carries no key there, or the body is not of that kind.
+    /// it was kept. Bytes that are not UTF-8 are shown as `\xNN`, so two keys that differ in them
+    /// stay apart. A JSON member that is `null` is no key (how an SDK writes an unset token);
+    /// another value that is not a string is its JSON text (`42`). `None` where the request
+    /// carries no key there; [`KeyAt::unreadable`] tells a body the key could not be read from.
     pub fn find<'h>(
         &self,
         target: &str,
         header: impl Fn(&str) -> Option<&'h [u8]>,
         body: Option<&[u8]>,
     ) -> Option<String> {
-        let field = |text: &[u8], name: &str| {
-            form_urlencoded::parse(text)
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.into_owned())
-        };
         match self {
-            KeyAt::Header(name) => header(name).map(|v| String::from_utf8_lossy(v).into_owned()),
+            KeyAt::Header(name) => header(name).map(text),
             KeyAt::Query(name) => {
                 let query = target.split_once('?').map_or("", |(_, q)| q);
-                field(query.as_bytes(), name)
+                form_field(query.as_bytes(), name)
             }
-            KeyAt::Form(name) => field(body?, name),
+            KeyAt::Form(name) => form_field(body?, name),
             KeyAt::Json(dotted) => {
                 let value: serde_json::Value = serde_json::from_slice(body?).ok()?;
                 let member = dotted
                     .split('.')
                     .try_fold(&value, |node, name| node.as_object()?.get(name))?;
-                Some(match member {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
+                match member {
+                    serde_json::Value::Null => None,
+                    serde_json::Value::String(s) => Some(s.clone()),
+                    other => Some(other.to_string()),
+                }
             }
         }
     }
+
+    /// Why a key here cannot be read from `body` at all (as opposed to being absent from it): a
+    /// JSON member's body that is not JSON.
+    pub fn unreadable(&self, body: &[u8]) -> Option<String> {
+        match self {
+            KeyAt::Json(_) => serde_json::from_slice::<serde_json::Value>(body)
+                .err()
+                .map(|e| format!("the body is not JSON ({e})")),
+            _ => None,
+        }
+    }
+}
+
+/// The headers HTTP itself or idemspec uses, which cannot also carry a key: the message's framing
+/// and connection (RFC 9110 §7.6.1, RFC 9112 §6), its host, and idemspec's `X-Idemspec-*` control
+/// headers, which the proxy strips.
+const RESERVED_HEADERS: [&str; 11] = [
+    "host",
+    "content-length",
+    "content-type",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-connection",
+    "expect",
+];
+
+/// Why header `name` cannot carry a key, if it cannot: not a header name, or one HTTP or
+/// idemspec uses for something else.
+pub(crate) fn key_header_problem(name: &str) -> Option<String> {
+    if let Err(m) = super::check_header(name, "k") {
+        return Some(m);
+    }
+    let lower = name.to_ascii_lowercase();
+    (RESERVED_HEADERS.contains(&lower.as_str()) || lower.starts_with("x-idemspec-")).then(|| {
+        format!(
+            "the key cannot travel in `{name}`: HTTP or idemspec uses that header for something \
+             else (the message's framing, its host, or idemspec's step tag)"
+        )
+    })
+}
+
+/// `bytes` as text: UTF-8 as it is, any other byte as `\xNN`.
+fn text(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// The first value of field `name` in a form-urlencoded `form` (`+` a space, `%XX` a byte), as
+/// [`text`].
+fn form_field(form: &[u8], name: &str) -> Option<String> {
+    form.split(|b| *b == b'&').find_map(|pair| {
+        let (n, v) = match pair.iter().position(|b| *b == b'=') {
+            Some(i) => (&pair[..i], &pair[i + 1..]),
+            None => (pair, &[][..]),
+        };
+        (decode(n) == name.as_bytes()).then(|| text(&decode(v)))
+    })
+}
+
+/// Form-urlencoded bytes decoded: `+` a space, `%XX` the byte (a `%` not followed by two hex
+/// digits kept as it is).
+fn decode(raw: &[u8]) -> Vec<u8> {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        match raw[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                match (
+                    raw.get(i + 1).copied().and_then(hex),
+                    raw.get(i + 2).copied().and_then(hex),
+                ) {
+                    (Some(h), Some(l)) => {
+                        out.push(h * 16 + l);
+                        i += 3;
+                        continue;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    out
 }
 
 #[cfg(test)]

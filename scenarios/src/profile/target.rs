@@ -968,6 +968,35 @@ operations:
     }
 
     #[test]
+    fn the_key_has_one_place_and_not_a_header_http_uses() {
+        let with = |extra: &str| format!("{MINIMAL}contract:\n{extra}");
+        for (contract, said) in [
+            (
+                "  header: X-Key\n  key_at: {json: clientToken}\n",
+                "both say where the key goes",
+            ),
+            (
+                "  header: X-Key\n  key_at: {header: Y-Key}\n",
+                "both say where the key goes",
+            ),
+            (
+                "  key_at: {header: Content-Length}\n",
+                "the key cannot travel in `Content-Length`",
+            ),
+            ("  header: Host\n", "the key cannot travel in `Host`"),
+            (
+                "  key_at: {header: X-Idemspec-Step}\n",
+                "the key cannot travel in",
+            ),
+        ] {
+            let err = TargetProfile::load("p.yaml", &with(contract), &no_env).unwrap_err();
+            assert!(err.message.contains(said), "{contract}: {err}");
+        }
+        let same = with("  header: X-Key\n  key_at: {header: x-key}\n");
+        assert!(TargetProfile::load("p.yaml", &same, &no_env).is_ok());
+    }
+
+    #[test]
     fn a_zero_ttl_or_a_slow_handler_that_does_not_outlive_it_is_refused() {
         let with = |extra: &str| format!("{MINIMAL}{extra}");
         let err = TargetProfile::load("p.yaml", &with("contract:\n  in_flight_ttl: 0s\n"), &no_env)

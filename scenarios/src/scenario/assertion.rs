@@ -572,6 +572,24 @@ impl Assertion {
                 return Err(format!("assertion names step `{s}`, which does not exist"));
             }
         }
+        if let Some(d) = &self.distinct_problems {
+            if d.steps.len() < 2 {
+                return Err(
+                    "`distinct_problems` compares at least two entries (steps, or lists of steps)"
+                        .into(),
+                );
+            }
+            let all: Vec<&String> = d.steps.iter().flat_map(StepChoice::names).collect();
+            if let Some(twice) = all
+                .iter()
+                .enumerate()
+                .find_map(|(i, s)| all[..i].contains(s).then_some(s))
+            {
+                return Err(format!(
+                    "`distinct_problems` names step `{twice}` twice; a refusal is compared with another step's"
+                ));
+            }
+        }
         Ok(())
     }
 }

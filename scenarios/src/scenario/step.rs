@@ -290,14 +290,33 @@ impl Step {
             .unwrap_or_else(|| format!("step-{}", self.index))
     }
 
-    /// Checks the step against the names of the steps before it.
+    /// Checks the step against the names of the steps before it (`requests`: those that send
+    /// requests).
     ///
     /// # Errors
     /// A message for the first problem.
-    pub fn validate(&self, earlier: &[String]) -> Result<(), String> {
+    pub fn validate(&self, earlier: &[String], requests: &[String]) -> Result<(), String> {
         let kinds = [self.op.is_some(), self.wait.is_some(), self.hook.is_some()];
         if kinds.iter().filter(|k| **k).count() != 1 {
             return Err("a step needs exactly one of `op`, `wait` or `hook`".into());
+        }
+        if self.op.is_none() {
+            let request_only = [
+                ("principal", self.principal.is_some()),
+                ("key", self.key.is_some()),
+                ("body", self.body != BodyVariant::default()),
+                ("on", self.on.is_some()),
+                ("concurrency", self.concurrency != 1),
+                ("timeout", self.timeout.is_some()),
+                ("via", self.via != Via::default()),
+                ("background", self.background),
+                ("retry", self.retry.is_some()),
+            ];
+            if let Some((field, _)) = request_only.iter().find(|(_, set)| *set) {
+                return Err(format!(
+                    "`{field}` belongs to a request step (`op`); a `wait` or `hook` step takes only `name`"
+                ));
+            }
         }
         if self.concurrency == 0 || self.concurrency > 256 {
             return Err(format!(
@@ -324,10 +343,14 @@ impl Step {
             _ => {}
         }
         if let Some(Wait::Sent { sent, .. }) = &self.wait {
-            if !earlier.contains(sent) {
-                return Err(format!(
-                    "`wait: {{sent: {sent}}}` does not name an earlier step"
-                ));
+            if !requests.contains(sent) {
+                return Err(if earlier.contains(sent) {
+                    format!(
+                        "`wait: {{sent: {sent}}}` names a wait or a hook, which sends nothing; name an earlier request step"
+                    )
+                } else {
+                    format!("`wait: {{sent: {sent}}}` does not name an earlier step")
+                });
             }
         }
         if let Some(every) = self.retry.as_ref().map(|r| r.every.0) {

@@ -321,14 +321,15 @@ fn a_wait_is_a_pause_or_until_an_earlier_request_was_sent() {
 fn a_distinct_problems_entry_is_a_step_or_a_list_of_steps() {
     let text = LOST.replace(
         "  - created: {equals: 1}",
-        "  - distinct_problems: {steps: [first, [retry, first]]}",
+        "  - distinct_problems: {steps: [[first], [retry]]}",
     );
     let s = Scenario::load("s.yaml", &text).unwrap();
-    assert_eq!(
-        s.assertions[1].value.steps(),
-        vec!["first", "retry", "first"]
-    );
+    assert_eq!(s.assertions[1].value.steps(), vec!["first", "retry"]);
     for (entry, said) in [
+        ("[first]", "at least two entries"),
+        ("[[first, retry]]", "at least two entries"),
+        ("[first, first]", "names step `first` twice"),
+        ("[first, [retry, first]]", "names step `first` twice"),
         ("[first, [retry, nope]]", "nope"),
         ("[first, []]", "a list of steps needs at least one step"),
         ("[first, {a: b}]", "a step name, or a list of step names"),
@@ -340,4 +341,50 @@ fn a_distinct_problems_entry_is_a_step_or_a_list_of_steps() {
         let err = Scenario::load("s.yaml", &text).unwrap_err();
         assert!(err.message.contains(said), "{entry}: {err}");
     }
+}
+
+#[test]
+fn wait_and_hook_steps_take_no_request_fields_and_are_not_judged() {
+    let text = LOST.replace(
+        "  - {name: retry,",
+        "  - {name: pause, wait: 10ms}\n  - {wait: {sent: pause}}\n  - {name: retry,",
+    );
+    let err = Scenario::load("s.yaml", &text).unwrap_err();
+    assert!(
+        err.message
+            .contains("names a wait or a hook, which sends nothing"),
+        "{err}"
+    );
+    for extra in [
+        "concurrency: 5",
+        "key: K9",
+        "via: direct",
+        "background: true",
+        "principal: B",
+    ] {
+        let text = LOST.replace(
+            "  - {name: retry,",
+            &format!("  - {{wait: 10ms, {extra}}}\n  - {{name: retry,"),
+        );
+        let err = Scenario::load("s.yaml", &text).unwrap_err();
+        assert!(
+            err.message.contains("belongs to a request step"),
+            "{extra}: {err}"
+        );
+    }
+    let text = LOST
+        .replace(
+            "  - {name: retry,",
+            "  - {name: pause, wait: 10ms}\n  - {name: retry,",
+        )
+        .replace(
+            "  - created: {equals: 1}",
+            "  - status: {step: pause, in: [2xx]}",
+        );
+    let err = Scenario::load("s.yaml", &text).unwrap_err();
+    assert!(
+        err.message
+            .contains("a wait or a hook, which sends no request"),
+        "{err}"
+    );
 }

@@ -14,8 +14,11 @@ pub struct Attempt {
     pub method: String,
     /// The path and query as sent.
     pub path: String,
-    /// The key header's value, `None` when the request carried none.
+    /// The key where the contract puts it, `None` when the request carried none (or it could not
+    /// be read: `key_unread`).
     pub key: Option<String>,
+    /// Why the proxy could not read the key (a body longer than it reads, or not JSON).
+    pub key_unread: Option<String>,
     /// When the proxy received it.
     pub start: OffsetDateTime,
     /// From its arrival until its exchange ended (answered, cut, or given up by the client), ms.
@@ -46,6 +49,7 @@ impl Attempt {
             method: event.method.clone(),
             path: event.path.clone(),
             key: event.idempotency_key.clone(),
+            key_unread: event.key_unread.clone(),
             start,
             duration_ms: event.duration_ms,
             rule: event.rule.clone(),

@@ -499,3 +499,79 @@ async fn a_client_that_discovers_its_api_first_is_answered_per_route() {
         assert!(all.contains(said), "{said}: {all}");
     }
 }
+
+/// A key the proxy cannot read (in a JSON body longer than the 64 KiB it reads) is not called
+/// missing: key-present is UNKNOWN, naming why, where it once FAILed "retried without the key".
+#[tokio::test]
+async fn a_key_the_proxy_cannot_read_is_not_called_missing() {
+    let padded = "import json,os,sys,time,urllib.request,uuid\n\
+        key=str(uuid.uuid4())\n\
+        body=json.dumps({'clientToken':key,'pad':'x'*70000}).encode()\n\
+        for attempt in range(4):\n\
+        \x20   r=urllib.request.Request(os.environ['IDEMSPEC_BASE_URL']+'/v1/workers',data=body,\
+        headers={'Content-Type':'application/json'},method='POST')\n\
+        \x20   try:\n\
+        \x20       urllib.request.urlopen(r,timeout=2); sys.exit(0)\n\
+        \x20   except Exception as e: time.sleep(0.2)\n\
+        sys.exit('gave up')\n";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("padded.py");
+    std::fs::write(&script, padded).expect("write the client");
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let text = text.replace(
+        "  preset: article ",
+        "  key_at: {json: clientToken}\n  preset: article ",
+    );
+    let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
+    let mut options = ClientOptions::new(profile, format!("python3 '{}'", script.display()));
+    options.only = vec!["key-present".into()];
+    let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
+    let report = tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
+        .await
+        .expect("bounded")
+        .expect("the run starts");
+    let check = &report.checks[0];
+    assert_eq!(check.verdict, Verdict::Unknown, "{}", check.summary);
+    assert!(
+        check.summary.contains("could not be read") && check.summary.contains("64 KiB"),
+        "{}",
+        check.summary
+    );
+}
+
+/// backoff judged as the field writes it: each strategy of create.py's `--backoff` (and its
+/// default, a doubling delay times 0.25–1.75), judged three runs in a row. Exponential with a
+/// random factor, full, equal and decorrelated jitter and a ±10 % jitter always PASS; a fixed
+/// delay always WARNs (no growth, no jitter), and so does a client that caps `Retry-After` below
+/// what the server asked. The rates measured over more runs are in docs/client.md.
+#[rstest]
+#[case::jittered("--backoff jittered", Verdict::Pass)]
+#[case::full_jitter("--backoff full", Verdict::Pass)]
+#[case::equal_jitter("--backoff equal", Verdict::Pass)]
+#[case::decorrelated_jitter("--backoff decorrelated", Verdict::Pass)]
+#[case::ten_percent_jitter("--backoff tenpct", Verdict::Pass)]
+#[case::fixed_delay("--backoff fixed", Verdict::Warn)]
+#[case::retry_after_capped("--retry-after-cap 0.2", Verdict::Warn)]
+#[tokio::test]
+async fn backoff_strategies_flaw_matrix(#[case] flags: &str, #[case] expected: Verdict) {
+    let script = root().join("clients/example/create.py");
+    for round in 0..3 {
+        let mut options = ClientOptions::new(
+            example_profile(),
+            format!("python3 '{}' {flags}", script.display()),
+        );
+        options.only = vec!["backoff".into()];
+        let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
+        let report =
+            tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
+                .await
+                .expect("bounded")
+                .expect("the run starts");
+        let check = &report.checks[0];
+        assert_eq!(
+            check.verdict, expected,
+            "{flags}, round {round}: {} | {:?}",
+            check.summary, check.notes
+        );
+    }
+}

@@ -51,7 +51,20 @@ impl ClientCheck for KeyPresent {
             .map(|run| {
                 let n = run.attempts.len();
                 let missing = run.attempts.iter().filter(|a| a.key.is_none()).count();
-                let finding = if missing == 0 {
+                let unread: Vec<&str> = run
+                    .attempts
+                    .iter()
+                    .filter(|a| a.key.is_none())
+                    .filter_map(|a| a.key_unread.as_deref())
+                    .collect();
+                let finding = if missing > 0 && unread.len() == missing {
+                    // Not seen is not absent: the request may carry a key nobody could read.
+                    Finding::Undecided(format!(
+                        "`{}`: the key in {header} could not be read from {missing} of {n} attempts ({}): whether they carried one is not known",
+                        run.situation,
+                        unread[0]
+                    ))
+                } else if missing == 0 {
                     Finding::Held(format!(
                         "`{}`: every attempt ({n}) carried {header}",
                         run.situation
