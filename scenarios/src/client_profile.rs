@@ -58,6 +58,11 @@ pub struct ClientProfile {
     /// (default `1s`, at most `60s`; HTTP's delay-seconds are integers, RFC 9110 §10.2.3).
     #[serde(default)]
     pub retry_after: Option<Spanned<HumanDuration>>,
+    /// The most of a `Retry-After` the client's documentation says it honours (several SDKs cap
+    /// it); a retry after this long is recorded with the number, not judged as ignoring the
+    /// header. Shorter than `retry_after`, or it is never seen.
+    #[serde(default)]
+    pub retry_after_cap: Option<Spanned<HumanDuration>>,
 }
 
 /// The requests that are the operation under test.
@@ -381,6 +386,18 @@ impl ClientProfile {
                 );
             }
         }
+        if let Some(cap) = &self.retry_after_cap {
+            if cap.value.0 >= self.retry_after() || cap.value.0.is_zero() {
+                at(
+                    &cap.referenced,
+                    format!(
+                        "retry_after_cap: `{}` must be shorter than `retry_after` ({}) and more than 0, or no retry could show the cap",
+                        humantime::format_duration(cap.value.0),
+                        humantime::format_duration(self.retry_after())
+                    ),
+                );
+            }
+        }
         if let Some(contract) = &self.contract {
             for (loc, m) in contract.value.problems() {
                 at(
@@ -468,6 +485,11 @@ impl ClientProfile {
             .within
             .as_ref()
             .map_or(self.timeout(), |w| w.value.0)
+    }
+
+    /// The documented cap on `Retry-After`, if the profile gives one.
+    pub fn retry_after_cap(&self) -> Option<Duration> {
+        self.retry_after_cap.as_ref().map(|c| c.value.0)
     }
 
     /// The `Retry-After` the faults send.

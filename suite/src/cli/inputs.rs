@@ -14,6 +14,8 @@ pub enum FileKind {
     Scenario,
     /// A standalone proxy file (`upstream:`, `rules:`).
     ProxyFile,
+    /// A client profile (`operation:`, `success:`, `gives_up:`, `retry_after:`, `routes:`).
+    ClientProfile,
 }
 
 impl FileKind {
@@ -23,6 +25,7 @@ impl FileKind {
             FileKind::Profile => "target profile",
             FileKind::Scenario => "scenario",
             FileKind::ProxyFile => "proxy file",
+            FileKind::ClientProfile => "client profile",
         }
     }
 }
@@ -38,7 +41,11 @@ pub fn classify(text: &str) -> Option<FileKind> {
         .filter_map(|line| line.split_once(':').map(|(key, _)| key.trim()))
         .collect();
     let has = |key: &str| keys.contains(&key);
-    if has("base_urls") || has("operations") || has("principals") {
+    // A client profile's keys are its own (its `operations` is a count, not a mapping).
+    let client = ["operation", "success", "gives_up", "retry_after", "routes"];
+    if client.iter().any(|k| has(k)) && !has("base_urls") && !has("principals") {
+        Some(FileKind::ClientProfile)
+    } else if has("base_urls") || has("operations") || has("principals") {
         Some(FileKind::Profile)
     } else if has("steps") || has("procedure") || has("assert") {
         Some(FileKind::Scenario)
@@ -140,6 +147,10 @@ mod tests {
 
     #[test]
     fn classifies_by_top_level_keys_only() {
+        assert_eq!(
+            classify("version: 1\nname: sdk\noperations: 2\nsuccess: {status: 201}\n"),
+            Some(FileKind::ClientProfile)
+        );
         assert_eq!(
             classify("version: 1\nname: x\nbase_urls: []\n"),
             Some(FileKind::Profile)

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, Context as _};
 use idemspec::model::ExitCode;
+use idemspec_scenarios::client_profile::ClientProfile;
 use idemspec_scenarios::profile::TargetProfile;
 use idemspec_scenarios::rules::ProxyFile;
 use idemspec_scenarios::scenario::Scenario;
@@ -104,8 +105,8 @@ fn check(path: &Path) -> Result<Checked, Invalid> {
         }
         anyhow!(
             "cannot tell what `{name}` is: expected a target profile (with `base_urls` and \
-             `operations`), a scenario (with `id` and `steps`) or a proxy file (with `upstream` \
-             and `rules`)"
+             `operations`), a scenario (with `id` and `steps`), a proxy file (with `upstream` \
+             and `rules`) or a client profile (with `operation` or `success`)"
         )
     })?;
     let context = || format!("invalid {} `{name}`", kind.noun());
@@ -146,6 +147,19 @@ fn check(path: &Path) -> Result<Checked, Invalid> {
         FileKind::ProxyFile => {
             let proxy = ProxyFile::load(&name, &text).with_context(context)?;
             described(format!("proxy file, {} rules", proxy.rules.len()))
+        }
+        FileKind::ClientProfile => {
+            let profile = ClientProfile::load(&name, &text, &|var| std::env::var(var).ok())
+                .with_context(context)
+                .map_err(|error| Invalid {
+                    error,
+                    hint: Some("every field of a client profile: docs/client.md"),
+                })?;
+            described(format!(
+                "client profile `{}`, contract `{}`",
+                profile.name,
+                profile.contract().preset.name()
+            ))
         }
     })
 }

@@ -575,3 +575,81 @@ async fn backoff_strategies_flaw_matrix(#[case] flags: &str, #[case] expected: V
         );
     }
 }
+
+/// A client that caps `Retry-After` as its documentation says (`retry_after_cap`) is recorded
+/// with the number, not judged as ignoring the header; one that retries sooner than even its
+/// documented cap WARNs naming the cap.
+#[tokio::test]
+async fn a_documented_retry_after_cap_is_recorded_with_its_number() {
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let text = format!("{text}retry_after: 3s\nretry_after_cap: 1s\n");
+    let script = root().join("clients/example/create.py");
+    for (cap, verdict, said) in [
+        (
+            "1",
+            Verdict::Pass,
+            "capping it as the profile's `retry_after_cap: 1s` documents",
+        ),
+        ("0.2", Verdict::Warn, "sooner than even its documented cap"),
+    ] {
+        let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
+        let mut options = ClientOptions::new(
+            profile,
+            format!("python3 '{}' --retry-after-cap {cap}", script.display()),
+        );
+        options.only = vec!["backoff".into()];
+        let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
+        let report =
+            tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
+                .await
+                .expect("bounded")
+                .expect("the run starts");
+        let check = &report.checks[0];
+        assert_eq!(
+            check.verdict, verdict,
+            "cap {cap}: {} | {:?}",
+            check.summary, check.notes
+        );
+        let all = format!("{} {}", check.summary, check.notes.join(" "));
+        assert!(all.contains(said), "cap {cap}: {all}");
+    }
+    let bad = text.replace("retry_after_cap: 1s", "retry_after_cap: 3s");
+    let err = ClientProfile::load(PROFILE, &bad, &|_| None).expect_err("a cap no shorter");
+    assert!(
+        err.to_string()
+            .contains("must be shorter than `retry_after`"),
+        "{err}"
+    );
+}
+
+/// `idemspec validate` knows a client profile by its keys (its `operations` is a count, not a
+/// target's mapping) and checks it as `idemspec client` would, without running anything.
+#[test]
+fn validate_checks_a_client_profile() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let good = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    std::fs::write(
+        dir.path().join("good.yaml"),
+        format!("{good}operations: 2\n"),
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        "version: 1\nname: x\nsuccess: {status: 404}\n",
+    )
+    .expect("write");
+    let (out, _) = idemspec_in(dir.path(), &["validate", "good.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("client profile `example-client`"),
+        "{}",
+        text(&out.stdout)
+    );
+    let (out, _) = idemspec_in(dir.path(), &["validate", "bad.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("bad.yaml:3:19: success.status 404 is not a 2xx"),
+        "{}",
+        text(&out.stderr)
+    );
+}

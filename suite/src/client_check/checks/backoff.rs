@@ -89,6 +89,7 @@ impl ClientCheck for Backoff {
             .collect();
         let mut found = judge_plain(&plain);
         let retry_after = ctx.profile.retry_after();
+        let cap = ctx.profile.retry_after_cap();
         for run in runs.iter().filter(|r| !PLAIN.contains(&r.situation)) {
             let status = run.attempts[0].client_status.unwrap_or_default();
             let on = |finding| Judgement::on(run.situation, finding);
@@ -103,11 +104,29 @@ impl ClientCheck for Backoff {
                     human_duration(d.as_millis() as u64),
                     retry_after.as_secs()
                 ))),
+                // A documented cap, kept: recorded with its number, not judged as ignoring it.
+                Some(d) if cap.is_some_and(|c| *d + RETRY_AFTER_SLACK >= c) => {
+                    on(Finding::Recorded(format!(
+                        "`{}`: waited {} after a {status} that said Retry-After: {}, capping it as \
+                         the profile's `retry_after_cap: {}` documents",
+                        run.situation,
+                        human_duration(d.as_millis() as u64),
+                        retry_after.as_secs(),
+                        humantime::format_duration(cap.unwrap_or_default())
+                    )))
+                }
                 Some(d) => on(Finding::Broken(format!(
-                    "`{}`: retried {} after a {status} that said Retry-After: {}",
+                    "`{}`: retried {} after a {status} that said Retry-After: {}{}",
                     run.situation,
                     human_duration(d.as_millis() as u64),
-                    retry_after.as_secs()
+                    retry_after.as_secs(),
+                    match cap {
+                        Some(c) => format!(
+                            ", sooner than even its documented cap (`retry_after_cap: {}`)",
+                            humantime::format_duration(c)
+                        ),
+                        None => String::new(),
+                    }
                 )))
                 .at(Level::Should),
             });

@@ -1,8 +1,6 @@
 //! `same-key`: every retry of one logical operation carries the key of its first attempt — after
 //! a lost response, a reset, a 502/503, a client timeout and a 409 in flight.
 
-use std::collections::BTreeSet;
-
 use idemspec_scenarios::rules::Fault;
 use idemspec_scenarios::Level;
 
@@ -51,7 +49,13 @@ impl ClientCheck for SameKey {
                 // The faults hit the first operation; with several per run, the others are clean.
                 let first = operations(&run.attempts)[0];
                 // An attempt without a key is key-present's rule; this one compares the keys sent.
-                let keys: BTreeSet<&str> = first.iter().filter_map(|a| a.key.as_deref()).collect();
+                // In the order the attempts sent them, each once.
+                let mut keys: Vec<&str> = Vec::new();
+                for key in first.iter().filter_map(|a| a.key.as_deref()) {
+                    if !keys.contains(&key) {
+                        keys.push(key);
+                    }
+                }
                 let n = first.len();
                 let keyless = first.iter().filter(|a| a.key.is_none()).count();
                 let finding = if n < 2 {
