@@ -158,24 +158,8 @@ impl RouteSpec {
                 self.status()
             ));
         }
-        for (name, value) in &self.headers {
-            let problem = check_header(name, value).err().or_else(|| {
-                name.eq_ignore_ascii_case("content-type")
-                    .then(|| "give the body's type as `content_type`".to_owned())
-            });
-            out.extend(problem.map(|m| format!("routes: headers: {m}")));
-        }
-        if let Err(m) = check_header("Content-Type", self.content_type()) {
-            out.push(format!("routes: content_type: {m}"));
-        }
-        if self.content_type().contains("json") {
-            if let Err(e) = serde_json::from_str::<serde_json::Value>(self.body()) {
-                out.push(format!(
-                    "routes: body is not JSON ({e}), but its type is `{}`",
-                    self.content_type()
-                ));
-            }
-        }
+        let answer = answer_problems("routes", &self.headers, self.content_type(), self.body());
+        out.extend(answer.into_iter().map(|(_, m)| m));
         if self.body().len() > ClientProfile::MAX_BODY {
             out.push(format!(
                 "routes: body is {} bytes; at most {}",
@@ -185,6 +169,47 @@ impl RouteSpec {
         }
         out
     }
+}
+
+/// The part of an answer a problem is in.
+enum AnswerPart {
+    Headers,
+    ContentType,
+    Body,
+}
+
+/// What is wrong with an answer the canned upstream gives (the success, a route's), each in
+/// words that start with `what`: a header HTTP cannot carry (or `Content-Type`, which is
+/// `content_type`'s), a type HTTP cannot carry, a body a client could not parse as its JSON type.
+fn answer_problems(
+    what: &str,
+    headers: &BTreeMap<String, String>,
+    content_type: &str,
+    body: &str,
+) -> Vec<(AnswerPart, String)> {
+    let mut out = Vec::new();
+    for (name, value) in headers {
+        let problem = check_header(name, value).err().or_else(|| {
+            name.eq_ignore_ascii_case("content-type")
+                .then(|| "give the body's type as `content_type`".to_owned())
+        });
+        out.extend(problem.map(|m| (AnswerPart::Headers, format!("{what}.headers: {m}"))));
+    }
+    if let Err(m) = check_header("Content-Type", content_type) {
+        out.push((AnswerPart::ContentType, format!("{what}.content_type: {m}")));
+    }
+    if content_type.contains("json") {
+        if let Err(e) = serde_json::from_str::<serde_json::Value>(body) {
+            out.push((
+                AnswerPart::Body,
+                format!(
+                    "{what}.body is not JSON ({e}), but its type is `{content_type}`; a client \
+                     could not parse it"
+                ),
+            ));
+        }
+    }
+    out
 }
 
 /// The bound on retries (the `bounded-retries` check).
@@ -287,34 +312,20 @@ impl ClientProfile {
                 );
             }
         }
-        if let Some(headers) = &self.success.headers {
-            for (name, value) in &headers.value {
-                let problem = check_header(name, value).err().or_else(|| {
-                    name.eq_ignore_ascii_case("content-type")
-                        .then(|| "give the body's type as `content_type`".to_owned())
-                });
-                if let Some(m) = problem {
-                    at(&headers.referenced, format!("success.headers: {m}"));
-                }
-            }
-        }
-        if let Some(t) = &self.success.content_type {
-            if let Err(m) = check_header("Content-Type", &t.value) {
-                at(&t.referenced, format!("success.content_type: {m}"));
-            }
-        }
-        if let Some(body) = &self.success.body {
-            if self.content_type().contains("json") {
-                if let Err(e) = serde_json::from_str::<serde_json::Value>(&body.value) {
-                    at(
-                        &body.referenced,
-                        format!(
-                            "success.body is not JSON ({e}), but its type is `{}`; a client could not parse it",
-                            self.content_type()
-                        ),
-                    );
-                }
-            }
+        let success = &self.success;
+        let headers = success
+            .headers
+            .as_ref()
+            .map(|h| h.value.clone())
+            .unwrap_or_default();
+        for (part, m) in answer_problems("success", &headers, self.content_type(), self.body()) {
+            // Only a field the profile gives can be wrong; the defaults are sound.
+            let written = match part {
+                AnswerPart::Headers => success.headers.as_ref().map(|h| &h.referenced),
+                AnswerPart::ContentType => success.content_type.as_ref().map(|t| &t.referenced),
+                AnswerPart::Body => success.body.as_ref().map(|b| &b.referenced),
+            };
+            at(written.unwrap_or(&self.version.referenced), m);
         }
         if self.routes.len() > Self::MAX_ROUTES {
             at(

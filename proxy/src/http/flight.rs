@@ -19,7 +19,7 @@ use super::ctx::RequestCtx;
 use super::headers::downstream_head;
 use super::link::UpstreamLink;
 use super::synthetic;
-use super::upstream::{client_left, Forwarder, NoResponse};
+use super::upstream::{Forwarder, NoResponse};
 use crate::event::{ProxyEvent, Side};
 use crate::server::Shared;
 
@@ -130,12 +130,10 @@ impl<'a> Flight<'a> {
     /// client's fault).
     pub(super) async fn buffer(self) -> (Reply<'a>, Result<Buffered, NoResponse>) {
         let (parts, body) = self.req.into_parts();
-        let body = body.collect().await.map_err(|err| NoResponse {
-            sent: false,
-            side: Side::Downstream,
-            client_left: client_left(&err),
-            message: format!("the request body from the client could not be read: {err}"),
-        });
+        let body = body
+            .collect()
+            .await
+            .map_err(|err| NoResponse::body_unread(&err));
         let buffered = body.map(|collected| Buffered {
             parts,
             body: collected.to_bytes(),
@@ -204,18 +202,10 @@ impl Reply<'_> {
 
     /// Answers a request that got no upstream response: 502 when the upstream failed, 400 when
     /// the request's body from the client did (and the event says whether the client left).
-    pub(super) fn no_response(mut self, err: NoResponse) -> Response<ResponseBody> {
+    pub(super) fn no_response(self, err: NoResponse) -> Response<ResponseBody> {
         match err.side {
             Side::Upstream => synthetic::bad_gateway(self.ctx, err.message),
-            Side::Downstream => {
-                self.ctx.event.client_disconnected |= err.client_left;
-                synthetic::problem(
-                    self.ctx,
-                    StatusCode::BAD_REQUEST,
-                    Side::Downstream,
-                    err.message,
-                )
-            }
+            Side::Downstream => synthetic::bad_request(self.ctx, err),
         }
     }
 

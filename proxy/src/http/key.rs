@@ -57,7 +57,8 @@ impl RequestKey {
                 .and_then(|name| parts.headers.get(name))
                 .map(|v| v.as_bytes())
         };
-        self.at.find(target(parts), header, None)
+        // A key in the head is always readable.
+        self.at.find(target(parts), header, None).unwrap_or(None)
     }
 
     /// Reads up to [`BODY_LIMIT`] of `body` and finds the key in it; returns the key, or why it
@@ -82,10 +83,7 @@ impl RequestKey {
             }
         }
         let kept: Bytes = kept.freeze();
-        let key = match self.at.find(target(parts), |_| None, Some(&kept)) {
-            Some(key) => Ok(Some(key)),
-            None => self.at.unreadable(&kept).map_or(Ok(None), Err),
-        };
+        let key = self.at.find(target(parts), |_| None, Some(&kept));
         Ok((key, Source::Full(Some(kept))))
     }
 }

@@ -4,7 +4,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use http::{Request, Response, StatusCode};
+use http::{Request, Response};
 use hyper::body::Incoming;
 
 use super::body::{RequestBody, ResponseBody, Source};
@@ -14,8 +14,7 @@ use super::faults;
 use super::flight::Flight;
 use super::link::UpstreamLink;
 use super::synthetic;
-use super::upstream::client_left;
-use crate::event::Side;
+use super::upstream::NoResponse;
 use crate::server::{Shared, Upstream};
 
 /// Handles one request from a downstream connection.
@@ -40,16 +39,7 @@ pub(super) async fn handle(
                 }
                 body
             }
-            Err(err) => {
-                ctx.event.client_disconnected |= client_left(&err);
-                let detail = format!("the request body from the client could not be read: {err}");
-                return Ok(synthetic::problem(
-                    ctx,
-                    StatusCode::BAD_REQUEST,
-                    Side::Downstream,
-                    detail,
-                ));
-            }
+            Err(err) => return Ok(synthetic::bad_request(ctx, NoResponse::body_unread(&err))),
         }
     } else {
         Source::Stream(body)

@@ -46,6 +46,16 @@ pub(super) fn response(
     resp
 }
 
+/// The answer to a request whose body from the client failed (`err`, downstream): 400, and the
+/// event says whether the client left.
+pub(super) fn bad_request(
+    mut ctx: RequestCtx,
+    err: super::upstream::NoResponse,
+) -> Response<ResponseBody> {
+    ctx.event.client_disconnected |= err.client_left;
+    problem(ctx, StatusCode::BAD_REQUEST, Side::Downstream, err.message)
+}
+
 /// A problem response for a failure of the proxy's own on `side`, recorded in the event.
 pub(super) fn problem(
     mut ctx: RequestCtx,

@@ -44,6 +44,18 @@ pub(super) struct NoResponse {
     pub(super) message: String,
 }
 
+impl NoResponse {
+    /// The request's body from the client failed (`err`): nothing was sent upstream.
+    pub(super) fn body_unread(err: &hyper::Error) -> Self {
+        Self {
+            sent: false,
+            side: Side::Downstream,
+            client_left: client_left(err),
+            message: format!("the request body from the client could not be read: {err}"),
+        }
+    }
+}
+
 /// Whether a body error from the downstream connection says the client closed its side early.
 pub(super) fn client_left(err: &hyper::Error) -> bool {
     err.is_incomplete_message()

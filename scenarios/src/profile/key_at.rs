@@ -122,44 +122,39 @@ impl KeyAt {
     /// request body (a form body for [`KeyAt::Form`], a JSON object for [`KeyAt::Json`]), when
     /// it was kept. Bytes that are not UTF-8 are shown as `\xNN`, so two keys that differ in them
     /// stay apart. A JSON member that is `null` is no key (how an SDK writes an unset token);
-    /// another value that is not a string is its JSON text (`42`). `None` where the request
-    /// carries no key there; [`KeyAt::unreadable`] tells a body the key could not be read from.
+    /// another value that is not a string is its JSON text (`42`). `Ok(None)` where the request
+    /// carries no key there.
+    ///
+    /// # Errors
+    /// Why the key could not be read at all, as opposed to being absent: a JSON member's body
+    /// that is not JSON.
     pub fn find<'h>(
         &self,
         target: &str,
         header: impl Fn(&str) -> Option<&'h [u8]>,
         body: Option<&[u8]>,
-    ) -> Option<String> {
-        match self {
-            KeyAt::Header(name) => header(name).map(text),
-            KeyAt::Query(name) => {
+    ) -> Result<Option<String>, String> {
+        Ok(match (self, body) {
+            (KeyAt::Header(name), _) => header(name).map(text),
+            (KeyAt::Query(name), _) => {
                 let query = target.split_once('?').map_or("", |(_, q)| q);
                 form_field(query.as_bytes(), name)
             }
-            KeyAt::Form(name) => form_field(body?, name),
-            KeyAt::Json(dotted) => {
-                let value: serde_json::Value = serde_json::from_slice(body?).ok()?;
+            (KeyAt::Form(name), Some(body)) => form_field(body, name),
+            (KeyAt::Json(dotted), Some(body)) => {
+                let value: serde_json::Value = serde_json::from_slice(body)
+                    .map_err(|e| format!("the body is not JSON ({e})"))?;
                 let member = dotted
                     .split('.')
-                    .try_fold(&value, |node, name| node.as_object()?.get(name))?;
+                    .try_fold(&value, |node, name| node.as_object()?.get(name));
                 match member {
-                    serde_json::Value::Null => None,
-                    serde_json::Value::String(s) => Some(s.clone()),
-                    other => Some(other.to_string()),
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(serde_json::Value::String(s)) => Some(s.clone()),
+                    Some(other) => Some(other.to_string()),
                 }
             }
-        }
-    }
-
-    /// Why a key here cannot be read from `body` at all (as opposed to being absent from it): a
-    /// JSON member's body that is not JSON.
-    pub fn unreadable(&self, body: &[u8]) -> Option<String> {
-        match self {
-            KeyAt::Json(_) => serde_json::from_slice::<serde_json::Value>(body)
-                .err()
-                .map(|e| format!("the body is not JSON ({e})")),
-            _ => None,
-        }
+            (KeyAt::Form(_) | KeyAt::Json(_), None) => None,
+        })
     }
 }
 
@@ -208,8 +203,15 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// The first value of field `name` in a form-urlencoded `form` (`+` a space, `%XX` a byte), as
-/// [`text`].
+/// [`text`]. Not `form_urlencoded::parse`, which replaces bytes that are not UTF-8.
 fn form_field(form: &[u8], name: &str) -> Option<String> {
+    let decode = |raw: &[u8]| -> Vec<u8> {
+        let spaced: Vec<u8> = raw
+            .iter()
+            .map(|b| if *b == b'+' { b' ' } else { *b })
+            .collect();
+        percent_encoding::percent_decode(&spaced).collect()
+    };
     form.split(|b| *b == b'&').find_map(|pair| {
         let (n, v) = match pair.iter().position(|b| *b == b'=') {
             Some(i) => (&pair[..i], &pair[i + 1..]),
@@ -217,35 +219,6 @@ fn form_field(form: &[u8], name: &str) -> Option<String> {
         };
         (decode(n) == name.as_bytes()).then(|| text(&decode(v)))
     })
-}
-
-/// Form-urlencoded bytes decoded: `+` a space, `%XX` the byte (a `%` not followed by two hex
-/// digits kept as it is).
-fn decode(raw: &[u8]) -> Vec<u8> {
-    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        match raw[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                match (
-                    raw.get(i + 1).copied().and_then(hex),
-                    raw.get(i + 2).copied().and_then(hex),
-                ) {
-                    (Some(h), Some(l)) => {
-                        out.push(h * 16 + l);
-                        i += 3;
-                        continue;
-                    }
-                    _ => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    out
 }
 
 #[cfg(test)]
@@ -311,12 +284,14 @@ mod tests {
                     body = Some(r#"{"image":"debian"}"#.into());
                 }
                 at.place(key, &mut path, &mut body, &mut ct).unwrap();
-                let found = at.find(&path, |_| None, body.as_deref().map(str::as_bytes));
+                let found = at
+                    .find(&path, |_| None, body.as_deref().map(str::as_bytes))
+                    .unwrap();
                 assert_eq!(found.as_deref(), Some(key), "{at:?}: {path} {body:?}");
             }
             assert_eq!(
                 at.find("/v1/x?zone=z", |_| None, Some(b"{}")),
-                None,
+                Ok(None),
                 "{at:?}"
             );
         }
@@ -326,18 +301,31 @@ mod tests {
             |n| (n == "X-Request-Token").then_some(&b"t-1"[..]),
             None,
         );
-        assert_eq!(found.as_deref(), Some("t-1"));
+        assert_eq!(found, Ok(Some("t-1".into())));
         let json = KeyAt::Json("clientToken".into());
-        assert_eq!(json.find("/", |_| None, Some(b"clientToken=k")), None);
+        let in_json = |body: &[u8]| json.find("/", |_| None, Some(body));
+        assert!(in_json(b"clientToken=k").unwrap_err().contains("not JSON"));
+        assert!(in_json(b"[1,").is_err());
+        assert_eq!(in_json(br#"{"clientToken":42}"#), Ok(Some("42".into())));
         assert_eq!(
-            json.find("/", |_| None, Some(br#"{"clientToken":42}"#))
-                .as_deref(),
-            Some("42")
+            in_json(br#"{"clientToken":{"a":1}}"#),
+            Ok(Some(r#"{"a":1}"#.into()))
         );
         assert_eq!(
-            json.find("/", |_| None, Some(br#"{"clientToken":{"a":1}}"#))
-                .as_deref(),
-            Some(r#"{"a":1}"#)
+            in_json(br#"{"clientToken":null}"#),
+            Ok(None),
+            "null is no key"
         );
+        assert_eq!(in_json(b"[1]"), Ok(None), "JSON without the member");
+        // Bytes that are not UTF-8 stay apart, shown escaped; a stray `%` stays as it is.
+        let query = KeyAt::Query("requestId".into());
+        let a = query.find("/x?requestId=k%A3", |_| None, None).unwrap();
+        let b = query.find("/x?requestId=k%A4", |_| None, None).unwrap();
+        assert_eq!(a.as_deref(), Some("k\\xa3"));
+        assert_ne!(a, b);
+        let odd = query.find("/x?requestId=50%25+off%", |_| None, None);
+        assert_eq!(odd, Ok(Some("50% off%".into())));
+        let raw = KeyAt::Header("K".into()).find("/", |_| Some(&b"k\xff"[..]), None);
+        assert_eq!(raw, Ok(Some("k\\xff".into())));
     }
 }

@@ -84,19 +84,19 @@ impl Attempt {
 /// Whether a request (`method`, `path` with its query) is the operation.
 /// A trailing slash on either is ignored (`/v1/workers/` is `/v1/workers`).
 pub fn is_operation(operation: &OperationMatch, method: &str, path: &str) -> bool {
-    let path = path.split('?').next().unwrap_or(path);
-    let path = path
-        .strip_suffix('/')
-        .filter(|p| !p.is_empty())
-        .unwrap_or(path);
+    let path = without_trailing_slash(path.split('?').next().unwrap_or(path));
     operation.method.as_str().eq_ignore_ascii_case(method)
-        && operation.path.as_deref().is_none_or(|pattern| {
-            let pattern = pattern
-                .strip_suffix('/')
-                .filter(|p| !p.is_empty())
-                .unwrap_or(pattern);
-            path_matches(pattern, path)
-        })
+        && operation
+            .path
+            .as_deref()
+            .is_none_or(|pattern| path_matches(without_trailing_slash(pattern), path))
+}
+
+/// `path` without one trailing slash (`/` stays `/`).
+pub fn without_trailing_slash(path: &str) -> &str {
+    path.strip_suffix('/')
+        .filter(|p| !p.is_empty())
+        .unwrap_or(path)
 }
 
 /// `pattern` against `path`, segment by segment; `*` in a segment stands for any characters but

@@ -182,16 +182,13 @@ impl Ctx {
             ..Match::default()
         };
         // With or without a trailing slash, as `attempt::is_operation` reads the path.
-        match operation.path.as_deref().map(|p| p.trim_end_matches('/')) {
-            Some("") => matcher.path = Some("/".into()),
-            Some(bare) => {
-                let bare = if operation.is_glob() {
-                    bare.to_owned()
-                } else {
-                    glob_literal(bare)
-                };
-                matcher.path_glob = Some(format!("{{{bare},{bare}/}}"));
-            }
+        match operation
+            .path
+            .as_deref()
+            .map(super::attempt::without_trailing_slash)
+        {
+            Some("/") => matcher.path = Some("/".into()),
+            Some(bare) => matcher.path_glob = Some(path_glob(bare)),
             None => {}
         }
         situation
@@ -273,12 +270,39 @@ impl Ctx {
     }
 }
 
-/// `path` as a glob that matches exactly it: each glob metacharacter in a class of its own.
-fn glob_literal(path: &str) -> String {
-    path.chars()
-        .map(|c| match c {
-            '*' | '?' | '[' | ']' | '{' | '}' | ',' | '\\' => format!("[{c}]"),
-            c => c.to_string(),
-        })
-        .collect()
+/// The proxy's glob for the operation's path `bare` (no trailing slash), with or without one:
+/// literal but for `*` (one segment), a `,` kept out of the alternation.
+fn path_glob(bare: &str) -> String {
+    let bare = globset::escape(bare)
+        .replace("[*]", "*")
+        .replace(',', "[,]");
+    format!("{{{bare},{bare}/}}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::path_glob;
+
+    /// Compiled as the proxy compiles a rule's `path_glob` (`*` does not cross `/`).
+    fn matches(pattern: &str, path: &str) -> bool {
+        globset::GlobBuilder::new(&path_glob(pattern))
+            .literal_separator(true)
+            .build()
+            .expect("a glob")
+            .compile_matcher()
+            .is_match(path)
+    }
+
+    #[test]
+    fn the_operations_glob_takes_a_trailing_slash_and_nothing_else() {
+        assert!(matches("/v1/workers", "/v1/workers"));
+        assert!(matches("/v1/workers", "/v1/workers/"));
+        assert!(!matches("/v1/workers", "/v1/workers/x"));
+        assert!(matches("/v1/servers/*/actions", "/v1/servers/s1/actions/"));
+        assert!(!matches("/v1/servers/*/actions", "/v1/servers/a/b/actions"));
+        // Characters a glob would read are literal in a path.
+        assert!(matches("/v1/a,b[1]{x}?", "/v1/a,b[1]{x}?"));
+        assert!(!matches("/v1/a,b", "/v1/a"));
+        assert!(!matches("/v1/a?", "/v1/ab"));
+    }
 }

@@ -60,6 +60,11 @@ async fn judge_keyed(flaw: Option<&str>, key_in: Option<&str>) -> RunReport {
         profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("a valid profile");
     }
     let options = ClientOptions::new(profile, format!("python3 '{}'{flags}", script.display()));
+    run_client(options).await
+}
+
+/// Runs `options`, bounded at 120 s.
+async fn run_client(options: ClientOptions) -> RunReport {
     let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
     tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
         .await
@@ -334,11 +339,7 @@ async fn a_trailing_slash_is_the_same_operation() {
     let script = root().join("clients/example/create.py");
     let mut options = ClientOptions::new(profile, format!("python3 '{}'", script.display()));
     options.only = vec!["key-present".into(), "same-key".into()];
-    let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
-    let report = tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
-        .await
-        .expect("bounded")
-        .expect("the run starts");
+    let report = run_client(options).await;
     for check in &report.checks {
         assert_eq!(
             check.verdict,
@@ -373,11 +374,7 @@ async fn a_client_that_never_retries_is_recorded_not_passed() {
     std::fs::write(&script, once).expect("write the client");
     let mut options = ClientOptions::new(profile, format!("python3 '{}'", script.display()));
     options.only = vec!["bounded-retries".into(), "backoff".into()];
-    let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
-    let report = tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
-        .await
-        .expect("bounded")
-        .expect("the run starts");
+    let report = run_client(options).await;
     for check in &report.checks {
         assert_eq!(
             check.verdict,
@@ -416,11 +413,7 @@ async fn a_client_that_stopped_retrying_but_lingers_is_called_lingering() {
         format!("python3 '{}' --flaw lingers", script.display()),
     );
     options.only = vec!["bounded-retries".into()];
-    let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
-    let report = tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
-        .await
-        .expect("bounded")
-        .expect("the run starts");
+    let report = run_client(options).await;
     let check = &report.checks[0];
     assert_eq!(check.verdict, Verdict::Fail, "{}", check.summary);
     assert!(
@@ -458,11 +451,7 @@ async fn a_client_that_discovers_its_api_first_is_answered_per_route() {
             let mut options =
                 ClientOptions::new(profile, format!("python3 '{}'", script.display()));
             options.only = vec!["key-present".into()];
-            let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
-            tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
-                .await
-                .expect("bounded")
-                .expect("the run starts")
+            run_client(options).await
         }
     };
     let report = run_with(routed).await;
@@ -525,11 +514,7 @@ async fn a_key_the_proxy_cannot_read_is_not_called_missing() {
     let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
     let mut options = ClientOptions::new(profile, format!("python3 '{}'", script.display()));
     options.only = vec!["key-present".into()];
-    let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
-    let report = tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
-        .await
-        .expect("bounded")
-        .expect("the run starts");
+    let report = run_client(options).await;
     let check = &report.checks[0];
     assert_eq!(check.verdict, Verdict::Unknown, "{}", check.summary);
     assert!(
@@ -561,12 +546,7 @@ async fn backoff_strategies_flaw_matrix(#[case] flags: &str, #[case] expected: V
             format!("python3 '{}' {flags}", script.display()),
         );
         options.only = vec!["backoff".into()];
-        let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
-        let report =
-            tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
-                .await
-                .expect("bounded")
-                .expect("the run starts");
+        let report = run_client(options).await;
         let check = &report.checks[0];
         assert_eq!(
             check.verdict, expected,
@@ -598,12 +578,7 @@ async fn a_documented_retry_after_cap_is_recorded_with_its_number() {
             format!("python3 '{}' --retry-after-cap {cap}", script.display()),
         );
         options.only = vec!["backoff".into()];
-        let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
-        let report =
-            tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
-                .await
-                .expect("bounded")
-                .expect("the run starts");
+        let report = run_client(options).await;
         let check = &report.checks[0];
         assert_eq!(
             check.verdict, verdict,
@@ -652,4 +627,16 @@ fn validate_checks_a_client_profile() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// The example client profile in docs/client.md loads as it is written (once it set a
+/// `retry_after_cap` no shorter than its `retry_after`, which the loader refuses).
+#[test]
+fn the_documented_client_profile_loads() {
+    let doc = std::fs::read_to_string(root().join("docs/client.md")).expect("docs/client.md");
+    let start = doc.find("```yaml\n").expect("a YAML example") + "```yaml\n".len();
+    let end = start + doc[start..].find("```").expect("its end");
+    let profile = ClientProfile::load("docs/client.md", &doc[start..end], &|_| None)
+        .unwrap_or_else(|e| panic!("the documented profile: {e}"));
+    assert!(!profile.routes.is_empty(), "the example shows routes");
 }

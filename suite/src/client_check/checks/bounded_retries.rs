@@ -40,9 +40,8 @@ impl ClientCheck for BoundedRetries {
             .map(|run| {
                 let n = run.attempts.len();
                 let took = human_duration(run.output.elapsed.as_millis() as u64);
-                let finding = match &run.output.exit {
-                    Exit::TimedOut(after) if lingered(run).is_some() => {
-                        let (idle, longest) = lingered(run).unwrap_or_default();
+                let finding = match (&run.output.exit, lingered(run)) {
+                    (Exit::TimedOut(after), Some((idle, longest))) => {
                         Finding::Broken(format!(
                             "stopped retrying but did not exit: its last attempt ended {} before it was killed after {} ({}), longer than three times any wait between its attempts (at most {}): the process lingers, and a CI job running it hangs",
                             human_duration(idle.as_millis() as u64),
@@ -51,20 +50,20 @@ impl ClientCheck for BoundedRetries {
                             human_duration(longest.as_millis() as u64)
                         ))
                     }
-                    Exit::TimedOut(after) => Finding::Broken(format!(
+                    (Exit::TimedOut(after), None) => Finding::Broken(format!(
                             "still retrying when killed after {} ({}, every one answered 502): the client does not give up",
                             humantime::format_duration(*after),
                             attempts(n)
                         ),
                     ),
-                    Exit::Code(0) => Finding::Broken(format!("exited 0 after {}, every one answered 502: the failure is hidden from the caller", attempts(n)),
+                    (Exit::Code(0), _) => Finding::Broken(format!("exited 0 after {}, every one answered 502: the failure is hidden from the caller", attempts(n)),
                     ),
-                    Exit::NotStarted(why) => Finding::Undecided(format!("the command did not run: {why}")),
-                    exit if n > max => Finding::Broken(format!("gave up only after {} ({exit}, {took}); the bound is {max}", attempts(n)),
+                    (Exit::NotStarted(why), _) => Finding::Undecided(format!("the command did not run: {why}")),
+                    (exit, _) if n > max => Finding::Broken(format!("gave up only after {} ({exit}, {took}); the bound is {max}", attempts(n)),
                     ),
                     // Nothing retried, nothing to bound: not a pass on what it never did.
-                    exit if n <= 1 => Finding::Recorded(format!("gave up after its first attempt, without a retry ({exit}, {took}): no retries to bound")),
-                    exit => Finding::Held(format!("gave up after {} in {took} ({exit})", attempts(n))),
+                    (exit, _) if n <= 1 => Finding::Recorded(format!("gave up after its first attempt, without a retry ({exit}, {took}): no retries to bound")),
+                    (exit, _) => Finding::Held(format!("gave up after {} in {took} ({exit})", attempts(n))),
                 };
                 Judgement::on(run.situation, finding)
             })
