@@ -29,6 +29,20 @@ most 2 s, unless said otherwise):
 
 --retry-after-cap N waits at most N seconds for a Retry-After (as several SDKs cap it).
 
+--speaks SHAPE makes it an SDK that understands only one vendor's answers, as idemspec's
+`answers.preset` gives them: it reads its success from that vendor's body (JSON, or XML for EC2)
+and decides whether to retry from the error's body alone (its type or code), never from the
+status; an answer it cannot read stops it with an error, as it would stop a real SDK:
+
+    problem          RFC 9457 problems, by the end of `type` (the default without --speaks reads
+                     statuses instead)
+    stripe-v1        {"error": {"type", "code"}}: idempotency_key_in_use, rate_limit, api_error retry
+    aws-client-token AWS's JSON protocol, `__type` or X-Amzn-ErrorType: throttling codes,
+                     PriorRequestNotComplete and the service's own unavailability retry
+    aws-query        EC2's XML <Errors><Error><Code>, the same codes
+    gcp-request-id   {"error": {"status"}}: ABORTED, RESOURCE_EXHAUSTED, UNAVAILABLE retry; the
+                     success must be an Operation
+
 --flaw NAME breaks one of those rules on purpose, so that idemspec's tests can show each client
 check catching the defect it is about (and nothing else), as leasebroker's --flaw does for the
 server checks:
@@ -53,6 +67,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+import xml.etree.ElementTree as ElementTree
 
 MAX_ATTEMPTS = 4
 BASE_DELAY = 0.25  # seconds, doubled after each failure
@@ -69,6 +84,22 @@ FLAWS = (
 )
 PLACES = ("body", "form", "query")
 STRATEGIES = ("jittered", "full", "equal", "decorrelated", "tenpct", "fixed")
+SHAPES = ("problem", "stripe-v1", "aws-client-token", "aws-query", "gcp-request-id")
+# The AWS error codes the AWS SDKs retry (throttling, a prior request still running, the
+# service's own unavailability); any other code is final.
+AWS_RETRY = {
+    "PriorRequestNotComplete",
+    "Throttling",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "TooManyRequestsException",
+    "ServiceUnavailable",
+    "ServiceUnavailableException",
+    "Unavailable",
+    "InternalError",
+    "InternalFailure",
+}
+AWS_MISMATCH = {"IdempotentParameterMismatch", "IdempotentParameterMismatchException"}
 
 
 class GaveUp(Exception):
@@ -82,6 +113,85 @@ def retryable(status, retry_after, flaw):
         # mismatch: the same request will get the same answer.
         return retry_after is not None or flaw == "retry-mismatch"
     return status in (408, 429, 500, 502, 503, 504)
+
+
+class Unreadable(Exception):
+    """An answer this client's vendor never gives: it cannot tell what happened."""
+
+
+def read_json(raw):
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise Unreadable(f"not JSON: {raw[:80]!r}") from None
+
+
+def read_xml(raw):
+    try:
+        return ElementTree.fromstring(raw)
+    except ElementTree.ParseError:
+        raise Unreadable(f"not XML: {raw[:80]!r}") from None
+
+
+def xml_text(root, name):
+    """The text of the first element called `name` (any namespace) under `root`."""
+    found = root.find(f".//{{*}}{name}")
+    if found is None:
+        found = root.find(f".//{name}")
+    return None if found is None else found.text
+
+
+def parse_success(shape, raw):
+    """The created resource as a dict, read as `shape`'s vendor writes its success."""
+    if shape == "aws-query":
+        root = read_xml(raw)
+        if not root.tag.endswith("Response") or xml_text(root, "requestId") is None:
+            raise Unreadable(f"no EC2 response: <{root.tag}>")
+        return {"id": xml_text(root, "id")}
+    body = read_json(raw)
+    if not isinstance(body, dict):
+        raise Unreadable(f"not a JSON object: {raw[:80]!r}")
+    if shape == "gcp-request-id" and (body.get("kind") != "compute#operation" or "status" not in body):
+        raise Unreadable(f"no Operation: {raw[:80]!r}")
+    if shape == "stripe-v1" and "object" not in body:
+        raise Unreadable(f"no Stripe object: {raw[:80]!r}")
+    return body
+
+
+def classify(shape, headers, raw):
+    """What an error answer is, read from its body alone: "retry", "mismatch" or "final"."""
+    if shape == "problem":
+        kind = read_json(raw).get("type", "").rsplit("/", 1)[-1]
+        if kind in ("request-in-progress", "rate-limited", "unavailable", "bad-gateway"):
+            return "retry"
+        if not kind:
+            raise Unreadable(f"no problem type: {raw[:80]!r}")
+        return "mismatch" if kind == "key-reused-with-different-request" else "final"
+    if shape == "stripe-v1":
+        error = read_json(raw).get("error")
+        if not isinstance(error, dict) or "type" not in error:
+            raise Unreadable(f"no Stripe error: {raw[:80]!r}")
+        kind, code = error["type"], error.get("code")
+        if code in ("idempotency_key_in_use", "rate_limit") or kind == "api_error":
+            return "retry"
+        return "mismatch" if kind == "idempotency_error" else "final"
+    if shape in ("aws-client-token", "aws-query"):
+        if shape == "aws-query":
+            code = xml_text(read_xml(raw), "Code")
+        else:
+            code = headers.get("X-Amzn-ErrorType") or read_json(raw).get("__type")
+            code = code and code.split(":")[0].rsplit("#", 1)[-1]
+        if not code:
+            raise Unreadable(f"no AWS error code: {raw[:80]!r}")
+        if code in AWS_RETRY:
+            return "retry"
+        return "mismatch" if code in AWS_MISMATCH else "final"
+    error = read_json(raw).get("error")
+    if not isinstance(error, dict) or "status" not in error:
+        raise Unreadable(f"no Google error: {raw[:80]!r}")
+    if error["status"] in ("ABORTED", "RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL"):
+        return "retry"
+    return "mismatch" if error["status"] == "ALREADY_EXISTS" else "final"
 
 
 def backoff(failures, previous, strategy):
@@ -134,7 +244,7 @@ def request_for(base_url, fields, key, key_in):
     return urllib.request.Request(url, data=data, headers=headers, method="POST")
 
 
-def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strategy="jittered", cap=None):
+def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strategy="jittered", cap=None, shape=None):
     # The key is made once, before the first attempt: every retry below is the same operation.
     key = None if flaw == "no-key" else str(uuid.uuid4())
     failures = 0
@@ -148,11 +258,26 @@ def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strateg
         retry_after = None
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-                return json.load(response)
+                raw = response.read()
+            if shape is None:
+                return json.loads(raw)
+            try:
+                return parse_success(shape, raw)
+            except Unreadable as e:
+                raise GaveUp(f"could not read the {shape} success: {e}") from None
         except urllib.error.HTTPError as error:
             retry_after = error.headers.get("Retry-After")
-            if not retryable(error.code, retry_after, flaw):
-                raise GaveUp(f"HTTP {error.code}: {error.read()[:200]!r}") from None
+            raw = error.read()
+            if shape is None:
+                again = retryable(error.code, retry_after, flaw)
+            else:
+                try:
+                    kind = classify(shape, error.headers, raw)
+                except Unreadable as e:
+                    raise GaveUp(f"HTTP {error.code} that this {shape} client cannot read: {e}") from None
+                again = kind == "retry" or (kind == "mismatch" and flaw == "retry-mismatch")
+            if not again:
+                raise GaveUp(f"HTTP {error.code}: {raw[:200]!r}") from None
             why = f"HTTP {error.code}"
         except (urllib.error.URLError, http.client.HTTPException, OSError, socket.timeout) as error:
             why = f"{type(error).__name__}: {error}"
@@ -165,11 +290,15 @@ def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strateg
 
 def main(argv):
     args = argv[1:]
-    flaw, key_in, strategy, cap = None, "header:Idempotency-Key", "jittered", None
-    options = (["--flaw"], ["--key-in"], ["--backoff"], ["--retry-after-cap"])
+    flaw, key_in, strategy, cap, shape = None, "header:Idempotency-Key", "jittered", None, None
+    options = (["--flaw"], ["--key-in"], ["--backoff"], ["--retry-after-cap"], ["--speaks"])
     while args[:1] in options and len(args) > 1:
         option, value, args = args[0], args[1], args[2:]
-        if option == "--backoff":
+        if option == "--speaks":
+            if value not in SHAPES:
+                sys.exit(f"unknown answer shape {value!r}; one of: {', '.join(SHAPES)}")
+            shape = value
+        elif option == "--backoff":
             if value not in STRATEGIES:
                 sys.exit(f"unknown backoff {value!r}; one of: {', '.join(STRATEGIES)}")
             strategy = value
@@ -193,7 +322,7 @@ def main(argv):
         )
     fields = {"image": "debian-12", "cpu": 2, "memory_gb": 1}
     try:
-        worker = create(base_url, fields, flaw, key_in, strategy, cap)
+        worker = create(base_url, fields, flaw, key_in, strategy, cap, shape)
     except GaveUp as error:
         print(f"error: {error}", file=sys.stderr)
         if flaw == "lingers":

@@ -12,6 +12,8 @@
 //! make a profile ([`ClientProfile::DEFAULT`] is the one `idemspec client` uses without
 //! `--profile`).
 
+pub mod answers;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -21,6 +23,7 @@ use crate::load::{from_yaml, LoadError, Location, Spanned};
 use crate::profile::{check_header, expand_env, Contract, ContractSpec};
 use crate::rules::HttpMethod;
 use crate::value::HumanDuration;
+use answers::{Answer, AnswerKind, AnswersPreset, AnswersSpec};
 
 /// A client profile (`docs/client.md`, "The client profile").
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -40,6 +43,10 @@ pub struct ClientProfile {
     /// What the canned upstream answers a request with.
     #[serde(default)]
     pub success: SuccessSpec,
+    /// What the faults answer, in the vendor's words: a preset of a documented API's shapes
+    /// (default: the contract preset's) and answers that override it field by field.
+    #[serde(default)]
+    pub answers: AnswersSpec,
     /// Answers of their own for other requests the client makes (a version or catalogue GET, a
     /// token exchange), matched in order before the success; at most [`ClientProfile::MAX_ROUTES`].
     #[serde(default)]
@@ -253,8 +260,6 @@ impl ClientProfile {
     const ATTEMPTS: u32 = 10;
     /// The default `Retry-After`.
     const RETRY_AFTER: Duration = Duration::from_secs(1);
-    /// The default success body.
-    const BODY: &'static str = r#"{"id":"idemspec-1"}"#;
     /// The most `routes` a profile may list.
     pub const MAX_ROUTES: usize = 100;
     /// The longest route body, in bytes: 1 MiB.
@@ -326,6 +331,31 @@ impl ClientProfile {
                 AnswerPart::Body => success.body.as_ref().map(|b| &b.referenced),
             };
             at(written.unwrap_or(&self.version.referenced), m);
+        }
+        let contract = self.contract();
+        for kind in AnswerKind::ALL {
+            let Some(spec) = self.answers.of(kind) else {
+                continue;
+            };
+            let answer = self.answer(kind);
+            let field = format!("answers.{}", kind.field());
+            let headers = answer.headers.iter().cloned().collect();
+            let mut found = answers::problems(kind, &spec.value, &answer, &contract);
+            found.extend(
+                answer_problems(&field, &headers, &answer.content_type, &answer.body)
+                    .into_iter()
+                    .map(|(_, m)| m),
+            );
+            if answer.body.len() > Self::MAX_BODY {
+                found.push(format!(
+                    "{field}.body is {} bytes; at most {}",
+                    answer.body.len(),
+                    Self::MAX_BODY
+                ));
+            }
+            for m in found {
+                at(&spec.referenced, m);
+            }
         }
         if self.routes.len() > Self::MAX_ROUTES {
             at(
@@ -440,9 +470,29 @@ impl ClientProfile {
         }
     }
 
-    /// The success status.
+    /// The shapes the faults answer in: `answers.preset`, else the contract preset's.
+    pub fn answers_preset(&self) -> AnswersPreset {
+        self.answers
+            .preset
+            .unwrap_or_else(|| AnswersPreset::of(self.contract().preset))
+    }
+
+    /// What a fault of `kind` answers: the preset's answer with the profile's fields over it.
+    pub fn answer(&self, kind: AnswerKind) -> Answer {
+        answers::resolve(
+            self.answers_preset(),
+            &self.contract(),
+            kind,
+            self.answers.of(kind).map(|s| &s.value),
+        )
+    }
+
+    /// The success status (default: the answers preset's, 201 for `problem`).
     pub fn status(&self) -> u16 {
-        self.success.status.as_ref().map_or(201, |s| s.value)
+        self.success
+            .status
+            .as_ref()
+            .map_or_else(|| answers::success(self.answers_preset()).0, |s| s.value)
     }
 
     /// The success headers besides `Content-Type`.
@@ -459,7 +509,9 @@ impl ClientProfile {
         self.success
             .content_type
             .as_ref()
-            .map_or("application/json", |t| t.value.as_str())
+            .map_or(answers::success(self.answers_preset()).1, |t| {
+                t.value.as_str()
+            })
     }
 
     /// The success body.
@@ -467,7 +519,9 @@ impl ClientProfile {
         self.success
             .body
             .as_ref()
-            .map_or(Self::BODY, |b| b.value.as_str())
+            .map_or(answers::success(self.answers_preset()).2, |b| {
+                b.value.as_str()
+            })
     }
 
     /// Logical operations per run.
@@ -575,6 +629,56 @@ mod tests {
             ],
             "{err}"
         );
+    }
+
+    #[test]
+    fn answers_follow_the_contract_preset_and_their_errors_are_located() {
+        let aws =
+            load("version: 1\nname: x\ncontract: {preset: aws-client-token}\n").expect("valid");
+        assert_eq!(aws.answers_preset(), AnswersPreset::AwsClientToken);
+        assert_eq!(
+            aws.content_type(),
+            "application/x-amz-json-1.1",
+            "the preset's success"
+        );
+        let mismatch = aws.answer(AnswerKind::Mismatch);
+        assert_eq!(mismatch.status, 400);
+        assert!(mismatch
+            .body
+            .contains("IdempotentParameterMismatchException"));
+        let query = load(
+            "version: 1\nname: x\ncontract: {preset: aws-client-token}\nanswers: {preset: aws-query}\n",
+        )
+        .expect("valid");
+        assert!(query.body().starts_with("<?xml"), "{}", query.body());
+        let err = load(
+            "version: 1\nname: x\ncontract: {preset: aws-client-token}\nanswers:\n  \
+             mismatch: {body: '{\"__type\":\"ValidationException\"}'}\n  \
+             unavailable: {status: 429}\n  \
+             in_flight: {headers: {Retry-After: '5'}}\n  \
+             invalid: {content_type: application/json, body: '{nope'}\n",
+        )
+        .expect_err("invalid");
+        let all: Vec<String> = err.each().map(ToString::to_string).collect();
+        assert_eq!(all.len(), 4, "{all:#?}");
+        assert!(all[0].starts_with("c.yaml:5:13: answers.mismatch answers 400 but the contract calls its mismatch [400] with $.__type is"), "{}", all[0]);
+        assert!(
+            all[1].contains("answers.in_flight.headers: `Retry-After` is the checks'"),
+            "{}",
+            all[1]
+        );
+        assert!(
+            all[2].starts_with("c.yaml:6:16: answers.unavailable.status 429 is not 500 to 599"),
+            "{}",
+            all[2]
+        );
+        assert!(
+            all[3].contains("answers.invalid.body is not JSON"),
+            "{}",
+            all[3]
+        );
+        let err = load("version: 1\nname: x\nanswers: {preset: azure}\n").expect_err("invalid");
+        assert_eq!((err.line, err.column), (3, 19), "{err}");
     }
 
     #[test]

@@ -2,13 +2,22 @@
 //! profile's `routes` matches with that route's answer, and every other request with the
 //! profile's success (status, headers, body), so a client can be judged without a real API behind
 //! it. The proxy in front of it injects the faults.
+//!
+//! In a body or a header value, `{{key}}` is the request's idempotency key (where the contract's
+//! `key_at` says; empty without one) and `{{id}}` twelve hex digits that are the same for every
+//! request with one key and differ between keys (a replay answers the first id), escaped for a
+//! JSON or XML body.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use axum::body::Body;
-use axum::http::{HeaderName, HeaderValue, Method, Response, StatusCode, Uri};
+use axum::http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use idemspec_scenarios::client_profile::{ClientProfile, OperationMatch};
+use idemspec_scenarios::profile::KeyAt;
+use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
 /// A running canned upstream; stopped on [`CannedUpstream::shutdown`] or drop.
@@ -18,11 +27,12 @@ pub struct CannedUpstream {
     stop: Option<oneshot::Sender<()>>,
 }
 
-/// A response the canned upstream gives.
+/// A response the canned upstream gives, `{{key}}` and `{{id}}` still in it.
 #[derive(Debug)]
 struct Canned {
     status: StatusCode,
-    headers: Vec<(HeaderName, HeaderValue)>,
+    headers: Vec<(HeaderName, String)>,
+    content_type: String,
     body: String,
 }
 
@@ -30,26 +40,28 @@ impl Canned {
     /// `status`, `headers` (those that fail to parse, already refused at load, left out) and
     /// `body` of type `content_type`.
     fn new(status: u16, headers: Vec<(String, String)>, content_type: &str, body: &str) -> Self {
-        let mut headers: Vec<(HeaderName, HeaderValue)> = headers
+        let mut headers: Vec<(HeaderName, String)> = headers
             .into_iter()
-            .filter_map(|(n, v)| Some((n.parse().ok()?, v.parse().ok()?)))
+            .filter_map(|(n, v)| Some((n.parse().ok()?, v)))
             .collect();
-        if let Ok(value) = content_type.parse() {
-            headers.push((axum::http::header::CONTENT_TYPE, value));
-        }
+        headers.push((axum::http::header::CONTENT_TYPE, content_type.to_owned()));
         Self {
             status: StatusCode::from_u16(status).unwrap_or(StatusCode::CREATED),
             headers,
+            content_type: content_type.to_owned(),
             body: body.to_owned(),
         }
     }
 }
 
-/// The routes in order, then the success.
+/// The routes in order, then the success; where a request carries its key; the count of keyless
+/// requests, each of which gets an id of its own.
 #[derive(Debug)]
 struct Answers {
     routes: Vec<(OperationMatch, Canned)>,
     success: Canned,
+    key_at: KeyAt,
+    keyless: AtomicU64,
 }
 
 impl Answers {
@@ -85,12 +97,14 @@ impl CannedUpstream {
                 profile.content_type(),
                 profile.body(),
             ),
+            key_at: profile.contract().key_at,
+            keyless: AtomicU64::new(0),
         });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
-        let app = axum::Router::new().fallback(move |method: Method, uri: Uri| {
+        let app = axum::Router::new().fallback(move |request: Request<Body>| {
             let answers = answers.clone();
-            async move { answer(answers.of(&method, &uri)) }
+            async move { answers.answer(request).await }
         });
         let (stop, stopped) = oneshot::channel();
         tokio::spawn(async move {
@@ -125,11 +139,70 @@ impl Drop for CannedUpstream {
     }
 }
 
-fn answer(canned: &Canned) -> Response<Body> {
-    let mut response = Response::new(Body::from(canned.body.clone()));
-    *response.status_mut() = canned.status;
-    for (name, value) in &canned.headers {
-        response.headers_mut().insert(name.clone(), value.clone());
+/// The most of a request body read to find its key (as the profile's route bodies).
+const MAX_REQUEST_BODY: usize = ClientProfile::MAX_BODY;
+
+impl Answers {
+    /// The answer to `request`, its `{{key}}` and `{{id}}` filled in.
+    async fn answer(&self, request: Request<Body>) -> Response<Body> {
+        let (parts, body) = request.into_parts();
+        // A body too long or cut off is read as none: the key is then absent, the answer given.
+        let body = axum::body::to_bytes(body, MAX_REQUEST_BODY).await.ok();
+        let target = parts
+            .uri
+            .path_and_query()
+            .map_or(parts.uri.path(), |pq| pq.as_str());
+        let key = self
+            .key_at
+            .find(
+                target,
+                |name| parts.headers.get(name).map(HeaderValue::as_bytes),
+                body.as_deref(),
+            )
+            .ok()
+            .flatten();
+        let id = match &key {
+            Some(key) => hex::encode(&Sha256::digest(key.as_bytes())[..6]),
+            None => format!("{:012x}", self.keyless.fetch_add(1, Ordering::Relaxed) + 1),
+        };
+        let canned = self.of(&parts.method, &parts.uri);
+        let key = key.unwrap_or_default();
+        let fill = |text: &str, escape: fn(&str) -> String| {
+            text.replace("{{key}}", &escape(&key))
+                .replace("{{id}}", &id)
+        };
+        let body_escape = if canned.content_type.contains("json") {
+            json_escape
+        } else if canned.content_type.contains("xml") {
+            xml_escape
+        } else {
+            |s: &str| s.to_owned()
+        };
+        let mut response = Response::new(Body::from(fill(&canned.body, body_escape)));
+        *response.status_mut() = canned.status;
+        for (name, value) in &canned.headers {
+            // A key HTTP cannot carry in a header leaves the template as written.
+            let value = HeaderValue::from_str(&fill(value, |s| s.to_owned()))
+                .or_else(|_| HeaderValue::from_str(value));
+            if let Ok(value) = value {
+                response.headers_mut().insert(name.clone(), value);
+            }
+        }
+        response
     }
-    response
+}
+
+/// `s` as the inside of a JSON string.
+fn json_escape(s: &str) -> String {
+    let quoted = serde_json::Value::String(s.to_owned()).to_string();
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
+/// `s` as XML character data or an attribute value.
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&apos;")
 }

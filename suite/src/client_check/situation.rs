@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use idemspec_proxy::{ProxyConfig, ProxyHandle};
+use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::rules::{Count, Fault, Match, ResponseHeaders, Rule, Status};
 
 use super::attempt::{is_operation, Attempt};
@@ -85,12 +86,15 @@ impl Observed {
     }
 }
 
-/// Fault builders that speak the contract: the statuses, bodies and `Retry-After` the checks
-/// answer with.
+/// Fault builders that speak the contract and the vendor: the statuses, bodies and `Retry-After`
+/// the checks answer with (the profile's `answers`).
 impl Ctx {
-    /// A synthetic answer `status` with a problem body of `kind` and, if asked, `Retry-After`.
-    pub fn answer(&self, status: u16, kind: &str, title: &str, retry_after: bool) -> Fault {
-        let mut headers = std::collections::BTreeMap::new();
+    /// The fault answering `kind` as the profile's `answers` give it, with `Retry-After` (the
+    /// profile's `retry_after`) if asked.
+    pub fn answer(&self, kind: AnswerKind, retry_after: bool) -> Fault {
+        let answer = self.profile.answer(kind);
+        let mut headers: std::collections::BTreeMap<String, String> =
+            answer.headers.into_iter().collect();
         if retry_after {
             headers.insert(
                 "Retry-After".to_owned(),
@@ -98,74 +102,35 @@ impl Ctx {
             );
         }
         Fault::Respond {
-            status: Status::new(status).expect("the checks answer with statuses in 100..=599"),
-            body: serde_json::json!({
-                "type": format!("https://idemspec.dev/problems/{kind}"),
-                "title": title,
-                "status": status,
-                "detail": format!("idemspec answered {status} on purpose ({kind})"),
-            })
-            .to_string(),
-            content_type: Some("application/problem+json".into()),
-            headers: ResponseHeaders::new(headers).expect("Retry-After with digits is valid"),
+            status: Status::new(answer.status)
+                .expect("an answer's status is validated to 400..=599 at load"),
+            body: answer.body,
+            content_type: Some(answer.content_type),
+            headers: ResponseHeaders::new(headers)
+                .expect("an answer's headers are validated at load"),
         }
     }
 
-    /// A 503 (`Service Unavailable`), with or without `Retry-After`.
-    pub fn unavailable(&self, retry_after: bool) -> Fault {
-        self.answer(503, "unavailable", "Service Unavailable", retry_after)
-    }
-
-    /// A 502 (`Bad Gateway`): the gateway error more clients retry than any other status.
-    pub fn bad_gateway(&self) -> Fault {
-        self.answer(502, "bad-gateway", "Bad Gateway", false)
-    }
-
-    /// The contract's in-flight conflict (409), with `Retry-After`.
-    pub fn in_flight(&self) -> Fault {
-        let status = self
-            .contract
-            .in_flight_status
-            .first()
-            .copied()
-            .unwrap_or(409);
-        self.answer(
-            status,
-            "request-in-progress",
-            "A request with this key is in progress",
-            true,
-        )
-    }
-
-    /// The contract's mismatch answer (409 under `article`, 422 `ietf-draft`, 400 `stripe-v1`).
-    pub fn mismatch(&self) -> Fault {
-        let status = self
-            .contract
-            .mismatch_status
-            .first()
-            .copied()
-            .unwrap_or(409);
-        self.answer(
-            status,
-            "key-reused-with-different-request",
-            "The key was used with a different request",
-            false,
-        )
-    }
-
-    /// A permanent 4xx that is neither the mismatch nor the in-flight status: 400, else 422.
-    pub fn permanent_4xx(&self) -> Fault {
-        let taken = |s: &u16| {
-            self.contract.mismatch_status.contains(s) || self.contract.in_flight_status.contains(s)
+    /// One fault of `kind` (with `Retry-After` if asked) for `times` attempts, named for the
+    /// evidence by its status: `502`, `in-flight 409`, `mismatch 400`, `4xx 422`.
+    pub fn planned(&self, kind: AnswerKind, retry_after: bool, times: Times) -> Planned {
+        let status = self.profile.answer(kind).status;
+        let name = match kind {
+            AnswerKind::Mismatch => format!("mismatch {status}"),
+            AnswerKind::InFlight => format!("in-flight {status}"),
+            AnswerKind::Invalid => format!("4xx {status}"),
+            AnswerKind::RateLimited | AnswerKind::Unavailable | AnswerKind::BadGateway => {
+                status.to_string()
+            }
         };
-        let status = [400, 422, 404]
-            .into_iter()
-            .find(|s| !taken(s))
-            .unwrap_or(404);
-        self.answer(status, "invalid-request", "The request is invalid", false)
+        Planned {
+            name,
+            fault: self.answer(kind, retry_after),
+            times,
+        }
     }
 
-    /// A planned fault.
+    /// A planned fault that is no answer of the profile's (a reset, a dropped response).
     pub fn plan(&self, name: &str, fault: Fault, times: Times) -> Planned {
         Planned {
             name: name.to_owned(),

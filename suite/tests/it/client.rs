@@ -640,3 +640,125 @@ fn the_documented_client_profile_loads() {
         .unwrap_or_else(|e| panic!("the documented profile: {e}"));
     assert!(!profile.routes.is_empty(), "the example shows routes");
 }
+
+/// A client profile for create.py speaking `shape` (`--speaks`) under the contract preset
+/// `contract`, its key where `key_at` says, the faults answering in the `answers` preset `answers`
+/// and the success the preset's own.
+fn vendor_profile(contract: &str, key_at: &str, answers: &str) -> ClientProfile {
+    let text = format!(
+        "version: 1\nname: vendor\ncontract: {{preset: {contract}, key_at: {key_at}}}\n\
+         answers: {{preset: {answers}}}\noperation: {{method: POST, path: /v1/workers}}\n\
+         timeout: 30s\ngives_up: {{after_attempts: 4, within: 20s}}\n"
+    );
+    ClientProfile::load("vendor.yaml", &text, &|_| None).expect("a valid vendor profile")
+}
+
+/// An SDK that understands only its vendor's answers (create.py `--speaks`: it reads its success
+/// from the vendor's JSON or XML and decides to retry from the error's body alone) passes every
+/// check against that vendor's answers preset, and FAILs no-retry-4xx when it retries the
+/// vendor's mismatch. Every other check PASSes.
+#[rstest]
+#[case::stripe(
+    "stripe-v1",
+    "{header: Idempotency-Key}",
+    "stripe-v1",
+    "header:Idempotency-Key",
+    None
+)]
+#[case::aws_json(
+    "aws-client-token",
+    "{json: clientToken}",
+    "aws-client-token",
+    "body",
+    None
+)]
+#[case::aws_query("aws-client-token", "{form: ClientToken}", "aws-query", "form", None)]
+#[case::gcp(
+    "gcp-request-id",
+    "{query: requestId}",
+    "gcp-request-id",
+    "query",
+    None
+)]
+#[case::stripe_retries_mismatch(
+    "stripe-v1",
+    "{header: Idempotency-Key}",
+    "stripe-v1",
+    "header:Idempotency-Key",
+    Some("retry-mismatch")
+)]
+#[case::aws_query_retries_mismatch(
+    "aws-client-token",
+    "{form: ClientToken}",
+    "aws-query",
+    "form",
+    Some("retry-mismatch")
+)]
+#[tokio::test]
+async fn a_vendor_sdk_is_judged_on_its_vendors_answers(
+    #[case] contract: &str,
+    #[case] key_at: &str,
+    #[case] shape: &str,
+    #[case] key_in: &str,
+    #[case] flaw: Option<&str>,
+) {
+    let script = root().join("clients/example/create.py");
+    let flags = flaw.map(|f| format!(" --flaw {f}")).unwrap_or_default();
+    let options = ClientOptions::new(
+        vendor_profile(contract, key_at, shape),
+        format!(
+            "python3 '{}' --speaks {shape} --key-in {key_in}{flags}",
+            script.display()
+        ),
+    );
+    let expected: &[(&str, Verdict)] = match flaw {
+        Some(_) => &[("no-retry-4xx", Verdict::Fail)],
+        None => &[],
+    };
+    judged_as(run_client(options).await, flaw, expected);
+}
+
+/// The same SDK against answers it cannot read: with a JSON success, for an SDK that reads
+/// EC2's XML, nothing is judged and the cause is named (preflight); with its own XML success but
+/// RFC 9457 faults, the in-flight conflict it cannot read is not retried and in-flight WARNs.
+/// The answers preset is what made the difference.
+#[tokio::test]
+async fn a_vendor_sdk_against_another_vendors_answers_is_not_passed() {
+    let script = root().join("clients/example/create.py");
+    let command = format!(
+        "python3 '{}' --speaks aws-query --key-in form",
+        script.display()
+    );
+    let all_problems = vendor_profile("aws-client-token", "{form: ClientToken}", "problem");
+    let mut options = ClientOptions::new(all_problems, command.clone());
+    options.only = vec!["in-flight".into()];
+    let report = run_client(options).await;
+    let check = &report.checks[0];
+    assert_eq!(check.verdict, Verdict::Unknown, "{}", check.summary);
+    assert!(
+        check
+            .summary
+            .contains("answered with the profile's success")
+            && check
+                .notes
+                .join(" ")
+                .contains("could not read the aws-query success"),
+        "{} | {:?}",
+        check.summary,
+        check.notes
+    );
+    let text = "version: 1\nname: vendor\ncontract: {preset: aws-client-token, key_at: {form: ClientToken}}\n\
+         answers: {preset: problem}\noperation: {method: POST, path: /v1/workers}\n\
+         success: {status: 200, content_type: text/xml, body: '<RunInstancesResponse><requestId>1</requestId></RunInstancesResponse>'}\n";
+    let xml_success = ClientProfile::load("vendor.yaml", text, &|_| None).expect("valid");
+    let mut options = ClientOptions::new(xml_success, command);
+    options.only = vec!["in-flight".into()];
+    let report = run_client(options).await;
+    let check = &report.checks[0];
+    assert!(
+        check.verdict == Verdict::Warn && check.summary.contains("gave up on a 409 in flight"),
+        "{} | {:?}",
+        check.summary,
+        check.notes
+    );
+}

@@ -12,6 +12,7 @@
 
 use std::time::Duration;
 
+use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
 use super::{about, delays, delays_text, ClientCheck, Ctx, Judgement, Observed, Situation};
@@ -62,21 +63,17 @@ impl ClientCheck for Backoff {
         let plain = |name| {
             Situation::new(
                 name,
-                vec![ctx.plan("502", ctx.bad_gateway(), Times::First(3))],
+                vec![ctx.planned(AnswerKind::BadGateway, false, Times::First(3))],
             )
         };
-        let after = |name, planned, fault| {
-            Situation::new(name, vec![ctx.plan(planned, fault, Times::First(1))])
-        };
+        // Named by what they answer, whose status the profile's `answers` may change.
+        let after =
+            |name, kind| Situation::new(name, vec![ctx.planned(kind, true, Times::First(1))]);
         let mut all: Vec<Situation> = PLAIN.iter().map(|name| plain(name)).collect();
         all.extend([
-            after("retry-after-409", "in-flight 409", ctx.in_flight()),
-            after(
-                "retry-after-429",
-                "429",
-                ctx.answer(429, "rate-limited", "Too Many Requests", true),
-            ),
-            after("retry-after-503", "503", ctx.unavailable(true)),
+            after("retry-after-in-flight", AnswerKind::InFlight),
+            after("retry-after-rate-limit", AnswerKind::RateLimited),
+            after("retry-after-unavailable", AnswerKind::Unavailable),
         ]);
         all
     }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
 use super::{about, attempts, delays, ClientCheck, Ctx, Judgement, Observed, Situation};
@@ -28,7 +29,7 @@ impl ClientCheck for BoundedRetries {
     fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
         let mut situation = Situation::new(
             "always-502",
-            vec![ctx.plan("502", ctx.bad_gateway(), Times::Always)],
+            vec![ctx.planned(AnswerKind::BadGateway, false, Times::Always)],
         );
         situation.deadline = Some(ctx.profile.give_up_within().min(ctx.timeout));
         vec![situation]

@@ -2,6 +2,7 @@
 //! out and retried, not reported as a failure; the retry's key is `same-key`'s to judge and its
 //! timing `backoff`'s.
 
+use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
 use super::{about, delays, ClientCheck, Ctx, Judgement, Observed, Situation};
@@ -26,7 +27,7 @@ impl ClientCheck for InFlight {
     fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
         vec![Situation::new(
             "in-flight",
-            vec![ctx.plan("in-flight 409", ctx.in_flight(), Times::First(1))],
+            vec![ctx.planned(AnswerKind::InFlight, true, Times::First(1))],
         )]
     }
 

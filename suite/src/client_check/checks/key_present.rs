@@ -1,6 +1,7 @@
 //! `key-present`: the mutating request carries a key — judged where it matters, when the client
 //! retries it.
 
+use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::rules::Fault;
 use idemspec_scenarios::Level;
 
@@ -28,11 +29,11 @@ impl ClientCheck for KeyPresent {
         vec![
             Situation::new(
                 "after-502",
-                vec![ctx.plan("502", ctx.bad_gateway(), Times::First(1))],
+                vec![ctx.planned(AnswerKind::BadGateway, false, Times::First(1))],
             ),
             Situation::new(
                 "after-503",
-                vec![ctx.plan("503", ctx.unavailable(false), Times::First(1))],
+                vec![ctx.planned(AnswerKind::Unavailable, false, Times::First(1))],
             ),
             Situation::new(
                 "after-reset",

@@ -1,6 +1,7 @@
 //! `no-retry-4xx`: a mismatch (the contract's status for "same key, different request") and other
 //! permanent 4xx are not retried: the same request with the same key gets the same answer.
 
+use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
 use super::{about, ClientCheck, Ctx, Judgement, Observed, Situation};
@@ -25,11 +26,11 @@ impl ClientCheck for NoRetry4xx {
         vec![
             Situation::new(
                 "mismatch",
-                vec![ctx.plan("mismatch", ctx.mismatch(), Times::Always)],
+                vec![ctx.planned(AnswerKind::Mismatch, false, Times::Always)],
             ),
             Situation::new(
                 "permanent-4xx",
-                vec![ctx.plan("4xx", ctx.permanent_4xx(), Times::Always)],
+                vec![ctx.planned(AnswerKind::Invalid, false, Times::Always)],
             ),
         ]
     }

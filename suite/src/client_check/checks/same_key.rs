@@ -1,6 +1,7 @@
 //! `same-key`: every retry of one logical operation carries the key of its first attempt — after
 //! a lost response, a reset, a 502/503, a client timeout and a 409 in flight.
 
+use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::rules::Fault;
 use idemspec_scenarios::Level;
 
@@ -25,6 +26,7 @@ impl ClientCheck for SameKey {
 
     fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
         let once = |name: &str, fault: Fault| ctx.plan(name, fault, Times::First(1));
+        let answer = |kind, retry_after| ctx.planned(kind, retry_after, Times::First(1));
         vec![
             Situation::new("lost-response", vec![once("drop", Fault::DropResponse {})]),
             Situation::new(
@@ -34,12 +36,12 @@ impl ClientCheck for SameKey {
             Situation::new(
                 "502-then-503",
                 vec![
-                    once("502", ctx.bad_gateway()),
-                    once("503", ctx.unavailable(false)),
+                    answer(AnswerKind::BadGateway, false),
+                    answer(AnswerKind::Unavailable, false),
                 ],
             ),
             Situation::new("timeout", vec![once("hang", Fault::Hang { forward: true })]),
-            Situation::new("in-flight", vec![once("in-flight 409", ctx.in_flight())]),
+            Situation::new("in-flight", vec![answer(AnswerKind::InFlight, true)]),
         ]
     }
 
