@@ -28,6 +28,12 @@ most 2 s, unless said otherwise):
     fixed        500 ms every time: no growth, no jitter (backoff WARNs)
 
 --retry-after-cap N waits at most N seconds for a Retry-After (as several SDKs cap it).
+--wait-header NAME[:ms] reads the wait from the header NAME instead of Retry-After (in
+milliseconds with :ms), as SDKs of vendors with their own header do.
+--base-delay S starts the doubling at S seconds instead of 0.25.
+--persist-key FILE keeps the operation's key in FILE from before the first attempt until the
+operation ends, so a run after a crash sends the crashed run's key (the article: keep it across
+process restarts if the operation matters).
 
 --speaks SHAPE makes it an SDK that understands only one vendor's answers, as idemspec's
 `answers.preset` gives them: it reads its success from that vendor's body (JSON, or XML for EC2)
@@ -194,9 +200,10 @@ def classify(shape, headers, raw):
     return "mismatch" if error["status"] == "ALREADY_EXISTS" else "final"
 
 
-def backoff(failures, previous, strategy):
-    """The wait after the nth failure, drawn by `strategy`; `previous` is the last wait."""
-    doubling = min(MAX_DELAY, BASE_DELAY * 2 ** (failures - 1))
+def backoff(failures, previous, strategy, base=BASE_DELAY):
+    """The wait after the nth failure, drawn by `strategy` from `base` seconds; `previous` is the
+    last wait."""
+    doubling = min(max(MAX_DELAY, base), base * 2 ** (failures - 1))
     if strategy == "full":
         return random.uniform(0, doubling)
     if strategy == "equal":
@@ -210,14 +217,14 @@ def backoff(failures, previous, strategy):
     return doubling * random.uniform(0.25, 1.75)
 
 
-def delay(failures, retry_after, flaw, previous=None, strategy="jittered", cap=None):
-    """How long to wait after the nth failure: the strategy's wait, at least Retry-After (up to
-    `cap` seconds of it, where the client caps it)."""
+def delay(failures, retry_after, flaw, previous=None, strategy="jittered", cap=None, base=BASE_DELAY):
+    """How long to wait after the nth failure: the strategy's wait, at least `retry_after`
+    seconds (up to `cap` of them, where the client caps it)."""
     if flaw == "no-backoff":
         return 0.0
-    wait = backoff(failures, previous, strategy)
-    if retry_after is not None and retry_after.isdigit():
-        honoured = float(retry_after) if cap is None else min(float(retry_after), cap)
+    wait = backoff(failures, previous, strategy, base)
+    if retry_after is not None:
+        honoured = retry_after if cap is None else min(retry_after, cap)
         wait = max(wait, honoured)
     return wait
 
@@ -244,9 +251,40 @@ def request_for(base_url, fields, key, key_in):
     return urllib.request.Request(url, data=data, headers=headers, method="POST")
 
 
-def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strategy="jittered", cap=None, shape=None):
+def read_wait(headers, wait_header):
+    """The wait an answer asks for, in seconds: `wait_header` is (name, divisor)."""
+    name, divisor = wait_header
+    value = headers.get(name)
+    return float(value) / divisor if value is not None and value.isdigit() else None
+
+
+def journaled_key(journal):
+    """The key of an operation a crashed run left unfinished in `journal`, else a new one written
+    there (and synced) before it is sent."""
+    try:
+        with open(journal) as f:
+            kept = f.read().strip()
+        if kept:
+            return kept
+    except FileNotFoundError:
+        pass
+    key = str(uuid.uuid4())
+    with open(journal, "w") as f:
+        f.write(key)
+        f.flush()
+        os.fsync(f.fileno())
+    return key
+
+
+def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strategy="jittered", cap=None,
+           shape=None, wait_header=("Retry-After", 1), base=BASE_DELAY, journal=None):
     # The key is made once, before the first attempt: every retry below is the same operation.
-    key = None if flaw == "no-key" else str(uuid.uuid4())
+    if flaw == "no-key":
+        key = None
+    elif journal is not None:
+        key = journaled_key(journal)
+    else:
+        key = str(uuid.uuid4())
     failures = 0
     waited = None
     while True:
@@ -266,7 +304,7 @@ def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strateg
             except Unreadable as e:
                 raise GaveUp(f"could not read the {shape} success: {e}") from None
         except urllib.error.HTTPError as error:
-            retry_after = error.headers.get("Retry-After")
+            retry_after = read_wait(error.headers, wait_header)
             raw = error.read()
             if shape is None:
                 again = retryable(error.code, retry_after, flaw)
@@ -284,17 +322,31 @@ def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strateg
         failures += 1
         if flaw != "unbounded" and failures >= MAX_ATTEMPTS:
             raise GaveUp(f"gave up after {failures} attempts; last: {why}")
-        waited = delay(failures, retry_after, flaw, waited, strategy, cap)
+        waited = delay(failures, retry_after, flaw, waited, strategy, cap, base)
         time.sleep(waited)
 
 
 def main(argv):
     args = argv[1:]
     flaw, key_in, strategy, cap, shape = None, "header:Idempotency-Key", "jittered", None, None
-    options = (["--flaw"], ["--key-in"], ["--backoff"], ["--retry-after-cap"], ["--speaks"])
+    wait_header, base, journal = ("Retry-After", 1), BASE_DELAY, None
+    options = (["--flaw"], ["--key-in"], ["--backoff"], ["--retry-after-cap"], ["--speaks"],
+               ["--wait-header"], ["--base-delay"], ["--persist-key"])
     while args[:1] in options and len(args) > 1:
         option, value, args = args[0], args[1], args[2:]
-        if option == "--speaks":
+        if option == "--persist-key":
+            journal = value
+        elif option == "--wait-header":
+            name, _, unit = value.partition(":")
+            if not name or unit not in ("", "ms"):
+                sys.exit(f"--wait-header takes NAME or NAME:ms, not {value!r}")
+            wait_header = (name, 1000 if unit == "ms" else 1)
+        elif option == "--base-delay":
+            try:
+                base = float(value)
+            except ValueError:
+                sys.exit(f"--base-delay takes seconds, not {value!r}")
+        elif option == "--speaks":
             if value not in SHAPES:
                 sys.exit(f"unknown answer shape {value!r}; one of: {', '.join(SHAPES)}")
             shape = value
@@ -322,15 +374,26 @@ def main(argv):
         )
     fields = {"image": "debian-12", "cpu": 2, "memory_gb": 1}
     try:
-        worker = create(base_url, fields, flaw, key_in, strategy, cap, shape)
+        worker = create(base_url, fields, flaw, key_in, strategy, cap, shape, wait_header, base, journal)
     except GaveUp as error:
+        forget(journal)
         print(f"error: {error}", file=sys.stderr)
         if flaw == "lingers":
             sys.stderr.flush()
             time.sleep(3600)
         return 1
+    forget(journal)
     print(f"created {worker.get('id')}")
     return 0
+
+
+def forget(journal):
+    """The operation ended: its key is not to be sent again."""
+    if journal is not None:
+        try:
+            os.remove(journal)
+        except FileNotFoundError:
+            pass
 
 
 if __name__ == "__main__":

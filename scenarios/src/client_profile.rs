@@ -62,9 +62,19 @@ pub struct ClientProfile {
     #[serde(default)]
     pub gives_up: GivesUpSpec,
     /// The `Retry-After` the faults send on a 409 in flight, a 429 and a 503, in whole seconds
-    /// (default `1s`, at most `60s`; HTTP's delay-seconds are integers, RFC 9110 §10.2.3).
+    /// (default `1s`, 1 s to 1 h; HTTP's delay-seconds are integers, RFC 9110 §10.2.3). One
+    /// longer than `timeout` is judged at the run's deadline.
     #[serde(default)]
     pub retry_after: Option<Spanned<HumanDuration>>,
+    /// The header that carries it, where the vendor sends its own instead of `Retry-After`
+    /// (`{name: x-ms-retry-after-ms, unit: ms}`).
+    #[serde(default)]
+    pub retry_after_header: Option<Spanned<RetryAfterHeader>>,
+    /// Whether the client keeps an operation's key across a process restart (a journal written
+    /// before the first attempt), as its documentation says; `restart-key` then judges it at
+    /// SHOULD instead of recording what it did (default `false`).
+    #[serde(default)]
+    pub persists_keys: Option<Spanned<bool>>,
     /// The most of a `Retry-After` the client's documentation says it honours (several SDKs cap
     /// it); a retry after this long is recorded with the number, not judged as ignoring the
     /// header. Shorter than `retry_after`, or it is never seen.
@@ -219,6 +229,29 @@ fn answer_problems(
     out
 }
 
+/// The header a vendor sends its wait in, and the wait's unit.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryAfterHeader {
+    /// The header's name (`Retry-After`, `x-ms-retry-after-ms`).
+    pub name: String,
+    /// Whole seconds (`s`, default) or milliseconds (`ms`).
+    #[serde(default)]
+    pub unit: WaitUnit,
+}
+
+/// The unit a wait header counts in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum WaitUnit {
+    /// Whole seconds, as `Retry-After`'s delay-seconds.
+    #[default]
+    #[serde(rename = "s")]
+    Seconds,
+    /// Milliseconds.
+    #[serde(rename = "ms")]
+    Milliseconds,
+}
+
 /// The bound on retries (the `bounded-retries` check).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -262,6 +295,8 @@ impl ClientProfile {
     const RETRY_AFTER: Duration = Duration::from_secs(1);
     /// The most `routes` a profile may list.
     pub const MAX_ROUTES: usize = 100;
+    /// The longest `retry_after`: an hour.
+    const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
     /// The longest route body, in bytes: 1 MiB.
     pub const MAX_BODY: usize = 1 << 20;
 
@@ -340,7 +375,8 @@ impl ClientProfile {
             let answer = self.answer(kind);
             let field = format!("answers.{}", kind.field());
             let headers = answer.headers.iter().cloned().collect();
-            let mut found = answers::problems(kind, &spec.value, &answer, &contract);
+            let wait_header = self.retry_after_field().0;
+            let mut found = answers::problems(kind, &spec.value, &answer, &contract, &wait_header);
             found.extend(
                 answer_problems(&field, &headers, &answer.content_type, &answer.body)
                     .into_iter()
@@ -417,14 +453,35 @@ impl ClientProfile {
         }
         if let Some(ra) = &self.retry_after {
             let d = ra.value.0;
-            if d.subsec_nanos() != 0 || d < Duration::from_secs(1) || d > Duration::from_secs(60) {
+            if d.subsec_nanos() != 0 || d < Duration::from_secs(1) || d > Self::MAX_RETRY_AFTER {
                 at(
                     &ra.referenced,
                     format!(
-                        "retry_after: `{}` must be whole seconds from 1s to 60s (Retry-After carries integer seconds)",
+                        "retry_after: `{}` must be whole seconds from 1s to 1h (Retry-After carries integer seconds)",
                         humantime::format_duration(d)
                     ),
                 );
+            }
+        }
+        if let Some(header) = &self.retry_after_header {
+            let problem = check_header(&header.value.name, "1").err().or_else(|| {
+                let lower = header.value.name.to_ascii_lowercase();
+                [
+                    "content-type",
+                    "content-length",
+                    "transfer-encoding",
+                    "connection",
+                ]
+                .contains(&lower.as_str())
+                .then(|| {
+                    format!(
+                        "`{}` frames the message; it cannot carry a wait",
+                        header.value.name
+                    )
+                })
+            });
+            if let Some(m) = problem {
+                at(&header.referenced, format!("retry_after_header: {m}"));
             }
         }
         if let Some(cap) = &self.retry_after_cap {
@@ -552,9 +609,30 @@ impl ClientProfile {
             .map_or(self.timeout(), |w| w.value.0)
     }
 
+    /// Whether the profile claims the client persists its keys across a restart.
+    pub fn persists_keys(&self) -> bool {
+        self.persists_keys.as_ref().is_some_and(|p| p.value)
+    }
+
     /// The documented cap on `Retry-After`, if the profile gives one.
     pub fn retry_after_cap(&self) -> Option<Duration> {
         self.retry_after_cap.as_ref().map(|c| c.value.0)
+    }
+
+    /// The wait header the faults send and its value for `retry_after`: (`Retry-After`, `1`),
+    /// or the vendor's (`x-ms-retry-after-ms`, `1000`).
+    pub fn retry_after_field(&self) -> (String, String) {
+        let wait = self.retry_after();
+        match &self.retry_after_header {
+            Some(h) => (
+                h.value.name.clone(),
+                match h.value.unit {
+                    WaitUnit::Seconds => wait.as_secs().to_string(),
+                    WaitUnit::Milliseconds => wait.as_millis().to_string(),
+                },
+            ),
+            None => ("Retry-After".into(), wait.as_secs().to_string()),
+        }
     }
 
     /// The `Retry-After` the faults send.

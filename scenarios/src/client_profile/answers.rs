@@ -475,13 +475,14 @@ fn gcp(kind: AnswerKind, status: u16) -> Answer {
 }
 
 /// What is wrong with the profile's `spec` of `kind` resolved as `answer`, each in words: a status
-/// out of the kind's range, a refusal the contract would not call one, and (through `check`) the
-/// headers, type and body.
+/// out of the kind's range, the wait header (`wait_header`, the checks' to send), a refusal the
+/// contract would not call one.
 pub(super) fn problems(
     kind: AnswerKind,
     spec: &AnswerSpec,
     answer: &Answer,
     contract: &Contract,
+    wait_header: &str,
 ) -> Vec<String> {
     let field = kind.field();
     let mut out = Vec::new();
@@ -496,9 +497,9 @@ pub(super) fn problems(
         }
     }
     for (name, _) in &answer.headers {
-        if name.eq_ignore_ascii_case("retry-after") {
+        if name.eq_ignore_ascii_case("retry-after") || name.eq_ignore_ascii_case(wait_header) {
             out.push(format!(
-                "answers.{field}.headers: `Retry-After` is the checks' to send (the profile's \
+                "answers.{field}.headers: `{name}` is the checks' to send (the profile's \
                  `retry_after`), not the answer's"
             ));
         }

@@ -25,6 +25,7 @@ use tokio::sync::oneshot;
 pub struct CannedUpstream {
     addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
+    served: tokio::sync::watch::Receiver<u64>,
 }
 
 /// A response the canned upstream gives, `{{key}}` and `{{id}}` still in it.
@@ -62,6 +63,8 @@ struct Answers {
     success: Canned,
     key_at: KeyAt,
     keyless: AtomicU64,
+    operation: OperationMatch,
+    served: tokio::sync::watch::Sender<u64>,
 }
 
 impl Answers {
@@ -99,7 +102,10 @@ impl CannedUpstream {
             ),
             key_at: profile.contract().key_at,
             keyless: AtomicU64::new(0),
+            operation: profile.operation(),
+            served: tokio::sync::watch::Sender::new(0),
         });
+        let served = answers.served.subscribe();
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let app = axum::Router::new().fallback(move |request: Request<Body>| {
@@ -117,12 +123,19 @@ impl CannedUpstream {
         Ok(Self {
             addr,
             stop: Some(stop),
+            served,
         })
     }
 
     /// Its base URL, `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// How many of the operation's requests it has answered, as they are answered (the work was
+    /// done once this moves).
+    pub fn served(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.served.clone()
     }
 
     /// Stops serving (idempotent).
@@ -166,6 +179,9 @@ impl Answers {
             None => format!("{:012x}", self.keyless.fetch_add(1, Ordering::Relaxed) + 1),
         };
         let canned = self.of(&parts.method, &parts.uri);
+        if super::attempt::is_operation(&self.operation, parts.method.as_str(), target) {
+            self.served.send_modify(|n| *n += 1);
+        }
         let key = key.unwrap_or_default();
         let fill = |text: &str, escape: fn(&str) -> String| {
             text.replace("{{key}}", &escape(&key))

@@ -29,6 +29,9 @@ pub enum Exit {
     Signal(i32),
     /// It was still running at the deadline and its process group was killed.
     TimedOut(Duration),
+    /// idemspec killed its process group on purpose, after the server did the work and before the
+    /// client heard back (a restart).
+    Stopped,
     /// It could not be started at all.
     NotStarted(String),
 }
@@ -52,6 +55,7 @@ impl std::fmt::Display for Exit {
                 humantime::format_duration(*after)
             ),
             Exit::NotStarted(why) => write!(f, "not started: {why}"),
+            Exit::Stopped => f.write_str("killed by idemspec before it heard back"),
         }
     }
 }
@@ -72,6 +76,17 @@ pub struct RunOutput {
 }
 
 impl RunOutput {
+    /// The output of a run that could not start, for `why`.
+    pub fn not_started(why: String) -> Self {
+        Self {
+            exit: Exit::NotStarted(why),
+            started: time::OffsetDateTime::now_utc(),
+            elapsed: Duration::ZERO,
+            stdout: String::new(),
+            stderr: String::new(),
+        }
+    }
+
     /// The end of the output (at most [`EXCERPT`] characters: a traceback's last line says what
     /// went wrong) in one line for a note: stderr, else stdout, newlines shown as ` ⏎ `.
     pub fn excerpt(&self) -> Option<String> {
@@ -98,6 +113,16 @@ pub fn render(line: &str, base_url: &str) -> String {
 /// Runs `line` with `sh -c`, telling it `base_url`, and kills its process group at `timeout`.
 /// Strays it left behind (a background child) are killed too when it exits.
 pub async fn run(line: &str, base_url: &str, timeout: Duration) -> RunOutput {
+    run_until(line, base_url, timeout, std::future::pending()).await
+}
+
+/// [`run`], and kill the process group as soon as `stop` is ready ([`Exit::Stopped`]).
+pub async fn run_until(
+    line: &str,
+    base_url: &str,
+    timeout: Duration,
+    stop: impl std::future::Future<Output = ()>,
+) -> RunOutput {
     let started = Instant::now();
     let started_at = time::OffsetDateTime::now_utc();
     let mut command = tokio::process::Command::new("sh");
@@ -126,13 +151,20 @@ pub async fn run(line: &str, base_url: &str, timeout: Duration) -> RunOutput {
     let stdout = tokio::spawn(tail(child.stdout.take()));
     let stderr = tokio::spawn(tail(child.stderr.take()));
     let pid = child.id();
-    let exit = match tokio::time::timeout(timeout, child.wait()).await {
-        Ok(Ok(status)) => exit_of(status),
-        Ok(Err(e)) => Exit::NotStarted(format!("could not wait for it: {e}")),
-        Err(_) => {
+    let exit = tokio::select! {
+        waited = tokio::time::timeout(timeout, child.wait()) => match waited {
+            Ok(Ok(status)) => exit_of(status),
+            Ok(Err(e)) => Exit::NotStarted(format!("could not wait for it: {e}")),
+            Err(_) => {
+                kill_group(pid);
+                let _ = child.wait().await;
+                Exit::TimedOut(timeout)
+            }
+        },
+        () = stop => {
             kill_group(pid);
             let _ = child.wait().await;
-            Exit::TimedOut(timeout)
+            Exit::Stopped
         }
     };
     kill_group(pid);

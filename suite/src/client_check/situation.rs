@@ -40,6 +40,10 @@ pub struct Situation {
     pub faults: Vec<Planned>,
     /// A shorter deadline than the profile's timeout (`bounded-retries` kills at its bound).
     pub deadline: Option<Duration>,
+    /// Kill the command once the server has done the operation's work (its first attempt is held
+    /// by a `hang` fault, so the client never hears back), then run it again without faults: a
+    /// process restart. Needs the canned upstream, which says when the work was done.
+    pub restart: bool,
 }
 
 impl Situation {
@@ -49,8 +53,18 @@ impl Situation {
             name,
             faults,
             deadline: None,
+            restart: false,
         }
     }
+}
+
+/// The second run of a restart situation.
+#[derive(Debug, Clone)]
+pub struct Restarted {
+    /// How many of [`Observed::attempts`] the first run made; the rest are the second run's.
+    pub first_run: usize,
+    /// How the second run ended.
+    pub output: RunOutput,
 }
 
 /// What a run of the command did: the operation's attempts, the other requests it made, how the
@@ -67,6 +81,8 @@ pub struct Observed {
     pub output: RunOutput,
     /// The faults that were planned, to describe what each attempt was answered.
     pub faults: Vec<Planned>,
+    /// For a restart situation, the run after the restart (`output` is the first run's).
+    pub restarted: Option<Restarted>,
 }
 
 impl Observed {
@@ -90,16 +106,14 @@ impl Observed {
 /// the checks answer with (the profile's `answers`).
 impl Ctx {
     /// The fault answering `kind` as the profile's `answers` give it, with `Retry-After` (the
-    /// profile's `retry_after`) if asked.
+    /// profile's `retry_after`, in its `retry_after_header`) if asked.
     pub fn answer(&self, kind: AnswerKind, retry_after: bool) -> Fault {
         let answer = self.profile.answer(kind);
         let mut headers: std::collections::BTreeMap<String, String> =
             answer.headers.into_iter().collect();
         if retry_after {
-            headers.insert(
-                "Retry-After".to_owned(),
-                self.profile.retry_after().as_secs().to_string(),
-            );
+            let (name, value) = self.profile.retry_after_field();
+            headers.insert(name, value);
         }
         Fault::Respond {
             status: Status::new(answer.status)
@@ -172,29 +186,99 @@ impl Ctx {
     }
 
     /// Runs the command once behind a fresh proxy with `situation`'s faults, and reads what the
-    /// proxy saw once the command and every one of its connections has ended.
+    /// proxy saw once the command and every one of its connections has ended; for a restart
+    /// situation, twice (see [`Situation::restart`]).
     pub async fn observe(&self, situation: &Situation) -> Observed {
+        if situation.restart {
+            return self.observe_restart(situation).await;
+        }
+        let seen = self
+            .once(situation, &self.upstream, std::future::pending())
+            .await;
+        Observed {
+            situation: situation.name,
+            attempts: seen.attempts,
+            others: seen.others,
+            output: seen.output,
+            faults: situation.faults.clone(),
+            restarted: None,
+        }
+    }
+
+    /// A restart: the first run against a canned upstream of its own, killed as soon as that
+    /// upstream has answered the operation (the proxy holds the answer back), then a second run
+    /// without faults against the same upstream, in the same working directory.
+    async fn observe_restart(&self, situation: &Situation) -> Observed {
+        let not_run = |why: String| Observed {
+            situation: situation.name,
+            attempts: Vec::new(),
+            others: Vec::new(),
+            output: RunOutput::not_started(why),
+            faults: situation.faults.clone(),
+            restarted: None,
+        };
+        if !self.canned {
+            return not_run(
+                "a restart needs the canned upstream to know when the server did the work; \
+                 it was not run against `--upstream`"
+                    .into(),
+            );
+        }
+        let upstream = match super::canned::CannedUpstream::start(&self.profile).await {
+            Ok(upstream) => upstream,
+            Err(e) => return not_run(format!("the canned upstream did not start: {e}")),
+        };
+        let mut served = upstream.served();
+        let done = async move {
+            // Closed only with the upstream, which outlives this run.
+            if served.wait_for(|n| *n >= 1).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        let first = self.once(situation, &upstream.url(), done).await;
+        let clean = Situation::new(situation.name, Vec::new());
+        let second = self
+            .once(&clean, &upstream.url(), std::future::pending())
+            .await;
+        let first_run = first.attempts.len();
+        let mut attempts = first.attempts;
+        attempts.extend(second.attempts);
+        let mut others = first.others;
+        others.extend(second.others);
+        Observed {
+            situation: situation.name,
+            attempts,
+            others,
+            output: first.output,
+            faults: situation.faults.clone(),
+            restarted: Some(Restarted {
+                first_run,
+                output: second.output,
+            }),
+        }
+    }
+
+    /// One run of the command behind a fresh proxy to `upstream` with `situation`'s faults,
+    /// killed when `stop` is ready.
+    async fn once(
+        &self,
+        situation: &Situation,
+        upstream: &str,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Seen {
         let deadline = situation.deadline.unwrap_or(self.timeout);
-        let proxy = match self.proxy(situation).await {
+        let proxy = match self.proxy(situation, upstream).await {
             Ok(proxy) => proxy,
             Err(e) => {
-                return Observed {
-                    situation: situation.name,
+                return Seen {
                     attempts: Vec::new(),
                     others: Vec::new(),
-                    output: RunOutput {
-                        exit: command::Exit::NotStarted(format!("the proxy did not start: {e}")),
-                        started: time::OffsetDateTime::now_utc(),
-                        elapsed: Duration::ZERO,
-                        stdout: String::new(),
-                        stderr: String::new(),
-                    },
-                    faults: situation.faults.clone(),
+                    output: RunOutput::not_started(format!("the proxy did not start: {e}")),
                 }
             }
         };
         let base_url = format!("http://{}", proxy.addr());
-        let output = command::run(&self.command, &base_url, deadline).await;
+        let output = command::run_until(&self.command, &base_url, deadline, stop).await;
         // A shutdown releases held (`hang`) exchanges and waits for the rest, so every attempt's
         // event is in the log when it returns.
         proxy.shutdown().await;
@@ -210,21 +294,20 @@ impl Ctx {
         }
         // The log is in order of completion; attempts are read in order of sending.
         attempts.sort_by_key(|a| a.start);
-        Observed {
-            situation: situation.name,
+        Seen {
             attempts,
             others,
             output,
-            faults: situation.faults.clone(),
         }
     }
 
     async fn proxy(
         &self,
         situation: &Situation,
+        upstream: &str,
     ) -> Result<ProxyHandle, idemspec_proxy::ProxyError> {
         idemspec_proxy::start(ProxyConfig {
-            upstream: self.upstream.trim_end_matches('/').to_owned(),
+            upstream: upstream.trim_end_matches('/').to_owned(),
             rules: self.rules(situation),
             key_at: self.contract.key_at.clone(),
             // The command has ended when the proxy stops; a held request must not hold the check.
@@ -233,6 +316,13 @@ impl Ctx {
         })
         .await
     }
+}
+
+/// What one run of the command showed.
+struct Seen {
+    attempts: Vec<Attempt>,
+    others: Vec<String>,
+    output: RunOutput,
 }
 
 /// The proxy's glob for the operation's path `bare` (no trailing slash), with or without one:

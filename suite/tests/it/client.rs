@@ -140,10 +140,17 @@ fn judged_as(report: RunReport, flaw: Option<&str>, expected: &[(&str, Verdict)]
     let want: BTreeMap<String, Verdict> = client_check::checks::list()
         .iter()
         .map(|c| {
+            // create.py keeps its key in memory unless told (`--persist-key`), and the profiles
+            // here do not claim persistence: restart-key records the new key it sends.
+            let default = if c.id == "restart-key" {
+                Verdict::Info
+            } else {
+                Verdict::Pass
+            };
             let v = expected
                 .iter()
                 .find(|(id, _)| *id == c.id)
-                .map_or(Verdict::Pass, |(_, v)| *v);
+                .map_or(default, |(_, v)| *v);
             (c.id.to_owned(), v)
         })
         .collect();
@@ -164,6 +171,16 @@ fn judged_as(report: RunReport, flaw: Option<&str>, expected: &[(&str, Verdict)]
         );
     }
     for check in report.checks.iter().filter(|c| c.verdict == Verdict::Info) {
+        if check.id == "restart-key" && flaw != Some("no-key") {
+            assert!(
+                check
+                    .summary
+                    .contains("a new key, so the server does the work again"),
+                "{}",
+                check.summary
+            );
+            continue;
+        }
         assert!(
             check.summary.contains("key-present"),
             "INFO names the check that judges the missing key: {}",
@@ -194,8 +211,8 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The README's client command, with every report: exit 0, and each report holds the eight
-/// checks.
+/// The README's client command, with every report: exit 0, and each report holds the nine
+/// checks (restart-key records that the example client keeps its key in memory).
 #[test]
 fn the_readme_command_passes_the_example_client_and_writes_every_report() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -218,11 +235,14 @@ fn the_readme_command_passes_the_example_client_and_writes_every_report() {
     ]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
-    assert!(stdout.contains("result: ok. 8 passed"), "{stdout}");
+    assert!(
+        stdout.contains("result: ok. 8 passed, 0 failed, 0 warned, 1 info"),
+        "{stdout}"
+    );
     let report = idemspec::report::json::parse(&std::fs::read_to_string(&json).expect("json"))
         .expect("a JSON report of the usual schema");
     assert_eq!(report.target, "example-client");
-    assert_eq!(report.checks.len(), 8);
+    assert_eq!(report.checks.len(), 9);
     assert!(report.checks.iter().all(|c| c.timeline.attempts > 0));
     let junit = std::fs::read_to_string(&junit).expect("junit");
     assert!(junit.contains(r#"<testcase name="same-key""#), "{junit}");
@@ -271,7 +291,7 @@ fn a_command_that_cannot_be_judged_is_unknown_with_its_cause(
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
     assert!(
-        stdout.contains("0 passed, 0 failed, 0 warned, 0 info, 0 skipped, 8 unknown"),
+        stdout.contains("0 passed, 0 failed, 0 warned, 0 info, 0 skipped, 9 unknown"),
         "{stdout}"
     );
     assert!(
@@ -760,5 +780,125 @@ async fn a_vendor_sdk_against_another_vendors_answers_is_not_passed() {
         "{} | {:?}",
         check.summary,
         check.notes
+    );
+}
+
+/// backoff says what a client did with the wait an answer asked for: read it from the vendor's
+/// own header (`retry_after_header`) or ignored that header; capped it where its documentation
+/// says nothing; waited as long only because its own back-off is as long (not shown, never
+/// held); or made no retry before a deadline that came before the wait ended.
+#[rstest]
+#[case::vendor_header_read(
+    "retry_after_header: {name: X-Wait-Ms, unit: ms}\n",
+    "--speaks problem --wait-header X-Wait-Ms:ms",
+    Some(Verdict::Pass),
+    "after a 409 with X-Wait-Ms: 1000"
+)]
+#[case::vendor_header_ignored(
+    "retry_after_header: {name: X-Wait-Ms, unit: ms}\n",
+    "--speaks problem --backoff fixed",
+    Some(Verdict::Warn),
+    "as its own back-off does (its own first back-off after a 502 is up to"
+)]
+#[case::capped_undocumented(
+    "retry_after: 3s\n",
+    "--retry-after-cap 1",
+    Some(Verdict::Warn),
+    "so it reads the header but caps it near 1."
+)]
+#[case::own_backoff_as_long(
+    "",
+    "--base-delay 1.5 --backoff tenpct --retry-after-cap 0",
+    None,
+    "so whether it honours the header is not shown"
+)]
+#[case::longer_than_the_run(
+    "retry_after: 60s\n",
+    "",
+    Some(Verdict::Pass),
+    "made no retry before the run's deadline (5s) after a 409 that said Retry-After: 60"
+)]
+#[tokio::test]
+async fn the_wait_an_answer_asks_for_is_judged_by_what_the_client_did(
+    #[case] extra: &str,
+    #[case] flags: &str,
+    #[case] verdict: Option<Verdict>,
+    #[case] said: &str,
+) {
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let text = format!("{text}{extra}")
+        .replace("timeout: 30s", "timeout: 5s")
+        .replace("within: 20s", "within: 5s");
+    let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
+    let script = root().join("clients/example/create.py");
+    let mut options =
+        ClientOptions::new(profile, format!("python3 '{}' {flags}", script.display()));
+    options.only = vec!["backoff".into()];
+    let report = run_client(options).await;
+    let check = &report.checks[0];
+    let all = format!("{} {}", check.summary, check.notes.join(" "));
+    if let Some(verdict) = verdict {
+        assert_eq!(check.verdict, verdict, "{all}");
+    }
+    assert!(all.contains(said), "{all}");
+    if said.contains("not shown") {
+        // Each of the three waits, none of them held.
+        assert_eq!(all.matches(said).count(), 3, "{all}");
+    }
+}
+
+/// restart-key: killed after the server did the work and before it heard back, the example
+/// client runs again. Keeping its key in memory it sends a new one: recorded (INFO) under a
+/// profile that claims nothing, WARN under one that claims `persists_keys: true`; with its key
+/// in a journal (`--persist-key`), the next run sends the crashed run's key and it PASSes.
+#[rstest]
+#[case::in_memory_unclaimed(
+    false,
+    false,
+    Verdict::Info,
+    "a new key, so the server does the work again"
+)]
+#[case::in_memory_claimed(
+    false,
+    true,
+    Verdict::Warn,
+    "although the profile says the client persists its keys"
+)]
+#[case::journaled(
+    true,
+    true,
+    Verdict::Pass,
+    "the run after the crash sent the first run's key"
+)]
+#[tokio::test]
+async fn a_key_kept_across_a_restart_is_judged_by_what_the_profile_claims(
+    #[case] journal: bool,
+    #[case] claimed: bool,
+    #[case] verdict: Verdict,
+    #[case] said: &str,
+) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let text = format!("{text}persists_keys: {claimed}\n");
+    let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
+    let script = root().join("clients/example/create.py");
+    let flags = if journal {
+        format!(" --persist-key '{}'", dir.path().join("key").display())
+    } else {
+        String::new()
+    };
+    let mut options = ClientOptions::new(profile, format!("python3 '{}'{flags}", script.display()));
+    options.only = vec!["restart-key".into()];
+    let report = run_client(options).await;
+    let check = &report.checks[0];
+    assert_eq!(
+        check.verdict, verdict,
+        "{} | {:?}",
+        check.summary, check.notes
+    );
+    assert!(check.summary.contains(said), "{}", check.summary);
+    assert!(
+        !dir.path().join("key").exists(),
+        "the journal is gone once the operation ended"
     );
 }

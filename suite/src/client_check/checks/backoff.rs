@@ -16,6 +16,7 @@ use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
 use super::{about, delays, delays_text, ClientCheck, Ctx, Judgement, Observed, Situation};
+use crate::client_check::command::Exit;
 use crate::client_check::situation::Times;
 use crate::engine::About;
 use crate::engine::Finding;
@@ -85,51 +86,90 @@ impl ClientCheck for Backoff {
             .map(|r| (r, delays(&r.attempts)))
             .collect();
         let mut found = judge_plain(&plain);
-        let retry_after = ctx.profile.retry_after();
-        let cap = ctx.profile.retry_after_cap();
+        // The client's own first back-off, the longest seen after a plain 502: a wait this long
+        // after a Retry-After is no evidence it read the header.
+        let own = plain.iter().filter_map(|(_, d)| d.first().copied()).max();
         for run in runs.iter().filter(|r| !PLAIN.contains(&r.situation)) {
-            let status = run.attempts[0].client_status.unwrap_or_default();
-            let on = |finding| Judgement::on(run.situation, finding);
-            found.push(match delays(&run.attempts).first() {
-                None => on(Finding::Recorded(format!(
-                    "`{}`: a {status} with Retry-After was not retried",
-                    run.situation
-                ))),
-                Some(d) if *d + RETRY_AFTER_SLACK >= retry_after => on(Finding::Held(format!(
-                    "`{}`: waited {} after a {status} with Retry-After: {}",
-                    run.situation,
-                    human_duration(d.as_millis() as u64),
-                    retry_after.as_secs()
-                ))),
-                // A documented cap, kept: recorded with its number, not judged as ignoring it.
-                Some(d) if cap.is_some_and(|c| *d + RETRY_AFTER_SLACK >= c) => {
-                    on(Finding::Recorded(format!(
-                        "`{}`: waited {} after a {status} that said Retry-After: {}, capping it as \
-                         the profile's `retry_after_cap: {}` documents",
-                        run.situation,
-                        human_duration(d.as_millis() as u64),
-                        retry_after.as_secs(),
-                        humantime::format_duration(cap.unwrap_or_default())
-                    )))
-                }
-                Some(d) => on(Finding::Broken(format!(
-                    "`{}`: retried {} after a {status} that said Retry-After: {}{}",
-                    run.situation,
-                    human_duration(d.as_millis() as u64),
-                    retry_after.as_secs(),
-                    match cap {
-                        Some(c) => format!(
-                            ", sooner than even its documented cap (`retry_after_cap: {}`)",
-                            humantime::format_duration(c)
-                        ),
-                        None => String::new(),
-                    }
-                )))
-                .at(Level::Should),
-            });
+            found.push(judge_retry_after(ctx, run, own));
         }
         found
     }
+}
+
+/// What a client did after an answer with `Retry-After` (or the vendor's header): waited it out,
+/// capped it (at the number it documents, or at one it does not), ignored it; and whether its own
+/// back-off (`own`, its longest first delay after a plain 502) leaves that unshown.
+fn judge_retry_after(ctx: &Ctx, run: &Observed, own: Option<Duration>) -> Judgement {
+    let status = run.attempts[0].client_status.unwrap_or_default();
+    let (header, value) = ctx.profile.retry_after_field();
+    let said = format!("{header}: {value}");
+    let wait = ctx.profile.retry_after();
+    let cap = ctx.profile.retry_after_cap();
+    let name = run.situation;
+    let on = |finding| Judgement::on(name, finding);
+    let ms = |d: Duration| human_duration(d.as_millis() as u64);
+    let Some(d) = delays(&run.attempts).first().copied() else {
+        // A wait longer than the run: the deadline came first, and nothing was retried early.
+        if matches!(run.output.exit, Exit::TimedOut(_)) && wait >= ctx.timeout {
+            return on(Finding::Held(format!(
+                "`{name}`: made no retry before the run's deadline ({}) after a {status} that \
+                 said {said}, longer than the run",
+                humantime::format_duration(ctx.timeout)
+            )));
+        }
+        return on(Finding::Recorded(format!(
+            "`{name}`: a {status} with {said} was not retried"
+        )));
+    };
+    let own_text =
+        |own: Duration| format!("its own first back-off after a 502 is up to {}", ms(own));
+    if d + RETRY_AFTER_SLACK >= wait {
+        return match own.filter(|o| *o + RETRY_AFTER_SLACK >= wait) {
+            // Its own back-off is as long: the wait shows nothing of the header.
+            Some(o) => on(Finding::Recorded(format!(
+                "`{name}`: waited {} after a {status} with {said}, but {}, so whether it honours \
+                 the header is not shown; a `retry_after` longer than that would show it",
+                ms(d),
+                own_text(o)
+            ))),
+            None => on(Finding::Held(format!(
+                "`{name}`: waited {} after a {status} with {said}",
+                ms(d)
+            ))),
+        };
+    }
+    // A documented cap, kept: recorded with its number, not judged as ignoring it.
+    if let Some(c) = cap.filter(|c| d + RETRY_AFTER_SLACK >= *c) {
+        return on(Finding::Recorded(format!(
+            "`{name}`: waited {} after a {status} that said {said}, capping it as the profile's \
+             `retry_after_cap: {}` documents",
+            ms(d),
+            humantime::format_duration(c)
+        )));
+    }
+    let what = match (cap, own) {
+        (Some(c), _) => format!(
+            ", sooner than even its documented cap (`retry_after_cap: {}`)",
+            humantime::format_duration(c)
+        ),
+        // Longer than its own back-off: it read the header, and honoured only part of it.
+        (None, Some(o)) if d > o + RETRY_AFTER_SLACK => format!(
+            ": longer than its own back-off ({}), so it reads the header but caps it near {}; if \
+             its documentation says so, give the cap as `retry_after_cap`",
+            ms(o),
+            ms(d)
+        ),
+        (None, Some(o)) => format!(
+            ", as its own back-off does ({}): it ignores the header",
+            own_text(o)
+        ),
+        (None, None) => String::new(),
+    };
+    on(Finding::Broken(format!(
+        "`{name}`: retried {} after a {status} that said {said}{what}",
+        ms(d)
+    )))
+    .at(Level::Should)
 }
 
 /// Backoff, growth and jitter over the plain-502 runs.

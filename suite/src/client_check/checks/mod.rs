@@ -9,6 +9,7 @@ mod in_flight;
 mod key_format;
 mod key_present;
 mod no_retry_4xx;
+mod restart_key;
 mod same_key;
 
 use std::time::Duration;
@@ -43,6 +44,7 @@ pub fn catalogue() -> Vec<Box<dyn ClientCheck>> {
         Box::new(no_retry_4xx::NoRetry4xx),
         Box::new(bounded_retries::BoundedRetries),
         Box::new(in_flight::InFlight),
+        Box::new(restart_key::RestartKey),
     ]
 }
 
