@@ -158,6 +158,84 @@ impl KeyAt {
     }
 }
 
+impl KeyAt {
+    /// Every place a request carries a value, with the value, as [`KeyAt::find`] would read it:
+    /// each header (`headers`, in order, a name once), each query parameter of `target`, each
+    /// field of a form `body` (one that parses as form fields and is not JSON), each string or
+    /// number member of a JSON object `body` at any depth (dotted). For finding where a client
+    /// puts its key (`idemspec client --discover`).
+    pub fn every_place(
+        target: &str,
+        headers: &[(String, Vec<u8>)],
+        body: Option<&[u8]>,
+    ) -> Vec<(KeyAt, String)> {
+        let mut out: Vec<(KeyAt, String)> = Vec::new();
+        for (name, value) in headers {
+            let at = KeyAt::Header(name.clone());
+            if !out.iter().any(|(seen, _)| *seen == at) {
+                out.push((at, text(value)));
+            }
+        }
+        let pairs = |form: &[u8]| -> Vec<String> {
+            form.split(|b| *b == b'&')
+                .filter(|p| !p.is_empty())
+                .map(|pair| {
+                    let name = pair.split(|b| *b == b'=').next().unwrap_or_default();
+                    let spaced: Vec<u8> = name
+                        .iter()
+                        .map(|b| if *b == b'+' { b' ' } else { *b })
+                        .collect();
+                    text(&percent_encoding::percent_decode(&spaced).collect::<Vec<u8>>())
+                })
+                .collect()
+        };
+        if let Some((_, query)) = target.split_once('?') {
+            for name in pairs(query.as_bytes()) {
+                if let Some(v) = form_field(query.as_bytes(), &name) {
+                    out.push((KeyAt::Query(name), v));
+                }
+            }
+        }
+        let Some(body) = body else { return out };
+        match serde_json::from_slice::<serde_json::Value>(body) {
+            Ok(json) => members(&json, "", &mut out),
+            Err(_) if body.contains(&b'=') => {
+                for name in pairs(body) {
+                    if let Some(v) = form_field(body, &name) {
+                        out.push((KeyAt::Form(name), v));
+                    }
+                }
+            }
+            Err(_) => {}
+        }
+        out
+    }
+}
+
+/// The string and number members of `value` under `prefix`, dotted, as [`KeyAt::Json`] places.
+fn members(value: &serde_json::Value, prefix: &str, out: &mut Vec<(KeyAt, String)>) {
+    let Some(object) = value.as_object() else {
+        return;
+    };
+    for (name, member) in object {
+        // A name with a dot could not be told from a path; `key_at` cannot name it either.
+        if name.is_empty() || name.contains('.') {
+            continue;
+        }
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        match member {
+            serde_json::Value::String(s) => out.push((KeyAt::Json(path), s.clone())),
+            serde_json::Value::Number(n) => out.push((KeyAt::Json(path), n.to_string())),
+            serde_json::Value::Object(_) => members(member, &path, out),
+            _ => {}
+        }
+    }
+}
+
 /// The headers HTTP itself or idemspec uses, which cannot also carry a key: the message's framing
 /// and connection (RFC 9110 §7.6.1, RFC 9112 §6), its host, and idemspec's `X-Idemspec-*` control
 /// headers, which the proxy strips.
@@ -224,6 +302,46 @@ fn form_field(form: &[u8], name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_place_a_request_carries_a_value_is_found_as_find_reads_it() {
+        let headers = vec![
+            ("idempotency-key".to_owned(), b"k1".to_vec()),
+            ("x-dup".to_owned(), b"a".to_vec()),
+            ("x-dup".to_owned(), b"b".to_vec()),
+        ];
+        let json =
+            br#"{"clientToken":"t1","n":3,"params":{"requestId":"r1"},"list":[1],"a.b":"x"}"#;
+        let places = KeyAt::every_place("/v1/x?requestId=q%201&z", &headers, Some(json));
+        let found: Vec<(KeyAt, &str)> = places
+            .iter()
+            .map(|(a, v)| (a.clone(), v.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (KeyAt::Header("idempotency-key".into()), "k1"),
+                (KeyAt::Header("x-dup".into()), "a"),
+                (KeyAt::Query("requestId".into()), "q 1"),
+                (KeyAt::Query("z".into()), ""),
+                (KeyAt::Json("clientToken".into()), "t1"),
+                (KeyAt::Json("n".into()), "3"),
+                (KeyAt::Json("params.requestId".into()), "r1"),
+            ]
+        );
+        for (at, value) in &places {
+            let header = |n: &str| {
+                headers
+                    .iter()
+                    .find(|(h, _)| h.eq_ignore_ascii_case(n))
+                    .map(|(_, v)| v.as_slice())
+            };
+            let read = at.find("/v1/x?requestId=q%201&z", header, Some(json));
+            assert_eq!(read, Ok(Some(value.clone())), "{at:?}");
+        }
+        let form = KeyAt::every_place("/", &[], Some(b"Action=RunInstances&ClientToken=c+1"));
+        assert_eq!(form[1], (KeyAt::Form("ClientToken".into()), "c 1".into()));
+    }
 
     #[test]
     fn a_key_goes_where_the_contract_says_and_is_encoded_there() {

@@ -116,6 +116,11 @@ pub struct ClientArgs {
     /// How many runs of the command go on at once.
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub parallel: u16,
+    /// Judge nothing: run the command three times (two operations, one retried after a lost
+    /// response) and name where it puts its key, a value fresh per operation and kept across the
+    /// retry, as `contract.key_at` writes it. Exit 0 when a place was found, 1 when none.
+    #[arg(long, conflicts_with_all = ["upstream", "only", "skip"])]
+    pub discover: bool,
     /// Reports and what the run may end with.
     #[command(flatten)]
     pub reports: ReportArgs,

@@ -2,9 +2,11 @@
 //! fan the run events out to the reporter, and exit by the verdicts (as `run` does).
 
 use anyhow::Context as _;
+use idemspec::client_check::discover::Discovery;
 use idemspec::client_check::{self, ClientError, ClientOptions};
 use idemspec::model::ExitCode;
 use idemspec_scenarios::client_profile::ClientProfile;
+use idemspec_scenarios::profile::KeyAt;
 
 use super::args::ClientArgs;
 use super::{follow, inputs, Failure};
@@ -21,6 +23,9 @@ pub fn client(args: ClientArgs, printer: &Printer) -> Result<ExitCode, Failure> 
         idemspec_scenarios::profile::check_url(url)
             .map_err(|m| Failure::usage(anyhow::anyhow!("--upstream: {m}")))?;
     }
+    if args.discover {
+        return discover(&args, profile, printer);
+    }
     let (reporter_options, policy) = follow::reporting(&args.reports, printer)?;
     let mut options = ClientOptions::new(profile, args.exec.clone());
     options.upstream = args.upstream.clone();
@@ -36,6 +41,67 @@ pub fn client(args: ClientArgs, printer: &Printer) -> Result<ExitCode, Failure> 
         printer,
     ))?;
     Ok(report.stats.exit_code(policy))
+}
+
+/// `idemspec client --discover`: where the command's client puts its key.
+fn discover(
+    args: &ClientArgs,
+    profile: ClientProfile,
+    printer: &Printer,
+) -> Result<ExitCode, Failure> {
+    let mut options = ClientOptions::new(profile, args.exec.clone());
+    options.timeout = args.command_timeout;
+    let runtime = super::servers::runtime()?;
+    printer.status("discover: running the command three times (two operations, one retried after a lost response)");
+    let found = runtime.block_on(client_check::discover(options));
+    let (text, exit) = discovery_text(&found);
+    printer.result(text);
+    Ok(exit)
+}
+
+/// What `--discover` found, in lines, and the exit code: 0 when a place was found.
+fn discovery_text(found: &Discovery) -> (String, ExitCode) {
+    if let Some(problem) = &found.problem {
+        return (
+            format!("discover: nothing learned: {problem}\n"),
+            ExitCode::ChecksFailed,
+        );
+    }
+    if found.candidates.is_empty() {
+        return (
+            "discover: no place carried a value fresh per operation and kept across the retry: \
+             the client sends no key, or a new one on each attempt, or the same one for every \
+             operation\n"
+                .to_owned(),
+            ExitCode::ChecksFailed,
+        );
+    }
+    let mut out = String::from(
+        "where the key is, most key-like first (put the first in the client profile's \
+         `contract.key_at`):\n",
+    );
+    for (i, c) in found.candidates.iter().enumerate() {
+        let at = match &c.at {
+            KeyAt::Header(n) => format!("{{header: {n}}}"),
+            KeyAt::Query(n) => format!("{{query: {n}}}"),
+            KeyAt::Form(n) => format!("{{form: {n}}}"),
+            KeyAt::Json(n) => format!("{{json: {n}}}"),
+        };
+        let kept = match c.kept_on_retry {
+            Some(true) => "kept on the retry",
+            _ => "not retried, so whether it is kept was not seen",
+        };
+        out.push_str(&format!(
+            "  {}. key_at: {at}  {:?} then {:?}, {kept}\n",
+            i + 1,
+            c.values.0,
+            c.values.1
+        ));
+    }
+    if !found.retried {
+        out.push_str("note: the client did not retry after the lost response\n");
+    }
+    (out, ExitCode::Success)
 }
 
 fn load_profile(args: &ClientArgs) -> Result<ClientProfile, Failure> {

@@ -26,7 +26,22 @@ pub struct CannedUpstream {
     addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     served: tokio::sync::watch::Receiver<u64>,
+    answers: Arc<Answers>,
 }
+
+/// One of the operation's requests as the canned upstream received it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// The path and query.
+    pub target: String,
+    /// The headers, names lower-case, in order.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The body, when it was read whole (at most [`MAX_REQUEST_BODY`]).
+    pub body: Option<bytes::Bytes>,
+}
+
+/// The most of the operation's requests kept (`--discover` needs a handful).
+const MAX_RECEIVED: usize = 64;
 
 /// A response the canned upstream gives, `{{key}}` and `{{id}}` still in it.
 #[derive(Debug)]
@@ -65,6 +80,7 @@ struct Answers {
     keyless: AtomicU64,
     operation: OperationMatch,
     served: tokio::sync::watch::Sender<u64>,
+    received: std::sync::Mutex<Vec<Received>>,
 }
 
 impl Answers {
@@ -104,12 +120,14 @@ impl CannedUpstream {
             keyless: AtomicU64::new(0),
             operation: profile.operation(),
             served: tokio::sync::watch::Sender::new(0),
+            received: std::sync::Mutex::new(Vec::new()),
         });
         let served = answers.served.subscribe();
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
+        let serving = answers.clone();
         let app = axum::Router::new().fallback(move |request: Request<Body>| {
-            let answers = answers.clone();
+            let answers = serving.clone();
             async move { answers.answer(request).await }
         });
         let (stop, stopped) = oneshot::channel();
@@ -124,6 +142,7 @@ impl CannedUpstream {
             addr,
             stop: Some(stop),
             served,
+            answers,
         })
     }
 
@@ -136,6 +155,15 @@ impl CannedUpstream {
     /// done once this moves).
     pub fn served(&self) -> tokio::sync::watch::Receiver<u64> {
         self.served.clone()
+    }
+
+    /// The operation's requests it has received, in order (at most [`MAX_RECEIVED`]).
+    pub fn received(&self) -> Vec<Received> {
+        self.answers
+            .received
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
     }
 
     /// Stops serving (idempotent).
@@ -180,6 +208,19 @@ impl Answers {
         };
         let canned = self.of(&parts.method, &parts.uri);
         if super::attempt::is_operation(&self.operation, parts.method.as_str(), target) {
+            if let Ok(mut received) = self.received.lock() {
+                if received.len() < MAX_RECEIVED {
+                    received.push(Received {
+                        target: target.to_owned(),
+                        headers: parts
+                            .headers
+                            .iter()
+                            .map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec()))
+                            .collect(),
+                        body: body.clone(),
+                    });
+                }
+            }
             self.served.send_modify(|n| *n += 1);
         }
         let key = key.unwrap_or_default();

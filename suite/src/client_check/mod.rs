@@ -16,6 +16,7 @@
 //! - `situation`: one run of the command under planned faults, and what it [`Observed`].
 //! - `command`: running the command (bounded, its process group killed at the deadline).
 //! - `canned`: the canned upstream. `attempt`: attempts read from proxy events.
+//! - `discover`: `--discover`, where a client puts its key.
 //! - `outcome`: evidence, notes and timeline. Findings and grading are the engine's
 //!   ([`crate::engine`]).
 
@@ -23,6 +24,7 @@ pub mod attempt;
 pub mod canned;
 pub mod checks;
 pub mod command;
+pub mod discover;
 pub mod outcome;
 pub mod situation;
 
@@ -205,6 +207,21 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
     let checks = engine::drive(checks, ctx.clone(), &record, usize::MAX).await;
     drop(canned);
     Ok(record.finish(checks, None))
+}
+
+/// Runs `idemspec client --discover` with `options`' profile, command and timeout (see
+/// [`discover`]); each of its runs has a canned upstream of its own, so `upstream`, `only`,
+/// `skip` and `parallelism` are not used.
+pub async fn discover(options: ClientOptions) -> discover::Discovery {
+    let ctx = Ctx {
+        timeout: options.timeout.unwrap_or(options.profile.timeout()),
+        contract: options.profile.contract(),
+        profile: options.profile,
+        command: options.command,
+        upstream: String::new(),
+        canned: true,
+    };
+    ctx.discover().await
 }
 
 /// What every client check of a run shares: why none can run (the preflight's problem and run),

@@ -260,7 +260,7 @@ impl Ctx {
 
     /// One run of the command behind a fresh proxy to `upstream` with `situation`'s faults,
     /// killed when `stop` is ready.
-    async fn once(
+    pub(super) async fn once(
         &self,
         situation: &Situation,
         upstream: &str,
@@ -319,10 +319,13 @@ impl Ctx {
 }
 
 /// What one run of the command showed.
-struct Seen {
-    attempts: Vec<Attempt>,
-    others: Vec<String>,
-    output: RunOutput,
+pub(super) struct Seen {
+    /// The operation's attempts, in the order sent.
+    pub attempts: Vec<Attempt>,
+    /// Every other request, as `METHOD PATH`.
+    pub others: Vec<String>,
+    /// How the command ended.
+    pub output: RunOutput,
 }
 
 /// The proxy's glob for the operation's path `bare` (no trailing slash), with or without one:

@@ -902,3 +902,44 @@ async fn a_key_kept_across_a_restart_is_judged_by_what_the_profile_claims(
         "the journal is gone once the operation ended"
     );
 }
+
+/// `--discover` names where the example client puts its key, wherever `--key-in` puts it (a value
+/// fresh per operation, kept on the retry), and exits 1 naming no place for a client that sends
+/// none or a new one on each attempt.
+#[rstest]
+#[case::header("", Some("key_at: {header: idempotency-key}"))]
+#[case::json_body("--key-in body", Some("key_at: {json: clientToken}"))]
+#[case::form_body("--key-in form", Some("key_at: {form: ClientToken}"))]
+#[case::query("--key-in query", Some("key_at: {query: requestId}"))]
+#[case::another_header(
+    "--key-in header:X-Retry-Token",
+    Some("key_at: {header: x-retry-token}")
+)]
+#[case::no_key("--flaw no-key", None)]
+#[case::new_key_per_attempt("--flaw new-key-per-attempt", None)]
+fn discover_names_where_the_key_is(#[case] flags: &str, #[case] found: Option<&str>) {
+    let exec = format!("python3 clients/example/create.py {flags}");
+    let (out, _) = idemspec(&["client", "--exec", &exec, "--discover"]);
+    let stdout = text(&out.stdout);
+    match found {
+        Some(place) => {
+            assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+            assert!(
+                stdout.contains(&format!("  1. {place}  ")) && stdout.contains("kept on the retry"),
+                "{stdout}"
+            );
+            assert_eq!(
+                stdout.matches(". key_at:").count(),
+                1,
+                "one place: {stdout}"
+            );
+        }
+        None => {
+            assert_eq!(out.status.code(), Some(1), "{stdout}");
+            assert!(
+                stdout.contains("no place carried a value fresh per operation"),
+                "{stdout}"
+            );
+        }
+    }
+}

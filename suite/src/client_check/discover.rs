@@ -1,0 +1,186 @@
+//! `idemspec client --discover`: where does this client put its key? The command runs three
+//! times against canned upstreams of their own, through the proxy: two clean runs (two logical
+//! operations) and one whose first attempt's response is lost after the upstream answered it (so
+//! the client retries). Every place the operation's requests carry a value (each header, query
+//! parameter, form field and JSON member, [`KeyAt::every_place`]) is a candidate when its value
+//! is fresh per operation (the two clean runs differ) and kept across the retry (the retried
+//! run's attempts agree). Candidates are ranked by their names and values, most key-like first.
+
+use idemspec_scenarios::profile::KeyAt;
+use idemspec_scenarios::rules::Fault;
+
+use super::canned::{CannedUpstream, Received};
+use super::command::Exit;
+use super::situation::{Situation, Times};
+use super::Ctx;
+
+/// A place whose value behaves like an idempotency key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// Where it is, as `contract.key_at` writes it.
+    pub at: KeyAt,
+    /// Its value in the first and the second clean run.
+    pub values: (String, String),
+    /// Whether the retried run's attempts carried it, each with the same value (`None`: the
+    /// client did not retry, so constancy was not seen).
+    pub kept_on_retry: Option<bool>,
+    /// How key-like its name and value look; higher first.
+    pub score: i32,
+}
+
+/// What the three runs showed.
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    /// The candidates, most key-like first.
+    pub candidates: Vec<Candidate>,
+    /// Why nothing could be learned, when the command did not make its requests.
+    pub problem: Option<String>,
+    /// Whether the client retried after the lost response.
+    pub retried: bool,
+}
+
+impl Ctx {
+    /// Runs the discovery (see the module documentation).
+    pub async fn discover(&self) -> Discovery {
+        let clean = || Situation::new("discover", Vec::new());
+        let lost = Situation::new(
+            "discover",
+            vec![self.plan("lost", Fault::DropResponse {}, Times::First(1))],
+        );
+        let mut seen: Vec<Vec<Received>> = Vec::new();
+        for situation in [clean(), clean(), lost] {
+            let upstream = match CannedUpstream::start(&self.profile).await {
+                Ok(upstream) => upstream,
+                Err(e) => {
+                    return Discovery::failed(format!("the canned upstream did not start: {e}"))
+                }
+            };
+            let run = self
+                .once(&situation, &upstream.url(), std::future::pending())
+                .await;
+            let received = upstream.received();
+            if received.is_empty() {
+                let exit = match &run.output.exit {
+                    Exit::Code(0) => "exited 0".to_owned(),
+                    other => other.to_string(),
+                };
+                return Discovery::failed(format!(
+                    "the command made no {} request ({exit}){}",
+                    self.operation_label(),
+                    run.output
+                        .excerpt()
+                        .map(|o| format!("; output: {o}"))
+                        .unwrap_or_default()
+                ));
+            }
+            seen.push(received);
+        }
+        let places = |r: &Received| KeyAt::every_place(&r.target, &r.headers, r.body.as_deref());
+        let (first, second, retried) = (places(&seen[0][0]), places(&seen[1][0]), &seen[2]);
+        let retried_places: Vec<Vec<(KeyAt, String)>> = retried.iter().map(places).collect();
+        let mut candidates: Vec<Candidate> = first
+            .iter()
+            .filter(|(at, _)| !framing(at))
+            .filter_map(|(at, v1)| {
+                let v2 = value_at(&second, at)?;
+                if *v1 == v2 || v1.is_empty() {
+                    return None;
+                }
+                let kept_on_retry = (retried_places.len() > 1).then(|| {
+                    let values: Vec<Option<String>> =
+                        retried_places.iter().map(|p| value_at(p, at)).collect();
+                    values[0].is_some() && values.iter().all(|v| *v == values[0])
+                });
+                if kept_on_retry == Some(false) {
+                    return None;
+                }
+                Some(Candidate {
+                    at: at.clone(),
+                    score: score(at, v1),
+                    values: (v1.clone(), v2),
+                    kept_on_retry,
+                })
+            })
+            .collect();
+        candidates.sort_by_key(|c| std::cmp::Reverse(c.score));
+        Discovery {
+            candidates,
+            problem: None,
+            retried: retried.len() > 1,
+        }
+    }
+}
+
+impl Discovery {
+    fn failed(problem: String) -> Self {
+        Self {
+            candidates: Vec::new(),
+            problem: Some(problem),
+            retried: false,
+        }
+    }
+}
+
+/// The value at `at` among `places`.
+fn value_at(places: &[(KeyAt, String)], at: &KeyAt) -> Option<String> {
+    places.iter().find(|(a, _)| a == at).map(|(_, v)| v.clone())
+}
+
+/// Headers that frame or route the message, never a key.
+fn framing(at: &KeyAt) -> bool {
+    matches!(at, KeyAt::Header(name) if ["host", "content-length", "content-type", "connection",
+        "transfer-encoding", "accept", "accept-encoding", "user-agent"].contains(&name.as_str()))
+}
+
+/// How key-like a place looks: its name says idempotency, a token, a request id or a key; its
+/// value is long and random-looking; names of signatures, dates and traces count against it
+/// (they change per request and can repeat within a second).
+fn score(at: &KeyAt, value: &str) -> i32 {
+    let name = match at {
+        KeyAt::Header(n) | KeyAt::Query(n) | KeyAt::Form(n) | KeyAt::Json(n) => n.to_lowercase(),
+    };
+    let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
+    let mut score = 0;
+    if has(&["idempot"]) {
+        score += 4;
+    }
+    if has(&["token", "request", "key", "nonce"]) {
+        score += 2;
+    }
+    if value.len() >= 16
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_:.".contains(c))
+    {
+        score += 1;
+    }
+    if has(&[
+        "authorization",
+        "signature",
+        "date",
+        "sha256",
+        "trace",
+        "span",
+        "invocation",
+        "timestamp",
+    ]) {
+        score -= 3;
+    }
+    score
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_say_idempotency_rank_above_signatures_and_dates() {
+        let uuid = "0b6f1e3a-8c2d-4f5e-9a7b-1c2d3e4f5a6b";
+        let key = score(&KeyAt::Header("idempotency-key".into()), uuid);
+        let token = score(&KeyAt::Form("ClientToken".into()), uuid);
+        let invocation = score(&KeyAt::Header("amz-sdk-invocation-id".into()), uuid);
+        let date = score(&KeyAt::Header("x-amz-date".into()), "20261205T101010Z");
+        assert!(key > token && token > invocation && token > date);
+        assert!(invocation < 0 && date < 0, "a trace id and a date count against");
+    }
+}
