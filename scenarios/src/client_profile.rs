@@ -375,7 +375,7 @@ impl ClientProfile {
             let answer = self.answer(kind);
             let field = format!("answers.{}", kind.field());
             let headers = answer.headers.iter().cloned().collect();
-            let wait_header = self.retry_after_field().0;
+            let wait_header = self.retry_after_field(self.retry_after()).0;
             let mut found = answers::problems(kind, &spec.value, &answer, &contract, &wait_header);
             found.extend(
                 answer_problems(&field, &headers, &answer.content_type, &answer.body)
@@ -619,10 +619,9 @@ impl ClientProfile {
         self.retry_after_cap.as_ref().map(|c| c.value.0)
     }
 
-    /// The wait header the faults send and its value for `retry_after`: (`Retry-After`, `1`),
-    /// or the vendor's (`x-ms-retry-after-ms`, `1000`).
-    pub fn retry_after_field(&self) -> (String, String) {
-        let wait = self.retry_after();
+    /// The wait header the faults send and its value for a wait of `wait`: (`Retry-After`,
+    /// `1`), or the vendor's (`x-ms-retry-after-ms`, `1000`).
+    pub fn retry_after_field(&self, wait: Duration) -> (String, String) {
         match &self.retry_after_header {
             Some(h) => (
                 h.value.name.clone(),

@@ -181,6 +181,9 @@ mod tests {
         let invocation = score(&KeyAt::Header("amz-sdk-invocation-id".into()), uuid);
         let date = score(&KeyAt::Header("x-amz-date".into()), "20261205T101010Z");
         assert!(key > token && token > invocation && token > date);
-        assert!(invocation < 0 && date < 0, "a trace id and a date count against");
+        assert!(
+            invocation < 0 && date < 0,
+            "a trace id and a date count against"
+        );
     }
 }

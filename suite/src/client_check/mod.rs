@@ -310,13 +310,17 @@ async fn judge(
     limit: &tokio::sync::Semaphore,
 ) -> CheckOutcome {
     let started = Instant::now();
-    let situations = check.situations(ctx);
-    let runs: Vec<Observed> = futures::future::join_all(situations.iter().map(|s| async move {
-        // The semaphore is never closed, so acquiring only waits.
-        let _permit = limit.acquire().await;
-        ctx.observe(s).await
-    }))
-    .await;
+    let observe_all = |situations: Vec<Situation>| async move {
+        futures::future::join_all(situations.iter().map(|s| async move {
+            // The semaphore is never closed, so acquiring only waits.
+            let _permit = limit.acquire().await;
+            ctx.observe(s).await
+        }))
+        .await
+    };
+    let mut runs: Vec<Observed> = observe_all(check.situations(ctx)).await;
+    let more = check.follow_up(ctx, &runs);
+    runs.extend(observe_all(more).await);
     let mut found: Vec<Judgement> = runs
         .iter()
         .filter(|r| !r.attempted())

@@ -105,14 +105,14 @@ impl Observed {
 /// Fault builders that speak the contract and the vendor: the statuses, bodies and `Retry-After`
 /// the checks answer with (the profile's `answers`).
 impl Ctx {
-    /// The fault answering `kind` as the profile's `answers` give it, with `Retry-After` (the
-    /// profile's `retry_after`, in its `retry_after_header`) if asked.
-    pub fn answer(&self, kind: AnswerKind, retry_after: bool) -> Fault {
+    /// The fault answering `kind` as the profile's `answers` give it, with a wait of
+    /// `retry_after`, if given, in `Retry-After` (or the profile's `retry_after_header`).
+    pub fn answer(&self, kind: AnswerKind, retry_after: Option<Duration>) -> Fault {
         let answer = self.profile.answer(kind);
         let mut headers: std::collections::BTreeMap<String, String> =
             answer.headers.into_iter().collect();
-        if retry_after {
-            let (name, value) = self.profile.retry_after_field();
+        if let Some(wait) = retry_after {
+            let (name, value) = self.profile.retry_after_field(wait);
             headers.insert(name, value);
         }
         Fault::Respond {
@@ -128,6 +128,16 @@ impl Ctx {
     /// One fault of `kind` (with `Retry-After` if asked) for `times` attempts, named for the
     /// evidence by its status: `502`, `in-flight 409`, `mismatch 400`, `4xx 422`.
     pub fn planned(&self, kind: AnswerKind, retry_after: bool, times: Times) -> Planned {
+        self.planned_wait(kind, retry_after.then(|| self.profile.retry_after()), times)
+    }
+
+    /// [`Ctx::planned`] with a wait of `retry_after` rather than the profile's.
+    pub fn planned_wait(
+        &self,
+        kind: AnswerKind,
+        retry_after: Option<Duration>,
+        times: Times,
+    ) -> Planned {
         let status = self.profile.answer(kind).status;
         let name = match kind {
             AnswerKind::Mismatch => format!("mismatch {status}"),

@@ -67,16 +67,25 @@ impl ClientCheck for Backoff {
                 vec![ctx.planned(AnswerKind::BadGateway, false, Times::First(3))],
             )
         };
+        PLAIN.iter().map(|name| plain(name)).collect()
+    }
+
+    /// The answers with a wait, sent once the plain runs measured the client's own back-off, so
+    /// that the wait is longer than it ([`wait_for`]).
+    fn follow_up(&self, ctx: &Ctx, first: &[Observed]) -> Vec<Situation> {
+        let wait = wait_for(ctx, own_back_off(first));
         // Named by what they answer, whose status the profile's `answers` may change.
-        let after =
-            |name, kind| Situation::new(name, vec![ctx.planned(kind, true, Times::First(1))]);
-        let mut all: Vec<Situation> = PLAIN.iter().map(|name| plain(name)).collect();
-        all.extend([
+        let after = |name, kind| {
+            Situation::new(
+                name,
+                vec![ctx.planned_wait(kind, Some(wait), Times::First(1))],
+            )
+        };
+        vec![
             after("retry-after-in-flight", AnswerKind::InFlight),
             after("retry-after-rate-limit", AnswerKind::RateLimited),
             after("retry-after-unavailable", AnswerKind::Unavailable),
-        ]);
-        all
+        ]
     }
 
     fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
@@ -86,9 +95,7 @@ impl ClientCheck for Backoff {
             .map(|r| (r, delays(&r.attempts)))
             .collect();
         let mut found = judge_plain(&plain);
-        // The client's own first back-off, the longest seen after a plain 502: a wait this long
-        // after a Retry-After is no evidence it read the header.
-        let own = plain.iter().filter_map(|(_, d)| d.first().copied()).max();
+        let own = own_back_off(runs);
         for run in runs.iter().filter(|r| !PLAIN.contains(&r.situation)) {
             found.push(judge_retry_after(ctx, run, own));
         }
@@ -96,14 +103,37 @@ impl ClientCheck for Backoff {
     }
 }
 
+/// The client's own first back-off: the longest first delay after a plain 502, over the plain
+/// runs (`None` when it never retried one). A wait this long after a `Retry-After` is no evidence
+/// that it read the header.
+fn own_back_off(runs: &[Observed]) -> Option<Duration> {
+    runs.iter()
+        .filter(|r| PLAIN.contains(&r.situation))
+        .filter_map(|r| delays(&r.attempts).first().copied())
+        .max()
+}
+
+/// The wait the answers ask for: the profile's `retry_after`, or, where the client's own first
+/// back-off is as long, twice that back-off in whole seconds (at most [`LONGEST_WAIT`]), so that
+/// waiting it out shows the header was read.
+fn wait_for(ctx: &Ctx, own: Option<Duration>) -> Duration {
+    let asked = ctx.profile.retry_after();
+    let Some(own) = own else { return asked };
+    let twice = (own * 2).as_secs_f64().ceil() as u64;
+    asked.max(Duration::from_secs(twice).min(LONGEST_WAIT))
+}
+
+/// The longest wait [`wait_for`] raises the profile's `retry_after` to.
+const LONGEST_WAIT: Duration = Duration::from_secs(60);
+
 /// What a client did after an answer with `Retry-After` (or the vendor's header): waited it out,
 /// capped it (at the number it documents, or at one it does not), ignored it; and whether its own
 /// back-off (`own`, its longest first delay after a plain 502) leaves that unshown.
 fn judge_retry_after(ctx: &Ctx, run: &Observed, own: Option<Duration>) -> Judgement {
     let status = run.attempts[0].client_status.unwrap_or_default();
-    let (header, value) = ctx.profile.retry_after_field();
+    let wait = wait_for(ctx, own);
+    let (header, value) = ctx.profile.retry_after_field(wait);
     let said = format!("{header}: {value}");
-    let wait = ctx.profile.retry_after();
     let cap = ctx.profile.retry_after_cap();
     let name = run.situation;
     let on = |finding| Judgement::on(name, finding);

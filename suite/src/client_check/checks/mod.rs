@@ -25,8 +25,13 @@ use crate::engine::{About, Judgement};
 pub trait ClientCheck: Send + Sync {
     /// What it is: id, title, level, source.
     fn about(&self) -> About;
-    /// The situations it runs the command in, one after another.
+    /// The situations it runs the command in (at once, up to the run's parallelism).
     fn situations(&self, ctx: &Ctx) -> Vec<Situation>;
+    /// Situations that depend on what the first ones showed, run after them (`backoff` sends a
+    /// `Retry-After` longer than the back-off it measured); none by default.
+    fn follow_up(&self, _ctx: &Ctx, _first: &[Observed]) -> Vec<Situation> {
+        Vec::new()
+    }
     /// What it finds in the situations where the command made at least one attempt (a situation
     /// without any is undecided before this is called); a finding is at the check's level and
     /// source unless it says otherwise, and names the situations behind it.
