@@ -169,9 +169,9 @@ impl RouteSpec {
         if !self.path.starts_with('/') {
             out.push(format!("routes: path `{}` must start with `/`", self.path));
         }
-        if !(100..=599).contains(&self.status()) {
+        if !(200..=599).contains(&self.status()) {
             out.push(format!(
-                "routes: status {} is not 100 to 599",
+                "routes: status {} is not 200 to 599 (a 1xx is not a final answer)",
                 self.status()
             ));
         }
@@ -205,12 +205,9 @@ fn answer_problems(
     body: &str,
 ) -> Vec<(AnswerPart, String)> {
     let mut out = Vec::new();
-    for (name, value) in headers {
-        let problem = check_header(name, value).err().or_else(|| {
-            name.eq_ignore_ascii_case("content-type")
-                .then(|| "give the body's type as `content_type`".to_owned())
-        });
-        out.extend(problem.map(|m| (AnswerPart::Headers, format!("{what}.headers: {m}"))));
+    // The rule of a synthetic answer's headers: one place for the proxy's and the upstream's.
+    if let Err(m) = crate::rules::ResponseHeaders::new(headers.clone()) {
+        out.push((AnswerPart::Headers, format!("{what}.headers: {m}")));
     }
     if let Err(m) = check_header("Content-Type", content_type) {
         out.push((AnswerPart::ContentType, format!("{what}.content_type: {m}")));
@@ -403,9 +400,28 @@ impl ClientProfile {
                 ),
             );
         }
+        let operation = self.operation();
         for route in &self.routes {
             for m in route.value.problems() {
                 at(&route.referenced, m);
+            }
+            // The operation's requests are answered by `success` and the faults, never a route.
+            let request = route.value.request();
+            let bare = |p: &str| p.trim_end_matches('/').to_owned();
+            if request.method == operation.method
+                && operation
+                    .path
+                    .as_deref()
+                    .is_none_or(|p| bare(p) == bare(&route.value.path))
+            {
+                at(
+                    &route.referenced,
+                    format!(
+                        "routes: `{} {}` is the operation's request (`operation`), which \
+                         `success` and the faults answer; a route answers other requests",
+                        request.method, route.value.path
+                    ),
+                );
             }
         }
         let in_range = |v: u32, lo: u32, hi: u32| (lo..=hi).contains(&v);
@@ -479,6 +495,15 @@ impl ClientProfile {
                         header.value.name
                     )
                 })
+            });
+            let problem = problem.or_else(|| {
+                (header.value.name.eq_ignore_ascii_case("retry-after")
+                    && header.value.unit == WaitUnit::Milliseconds)
+                    .then(|| {
+                        "`Retry-After` counts whole seconds (RFC 9110 §10.2.3); a wait in \
+                         milliseconds travels in a vendor's own header"
+                            .to_owned()
+                    })
             });
             if let Some(m) = problem {
                 at(&header.referenced, format!("retry_after_header: {m}"));
@@ -753,6 +778,39 @@ mod tests {
             all[3].contains("answers.invalid.body is not JSON"),
             "{}",
             all[3]
+        );
+        let err = load(
+            "version: 1\nname: x\noperation: {path: /v1/w}\n\
+             success: {headers: {Connection: close}}\n\
+             answers: {mismatch: {headers: {Content-Length: '5'}}, invalid: {headers: {X-Big: '{big}'}}}\n\
+             routes: [{method: POST, path: /v1/w/}, {path: /v1/version, status: 101}]\n\
+             retry_after_header: {name: retry-after, unit: ms}\n"
+                .replace("{big}", &"a".repeat(9000))
+                .as_str(),
+        )
+        .expect_err("invalid");
+        let all: Vec<String> = err.each().map(ToString::to_string).collect();
+        let said = |what: &str| all.iter().any(|e| e.contains(what));
+        assert!(
+            said("success.headers: `Connection` is about the connection"),
+            "{all:#?}"
+        );
+        assert!(
+            said("answers.mismatch.headers: `Content-Length` is set from the body"),
+            "{all:#?}"
+        );
+        assert!(
+            said("answers.invalid.headers: header `X-Big` is 9000 bytes; at most 8192"),
+            "{all:#?}"
+        );
+        assert!(
+            said("routes: `POST /v1/w/` is the operation's request"),
+            "{all:#?}"
+        );
+        assert!(said("routes: status 101 is not 200 to 599"), "{all:#?}");
+        assert!(
+            said("retry_after_header: `Retry-After` counts whole seconds"),
+            "{all:#?}"
         );
         let err = load("version: 1\nname: x\nanswers: {preset: azure}\n").expect_err("invalid");
         assert_eq!((err.line, err.column), (3, 19), "{err}");

@@ -148,7 +148,9 @@ fn respond_headers_parse_and_what_http_cannot_send_is_located() {
     assert!(e.starts_with("faults.yaml:3:"), "{e}");
     assert!(e.contains("not a valid header name"), "{e}");
     let e = err("- name: a\n  fault:\n    respond: {status: 503, headers: {Content-Type: x}}\n");
-    assert!(e.contains("use `content_type`"), "{e}");
+    assert!(e.contains("give the body's type as `content_type`"), "{e}");
+    let e = err("- name: a\n  fault:\n    respond: {status: 503, headers: {Connection: close}}\n");
+    assert!(e.contains("about the connection, not the response"), "{e}");
 }
 
 #[test]

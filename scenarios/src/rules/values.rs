@@ -279,12 +279,21 @@ impl<'de> Deserialize<'de> for Status {
 /// on a 429 or 503, so a client's handling of it can be tested. Each name must be an HTTP field
 /// name and each value free of control characters (RFC 9110 §5.1, §5.5); `Content-Type` has its
 /// own field (`content_type`) and is refused here, as are `Content-Length` and
-/// `Transfer-Encoding`, which the proxy sets from the body.
+/// `Transfer-Encoding`, which are set from the body, and the headers about the connection rather
+/// than the response (`Connection`, `Keep-Alive`, `TE`, `Trailer`, `Upgrade`, `Proxy-Connection`,
+/// RFC 9110 §7.6.1; `Host`). A value is at most [`ResponseHeaders::MAX_VALUE`] bytes and all of
+/// them together at most [`ResponseHeaders::MAX_TOTAL`]: clients refuse longer header sections.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct ResponseHeaders(std::collections::BTreeMap<String, String>);
 
 impl ResponseHeaders {
+    /// The longest header value, in bytes: 8 KiB.
+    pub const MAX_VALUE: usize = 8 * 1024;
+    /// The most bytes of names and values together: 32 KiB (Python's http.client reads a header
+    /// line of at most 64 KiB; many servers and clients stop at 8 to 16 KiB a line).
+    pub const MAX_TOTAL: usize = 32 * 1024;
+
     /// Validates `headers` (see the type's documentation).
     ///
     /// # Errors
@@ -300,11 +309,42 @@ impl ResponseHeaders {
                 ));
             }
             let lower = name.to_ascii_lowercase();
-            if ["content-type", "content-length", "transfer-encoding"].contains(&lower.as_str()) {
+            if lower == "content-type" {
                 return Err(format!(
-                    "`{name}` is set by the proxy (use `content_type` for the body's type)"
+                    "`{name}` has a field of its own: give the body's type as `content_type`"
                 ));
             }
+            if ["content-length", "transfer-encoding"].contains(&lower.as_str()) {
+                return Err(format!("`{name}` is set from the body; leave it out"));
+            }
+            let connection = [
+                "connection",
+                "keep-alive",
+                "te",
+                "trailer",
+                "upgrade",
+                "proxy-connection",
+                "host",
+            ];
+            if connection.contains(&lower.as_str()) {
+                return Err(format!(
+                    "`{name}` is about the connection, not the response (RFC 9110 §7.6.1); leave it out"
+                ));
+            }
+            if value.len() > Self::MAX_VALUE {
+                return Err(format!(
+                    "header `{name}` is {} bytes; at most {} (clients refuse longer lines)",
+                    value.len(),
+                    Self::MAX_VALUE
+                ));
+            }
+        }
+        let total: usize = headers.iter().map(|(n, v)| n.len() + v.len()).sum();
+        if total > Self::MAX_TOTAL {
+            return Err(format!(
+                "the headers are {total} bytes together; at most {}",
+                Self::MAX_TOTAL
+            ));
         }
         Ok(Self(headers))
     }

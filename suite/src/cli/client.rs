@@ -19,6 +19,16 @@ use crate::output::Printer;
 /// `Failure`: they give exit code 1 through the run's statistics.
 pub fn client(args: ClientArgs, printer: &Printer) -> Result<ExitCode, Failure> {
     let profile = load_profile(&args)?;
+    if let (Some(timeout), Some(within)) = (args.command_timeout, &profile.gives_up.within) {
+        if within.value.0 > timeout {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--command-timeout {} is shorter than the profile's `gives_up.within` ({}): \
+                 bounded-retries would kill the client before the bound it is judged by",
+                humantime::format_duration(timeout),
+                humantime::format_duration(within.value.0)
+            )));
+        }
+    }
     if let Some(url) = &args.upstream {
         idemspec_scenarios::profile::check_url(url)
             .map_err(|m| Failure::usage(anyhow::anyhow!("--upstream: {m}")))?;

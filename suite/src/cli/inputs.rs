@@ -42,8 +42,26 @@ pub fn classify(text: &str) -> Option<FileKind> {
         .collect();
     let has = |key: &str| keys.contains(&key);
     // A client profile's keys are its own (its `operations` is a count, not a mapping).
-    let client = ["operation", "success", "gives_up", "retry_after", "routes"];
-    if client.iter().any(|k| has(k)) && !has("base_urls") && !has("principals") {
+    let client = [
+        "operation",
+        "success",
+        "gives_up",
+        "retry_after",
+        "routes",
+        "answers",
+        "persists_keys",
+        "retry_after_header",
+        "retry_after_cap",
+    ];
+    // `version` and `name` alone (and the fields both kinds share) make the default client
+    // profile; a target profile cannot be without its `base_urls`.
+    let shared_only = keys
+        .iter()
+        .all(|k| ["version", "name", "contract", "timeout"].contains(k));
+    if (client.iter().any(|k| has(k)) || (shared_only && has("version")))
+        && !has("base_urls")
+        && !has("principals")
+    {
         Some(FileKind::ClientProfile)
     } else if has("base_urls") || has("operations") || has("principals") {
         Some(FileKind::Profile)

@@ -100,7 +100,8 @@ fn check(path: &Path) -> Result<Checked, Invalid> {
         }
         if text.trim().is_empty() {
             return anyhow!(
-                "`{name}` is empty: expected a target profile, a scenario or a proxy file"
+                "`{name}` is empty: expected a target profile, a scenario, a proxy file or a \
+                 client profile"
             );
         }
         anyhow!(

@@ -224,10 +224,7 @@ impl Answers {
             self.served.send_modify(|n| *n += 1);
         }
         let key = key.unwrap_or_default();
-        let fill = |text: &str, escape: fn(&str) -> String| {
-            text.replace("{{key}}", &escape(&key))
-                .replace("{{id}}", &id)
-        };
+        let fill = |text: &str, escape: fn(&str) -> String| fill(text, &escape(&key), &id);
         let body_escape = if canned.content_type.contains("json") {
             json_escape
         } else if canned.content_type.contains("xml") {
@@ -249,17 +246,63 @@ impl Answers {
     }
 }
 
+/// `template` with each `{{key}}` replaced by `key` and each `{{id}}` by `id`, in one pass: what
+/// was filled in is never read again (a key that reads `{{id}}` stays itself).
+fn fill(template: &str, key: &str, id: &str) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(at) = rest.find("{{") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if let Some(after) = tail.strip_prefix("{{key}}") {
+            out.push_str(key);
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("{{id}}") {
+            out.push_str(id);
+            rest = after;
+        } else {
+            out.push_str("{{");
+            rest = &tail[2..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// `s` as the inside of a JSON string.
 fn json_escape(s: &str) -> String {
     let quoted = serde_json::Value::String(s.to_owned()).to_string();
     quoted[1..quoted.len() - 1].to_owned()
 }
 
-/// `s` as XML character data or an attribute value.
+/// `s` as XML character data or an attribute value. A character XML 1.0 cannot carry at all
+/// (a control character other than tab, newline and carriage return) becomes U+FFFD, so the
+/// document stays well-formed.
 fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&apos;")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if c.is_control() => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fill, xml_escape};
+
+    #[test]
+    fn templates_fill_in_one_pass_and_xml_stays_well_formed() {
+        assert_eq!(fill("{{key}}/{{id}}", "{{id}}", "abc"), "{{id}}/abc");
+        assert_eq!(fill("{{x}} {{key", "k", "i"), "{{x}} {{key");
+        assert_eq!(xml_escape("a<b&\u{1}c\td"), "a&lt;b&amp;\u{FFFD}c\td");
+    }
 }

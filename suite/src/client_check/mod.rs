@@ -191,9 +191,17 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
         selected.len(),
     );
     let preflight = ctx.observe(&Situation::new("preflight", Vec::new())).await;
+    // A client that persists its keys shares its journal between runs of the command: they run
+    // one at a time.
+    let permits = if ctx.profile.persists_keys() {
+        1
+    } else {
+        options.parallelism.clamp(1, 1024) as u32
+    };
     let shared = Arc::new(Shared {
         blocked: preflight_problem(&ctx, &preflight).map(|why| (why, preflight)),
-        limit: tokio::sync::Semaphore::new(options.parallelism.max(1)),
+        limit: tokio::sync::Semaphore::new(permits as usize),
+        permits,
     });
     let checks: Vec<ClientRun> = selected
         .into_iter()
@@ -229,6 +237,9 @@ pub async fn discover(options: ClientOptions) -> discover::Discovery {
 struct Shared {
     blocked: Option<(String, Observed)>,
     limit: tokio::sync::Semaphore,
+    /// `limit`'s permits: a restart takes them all, so no other run of the command (which may
+    /// share the client's key journal) overlaps it.
+    permits: u32,
 }
 
 /// A client check as the engine runs it.
@@ -251,7 +262,7 @@ impl engine::Check for ClientRun {
             let about = self.about.clone();
             match &self.shared.blocked {
                 Some((why, preflight)) => unrunnable(&ctx, about, why, preflight),
-                None => judge(&ctx, about, self.check.as_ref(), &self.shared.limit).await,
+                None => judge(&ctx, about, self.check.as_ref(), &self.shared).await,
             }
         })
     }
@@ -303,17 +314,13 @@ fn unrunnable(ctx: &Ctx, about: About, why: &str, preflight: &Observed) -> Check
 
 /// Runs one check's situations (each holding one of `limit`'s permits while its command runs)
 /// and grades it.
-async fn judge(
-    ctx: &Ctx,
-    about: About,
-    check: &dyn ClientCheck,
-    limit: &tokio::sync::Semaphore,
-) -> CheckOutcome {
+async fn judge(ctx: &Ctx, about: About, check: &dyn ClientCheck, shared: &Shared) -> CheckOutcome {
     let started = Instant::now();
     let observe_all = |situations: Vec<Situation>| async move {
         futures::future::join_all(situations.iter().map(|s| async move {
             // The semaphore is never closed, so acquiring only waits.
-            let _permit = limit.acquire().await;
+            let needs = if s.restart { shared.permits } else { 1 };
+            let _permit = shared.limit.acquire_many(needs).await;
             ctx.observe(s).await
         }))
         .await

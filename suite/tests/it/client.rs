@@ -804,7 +804,7 @@ async fn a_vendor_sdk_against_another_vendors_answers_is_not_passed() {
     "retry_after: 3s\n",
     "--retry-after-cap 1",
     Some(Verdict::Warn),
-    "so it reads the header but caps it near 1."
+    "but short of the header: it caps the header near 1."
 )]
 #[case::own_backoff_longer_than_the_profiles_wait(
     "",
@@ -832,9 +832,13 @@ async fn the_wait_an_answer_asks_for_is_judged_by_what_the_client_did(
     #[case] said: &str,
 ) {
     let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
-    let text = format!("{text}{extra}")
-        .replace("timeout: 30s", "timeout: 5s")
-        .replace("within: 20s", "within: 5s");
+    let mut text = format!("{text}{extra}");
+    if extra.contains("retry_after: 60s") {
+        // A run shorter than the wait.
+        text = text
+            .replace("timeout: 30s", "timeout: 5s")
+            .replace("within: 20s", "within: 5s");
+    }
     let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
     let script = root().join("clients/example/create.py");
     let mut options =
@@ -953,4 +957,106 @@ fn discover_names_where_the_key_is(#[case] flags: &str, #[case] found: Option<&s
             );
         }
     }
+}
+
+/// From a hostile read: a `--command-timeout` shorter than the profile's bound is refused rather
+/// than judged; a `Retry-After` longer than the run leaves in-flight nothing to judge (INFO, not
+/// "gave up"); `validate` knows a client profile made only of the newer fields, or of `version`
+/// and `name`.
+#[test]
+fn overrides_and_odd_profiles_are_refused_or_read_for_what_they_are() {
+    let (out, _) = idemspec(&[
+        "client",
+        "--profile",
+        PROFILE,
+        "--exec",
+        "python3 clients/example/create.py",
+        "--command-timeout",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr)
+            .contains("--command-timeout 1s is shorter than the profile's `gives_up.within` (20s)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (file, body) in [
+        ("bare.yaml", "version: 1\nname: x\n"),
+        (
+            "answers.yaml",
+            "version: 1\nname: x\nanswers: {preset: stripe-v1}\n",
+        ),
+        ("keys.yaml", "version: 1\nname: x\npersists_keys: true\n"),
+    ] {
+        std::fs::write(dir.path().join(file), body).expect("write");
+        let (out, _) = idemspec_in(dir.path(), &["validate", file]);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("client profile `x`"), "{file}");
+    }
+}
+
+#[tokio::test]
+async fn a_retry_after_longer_than_the_run_leaves_in_flight_unjudged() {
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let text = format!("{text}retry_after: 40s\n")
+        .replace("timeout: 30s", "timeout: 4s")
+        .replace("within: 20s", "within: 4s");
+    let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
+    let script = root().join("clients/example/create.py");
+    let mut options = ClientOptions::new(profile, format!("python3 '{}'", script.display()));
+    options.only = vec!["in-flight".into()];
+    let report = run_client(options).await;
+    let check = &report.checks[0];
+    assert_eq!(check.verdict, Verdict::Info, "{}", check.summary);
+    assert!(
+        check
+            .summary
+            .contains("whether it waits it out and retries is not seen"),
+        "{}",
+        check.summary
+    );
+}
+
+/// restart-key against `--upstream` is SKIP (idemspec cannot tell when a real server did the
+/// work), not UNKNOWN; and a client that persists its keys, with every check run, PASSes it while
+/// the other checks (run one at a time, as its journal is shared) keep their verdicts.
+#[tokio::test]
+async fn restart_key_skips_a_real_upstream_and_a_persisting_client_passes_every_check() {
+    let script = root().join("clients/example/create.py");
+    let upstream = idemspec::client_check::canned::CannedUpstream::start(&example_profile())
+        .await
+        .expect("an upstream");
+    let mut options =
+        ClientOptions::new(example_profile(), format!("python3 '{}'", script.display()));
+    options.upstream = Some(upstream.url());
+    options.only = vec!["restart-key".into()];
+    let report = run_client(options).await;
+    assert_eq!(
+        report.checks[0].verdict,
+        Verdict::Skip,
+        "{}",
+        report.checks[0].summary
+    );
+
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let profile = ClientProfile::load(PROFILE, &format!("{text}persists_keys: true\n"), &|_| None)
+        .expect("valid");
+    let options = ClientOptions::new(
+        profile,
+        format!(
+            "python3 '{}' --persist-key '{}'",
+            script.display(),
+            dir.path().join("key").display()
+        ),
+    );
+    let report = run_client(options).await;
+    let got = verdicts(&report);
+    assert!(
+        got.values().all(|v| *v == Verdict::Pass),
+        "{got:?}: {:?}",
+        report.checks.iter().map(|c| &c.summary).collect::<Vec<_>>()
+    );
 }

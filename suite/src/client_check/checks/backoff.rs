@@ -6,7 +6,8 @@
 //! a delay longer and only now and then, cannot make a fixed delay pass: "no backoff" is an upper
 //! quartile of the delays under [`AT_ONCE`] (full jitter draws some delays near zero); growth is
 //! the envelope (the longest delay at each retry, over the runs) ending longer than it began by
-//! [`GROWTH`] and a quarter; jitter is, at some retry, the runs' median delay longer than their
+//! [`GROWTH`] and a quarter; jitter is, at some retry whose median delay is at least [`AT_ONCE`]
+//! (shorter ones are spread by scheduling alone), the runs' median delay longer than their
 //! shortest by [`JITTER`] and [`JITTER_SHARE`] of it — a random draw spreads the delays both ways,
 //! while a late wake-up moves one run and leaves the median where a fixed delay puts it.
 
@@ -147,6 +148,14 @@ fn judge_retry_after(ctx: &Ctx, run: &Observed, own: Option<Duration>) -> Judgem
                 humantime::format_duration(ctx.timeout)
             )));
         }
+        if let Exit::TimedOut(after) = run.output.exit {
+            return on(Finding::Recorded(format!(
+                "`{name}`: no retry of a {status} with {said} before the run was killed after \
+                 {}, longer than the wait asked for ({}): it waits far longer than asked, or hangs",
+                humantime::format_duration(after),
+                humantime::format_duration(wait)
+            )));
+        }
         return on(Finding::Recorded(format!(
             "`{name}`: a {status} with {said} was not retried"
         )));
@@ -182,10 +191,13 @@ fn judge_retry_after(ctx: &Ctx, run: &Observed, own: Option<Duration>) -> Judgem
             ", sooner than even its documented cap (`retry_after_cap: {}`)",
             humantime::format_duration(c)
         ),
-        // Longer than its own back-off: it read the header, and honoured only part of it.
+        // Longer than its back-off after a 502, yet short of the header: it may cap the header,
+        // or back off longer after this status (several SDKs use another base for a throttle);
+        // either way the wait was not honoured, and which it was is not shown.
         (None, Some(o)) if d > o + RETRY_AFTER_SLACK => format!(
-            ": longer than its own back-off ({}), so it reads the header but caps it near {}; if \
-             its documentation says so, give the cap as `retry_after_cap`",
+            ": longer than its own first back-off after a 502 ({}), but short of the header: it \
+             caps the header near {}, or backs off longer after a {status} than after a 502; if \
+             its documentation gives a cap, give it as `retry_after_cap`",
             ms(o),
             ms(d)
         ),
@@ -261,16 +273,25 @@ fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judgement> {
             (at.len() > 2).then(|| at[at.len() / 2].saturating_sub(at[0]))
         });
         let shortest = by_retry(&runs, |at| at.iter().min().copied());
+        let median = by_retry(&runs, |at| {
+            let mut at = at.to_vec();
+            at.sort();
+            Some(at[at.len() / 2])
+        });
+        // Only at a retry whose median delay is a real wait: under AT_ONCE, scheduling and the
+        // client's own processing spread the delays as much as any draw would.
         let jittered = spread
             .iter()
             .zip(&shortest)
-            .any(|(s, min)| *s > JITTER && *s > *min / JITTER_SHARE);
+            .zip(&median)
+            .any(|((s, min), med)| *med >= AT_ONCE && *s > JITTER && *s > *min / JITTER_SHARE);
         found.push(if jittered {
             on(Finding::Held(format!("the delays differ between runs ({shown}): jitter")))
         } else {
             on(Finding::Broken(format!(
-                "the {} runs waited the same delays at every retry (at no retry was their median delay {} ms and a {}th longer than their shortest): without jitter, clients that failed together retry together",
+                "the {} runs waited the same delays at every retry (at no retry whose median delay was at least {} was it {} ms and a {}th longer than their shortest): without jitter, clients that failed together retry together",
                 runs.len(),
+                human_duration(AT_ONCE.as_millis() as u64),
                 JITTER.as_millis(),
                 JITTER_SHARE
             )))

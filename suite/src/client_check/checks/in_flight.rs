@@ -6,6 +6,7 @@ use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
 use super::{about, delays, ClientCheck, Ctx, Judgement, Observed, Situation};
+use crate::client_check::command::Exit;
 use crate::client_check::situation::Times;
 use crate::engine::About;
 use crate::engine::Finding;
@@ -31,11 +32,26 @@ impl ClientCheck for InFlight {
         )]
     }
 
-    fn judge(&self, _ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
+    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
+        let wait = ctx.profile.retry_after();
         runs.iter()
             .map(|run| {
                 let status = run.attempts[0].client_status.unwrap_or_default();
+                let killed = matches!(run.output.exit, Exit::TimedOut(_));
                 let finding = match (delays(&run.attempts).first(), run.output.exit.succeeded()) {
+                    // Still waiting out a Retry-After longer than the run: nothing to judge.
+                    (None, _) if killed && wait >= ctx.timeout => Finding::Recorded(format!(
+                        "no retry before the run's deadline ({}), which came before the {status}'s \
+                         Retry-After of {} ended: whether it waits it out and retries is not seen",
+                        humantime::format_duration(ctx.timeout),
+                        humantime::format_duration(wait)
+                    )),
+                    (None, _) if killed => Finding::Broken(format!(
+                        "never retried the {status} in flight: it was still running, without a \
+                         retry, when killed after {} (Retry-After was {})",
+                        humantime::format_duration(ctx.timeout),
+                        humantime::format_duration(wait)
+                    )),
                     (None, _) => Finding::Broken(format!(
                             "gave up on a {status} in flight ({}): the operation is completing on the server, the caller sees an error, and a caller that tries again{} creates a second",
                             run.output.exit,

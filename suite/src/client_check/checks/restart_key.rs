@@ -27,6 +27,9 @@ impl ClientCheck for RestartKey {
     }
 
     fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
+        if !ctx.canned {
+            return Vec::new();
+        }
         let mut restart = Situation::new(
             "restart",
             vec![ctx.plan("held", Fault::Hang { forward: true }, Times::First(1))],
@@ -36,6 +39,13 @@ impl ClientCheck for RestartKey {
     }
 
     fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
+        if !ctx.canned {
+            return vec![Judgement::new(Finding::Skipped(
+                "against `--upstream` idemspec cannot tell when the server did the work, so it \
+                 cannot kill the command between the work and the answer"
+                    .into(),
+            ))];
+        }
         runs.iter().map(|run| judge_restart(ctx, run)).collect()
     }
 }
@@ -50,6 +60,14 @@ fn judge_restart(ctx: &Ctx, run: &Observed) -> Judgement {
             "the first run ended ({}) before the server had done the work, so there was no \
              crash to survive",
             run.output.exit
+        )));
+    }
+    if restarted.first_run > 1 {
+        return on(Finding::Undecided(format!(
+            "the first run made {} attempts, though it was killed as soon as the server had done \
+             the first one's work: the others came from a process outside its process group, so \
+             the restart was not clean",
+            restarted.first_run
         )));
     }
     let (first, second) = run.attempts.split_at(restarted.first_run);
