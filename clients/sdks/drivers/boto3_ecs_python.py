@@ -12,7 +12,7 @@ ecs = boto3.client(
     aws_access_key_id="AKIDIDEMSPEC",
     aws_secret_access_key="idemspec",
     config=Config(
-        retries={"mode": "standard", "max_attempts": 3},
+        retries={"mode": "standard"},  # 3 attempts in all (botocore/config.py:155-163)
         connect_timeout=2,
         read_timeout=2,
     ),
