@@ -240,7 +240,7 @@ fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judgement> {
     if all[all.len() * 3 / 4] < AT_ONCE {
         return vec![on(Finding::Broken(
             format!(
-                "retried at once after a 502 (delays {shown}; three in four are under {}): without backoff, clients that failed together hammer the recovering server together",
+                "retried at once after a 502, or nearly (delays {shown}; three in four are under {}): a back-off this short (none, or a few tens of ms) gives a recovering server no rest, and clients that failed together hammer it together",
                 human_duration(AT_ONCE.as_millis() as u64)
             ),
         ))];
