@@ -51,11 +51,14 @@ impl RequestKey {
         if self.in_body() {
             return None;
         }
-        let header = |_: &str| {
-            self.header
-                .as_ref()
-                .and_then(|name| parts.headers.get(name))
-                .map(|v| v.as_bytes())
+        // A named header is looked up by its parsed name; a pattern is tried on each.
+        let header = |wanted: &dyn Fn(&str) -> bool| match &self.header {
+            Some(name) => parts.headers.get(name).map(|v| v.as_bytes()),
+            None => parts
+                .headers
+                .iter()
+                .find(|(name, _)| wanted(name.as_str()))
+                .map(|(_, v)| v.as_bytes()),
         };
         // A key in the head is always readable.
         self.at.find(target(parts), header, None).unwrap_or(None)

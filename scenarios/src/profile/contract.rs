@@ -657,12 +657,7 @@ impl ContractSpec {
                     format!(
                         "`header: {header}` and `key_at: {}` both say where the key goes; give \
                          one (`key_at: {{header: NAME}}` is the same as `header: NAME`)",
-                        match at {
-                            KeyAt::Header(n) => format!("{{header: {n}}}"),
-                            KeyAt::Query(n) => format!("{{query: {n}}}"),
-                            KeyAt::Form(n) => format!("{{form: {n}}}"),
-                            KeyAt::Json(n) => format!("{{json: {n}}}"),
-                        }
+                        at.as_yaml()
                     ),
                 ));
             }

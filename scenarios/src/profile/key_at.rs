@@ -18,6 +18,11 @@ pub enum KeyAt {
     /// A member of a JSON object body: a name, or names joined by `.` for a member inside
     /// another (`params.clientToken`); missing objects on the way are made.
     Json(String),
+    /// The first request header whose name matches this pattern, case-insensitively, `*` standing
+    /// for any run of characters (`X-*-Idempotency-Key`): for observing a client whose header
+    /// name carries a vendor or a version. A pattern names no header to send a key in, so only
+    /// client profiles take it.
+    HeaderMatching(String),
 }
 
 impl KeyAt {
@@ -28,6 +33,31 @@ impl KeyAt {
             KeyAt::Query(n) => format!("the query parameter `{n}`"),
             KeyAt::Form(n) => format!("the form field `{n}`"),
             KeyAt::Json(n) => format!("the JSON member `{n}`"),
+            KeyAt::HeaderMatching(p) => format!("the header matching `{p}`"),
+        }
+    }
+
+    /// As a profile writes it: `{header: Idempotency-Key}`, `{json: clientToken}`, …
+    pub fn as_yaml(&self) -> String {
+        match self {
+            KeyAt::Header(n) => format!("{{header: {n}}}"),
+            KeyAt::Query(n) => format!("{{query: {n}}}"),
+            KeyAt::Form(n) => format!("{{form: {n}}}"),
+            KeyAt::Json(n) => format!("{{json: {n}}}"),
+            KeyAt::HeaderMatching(p) => format!("{{header_matching: \"{p}\"}}"),
+        }
+    }
+
+    /// Whether a header called `name` carries the key: the header itself, or one the pattern
+    /// matches (case-insensitively both); never for a key outside the headers.
+    pub fn matches_header(&self, name: &str) -> bool {
+        match self {
+            KeyAt::Header(n) => n.eq_ignore_ascii_case(name),
+            KeyAt::HeaderMatching(p) => globset::GlobBuilder::new(p)
+                .case_insensitive(true)
+                .build()
+                .is_ok_and(|g| g.compile_matcher().is_match(name)),
+            _ => false,
         }
     }
 
@@ -35,6 +65,7 @@ impl KeyAt {
     pub(crate) fn problem(&self) -> Option<String> {
         let (field, name) = match self {
             KeyAt::Header(n) => return key_header_problem(n),
+            KeyAt::HeaderMatching(p) => return header_pattern_problem(p),
             KeyAt::Query(n) => ("query", n),
             KeyAt::Form(n) => ("form", n),
             KeyAt::Json(n) => ("json", n),
@@ -73,6 +104,12 @@ impl KeyAt {
         };
         match self {
             KeyAt::Header(_) => {}
+            KeyAt::HeaderMatching(p) => {
+                return Err(format!(
+                    "`key_at: {{header_matching: \"{p}\"}}` names no header to send the key in; \
+                     give `{{header: NAME}}`"
+                ))
+            }
             KeyAt::Query(name) => {
                 path.push(if path.contains('?') { '&' } else { '?' });
                 path.push_str(&pair(name));
@@ -118,7 +155,8 @@ impl KeyAt {
     }
 
     /// The key a request carries here, the inverse of [`KeyAt::place`]: `target` is the
-    /// request-target (path and query), `header` looks a header up by name, and `body` is the
+    /// request-target (path and query), `header` gives the first header whose name satisfies the
+    /// predicate it is handed ([`KeyAt::matches_header`]), and `body` is the
     /// request body (a form body for [`KeyAt::Form`], a JSON object for [`KeyAt::Json`]), when
     /// it was kept. Bytes that are not UTF-8 are shown as `\xNN`, so two keys that differ in them
     /// stay apart. A JSON member that is `null` is no key (how an SDK writes an unset token);
@@ -131,11 +169,13 @@ impl KeyAt {
     pub fn find<'h>(
         &self,
         target: &str,
-        header: impl Fn(&str) -> Option<&'h [u8]>,
+        header: impl Fn(&dyn Fn(&str) -> bool) -> Option<&'h [u8]>,
         body: Option<&[u8]>,
     ) -> Result<Option<String>, String> {
         Ok(match (self, body) {
-            (KeyAt::Header(name), _) => header(name).map(text),
+            (KeyAt::Header(_) | KeyAt::HeaderMatching(_), _) => {
+                header(&|name| self.matches_header(name)).map(text)
+            }
             (KeyAt::Query(name), _) => {
                 let query = target.split_once('?').map_or("", |(_, q)| q);
                 form_field(query.as_bytes(), name)
@@ -268,6 +308,23 @@ pub(crate) fn key_header_problem(name: &str) -> Option<String> {
     })
 }
 
+/// Why `pattern` cannot find a key header, if it cannot: a header name's characters and `*`,
+/// something besides `*`, at most 256 characters.
+fn header_pattern_problem(pattern: &str) -> Option<String> {
+    let ok = !pattern.is_empty()
+        && pattern.len() <= 256
+        && pattern.chars().any(|c| c != '*')
+        && pattern
+            .chars()
+            .all(|c| c == '*' || c.is_ascii_alphanumeric() || "!#$%&'+-.^_`|~".contains(c));
+    (!ok).then(|| {
+        format!(
+            "key_at.header_matching `{pattern}` is no header-name pattern: give a header name's \
+             letters, digits and !#$%&'+-.^_`|~, with `*` for any run of them (`X-*-Idempotency-Key`)"
+        )
+    })
+}
+
 /// `bytes` as text: UTF-8 as it is, any other byte as `\xNN`.
 fn text(bytes: &[u8]) -> String {
     let mut out = String::new();
@@ -330,10 +387,10 @@ mod tests {
             ]
         );
         for (at, value) in &places {
-            let header = |n: &str| {
+            let header = |wanted: &dyn Fn(&str) -> bool| {
                 headers
                     .iter()
-                    .find(|(h, _)| h.eq_ignore_ascii_case(n))
+                    .find(|(h, _)| wanted(h))
                     .map(|(_, v)| v.as_slice())
             };
             let read = at.find("/v1/x?requestId=q%201&z", header, Some(json));
@@ -414,12 +471,19 @@ mod tests {
             );
         }
         let header = KeyAt::Header("X-Request-Token".into());
-        let found = header.find(
-            "/",
-            |n| (n == "X-Request-Token").then_some(&b"t-1"[..]),
-            None,
-        );
-        assert_eq!(found, Ok(Some("t-1".into())));
+        let sent: [(&str, &[u8]); 2] = [("accept", b"*/*"), ("x-request-token", b"t-1")];
+        let lookup =
+            |wanted: &dyn Fn(&str) -> bool| sent.iter().find(|(n, _)| wanted(n)).map(|(_, v)| *v);
+        assert_eq!(header.find("/", lookup, None), Ok(Some("t-1".into())));
+        // A pattern finds a header whose name carries a vendor or a version.
+        let pattern = KeyAt::HeaderMatching("X-*-Token".into());
+        assert_eq!(pattern.find("/", lookup, None), Ok(Some("t-1".into())));
+        assert!(!KeyAt::HeaderMatching("X-*-Key".into()).matches_header("x-request-token"));
+        assert!(pattern.problem().is_none());
+        assert!(KeyAt::HeaderMatching("***".into()).problem().is_some());
+        assert!(KeyAt::HeaderMatching("X-[a]".into()).problem().is_some());
+        let (mut path, mut body, mut ct) = ("/".to_owned(), None, None);
+        assert!(pattern.place("k", &mut path, &mut body, &mut ct).is_err());
         let json = KeyAt::Json("clientToken".into());
         let in_json = |body: &[u8]| json.find("/", |_| None, Some(body));
         assert!(in_json(b"clientToken=k").unwrap_err().contains("not JSON"));
@@ -443,7 +507,11 @@ mod tests {
         assert_ne!(a, b);
         let odd = query.find("/x?requestId=50%25+off%", |_| None, None);
         assert_eq!(odd, Ok(Some("50% off%".into())));
-        let raw = KeyAt::Header("K".into()).find("/", |_| Some(&b"k\xff"[..]), None);
+        let raw = KeyAt::Header("K".into()).find(
+            "/",
+            |_: &dyn Fn(&str) -> bool| Some(&b"k\xff"[..]),
+            None,
+        );
         assert_eq!(raw, Ok(Some("k\\xff".into())));
     }
 }

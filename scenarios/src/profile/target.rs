@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{expand_env, Contract, ContractSpec, ResourcePath};
+use super::{expand_env, Contract, ContractSpec, KeyAt, ResourcePath};
 use crate::load::{from_yaml, LoadError, Spanned};
 use crate::scenario::Operation;
 use crate::template::Template;
@@ -844,6 +844,16 @@ impl TargetProfile {
                 format!("contract: {m}"),
             );
         }
+        if let Some(KeyAt::HeaderMatching(p)) = &self.contract.value.key_at {
+            at(
+                &self.contract.referenced,
+                format!(
+                    "contract: `key_at: {{header_matching: \"{p}\"}}` names no header to send \
+                     the key in; the checks send keys, so give `{{header: NAME}}` (a pattern is for \
+                     client profiles, which observe a client)"
+                ),
+            );
+        }
         let ops = &self.operations;
         if let Some(slow) = &ops.create.variants.slow {
             let ttl = self.contract().in_flight_ttl;
@@ -987,6 +997,10 @@ operations:
             (
                 "  key_at: {header: X-Idemspec-Step}\n",
                 "the key cannot travel in",
+            ),
+            (
+                "  key_at: {header_matching: \"X-*-Key\"}\n",
+                "names no header to send the key in",
             ),
         ] {
             let err = TargetProfile::load("p.yaml", &with(contract), &no_env).unwrap_err();

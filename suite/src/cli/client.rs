@@ -6,7 +6,6 @@ use idemspec::client_check::discover::Discovery;
 use idemspec::client_check::{self, ClientError, ClientOptions};
 use idemspec::model::ExitCode;
 use idemspec_scenarios::client_profile::ClientProfile;
-use idemspec_scenarios::profile::KeyAt;
 
 use super::args::ClientArgs;
 use super::{follow, inputs, Failure};
@@ -19,16 +18,6 @@ use crate::output::Printer;
 /// `Failure`: they give exit code 1 through the run's statistics.
 pub fn client(args: ClientArgs, printer: &Printer) -> Result<ExitCode, Failure> {
     let profile = load_profile(&args)?;
-    if let (Some(timeout), Some(within)) = (args.command_timeout, &profile.gives_up.within) {
-        if within.value.0 > timeout {
-            return Err(Failure::usage(anyhow::anyhow!(
-                "--command-timeout {} is shorter than the profile's `gives_up.within` ({}): \
-                 bounded-retries would kill the client before the bound it is judged by",
-                humantime::format_duration(timeout),
-                humantime::format_duration(within.value.0)
-            )));
-        }
-    }
     if let Some(url) = &args.upstream {
         idemspec_scenarios::profile::check_url(url)
             .map_err(|m| Failure::usage(anyhow::anyhow!("--upstream: {m}")))?;
@@ -91,12 +80,7 @@ fn discovery_text(found: &Discovery) -> (String, ExitCode) {
          `contract.key_at`):\n",
     );
     for (i, c) in found.candidates.iter().enumerate() {
-        let at = match &c.at {
-            KeyAt::Header(n) => format!("{{header: {n}}}"),
-            KeyAt::Query(n) => format!("{{query: {n}}}"),
-            KeyAt::Form(n) => format!("{{form: {n}}}"),
-            KeyAt::Json(n) => format!("{{json: {n}}}"),
-        };
+        let at = c.at.as_yaml();
         let kept = match c.kept_on_retry {
             Some(true) => "kept on the retry",
             _ => "not retried, so whether it is kept was not seen",

@@ -197,7 +197,13 @@ impl Answers {
             .key_at
             .find(
                 target,
-                |name| parts.headers.get(name).map(HeaderValue::as_bytes),
+                |wanted| {
+                    parts
+                        .headers
+                        .iter()
+                        .find(|(name, _)| wanted(name.as_str()))
+                        .map(|(_, v)| v.as_bytes())
+                },
                 body.as_deref(),
             )
             .ok()

@@ -137,7 +137,11 @@ fn framing(at: &KeyAt) -> bool {
 /// (they change per request and can repeat within a second).
 fn score(at: &KeyAt, value: &str) -> i32 {
     let name = match at {
-        KeyAt::Header(n) | KeyAt::Query(n) | KeyAt::Form(n) | KeyAt::Json(n) => n.to_lowercase(),
+        KeyAt::Header(n)
+        | KeyAt::Query(n)
+        | KeyAt::Form(n)
+        | KeyAt::Json(n)
+        | KeyAt::HeaderMatching(n) => n.to_lowercase(),
     };
     let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
     let mut score = 0;

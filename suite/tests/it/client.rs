@@ -714,6 +714,20 @@ fn vendor_profile(contract: &str, key_at: &str, answers: &str) -> ClientProfile 
     "form",
     Some("retry-mismatch")
 )]
+#[case::aws_json_retries_mismatch(
+    "aws-client-token",
+    "{json: clientToken}",
+    "aws-client-token",
+    "body",
+    Some("retry-mismatch")
+)]
+#[case::gcp_retries_mismatch(
+    "gcp-request-id",
+    "{query: requestId}",
+    "gcp-request-id",
+    "query",
+    Some("retry-mismatch")
+)]
 #[tokio::test]
 async fn a_vendor_sdk_is_judged_on_its_vendors_answers(
     #[case] contract: &str,
@@ -776,7 +790,11 @@ async fn a_vendor_sdk_against_another_vendors_answers_is_not_passed() {
     let report = run_client(options).await;
     let check = &report.checks[0];
     assert!(
-        check.verdict == Verdict::Warn && check.summary.contains("gave up on a 409 in flight"),
+        check.verdict == Verdict::Warn
+            && check.summary.contains("gave up on a 409 in flight")
+            && check
+                .summary
+                .contains("that this aws-query client cannot read"),
         "{} | {:?}",
         check.summary,
         check.notes
@@ -959,10 +977,10 @@ fn discover_names_where_the_key_is(#[case] flags: &str, #[case] found: Option<&s
     }
 }
 
-/// From a hostile read: a `--command-timeout` shorter than the profile's bound is refused rather
-/// than judged; a `Retry-After` longer than the run leaves in-flight nothing to judge (INFO, not
-/// "gave up"); `validate` knows a client profile made only of the newer fields, or of `version`
-/// and `name`.
+/// From a hostile read: a `--command-timeout` shorter than the profile's bound leaves
+/// bounded-retries UNKNOWN naming both (not a FAIL of a client killed before its bound); a
+/// `Retry-After` longer than the run leaves in-flight nothing to judge (INFO, not "gave up");
+/// `validate` knows a client profile made only of the newer fields, or of `version` and `name`.
 #[test]
 fn overrides_and_odd_profiles_are_refused_or_read_for_what_they_are() {
     let (out, _) = idemspec(&[
@@ -973,13 +991,15 @@ fn overrides_and_odd_profiles_are_refused_or_read_for_what_they_are() {
         "python3 clients/example/create.py",
         "--command-timeout",
         "1s",
+        "--only",
+        "bounded-retries",
     ]);
-    assert_eq!(out.status.code(), Some(2));
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
-        text(&out.stderr)
-            .contains("--command-timeout 1s is shorter than the profile's `gives_up.within` (20s)"),
-        "{}",
-        text(&out.stderr)
+        stdout.contains("UNKNOWN bounded-retries")
+            && stdout.contains("before the profile's bound `gives_up.within: 20s`"),
+        "{stdout}"
     );
     let dir = tempfile::tempdir().expect("temp dir");
     for (file, body) in [
@@ -1059,4 +1079,27 @@ async fn restart_key_skips_a_real_upstream_and_a_persisting_client_passes_every_
         "{got:?}: {:?}",
         report.checks.iter().map(|c| &c.summary).collect::<Vec<_>>()
     );
+}
+
+/// A header named by a pattern (`key_at: {header_matching: …}`), for an SDK whose header name
+/// carries a vendor or a version: the proxy finds the key in whichever header matches, and every
+/// check judges it as it judges a named header (a target profile, whose checks send keys, refuses
+/// a pattern: `profile::target`'s tests).
+#[tokio::test]
+async fn a_key_header_named_by_a_pattern_is_found_and_judged() {
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let text = text.replace(
+        "  preset: article ",
+        "  key_at: {header_matching: \"x-*-idempotency-key\"}\n  preset: article ",
+    );
+    let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
+    let script = root().join("clients/example/create.py");
+    let options = ClientOptions::new(
+        profile,
+        format!(
+            "python3 '{}' --key-in header:X-Acme-Idempotency-Key",
+            script.display()
+        ),
+    );
+    judged_as(run_client(options).await, None, &[]);
 }

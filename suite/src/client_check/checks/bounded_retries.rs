@@ -41,7 +41,17 @@ impl ClientCheck for BoundedRetries {
             .map(|run| {
                 let n = run.attempts.len();
                 let took = human_duration(run.output.elapsed.as_millis() as u64);
+                let bound = ctx.profile.give_up_within();
                 let finding = match (&run.output.exit, lingered(run)) {
+                    // The run's deadline (`--command-timeout`) came before the profile's bound.
+                    (Exit::TimedOut(after), None) if *after < bound => Finding::Undecided(format!(
+                        "killed after {}, the run's deadline (`--command-timeout`), before the \
+                         profile's bound `gives_up.within: {}` ({}): whether it gives up within \
+                         its bound is not seen",
+                        humantime::format_duration(*after),
+                        humantime::format_duration(bound),
+                        attempts(n)
+                    )),
                     (Exit::TimedOut(after), Some((idle, longest))) => {
                         Finding::Broken(format!(
                             "stopped retrying but did not exit: its last attempt ended {} before it was killed after {} ({}), longer than three times any wait between its attempts (at most {}): the process lingers, and a CI job running it hangs",

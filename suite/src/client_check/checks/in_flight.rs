@@ -53,8 +53,10 @@ impl ClientCheck for InFlight {
                         humantime::format_duration(wait)
                     )),
                     (None, _) => Finding::Broken(format!(
-                            "gave up on a {status} in flight ({}): the operation is completing on the server, the caller sees an error, and a caller that tries again{} creates a second",
+                            "gave up on a {status} in flight ({}{}): the operation is completing on the server, the caller sees an error, and a caller that tries again{} creates a second",
                             run.output.exit,
+                            // Its own last words say whether it gave up or could not read the answer.
+                            last_words(run).map(|w| format!("; it said {w:?}")).unwrap_or_default(),
                             // Of a key only where the client sent one.
                             if run.attempts[0].key.is_some() { " with a new key" } else { "" }
                         ),
@@ -72,4 +74,12 @@ impl ClientCheck for InFlight {
             })
             .collect()
     }
+}
+
+/// The last line the command wrote (stderr, else stdout), at most 160 characters.
+fn last_words(run: &Observed) -> Option<String> {
+    let excerpt = run.output.excerpt()?;
+    let line = excerpt.rsplit(" ⏎ ").next()?.trim();
+    let line: String = line.chars().take(160).collect();
+    (!line.is_empty()).then_some(line)
 }
