@@ -279,17 +279,11 @@ fn members(value: &serde_json::Value, prefix: &str, out: &mut Vec<(KeyAt, String
 /// The headers HTTP itself or idemspec uses, which cannot also carry a key: the message's framing
 /// and connection (RFC 9110 §7.6.1, RFC 9112 §6), its host, and idemspec's `X-Idemspec-*` control
 /// headers, which the proxy strips.
-const RESERVED_HEADERS: [&str; 11] = [
+const RESERVED_HEADERS: [&str; 5] = [
     "host",
     "content-length",
     "content-type",
     "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "te",
-    "trailer",
-    "upgrade",
-    "proxy-connection",
     "expect",
 ];
 
@@ -300,7 +294,10 @@ pub(crate) fn key_header_problem(name: &str) -> Option<String> {
         return Some(m);
     }
     let lower = name.to_ascii_lowercase();
-    (RESERVED_HEADERS.contains(&lower.as_str()) || lower.starts_with("x-idemspec-")).then(|| {
+    (RESERVED_HEADERS.contains(&lower.as_str())
+        || super::wire::CONNECTION_HEADERS.contains(&lower.as_str())
+        || lower.starts_with("x-idemspec-"))
+    .then(|| {
         format!(
             "the key cannot travel in `{name}`: HTTP or idemspec uses that header for something \
              else (the message's framing, its host, or idemspec's step tag)"

@@ -317,16 +317,7 @@ impl ResponseHeaders {
             if ["content-length", "transfer-encoding"].contains(&lower.as_str()) {
                 return Err(format!("`{name}` is set from the body; leave it out"));
             }
-            let connection = [
-                "connection",
-                "keep-alive",
-                "te",
-                "trailer",
-                "upgrade",
-                "proxy-connection",
-                "host",
-            ];
-            if connection.contains(&lower.as_str()) {
+            if lower == "host" || crate::profile::CONNECTION_HEADERS.contains(&lower.as_str()) {
                 return Err(format!(
                     "`{name}` is about the connection, not the response (RFC 9110 §7.6.1); leave it out"
                 ));
