@@ -739,6 +739,126 @@ async fn an_aws_shaped_api_passes_under_the_aws_preset() {
     judged_once(&report, Verdict::Unknown, "`control`");
 }
 
+/// `stripe_shape`: form bodies typed as such, and Stripe's refusals known by `error.type` (the
+/// mismatch) and `error.code` (in flight) besides their status.
+fn stripe_shaped(text: &str) -> String {
+    let form = |json: &str, form: &str| (json.to_owned(), form.to_owned());
+    let mut t = text
+        .replace(
+            "  mismatch_status: [422]\n",
+            "  mismatch_body: {at: $.error.type, is: idempotency_error}\n  \
+             in_flight_body: {at: $.error.code, is: idempotency_key_in_use}\n",
+        )
+        .replace(
+            "  create:\n    path: /api/machines\n",
+            "  create:\n    path: /api/machines\n    headers: {Content-Type: application/x-www-form-urlencoded}\n",
+        );
+    for (json, form) in [
+        form(
+            r#"'{"flavor":"small-{{variant}}","tag":"{{marker}}"}'"#,
+            "'flavor=small-{{variant}}&tag={{marker}}'",
+        ),
+        form(
+            r#"'{"flavor":"fail-always","tag":"{{marker}}"}'"#,
+            "'flavor=fail-always&tag={{marker}}'",
+        ),
+        form(
+            r#"'{"flavor":"fail-once-{{marker}}","tag":"{{marker}}"}'"#,
+            "'flavor=fail-once-{{marker}}&tag={{marker}}'",
+        ),
+        form(
+            r#"'{"flavor":"slow","tag":"{{marker}}"}'"#,
+            "'flavor=slow&tag={{marker}}'",
+        ),
+        form(
+            r#"'{"flavor":"hang","tag":"{{marker}}"}'"#,
+            "'flavor=hang&tag={{marker}}'",
+        ),
+    ] {
+        assert!(t.contains(&json), "the fixture's body {json}");
+        t = t.replace(&json, &form);
+    }
+    t
+}
+
+/// A Stripe-shaped API: form bodies, keys per principal across endpoints, and a reused key with
+/// another request a `400` told from any other `400` only by `error.type`. Under `stripe-v1` with
+/// the body conditions declared, every MUST check passes (Stripe documents neither `Retry-After`
+/// on a 409 nor RFC 9457 bodies, so the article's three SHOULDs about them WARN, as they would
+/// against Stripe); an API that replays the create to an action with its key WARNs endpoint-scope
+/// (a SHOULD) and no other check: the false PASS a status-only contract gave, where any 400
+/// counted as the refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stripe_shaped_api_passes_under_the_stripe_preset() {
+    let api = alt_api::start_with(alt_api::Options {
+        stripe_shape: true,
+        keys_across_endpoints: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let not_passed = |report: &RunReport| -> std::collections::BTreeMap<String, Verdict> {
+        report
+            .checks
+            .iter()
+            .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
+            .map(|c| (c.id.clone(), c.verdict))
+            .collect()
+    };
+    let expect = |extra: Option<(&str, Verdict)>| -> std::collections::BTreeMap<String, Verdict> {
+        [
+            ("concurrent-same-key", Verdict::Warn),
+            ("client-timeout-in-flight", Verdict::Warn),
+            ("key-validation", Verdict::Warn),
+        ]
+        .into_iter()
+        .chain(extra)
+        .map(|(id, v)| (id.to_owned(), v))
+        .collect()
+    };
+    let report = run_profile(profile(&api, stripe_shaped), &[]).await;
+    assert_eq!(not_passed(&report), expect(None), "{}", table(&report));
+    let passed = report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Pass)
+        .count();
+    assert!(passed >= 14, "{}", table(&report));
+    let replays = alt_api::start_with(alt_api::Options {
+        stripe_shape: true,
+        keys_across_endpoints: true,
+        action_replays_create: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&replays, stripe_shaped), &[]).await;
+    assert_eq!(
+        not_passed(&report),
+        expect(Some(("endpoint-scope", Verdict::Warn))),
+        "{}",
+        table(&report)
+    );
+    // An action sent with a JSON body, which this API refuses with a plain 400 before it looks at
+    // the key: never taken for the mismatch. With `mismatch_body` declared its body says it is
+    // not one; by status alone it would be, but the control (the same action with a fresh key) is
+    // refused too, so either way endpoint-scope is UNKNOWN naming the control, never a PASS.
+    let json_action = |t: &str| {
+        stripe_shaped(t).replace(
+            "effect: $.data.restarts}",
+            "effect: $.data.restarts, body: '{\"reason\":\"x\"}'}",
+        )
+    };
+    let status_only = |t: &str| {
+        json_action(t).replace(
+            "  mismatch_body: {at: $.error.type, is: idempotency_error}\n",
+            "",
+        )
+    };
+    let declared = run_profile(profile(&replays, json_action), &["endpoint-scope"]).await;
+    judged_once(&declared, Verdict::Unknown, "`control`");
+    let by_status = run_profile(profile(&replays, status_only), &["endpoint-scope"]).await;
+    judged_once(&by_status, Verdict::Unknown, "`control`");
+}
+
 /// A target idemspec starts from its profile's `process` is killed mid-handler (its whole process
 /// group) and restarted on the same address, and inherits no descriptor of idemspec's: a command
 /// its shell runs lists its open descriptors, and there are only stdin, stdout, stderr and the

@@ -179,6 +179,16 @@ pub struct Options {
     pub aws_errors: bool,
     /// The longest key accepted (255 when `None`; AWS documents 64 for a client token).
     pub key_max_len: Option<usize>,
+    /// Stripe's shapes: a create takes a form body (`flavor=…&tag=…`, typed
+    /// `application/x-www-form-urlencoded`; anything else is a `400`), and errors are Stripe's
+    /// error object: a reused key with another request a `400` `idempotency_error`, a key in
+    /// flight a `409` `idempotency_error` with code `idempotency_key_in_use`, any other bad request
+    /// a `400` `invalid_request_error`, so only the body tells the two 400s apart.
+    pub stripe_shape: bool,
+    /// A key reused on another endpoint whose first request is done is answered with that
+    /// request's stored response (the create's, replayed to an action), not refused: the defect
+    /// endpoint-scope owns.
+    pub action_replays_create: bool,
 }
 
 /// How long a create's long-running operation runs before its machine exists (`operations`).
@@ -449,6 +459,9 @@ where
         }
         Some(value) => match valid_key(value, app.options.uuid_keys, app.options.key_max_len) {
             Some(key) => key,
+            None if app.options.stripe_shape => {
+                return stripe_error(StatusCode::BAD_REQUEST, "invalid_request_error", None)
+            }
             None => {
                 return problem(
                     StatusCode::BAD_REQUEST,
@@ -490,11 +503,16 @@ where
                         ..
                     },
                 ) if *stored != fingerprint
-                    && !(app.options.mismatch_answers_original
+                    && !((app.options.mismatch_answers_original
+                        || (app.options.action_replays_create
+                            && endpoint != "POST /api/machines"))
                         && matches!(inner.records.get(&scope), Some(Record::Done { .. }))) =>
                 {
                     if app.options.plain_conflicts {
                         return plain_conflict("idempotency_key_reused", false);
+                    }
+                    if app.options.stripe_shape {
+                        return stripe_error(StatusCode::BAD_REQUEST, "idempotency_error", None);
                     }
                     if app.options.aws_errors {
                         return aws_error("IdempotentParameterMismatch");
@@ -558,6 +576,13 @@ where
                     }
                     if app.options.plain_conflicts {
                         return plain_conflict("request_in_progress", true);
+                    }
+                    if app.options.stripe_shape {
+                        return stripe_error(
+                            StatusCode::CONFLICT,
+                            "idempotency_error",
+                            Some("idempotency_key_in_use"),
+                        );
                     }
                     let mut response = problem(
                         app.options.in_flight_status.unwrap_or(StatusCode::CONFLICT),
@@ -726,6 +751,20 @@ fn problem_stored(status: StatusCode, kind: &str, detail: &str) -> Stored {
     }
 }
 
+/// Stripe's error object, `{"error": {"type": TYPE, "code": CODE}}` (`stripe_shape`).
+fn stripe_error(status: StatusCode, kind: &str, code: Option<&str>) -> Response {
+    let mut error = json!({"type": kind, "message": kind});
+    if let Some(code) = code {
+        error["code"] = code.into();
+    }
+    (
+        status,
+        [("content-type", "application/json")],
+        json!({ "error": error }).to_string(),
+    )
+        .into_response()
+}
+
 /// A `400` with `{"__type": TYPE}`, as AWS's JSON protocol names an error (`aws_errors`).
 fn aws_error(kind: &str) -> Response {
     let body = json!({"__type": kind, "message": kind}).to_string();
@@ -853,9 +892,30 @@ async fn create(
     let Some(owner) = principal(&headers) else {
         return unauthorized();
     };
-    let new: NewMachine = match serde_json::from_slice(&body) {
+    let parsed = if app.options.stripe_shape {
+        let form = headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
+        let fields: HashMap<String, String> = form_urlencoded::parse(&body).into_owned().collect();
+        match (form, fields.get("flavor"), fields.get("tag")) {
+            (true, Some(flavor), Some(tag)) => Ok(NewMachine {
+                flavor: flavor.clone(),
+                tag: tag.clone(),
+                name: fields.get("name").cloned(),
+                client_token: None,
+            }),
+            _ => Err("a form body with `flavor` and `tag`".to_owned()),
+        }
+    } else {
+        serde_json::from_slice::<NewMachine>(&body).map_err(|e| e.to_string())
+    };
+    let new = match parsed {
         Ok(new) => new,
-        Err(e) => return problem(StatusCode::BAD_REQUEST, "invalid-body", &e.to_string()),
+        Err(_) if app.options.stripe_shape => {
+            return stripe_error(StatusCode::BAD_REQUEST, "invalid_request_error", None)
+        }
+        Err(e) => return problem(StatusCode::BAD_REQUEST, "invalid-body", &e),
     };
     idempotent(
         &app,
@@ -1060,6 +1120,14 @@ async fn restart_machine(
     let Some(owner) = principal(&headers) else {
         return unauthorized();
     };
+    // Stripe reads only form bodies: any other body is a bad request, before any key is looked at.
+    let form = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
+    if app.options.stripe_shape && !body.is_empty() && !form {
+        return stripe_error(StatusCode::BAD_REQUEST, "invalid_request_error", None);
+    }
     idempotent(
         &app,
         &owner.clone(),
