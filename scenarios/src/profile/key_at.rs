@@ -295,7 +295,7 @@ pub(crate) fn key_header_problem(name: &str) -> Option<String> {
     }
     let lower = name.to_ascii_lowercase();
     (RESERVED_HEADERS.contains(&lower.as_str())
-        || super::wire::CONNECTION_HEADERS.contains(&lower.as_str())
+        || crate::rules::CONNECTION_HEADERS.contains(&lower.as_str())
         || lower.starts_with("x-idemspec-"))
     .then(|| {
         format!(

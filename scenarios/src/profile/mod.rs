@@ -19,4 +19,4 @@ pub use target::{
     LongRunning, Operations, PathOp, PollAt, Principal, ProcessSpec, Readiness, SideEffectsProbe,
     SlowVariant, TargetProfile, Variant, Variants,
 };
-pub use wire::{check_header, check_url, CONNECTION_HEADERS};
+pub use wire::{check_header, check_url};

@@ -34,17 +34,6 @@ pub fn check_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The headers about the connection rather than the message (RFC 9110 §7.6.1; `Proxy-Connection`
-/// by practice), lower case: never a key, never part of a synthetic answer.
-pub const CONNECTION_HEADERS: [&str; 6] = [
-    "connection",
-    "keep-alive",
-    "te",
-    "trailer",
-    "upgrade",
-    "proxy-connection",
-];
-
 /// Why `name: value` cannot be sent as an HTTP header field: the name must be a token, the value
 /// free of control characters such as CR and LF (RFC 9110 §5.1, §5.5).
 ///

@@ -29,7 +29,9 @@ pub(crate) use values::duplicate_message;
 pub use file::{check_upstream, Mode, ProxyFile};
 pub use http::{DuplicateMode, Fault, HeaderMatch, Match, Rule};
 pub use tcp::{Direction, TcpFault, TcpMatch, TcpRule};
-pub use values::{duplicate_name, Count, HttpMethod, Probability, ResponseHeaders, Status};
+pub use values::{
+    duplicate_name, Count, HttpMethod, Probability, ResponseHeaders, Status, CONNECTION_HEADERS,
+};
 
 #[cfg(test)]
 mod fuzz;

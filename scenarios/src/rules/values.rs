@@ -275,6 +275,17 @@ impl<'de> Deserialize<'de> for Status {
     }
 }
 
+/// The headers about the connection rather than the message (RFC 9110 §7.6.1; `Proxy-Connection`
+/// by practice), lower case: never part of a synthetic answer, never a key (`profile::KeyAt`).
+pub const CONNECTION_HEADERS: [&str; 6] = [
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-connection",
+];
+
 /// Extra headers of a synthetic response (`respond`), in the order written: e.g. `Retry-After`
 /// on a 429 or 503, so a client's handling of it can be tested. Each name must be an HTTP field
 /// name and each value free of control characters (RFC 9110 §5.1, §5.5); `Content-Type` has its
@@ -317,7 +328,7 @@ impl ResponseHeaders {
             if ["content-length", "transfer-encoding"].contains(&lower.as_str()) {
                 return Err(format!("`{name}` is set from the body; leave it out"));
             }
-            if lower == "host" || crate::profile::CONNECTION_HEADERS.contains(&lower.as_str()) {
+            if lower == "host" || CONNECTION_HEADERS.contains(&lower.as_str()) {
                 return Err(format!(
                     "`{name}` is about the connection, not the response (RFC 9110 §7.6.1); leave it out"
                 ));
