@@ -61,8 +61,9 @@ impl KeyAt {
         }
     }
 
-    /// Why the name cannot carry a key, if it cannot.
-    pub(crate) fn problem(&self) -> Option<String> {
+    /// Why the name cannot carry a key, if it cannot (a header HTTP or idemspec uses for
+    /// something else, a name no query, form or JSON member could have).
+    pub fn problem(&self) -> Option<String> {
         let (field, name) = match self {
             KeyAt::Header(n) => return key_header_problem(n),
             KeyAt::HeaderMatching(p) => return header_pattern_problem(p),

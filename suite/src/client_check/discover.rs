@@ -126,10 +126,12 @@ fn value_at(places: &[(KeyAt, String)], at: &KeyAt) -> Option<String> {
     places.iter().find(|(a, _)| a == at).map(|(_, v)| v.clone())
 }
 
-/// Headers that frame or route the message, never a key.
+/// Places that cannot carry a key (the key's own rule: framing, connection and idemspec's
+/// headers), and the headers every client sends alike for content negotiation.
 fn framing(at: &KeyAt) -> bool {
-    matches!(at, KeyAt::Header(name) if ["host", "content-length", "content-type", "connection",
-        "transfer-encoding", "accept", "accept-encoding", "user-agent"].contains(&name.as_str()))
+    at.problem().is_some()
+        || matches!(at, KeyAt::Header(name)
+            if ["accept", "accept-encoding", "user-agent"].contains(&name.as_str()))
 }
 
 /// How key-like a place looks: its name says idempotency, a token, a request id or a key; its

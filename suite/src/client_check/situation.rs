@@ -138,7 +138,11 @@ impl Ctx {
         retry_after: Option<Duration>,
         times: Times,
     ) -> Planned {
-        let status = self.profile.answer(kind).status;
+        let fault = self.answer(kind, retry_after);
+        let status = match &fault {
+            Fault::Respond { status, .. } => status.get(),
+            _ => unreachable!("an answer is a `respond` fault"),
+        };
         let name = match kind {
             AnswerKind::Mismatch => format!("mismatch {status}"),
             AnswerKind::InFlight => format!("in-flight {status}"),
@@ -147,11 +151,7 @@ impl Ctx {
                 status.to_string()
             }
         };
-        Planned {
-            name,
-            fault: self.answer(kind, retry_after),
-            times,
-        }
+        Planned { name, fault, times }
     }
 
     /// A planned fault that is no answer of the profile's (a reset, a dropped response).
