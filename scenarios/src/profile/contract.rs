@@ -146,6 +146,14 @@ pub struct ContractSpec {
     /// Whether an empty key header counts as no key at all (some libraries document this) rather
     /// than an invalid key (default `false`).
     pub empty_key_is_missing: Option<bool>,
+    /// Statuses a replay of a completed success may come under besides the original's own (a
+    /// middleware that answers a completed key `409` with the original body): each a 2xx or 4xx
+    /// (see [`replay_statuses`]). Default: none (a replay keeps the original's status).
+    #[serde(default, deserialize_with = "replay_statuses")]
+    pub replay_status: Option<Vec<u16>>,
+    /// What the body of a replay under `replay_status` says (`{at: $.cached, is: true}`), where
+    /// its status alone does not tell it from a refusal with that status.
+    pub replay_body: Option<BodyCondition>,
     /// The mutating operations the idempotency layer covers (default: all three under `article`
     /// and `ietf-draft`; `create` and `action` — POST — under `stripe-v1`). A check of an uncovered
     /// operation is SKIP.
@@ -159,53 +167,80 @@ pub struct ContractSpec {
 /// A message naming the value: a class such as `4xx` (the codes themselves are needed), a number
 /// that is no HTTP status, a code below 400, or an empty list.
 fn refusals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, D::Error> {
+    status_codes(d, |c| match c {
+        400..=599 => Ok(()),
+        _ => Err(format!(
+            "{c} is not a refusal: these statuses say how the API refuses a request, a 4xx or \
+             5xx such as 409 or 422"
+        )),
+    })
+}
+
+/// Reads `replay_status`: one code or a non-empty list, each a 2xx or 4xx (a replay of a success,
+/// answered as a success or under a client error such as `409`); a null keeps the preset's.
+///
+/// # Errors
+/// As [`refusals`], and a code that is a 1xx, 3xx or 5xx (a 5xx says the server failed, which
+/// no replay of a success is).
+fn replay_statuses<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, D::Error> {
+    status_codes(d, |c| match c {
+        200..=299 | 400..=499 => Ok(()),
+        _ => Err(format!(
+            "{c} is not a status a replay of a success comes under: expected a 2xx or 4xx such \
+             as 200 or 409"
+        )),
+    })
+}
+
+/// One code (`422`) or a non-empty list of them (`[409, 423]`), each an HTTP status that
+/// `allowed` accepts (its error says why not); a null is `None`.
+fn status_codes<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    allowed: fn(u16) -> Result<(), String>,
+) -> Result<Option<Vec<u16>>, D::Error> {
     use serde::de::{Error, SeqAccess, Visitor};
     /// The one-code part of the form; `n` as written.
-    fn code<E: Error>(n: i128) -> Result<u16, E> {
+    fn code<E: Error>(n: i128, allowed: fn(u16) -> Result<(), String>) -> Result<u16, E> {
         match u16::try_from(n) {
-            Ok(c @ 400..=599) => Ok(c),
-            Ok(c @ 100..=399) => Err(E::custom(format!(
-                "{c} is not a refusal: these statuses say how the API refuses a request, a 4xx \
-                 or 5xx such as 409 or 422"
-            ))),
+            Ok(c @ 100..=599) => allowed(c).map(|()| c).map_err(E::custom),
             _ => Err(E::custom(format!(
-                "{n} is not an HTTP status code (100-599); expected a 4xx or 5xx such as 409"
+                "{n} is not an HTTP status code (100-599); expected a code such as 409"
             ))),
         }
     }
-    fn text<E: Error>(v: &str) -> Result<u16, E> {
+    fn text<E: Error>(v: &str, allowed: fn(u16) -> Result<(), String>) -> Result<u16, E> {
         match v.trim().parse::<i128>() {
-            Ok(n) => code(n),
+            Ok(n) => code(n, allowed),
             Err(_) => Err(E::custom(format!(
                 "`{v}` is not a status code; list the codes themselves, e.g. [409, 423]"
             ))),
         }
     }
     /// One code, where a list element is expected.
-    struct Code(u16);
-    impl<'de> Deserialize<'de> for Code {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct One;
-            impl Visitor<'_> for One {
-                type Value = u16;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("a status code such as 409")
-                }
-                fn visit_u64<E: Error>(self, n: u64) -> Result<u16, E> {
-                    code(n.into())
-                }
-                fn visit_i64<E: Error>(self, n: i64) -> Result<u16, E> {
-                    code(n.into())
-                }
-                fn visit_str<E: Error>(self, v: &str) -> Result<u16, E> {
-                    text(v)
-                }
-            }
-            d.deserialize_any(One).map(Code)
+    struct One(fn(u16) -> Result<(), String>);
+    impl<'de> serde::de::DeserializeSeed<'de> for One {
+        type Value = u16;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<u16, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl Visitor<'_> for One {
+        type Value = u16;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a status code such as 409")
+        }
+        fn visit_u64<E: Error>(self, n: u64) -> Result<u16, E> {
+            code(n.into(), self.0)
+        }
+        fn visit_i64<E: Error>(self, n: i64) -> Result<u16, E> {
+            code(n.into(), self.0)
+        }
+        fn visit_str<E: Error>(self, v: &str) -> Result<u16, E> {
+            text(v, self.0)
         }
     }
     /// The whole form; a null keeps the preset's (`None`).
-    struct Codes;
+    struct Codes(fn(u16) -> Result<(), String>);
     impl<'de> Visitor<'de> for Codes {
         type Value = Option<Vec<u16>>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -218,17 +253,17 @@ fn refusals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, 
             Ok(None)
         }
         fn visit_u64<E: Error>(self, n: u64) -> Result<Self::Value, E> {
-            code(n.into()).map(|c| Some(vec![c]))
+            code(n.into(), self.0).map(|c| Some(vec![c]))
         }
         fn visit_i64<E: Error>(self, n: i64) -> Result<Self::Value, E> {
-            code(n.into()).map(|c| Some(vec![c]))
+            code(n.into(), self.0).map(|c| Some(vec![c]))
         }
         fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
-            text(v).map(|c| Some(vec![c]))
+            text(v, self.0).map(|c| Some(vec![c]))
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             let mut out = Vec::new();
-            while let Some(Code(c)) = seq.next_element()? {
+            while let Some(c) = seq.next_element_seed(One(self.0))? {
                 if !out.contains(&c) {
                     out.push(c);
                 }
@@ -241,7 +276,7 @@ fn refusals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, 
             Ok(Some(out))
         }
     }
-    d.deserialize_any(Codes)
+    d.deserialize_any(Codes(allowed))
 }
 
 /// A resolved contract: the preset with every override applied. Checks judge against this.
@@ -293,6 +328,10 @@ pub struct Contract {
     pub empty_key_is_missing: bool,
     /// The mutating operations the idempotency layer covers.
     pub covers: Vec<Covered>,
+    /// Statuses a replay of a completed success may come under besides the original's own.
+    pub replay_status: Vec<u16>,
+    /// What the body of a replay under `replay_status` says, if declared.
+    pub replay_body: Option<BodyCondition>,
     /// The fields the profile set over the preset (`replays_5xx`, `mismatch_status` …), so a
     /// sentence names who set the rule it judges by ([`Contract::who_says`]).
     pub overridden: Vec<&'static str>,
@@ -386,6 +425,59 @@ impl Contract {
         statuses.contains(&status) && condition.as_ref().is_none_or(|c| c.holds(body))
     }
 
+    /// Whether an answer of `status` is a replay of a completed success under another status, as
+    /// the contract declares (`replay_status`): a middleware that answers a completed key `409`
+    /// with the original body. `marked` says whether the answer carries the contract's replay
+    /// marker (`replayed_header`), `body` is its JSON, if it parsed.
+    ///
+    /// Where `replay_body` is declared, the body must say it. Otherwise an answer a refusal's body
+    /// condition recognises is that refusal, and a status that is also a refusal's, with nothing
+    /// in the body to tell them apart, is a replay only with the marker. [`Contract::ambiguous_replay`]
+    /// refuses at load a contract where nothing could tell them apart.
+    pub fn replays_under(
+        &self,
+        status: u16,
+        marked: bool,
+        body: Option<&serde_json::Value>,
+    ) -> bool {
+        if !self.replay_status.contains(&status) {
+            return false;
+        }
+        if let Some(condition) = &self.replay_body {
+            return condition.holds(body);
+        }
+        let refusals = [Refusal::Mismatch, Refusal::InFlight, Refusal::MissingKey];
+        if refusals
+            .iter()
+            .any(|r| self.body_of(*r).is_some() && self.refuses(*r, status, body))
+        {
+            return false;
+        }
+        let shared = refusals
+            .iter()
+            .any(|r| self.body_of(*r).is_none() && self.refuses(*r, status, body));
+        !shared || marked
+    }
+
+    /// Where a `replay_status` code is also a refusal's status with nothing declared to tell the
+    /// two apart (no `replay_body`, no body condition of that refusal's, no `replayed_header`),
+    /// the code and the refusal's field (`(409, "in_flight_status")`).
+    pub fn ambiguous_replay(&self) -> Option<(u16, &'static str)> {
+        if self.replay_body.is_some() || !self.replayed_header.is_empty() {
+            return None;
+        }
+        let refusals = [
+            (Refusal::Mismatch, "mismatch_status"),
+            (Refusal::InFlight, "in_flight_status"),
+            (Refusal::MissingKey, "missing_key_status"),
+        ];
+        self.replay_status.iter().find_map(|&code| {
+            refusals.iter().find_map(|&(r, field)| {
+                (self.body_of(r).is_none() && self.refuses(r, code, None)).then_some((code, field))
+            })
+        })
+    }
+
     /// The body condition declared for `refusal`, if any.
     pub fn body_of(&self, refusal: Refusal) -> Option<&BodyCondition> {
         match refusal {
@@ -470,6 +562,8 @@ impl ContractSpec {
             mismatch_answer: MismatchAnswer::Reject,
             empty_key_is_missing: false,
             covers: vec![Covered::Create, Covered::Delete, Covered::Action],
+            replay_status: Vec::new(),
+            replay_body: None,
             overridden: Vec::new(),
         };
         let mut c = match self.preset {
@@ -559,6 +653,8 @@ impl ContractSpec {
             ("key_max_len", self.key_max_len.is_some()),
             ("mismatch_answer", self.mismatch_answer.is_some()),
             ("covers", self.covers.is_some()),
+            ("replay_status", self.replay_status.is_some()),
+            ("replay_body", self.replay_body.is_some()),
         ]
         .into_iter()
         .filter_map(|(field, set)| set.then_some(field))
@@ -616,6 +712,12 @@ impl ContractSpec {
         if let Some(v) = &self.covers {
             c.covers = v.clone();
         }
+        if let Some(v) = &self.replay_status {
+            c.replay_status = v.clone();
+        }
+        if let Some(v) = &self.replay_body {
+            c.replay_body = Some(v.clone());
+        }
         c
     }
 
@@ -662,9 +764,22 @@ impl ContractSpec {
                 ));
             }
         }
+        let resolved = self.resolve();
+        if let Some((code, field)) = resolved.ambiguous_replay() {
+            out.push((
+                None,
+                format!(
+                    "replay_status {code} is also the contract's `{field}`, and nothing tells a \
+                     replay from that refusal: declare what a replay's body says (`replay_body`), \
+                     what the refusal's body says (`{}`), or the header that marks a replay \
+                     (`replayed_header`)",
+                    field.replace("_status", "_body")
+                ),
+            ));
+        }
         // The preset's form counts too: `gcp-request-id` sends UUIDs.
         let uuid_keys = self.key_form == Some(KeyForm::Uuid)
-            || (self.key_form.is_none() && self.resolve().key_form == KeyForm::Uuid);
+            || (self.key_form.is_none() && resolved.key_form == KeyForm::Uuid);
         if let Some(n) = self.key_max_len.filter(|n| uuid_keys && *n < 36) {
             out.push((
                 None,

@@ -977,6 +977,35 @@ operations:
         }
     }
 
+    /// `replay_status` takes the same form, of 2xx and 4xx codes: a replay of a success is never
+    /// a 5xx, 1xx or 3xx.
+    #[test]
+    fn a_replay_status_is_a_2xx_or_4xx_code_or_a_list_of_them() {
+        let with = |contract: &str| format!("{MINIMAL}contract:\n{contract}\n");
+        let p =
+            TargetProfile::load("p.yaml", &with("  replay_status: [409, 200]"), &no_env).unwrap();
+        assert_eq!(p.contract().replay_status, vec![409, 200]);
+        let p = TargetProfile::load("p.yaml", &with("  replay_status: ~"), &no_env).unwrap();
+        assert!(p.contract().replay_status.is_empty());
+        for (value, said) in [
+            (
+                "500",
+                "500 is not a status a replay of a success comes under",
+            ),
+            (
+                "[302]",
+                "302 is not a status a replay of a success comes under",
+            ),
+            ("[]", "an empty list"),
+            ("1000", "1000 is not an HTTP status code"),
+        ] {
+            let text = with(&format!("  replay_status: {value}"));
+            let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+            assert_eq!(err.line, 12, "{value}: {err}");
+            assert!(err.message.contains(said), "{value}: {err}");
+        }
+    }
+
     #[test]
     fn the_key_has_one_place_and_not_a_header_http_uses() {
         let with = |extra: &str| format!("{MINIMAL}contract:\n{extra}");

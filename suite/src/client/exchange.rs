@@ -80,6 +80,10 @@ pub struct Exchange {
     pub started: Instant,
     /// How long until the response (or the failure).
     pub elapsed: Duration,
+    /// Whether the answer is a replay of a completed success under another status, as the
+    /// contract declares it (`contract.replay_status`): set by the runner's sender, which reads the
+    /// contract; `false` from the client itself.
+    pub declared_replay: bool,
 }
 
 impl Exchange {
@@ -106,6 +110,7 @@ impl Exchange {
             json: None,
             started: Instant::now(),
             elapsed: Duration::ZERO,
+            declared_replay: false,
         }
     }
 
@@ -125,9 +130,10 @@ impl Exchange {
         })
     }
 
-    /// Whether a 2xx arrived.
+    /// Whether the request succeeded: a 2xx arrived, or a replay of a completed success under the
+    /// other status the contract declares for one ([`Exchange::declared_replay`]).
     pub fn is_success(&self) -> bool {
-        matches!(self.status, Some(200..=299))
+        matches!(self.status, Some(200..=299)) || self.declared_replay
     }
 
     /// The RFC 9457 problem `type`, if the body has one.

@@ -113,6 +113,7 @@ impl Client {
                     json,
                     started,
                     elapsed: started.elapsed(),
+                    declared_replay: false,
                 }
             }
             Err(message) => {
@@ -125,6 +126,7 @@ impl Client {
                     json: None,
                     started,
                     elapsed: started.elapsed(),
+                    declared_replay: false,
                 }
             }
         }

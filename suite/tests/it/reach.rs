@@ -1045,6 +1045,62 @@ async fn a_replay_rendered_again_fails_replay_fidelity_alone() {
     only_replay_fidelity_fails(&report, "body differs at byte");
 }
 
+/// A layer that answers a completed key `409` with the original body (the replay under another
+/// status some middlewares document) is judged by the contract: undeclared, the retries that
+/// expected the stored response FAIL naming the 409; declared with `replay_status`, the catalogue
+/// passes, whether the marker header or the in-flight refusal's body tells the replay from the
+/// in-flight 409; and a declared 409 whose body is rendered again FAILs replay-fidelity alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_under_a_declared_other_status_is_a_replay() {
+    let options = || alt_api::Options {
+        replay_status: Some(axum::http::StatusCode::CONFLICT),
+        ..alt_api::Options::default()
+    };
+    let api = alt_api::start_with(options()).await;
+    let undeclared = run_profile(profile(&api, |t| t.to_owned()), &["lost-response"]).await;
+    judged_once(
+        &undeclared,
+        Verdict::Fail,
+        "`retry` answered 409; expected 2xx (",
+    );
+    let declared = |extra: &'static str| {
+        move |t: &str| {
+            assert!(
+                t.contains("  in_flight_ttl: 2s\n"),
+                "the fixture's contract"
+            );
+            t.replace(
+                "  in_flight_ttl: 2s\n",
+                &format!("  in_flight_ttl: 2s\n  replay_status: 409\n{extra}"),
+            )
+        }
+    };
+    // Told apart by the marker header (the preset's `Idempotent-Replayed`).
+    let report = run_profile(profile(&api, declared("")), &[]).await;
+    assert_passes(&report, 15);
+    // Told apart by what the in-flight refusal's body says, with no marker declared.
+    let by_body = declared(
+        "  replayed_header: \"\"\n  in_flight_body: {at: $.type, is: \"https://alt-api.test/problems/request-in-progress\"}\n",
+    );
+    let report = run_profile(profile(&api, by_body), &[]).await;
+    assert_passes(&report, 14);
+    // Nothing to tell them apart: refused at load, naming what to declare.
+    let text = declared("  replayed_header: \"\"\n")(alt_api::PROFILE);
+    let err = load(&api, &text).expect_err("an ambiguous replay status is refused");
+    assert!(
+        err.to_string()
+            .contains("replay_status 409 is also the contract's `in_flight_status`"),
+        "{err}"
+    );
+    let rerendered = alt_api::start_with(alt_api::Options {
+        rerender_replays: true,
+        ..options()
+    })
+    .await;
+    let report = run_profile(profile(&rerendered, declared("")), &[]).await;
+    only_replay_fidelity_fails(&report, "body differs at byte");
+}
+
 /// Asserts that only `replay-fidelity` FAILs, saying `said`, and that `fingerprint-mismatch`
 /// PASSes with a note naming the difference and the check that owns it.
 fn only_replay_fidelity_fails(report: &RunReport, said: &str) {

@@ -14,7 +14,17 @@ use crate::client::Exchange;
 /// a refusal pattern (`mismatch`, `in_flight`, `missing_key`) by its declared statuses and, where
 /// the profile declares what the refusal's body says, by the body too, so an unrelated 400 is
 /// never taken for the mismatch.
+///
+/// A replay the contract declares under another status (`replay_status`) is a success: it matches
+/// `2xx`, and no refusal.
 pub(crate) fn answer_matches(pattern: StatusPattern, e: &Exchange, contract: &Contract) -> bool {
+    if e.declared_replay {
+        match pattern {
+            StatusPattern::Class(2) | StatusPattern::Released => return true,
+            StatusPattern::Exact(_) | StatusPattern::Class(_) => {}
+            _ => return false,
+        }
+    }
     e.status
         .is_some_and(|s| status_matches(pattern, s, e.json.as_ref(), contract))
 }
@@ -100,6 +110,11 @@ pub(crate) fn describe_patterns(patterns: &[StatusPattern], contract: &Contract)
         .iter()
         .map(|p| match p {
             StatusPattern::Exact(c) => c.to_string(),
+            StatusPattern::Class(2) if !contract.replay_status.is_empty() => format!(
+                "2xx (or a replay under {}, as {} declares)",
+                list(&contract.replay_status),
+                contract.who_says("replay_status", &format!("{:?}", contract.replay_status))
+            ),
             StatusPattern::Class(c) => format!("{c}xx"),
             StatusPattern::Mismatch => format!(
                 "mismatch ({}{})",

@@ -92,7 +92,13 @@ impl Sender {
 
     /// Sends a prepared request and records the exchange.
     pub(crate) async fn send(&self, spec: RequestSpec) -> Exchange {
-        let exchange = self.env.client.send(spec).await;
+        let mut exchange = self.env.client.send(spec).await;
+        let contract = &self.env.contract;
+        exchange.declared_replay = exchange.status.is_some_and(|status| {
+            let marker = &contract.replayed_header;
+            let marked = !marker.is_empty() && exchange.marks_replay(marker);
+            contract.replays_under(status, marked, exchange.json.as_ref())
+        });
         self.recorder.record(exchange.clone());
         exchange
     }

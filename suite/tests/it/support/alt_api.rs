@@ -545,14 +545,11 @@ where
                     replay
                         .headers
                         .push((app.replayed_header().into(), value.into()));
-                    if let Some(status) = app
-                        .options
-                        .replay_status
-                        .filter(|_| replay.status.is_success())
-                    {
+                    let success = replay.status.is_success();
+                    if let Some(status) = app.options.replay_status.filter(|_| success) {
                         replay.status = status;
                     }
-                    if app.options.rerender_replays && replay.status.is_success() {
+                    if app.options.rerender_replays && success {
                         if let Ok(Value::Object(mut body)) = serde_json::from_slice(&replay.body) {
                             body.insert("replayed_at".into(), Value::from(1_764_633_600));
                             replay.body = Bytes::from(Value::Object(body).to_string());
