@@ -154,6 +154,11 @@ pub struct ContractSpec {
     /// What the body of a replay under `replay_status` says (`{at: $.cached, is: true}`), where
     /// its status alone does not tell it from a refusal with that status.
     pub replay_body: Option<BodyCondition>,
+    /// Where a replay carries the original body, for a layer that wraps its replays in an
+    /// envelope (`{"cached": true, "data": {…}}`: `data`): a member name, `a.b` for one inside
+    /// another. A body is such an envelope where `replay_body` says so (or, without it, where the
+    /// replay marker header does).
+    pub replay_envelope: Option<String>,
     /// The mutating operations the idempotency layer covers (default: all three under `article`
     /// and `ietf-draft`; `create` and `action` — POST — under `stripe-v1`). A check of an uncovered
     /// operation is SKIP.
@@ -332,6 +337,8 @@ pub struct Contract {
     pub replay_status: Vec<u16>,
     /// What the body of a replay under `replay_status` says, if declared.
     pub replay_body: Option<BodyCondition>,
+    /// Where a replay wrapped in an envelope carries the original body (`data`), if declared.
+    pub replay_envelope: Option<String>,
     /// The fields the profile set over the preset (`replays_5xx`, `mismatch_status` …), so a
     /// sentence names who set the rule it judges by ([`Contract::who_says`]).
     pub overridden: Vec<&'static str>,
@@ -459,6 +466,16 @@ impl Contract {
         !shared || marked
     }
 
+    /// Whether an answer is a replay wrapped in the declared envelope: `replay_envelope` is
+    /// declared and `replay_body` says so (without it, `marked`: the replay marker header).
+    pub fn envelops(&self, marked: bool, body: Option<&serde_json::Value>) -> bool {
+        self.replay_envelope.is_some()
+            && self
+                .replay_body
+                .as_ref()
+                .map_or(marked, |condition| condition.holds(body))
+    }
+
     /// Where a `replay_status` code is also a refusal's status with nothing declared to tell the
     /// two apart (no `replay_body`, no body condition of that refusal's, no `replayed_header`),
     /// the code and the refusal's field (`(409, "in_flight_status")`).
@@ -564,6 +581,7 @@ impl ContractSpec {
             covers: vec![Covered::Create, Covered::Delete, Covered::Action],
             replay_status: Vec::new(),
             replay_body: None,
+            replay_envelope: None,
             overridden: Vec::new(),
         };
         let mut c = match self.preset {
@@ -655,6 +673,7 @@ impl ContractSpec {
             ("covers", self.covers.is_some()),
             ("replay_status", self.replay_status.is_some()),
             ("replay_body", self.replay_body.is_some()),
+            ("replay_envelope", self.replay_envelope.is_some()),
         ]
         .into_iter()
         .filter_map(|(field, set)| set.then_some(field))
@@ -718,6 +737,9 @@ impl ContractSpec {
         if let Some(v) = &self.replay_body {
             c.replay_body = Some(v.clone());
         }
+        if let Some(v) = &self.replay_envelope {
+            c.replay_envelope = Some(v.clone());
+        }
         c
     }
 
@@ -765,6 +787,27 @@ impl ContractSpec {
             }
         }
         let resolved = self.resolve();
+        if let Some(at) = &self.replay_envelope {
+            if at.is_empty() || at.len() > 256 || at.split('.').any(str::is_empty) {
+                out.push((
+                    None,
+                    format!(
+                        "replay_envelope `{at}` names no member: give the member that holds the \
+                         original body (`data`), names joined by single dots for one inside \
+                         another (`result.data`)"
+                    ),
+                ));
+            }
+            if resolved.replay_body.is_none() && resolved.replayed_header.is_empty() {
+                out.push((
+                    None,
+                    "replay_envelope needs something that tells an envelope from a first \
+                     answer: what a replay's body says (`replay_body: {at: $.cached, is: true}`) \
+                     or the header that marks a replay (`replayed_header`)"
+                        .into(),
+                ));
+            }
+        }
         if let Some((code, field)) = resolved.ambiguous_replay() {
             out.push((
                 None,

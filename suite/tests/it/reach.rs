@@ -1101,6 +1101,57 @@ async fn a_replay_under_a_declared_other_status_is_a_replay() {
     only_replay_fidelity_fails(&report, "body differs at byte");
 }
 
+/// A layer that wraps its replays in an envelope (`200 {"cached":true,"data":ORIGINAL}`) is judged
+/// by the original body inside, where the contract declares the envelope: undeclared, the replay
+/// is another response (FAIL); declared, the catalogue passes with no marker header, the envelope
+/// told by its body; an envelope whose original is rendered again FAILs replay-fidelity alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_in_a_declared_envelope_is_read_inside_it() {
+    let options = || alt_api::Options {
+        envelope_replays: true,
+        ..alt_api::Options::default()
+    };
+    let api = alt_api::start_with(options()).await;
+    let undeclared = run_profile(profile(&api, |t| t.to_owned()), &["replay-fidelity"]).await;
+    judged_once(&undeclared, Verdict::Fail, "status 200 instead of 201");
+    let declared = |t: &str| {
+        assert!(
+            t.contains("  in_flight_ttl: 2s\n"),
+            "the fixture's contract"
+        );
+        t.replace(
+            "  in_flight_ttl: 2s\n",
+            "  in_flight_ttl: 2s\n  replayed_header: \"\"\n  replay_status: 200\n  \
+             replay_body: {at: $.cached, is: true}\n  replay_envelope: data\n",
+        )
+    };
+    let report = run_profile(profile(&api, declared), &[]).await;
+    assert_passes(&report, 14);
+    // Without what tells an envelope from a first answer, the profile is refused at load.
+    let text = declared(alt_api::PROFILE).replace("  replay_body: {at: $.cached, is: true}\n", "");
+    let err = load(&api, &text).expect_err("an envelope nothing marks is refused");
+    assert!(
+        err.to_string().contains("replay_envelope needs something"),
+        "{err}"
+    );
+    let rerendered = alt_api::start_with(alt_api::Options {
+        rerender_replays: true,
+        ..options()
+    })
+    .await;
+    let report = run_profile(profile(&rerendered, declared), &[]).await;
+    only_replay_fidelity_fails(&report, "body differs at byte");
+    let fidelity = crate::support::reference::outcome(&report, "replay-fidelity");
+    assert!(
+        fidelity.evidence.iter().any(|e| e
+            .response
+            .as_ref()
+            .is_some_and(|r| r.body_excerpt.starts_with("{\"cached\":true"))),
+        "the evidence keeps the envelope as sent: {:?}",
+        fidelity.evidence
+    );
+}
+
 /// Asserts that only `replay-fidelity` FAILs, saying `said`, and that `fingerprint-mismatch`
 /// PASSes with a note naming the difference and the check that owns it.
 fn only_replay_fidelity_fails(report: &RunReport, said: &str) {

@@ -93,12 +93,7 @@ impl Sender {
     /// Sends a prepared request and records the exchange.
     pub(crate) async fn send(&self, spec: RequestSpec) -> Exchange {
         let mut exchange = self.env.client.send(spec).await;
-        let contract = &self.env.contract;
-        exchange.declared_replay = exchange.status.is_some_and(|status| {
-            let marker = &contract.replayed_header;
-            let marked = !marker.is_empty() && exchange.marks_replay(marker);
-            contract.replays_under(status, marked, exchange.json.as_ref())
-        });
+        read_replay(&mut exchange, &self.env.contract);
         self.recorder.record(exchange.clone());
         exchange
     }
@@ -393,6 +388,42 @@ fn variant_name(v: BodyVariant) -> &'static str {
         BodyVariant::Slow | BodyVariant::SlowIfAny => "slow",
         BodyVariant::Hangs => "hangs",
     }
+}
+
+/// Reads what the contract says of a replay into `exchange`, the one place a check's answers are
+/// read so: a replay under another status it declares (`replay_status`) is marked
+/// [`Exchange::declared_replay`]; a replay wrapped in its declared envelope (`replay_envelope`)
+/// becomes the original body it carries, byte for byte as the envelope holds it, so every check
+/// compares and reads ids from the original's body (the evidence keeps the envelope as sent).
+fn read_replay(exchange: &mut Exchange, contract: &Contract) {
+    let Some(status) = exchange.status else {
+        return;
+    };
+    let marker = &contract.replayed_header;
+    let marked = !marker.is_empty() && exchange.marks_replay(marker);
+    exchange.declared_replay = contract.replays_under(status, marked, exchange.json.as_ref());
+    let inner = contract
+        .replay_envelope
+        .as_deref()
+        .filter(|_| contract.envelops(marked, exchange.json.as_ref()))
+        .and_then(|at| member_bytes(&exchange.body, at));
+    if let Some(inner) = inner {
+        exchange.json = serde_json::from_slice(&inner).ok();
+        exchange.body = inner;
+    }
+}
+
+/// The bytes of the member at `at` (`data`, `result.data`) of the JSON object `body`, as they
+/// stand in it; `None` where the body is no JSON object or has no such member.
+fn member_bytes(body: &[u8], at: &str) -> Option<bytes::Bytes> {
+    use serde_json::value::RawValue;
+    let mut raw: &RawValue = serde_json::from_slice(body).ok()?;
+    for name in at.split('.') {
+        let members: std::collections::HashMap<String, &RawValue> =
+            serde_json::from_str(raw.get()).ok()?;
+        raw = members.get(name)?;
+    }
+    Some(bytes::Bytes::copy_from_slice(raw.get().as_bytes()))
 }
 
 #[cfg(test)]

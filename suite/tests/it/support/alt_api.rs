@@ -189,6 +189,9 @@ pub struct Options {
     /// request's stored response (the create's, replayed to an action), not refused: the defect
     /// endpoint-scope owns.
     pub action_replays_create: bool,
+    /// A replay of a success is wrapped in an envelope, `200 {"cached":true,"data":ORIGINAL}`,
+    /// the original body as it was sent.
+    pub envelope_replays: bool,
 }
 
 /// How long a create's long-running operation runs before its machine exists (`operations`).
@@ -554,6 +557,13 @@ where
                             body.insert("replayed_at".into(), Value::from(1_764_633_600));
                             replay.body = Bytes::from(Value::Object(body).to_string());
                         }
+                    }
+                    if app.options.envelope_replays && success {
+                        replay.status = StatusCode::OK;
+                        let mut wrapped = b"{\"cached\":true,\"data\":".to_vec();
+                        wrapped.extend_from_slice(&replay.body);
+                        wrapped.push(b'}');
+                        replay.body = Bytes::from(wrapped);
                     }
                     return respond(Some(replay));
                 }
