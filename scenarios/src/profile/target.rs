@@ -44,6 +44,10 @@ pub struct TargetProfile {
     /// that two checks side by side would disturb; `--jobs` cannot raise it.
     #[serde(default)]
     pub checks_at_once: Option<Spanned<ChecksAtOnce>>,
+    /// Whose cookie jar a request uses (default: `per_principal` where a principal has a
+    /// `login`, else `off`).
+    #[serde(default)]
+    pub cookies: Option<CookieScope>,
 }
 
 /// The most checks a run drives at once (`--jobs`, `checks_at_once`).
@@ -197,6 +201,47 @@ pub struct Principal {
     /// the tenant an API keeps in its paths or bodies (`project: p-alpha`).
     #[serde(default)]
     pub vars: BTreeMap<String, String>,
+    /// The request that opens this principal's session, where the API issues one: sent before
+    /// the principal's first request (once per cookie jar, see [`CookieScope`]), its answer's
+    /// `Set-Cookie` headers fill the jar.
+    #[serde(default)]
+    pub login: Option<Login>,
+}
+
+/// A login request: sent to the first base URL with the principal's headers and its own; a 2xx
+/// opens the session.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Login {
+    /// HTTP method (default `POST`).
+    #[serde(default = "post")]
+    pub method: String,
+    /// Path and query, from `/`.
+    pub path: String,
+    /// The body, sent as it is.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// The body's media type (default `application/json`).
+    #[serde(default = "json")]
+    pub content_type: String,
+    /// Headers besides the principal's.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// Whose cookie jar a request uses (`cookies:` at the top of a profile): none (`off`, a
+/// `Set-Cookie` is neither kept nor sent back), one per principal for the whole run
+/// (`per_principal`), or one per principal in each check (`per_check`: a check starts with a
+/// fresh session, logged in again, so two checks never share session state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CookieScope {
+    /// No jar.
+    Off,
+    /// One jar per principal for the run.
+    PerPrincipal,
+    /// One jar per principal and check.
+    PerCheck,
 }
 
 /// The operations of the API under test.
@@ -741,6 +786,41 @@ impl TargetProfile {
                     );
                 }
             }
+            if let Some(login) = &p.login {
+                let mut problems: Vec<String> = login
+                    .headers
+                    .iter()
+                    .chain([(&"Content-Type".to_owned(), &login.content_type)])
+                    .filter_map(|(name, value)| super::check_header(name, value).err())
+                    .collect();
+                if !login.path.starts_with('/') {
+                    problems.push(format!(
+                        "login.path `{}` must start with `/` (it follows the base URL)",
+                        login.path
+                    ));
+                }
+                if login.method.is_empty() || !login.method.bytes().all(|b| b.is_ascii_alphabetic())
+                {
+                    problems.push(format!(
+                        "login.method `{}` is no HTTP method (POST, GET, …)",
+                        login.method
+                    ));
+                }
+                if self.cookies == Some(CookieScope::Off) {
+                    problems.push(
+                        "has a `login` but the profile says `cookies: off`, so the session it \
+                         opens would never be sent; say `cookies: per_principal` or \
+                         `per_check`, or remove the login"
+                            .into(),
+                    );
+                }
+                for m in problems {
+                    at(
+                        &self.principals.referenced,
+                        format!("principal `{}`: {m}", p.name),
+                    );
+                }
+            }
         }
         for (op, long) in self.operations.long_running() {
             let within = long.value.within;
@@ -892,6 +972,17 @@ impl TargetProfile {
             }
         }
         LoadError::all(errors)
+    }
+
+    /// Whose cookie jar a request uses: the profile's `cookies`, or by default `per_principal`
+    /// where a principal has a `login` and `off` where none has.
+    pub fn cookie_scope(&self) -> CookieScope {
+        self.cookies
+            .unwrap_or(if self.principals.value.iter().any(|p| p.login.is_some()) {
+                CookieScope::PerPrincipal
+            } else {
+                CookieScope::Off
+            })
     }
 
     /// The contract with the preset's defaults and the profile's overrides applied.

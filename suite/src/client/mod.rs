@@ -2,8 +2,10 @@
 //! full response (for comparisons) and the [`Evidence`] record reports show.
 
 mod exchange;
+mod session;
 
 pub use exchange::{Exchange, RequestSpec, SentMark};
+pub use session::Session;
 
 use std::time::{Duration, Instant};
 

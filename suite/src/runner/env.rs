@@ -4,10 +4,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use idemspec_scenarios::profile::{Contract, Principal, TargetProfile};
+use idemspec_scenarios::profile::{Contract, CookieScope, Principal, TargetProfile};
 use idemspec_scenarios::scenario::{HookName, Operation};
 
-use crate::client::{Client, Exchange};
+use crate::client::{Client, Exchange, RequestSpec, Session};
 use crate::hooks::HookRunner;
 
 /// Shared by every check of a run.
@@ -24,7 +24,12 @@ pub(crate) struct Env {
     pub lockout_bound: std::time::Duration,
     /// Spreads direct requests over the base URLs.
     next_base: AtomicUsize,
+    /// The cookie sessions, by principal and, with `cookies: per_check`, by check marker.
+    sessions: std::sync::Mutex<std::collections::HashMap<(String, String), Arc<Session>>>,
 }
+
+/// How long a principal's login may take.
+const LOGIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Env {
     /// The headers a request of `op` sends as `principal`: the principal's, then `content_type`
@@ -69,7 +74,115 @@ impl Env {
             hooks,
             lockout_bound,
             next_base: AtomicUsize::new(0),
+            sessions: std::sync::Mutex::default(),
         }
+    }
+
+    /// Sends `spec` for the check marked `marker`, in its principal's cookie session where the
+    /// profile keeps one (`cookies`): the session is opened first (the principal's `login`, once
+    /// per jar), its cookies go in a `Cookie` header and the answer's `Set-Cookie` is kept. A
+    /// session that could not be opened fails the request with the reason.
+    pub(crate) async fn send(&self, mut spec: RequestSpec, marker: &str) -> Exchange {
+        let Some((session, principal)) = self.session(&spec.principal, marker) else {
+            return self.client.send(spec).await;
+        };
+        let opened = session.open(|| self.login(&session, principal)).await;
+        if let Err(problem) = opened {
+            return Exchange::failed(&spec.step, problem);
+        }
+        // Cookies are the target's, wherever the request goes (the proxy's port is no other
+        // site: RFC 6265 §8.5 cookies do not isolate by port), so the jar reads the first base URL.
+        let url = self.cookie_url(&spec.path);
+        if let Some(cookies) = url.as_ref().and_then(|u| session.cookie_header(u)) {
+            spec.headers.push(("Cookie".into(), cookies));
+        }
+        let exchange = self.client.send(spec).await;
+        if let Some(u) = &url {
+            session.store(&exchange.headers, u);
+        }
+        exchange
+    }
+
+    /// The session of principal `name` for the check marked `marker`, and the principal; `None`
+    /// where the profile keeps no cookies.
+    fn session(&self, name: &str, marker: &str) -> Option<(Arc<Session>, &Principal)> {
+        let scope = match self.profile.cookie_scope() {
+            CookieScope::Off => return None,
+            CookieScope::PerPrincipal => String::new(),
+            CookieScope::PerCheck => marker.to_owned(),
+        };
+        let principal = self.profile.principal(name)?;
+        let mut sessions = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let session = sessions
+            .entry((principal.name.clone(), scope))
+            .or_insert_with(|| Arc::new(Session::new()))
+            .clone();
+        Some((session, principal))
+    }
+
+    /// `path` under the first base URL, as the cookie jar reads it.
+    fn cookie_url(&self, path: &str) -> Option<reqwest::Url> {
+        let base = self.profile.base_urls.value.first()?.trim_end_matches('/');
+        format!("{base}{path}").parse().ok()
+    }
+
+    /// Opens `principal`'s session: sends its `login` (none: nothing to do) and keeps the
+    /// cookies it set.
+    ///
+    /// # Errors
+    /// The login got no 2xx (its status and the start of its body), or no answer.
+    async fn login(&self, session: &Session, principal: &Principal) -> Result<(), String> {
+        let Some(login) = &principal.login else {
+            return Ok(());
+        };
+        let base = self
+            .profile
+            .base_urls
+            .value
+            .first()
+            .map_or("", |b| b.trim_end_matches('/'));
+        let mut headers: Vec<(String, String)> = principal
+            .headers
+            .iter()
+            .chain(&login.headers)
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
+        if login.body.is_some() {
+            headers.push(("Content-Type".into(), login.content_type.clone()));
+        }
+        let exchange = self
+            .client
+            .send(RequestSpec {
+                step: "login".into(),
+                base_url: base.to_owned(),
+                method: login.method.clone(),
+                path: login.path.clone(),
+                principal: principal.name.clone(),
+                headers,
+                key: None,
+                body: login.body.clone(),
+                timeout: LOGIN_TIMEOUT,
+                via_proxy: false,
+                sent: None,
+            })
+            .await;
+        if let Some(u) = self.cookie_url(&login.path) {
+            session.store(&exchange.headers, &u);
+        }
+        if exchange.is_success() {
+            return Ok(());
+        }
+        Err(format!(
+            "principal `{}`'s login ({} {}) answered {}, so its session is not open; check \
+             `principals[].login`",
+            principal.name,
+            login.method,
+            login.path,
+            exchange.describe()
+        ))
     }
 
     /// Whether the profile's request variant does what `hook` is there for, because the profile

@@ -125,20 +125,22 @@ async fn preflight(env: &Env) -> Result<(), RunError> {
         for principal in &env.profile.principals.value {
             let request = observe::list_request(env, principal, "preflight");
             let ex = env
-                .client
-                .send(RequestSpec {
-                    step: "preflight".into(),
-                    base_url: url.trim_end_matches('/').to_owned(),
-                    method: request.method,
-                    path: request.path,
-                    principal: principal.name.clone(),
-                    headers: request.headers,
-                    key: None,
-                    body: request.body,
-                    timeout: std::time::Duration::from_secs(10),
-                    via_proxy: false,
-                    sent: None,
-                })
+                .send(
+                    RequestSpec {
+                        step: "preflight".into(),
+                        base_url: url.trim_end_matches('/').to_owned(),
+                        method: request.method,
+                        path: request.path,
+                        principal: principal.name.clone(),
+                        headers: request.headers,
+                        key: None,
+                        body: request.body,
+                        timeout: std::time::Duration::from_secs(10),
+                        via_proxy: false,
+                        sent: None,
+                    },
+                    "preflight",
+                )
                 .await;
             let path = format!(
                 "{} {}",

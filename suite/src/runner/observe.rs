@@ -38,7 +38,7 @@ pub(crate) async fn count_created(
     let list = &env.profile.operations.list;
     let request = list_request(env, principal, marker);
     let (method, path) = (request.method.clone(), request.path.clone());
-    let ex = send_list(env, principal, request, "list").await;
+    let ex = send_list(env, principal, request, marker).await;
     let json = json_of(&ex, "list")?;
     let items = list.items.select(json);
     let count = match &list.marker {
@@ -284,25 +284,33 @@ pub(crate) fn list_request(env: &Env, principal: &Principal, marker: &str) -> Li
 }
 
 /// Sends `request` as `principal`, direct, trying the next base URL while one does not answer.
-async fn send_list(env: &Env, principal: &Principal, request: ListRequest, step: &str) -> Exchange {
+/// `marker` is the check's (its cookie session, where the profile keeps one per check).
+async fn send_list(
+    env: &Env,
+    principal: &Principal,
+    request: ListRequest,
+    marker: &str,
+) -> Exchange {
     let urls = &env.profile.base_urls.value;
     let mut tries = urls.len();
     loop {
         let ex = env
-            .client
-            .send(RequestSpec {
-                step: step.into(),
-                base_url: env.pick(urls).to_owned(),
-                method: request.method.clone(),
-                path: request.path.clone(),
-                principal: principal.name.clone(),
-                headers: request.headers.clone(),
-                key: None,
-                body: request.body.clone(),
-                timeout: OBSERVE_TIMEOUT,
-                via_proxy: false,
-                sent: None,
-            })
+            .send(
+                RequestSpec {
+                    step: "list".into(),
+                    base_url: env.pick(urls).to_owned(),
+                    method: request.method.clone(),
+                    path: request.path.clone(),
+                    principal: principal.name.clone(),
+                    headers: request.headers.clone(),
+                    key: None,
+                    body: request.body.clone(),
+                    timeout: OBSERVE_TIMEOUT,
+                    via_proxy: false,
+                    sent: None,
+                },
+                marker,
+            )
             .await;
         tries -= 1;
         if ex.status.is_some() || tries == 0 {

@@ -1152,6 +1152,68 @@ async fn a_replay_in_a_declared_envelope_is_read_inside_it() {
     );
 }
 
+/// `alt`'s principals authenticated by a session their `login` opens (the body names the API
+/// key), with `cookies` as the profile's `cookies:` line (`None`: the default).
+fn in_sessions(text: &str, cookies: Option<&str>) -> String {
+    let headers = [
+        "    headers: {X-Api-Key: alpha-key}\n",
+        "    headers: {X-Api-Key: beta-key}\n",
+    ];
+    let mut out = text.to_owned();
+    for (h, key) in headers.iter().zip(["alpha-key", "beta-key"]) {
+        assert!(out.contains(h), "the fixture's principal");
+        out = out.replace(
+            h,
+            &format!("    login: {{path: /login, body: '{{\"api_key\":\"{key}\"}}'}}\n"),
+        );
+    }
+    match cookies {
+        Some(scope) => format!("{out}cookies: {scope}\n"),
+        None => out,
+    }
+}
+
+/// An API whose principals are sessions (a login sets a cookie; a request without it is `401`)
+/// is judged through each principal's cookie jar: per principal, the catalogue passes with one
+/// login each; per check, it passes too, each check logging in afresh; a login the API refuses
+/// stops the run, naming the login and its answer; a login with `cookies: off` is refused at load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn principals_in_cookie_sessions_are_judged_through_their_jars() {
+    let api = alt_api::start_with(alt_api::Options {
+        sessions: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, |t| in_sessions(t, None)), &[]).await;
+    assert_passes(&report, 15);
+    assert_eq!(api.logins(), 2, "one login per principal for the run");
+    let report = run_profile(profile(&api, |t| in_sessions(t, Some("per_check"))), &[]).await;
+    assert_passes(&report, 15);
+    let per_check = api.logins() - 2;
+    assert!(
+        per_check > 19,
+        "a login per principal and check: {per_check}"
+    );
+    let refused = |t: &str| in_sessions(t, None).replace("beta-key", "nobody");
+    let opts = RunOptions::new(Target::Profile(Box::new(profile(&api, refused))));
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let err = run(opts, tx)
+        .await
+        .expect_err("a session that cannot open stops the run");
+    assert!(
+        err.to_string()
+            .contains("principal `beta`'s login (POST /login) answered 401"),
+        "{err}"
+    );
+    let err = load(&api, &in_sessions(alt_api::PROFILE, Some("off")))
+        .expect_err("a login with cookies off is refused");
+    assert!(
+        err.to_string()
+            .contains("has a `login` but the profile says `cookies: off`"),
+        "{err}"
+    );
+}
+
 /// Asserts that only `replay-fidelity` FAILs, saying `said`, and that `fingerprint-mismatch`
 /// PASSes with a note naming the difference and the check that owns it.
 fn only_replay_fidelity_fails(report: &RunReport, said: &str) {

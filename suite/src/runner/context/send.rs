@@ -92,7 +92,7 @@ impl Sender {
 
     /// Sends a prepared request and records the exchange.
     pub(crate) async fn send(&self, spec: RequestSpec) -> Exchange {
-        let mut exchange = self.env.client.send(spec).await;
+        let mut exchange = self.env.send(spec, &self.marker).await;
         read_replay(&mut exchange, &self.env.contract);
         self.recorder.record(exchange.clone());
         exchange

@@ -73,6 +73,11 @@ impl AltApi {
     pub fn machines(&self) -> usize {
         self.app.lock().machines.len()
     }
+
+    /// With `sessions`: how many logins opened a session.
+    pub fn logins(&self) -> u64 {
+        self.app.lock().logins
+    }
 }
 
 impl Drop for AltApi {
@@ -192,6 +197,9 @@ pub struct Options {
     /// A replay of a success is wrapped in an envelope, `200 {"cached":true,"data":ORIGINAL}`,
     /// the original body as it was sent.
     pub envelope_replays: bool,
+    /// A principal authenticates by a session: `POST /login` with `{"api_key": …}` sets a `sid`
+    /// cookie, and every API request must carry it (an `X-Api-Key` on it is ignored).
+    pub sessions: bool,
 }
 
 /// How long a create's long-running operation runs before its machine exists (`operations`).
@@ -273,6 +281,10 @@ struct Inner {
     /// The `fail-once…` flavors that have failed their one time.
     failed_once: std::collections::HashSet<String>,
     crash_armed: bool,
+    /// With `sessions`: each open session's API key, by `sid`.
+    sessions: HashMap<String, String>,
+    /// With `sessions`: how many logins opened one.
+    logins: u64,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -386,6 +398,15 @@ impl App {
             .route("/api/machines/{uuid}/restart", post(restart_machine));
         let api = if self.options.operations_by_header {
             api.route_layer(axum::middleware::from_fn(named_operation))
+        } else {
+            api
+        };
+        let api = if self.options.sessions {
+            api.route_layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                session_only,
+            ))
+            .route("/login", post(login))
         } else {
             api
         };
@@ -805,6 +826,52 @@ fn problem(status: StatusCode, kind: &str, detail: &str) -> Response {
 }
 
 // ---- the API -------------------------------------------------------------------------------
+
+/// With `sessions`: opens a session for the API key in the body, as a `sid` cookie.
+async fn login(State(app): State<App>, body: Bytes) -> Response {
+    let key = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v.get("api_key").and_then(Value::as_str).map(str::to_owned))
+        .filter(|k| API_KEYS.iter().any(|(known, _)| known == k));
+    let Some(key) = key else {
+        return unauthorized();
+    };
+    let sid = uuid::Uuid::new_v4().simple().to_string();
+    let mut inner = app.lock();
+    inner.sessions.insert(sid.clone(), key);
+    inner.logins += 1;
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response.headers_mut().insert(
+        axum::http::header::SET_COOKIE,
+        HeaderValue::from_str(&format!("sid={sid}; Path=/; HttpOnly")).expect("a cookie"),
+    );
+    response
+}
+
+/// With `sessions`: a request is its session's principal (its `sid` cookie's API key, put in
+/// `X-Api-Key` for the handlers); without an open session, `401`.
+async fn session_only(
+    State(app): State<App>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let sid = request
+        .headers()
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|c| c.trim().strip_prefix("sid=").map(str::to_owned));
+    let key = sid.and_then(|sid| app.lock().sessions.get(&sid).cloned());
+    let Some(key) = key else {
+        return unauthorized();
+    };
+    request.headers_mut().insert(
+        "x-api-key",
+        HeaderValue::from_str(&key).expect("a known key"),
+    );
+    next.run(request).await
+}
 
 /// The principal an `X-Api-Key` authenticates, if any.
 fn principal(headers: &HeaderMap) -> Option<String> {
