@@ -1214,6 +1214,38 @@ async fn principals_in_cookie_sessions_are_judged_through_their_jars() {
     );
 }
 
+/// A differing request the API refuses whatever its key (an invalid flavor, `400`) is no mismatch
+/// rejection, even under a contract that knows the mismatch by its `400` alone: its control (the
+/// same request with a key of its own) is refused too, and fingerprint-mismatch is UNKNOWN naming
+/// it, never PASS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_differing_request_refused_whatever_its_key_leaves_fingerprint_mismatch_unknown() {
+    let api = alt_api::start_with(alt_api::Options {
+        refuses_flavor: Some("small-2"),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let status_only = |t: &str| {
+        assert!(
+            t.contains("  mismatch_status: [422]\n"),
+            "the fixture's contract"
+        );
+        t.replace(
+            "  mismatch_status: [422]\n",
+            "  mismatch_status: [400, 422]\n",
+        )
+    };
+    let report = run_profile(profile(&api, status_only), &["fingerprint-mismatch"]).await;
+    judged_once(
+        &report,
+        Verdict::Unknown,
+        "precondition not met: `control` answered 400",
+    );
+    let api = alt_api::start().await;
+    let report = run_profile(profile(&api, status_only), &["fingerprint-mismatch"]).await;
+    judged_once(&report, Verdict::Pass, "");
+}
+
 /// Asserts that only `replay-fidelity` FAILs, saying `said`, and that `fingerprint-mismatch`
 /// PASSes with a note naming the difference and the check that owns it.
 fn only_replay_fidelity_fails(report: &RunReport, said: &str) {

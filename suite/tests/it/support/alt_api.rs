@@ -200,6 +200,10 @@ pub struct Options {
     /// A principal authenticates by a session: `POST /login` with `{"api_key": …}` sets a `sid`
     /// cookie, and every API request must carry it (an `X-Api-Key` on it is ignored).
     pub sessions: bool,
+    /// A create of this flavor is refused `400` whatever its key, before the idempotency layer
+    /// (a request the API validates away): the differing request of a profile whose variant
+    /// renders it does not work with this API.
+    pub refuses_flavor: Option<&'static str>,
 }
 
 /// How long a create's long-running operation runs before its machine exists (`operations`).
@@ -991,6 +995,9 @@ async fn create(
         }
         Err(e) => return problem(StatusCode::BAD_REQUEST, "invalid-body", &e),
     };
+    if app.options.refuses_flavor == Some(new.flavor.as_str()) {
+        return problem(StatusCode::BAD_REQUEST, "invalid-flavor", "no such flavor");
+    }
     idempotent(
         &app,
         &owner.clone(),
