@@ -161,16 +161,6 @@ fn polled(text: &str) -> String {
     )
 }
 
-/// Under `preset` instead of the alt profile's `stripe-v1` and its mismatch status, keeping what
-/// the alt API does that no cloud preset says: it stores a 5xx.
-fn under_preset(text: &str, preset: &str) -> String {
-    text.replace(
-        "  preset: stripe-v1\n",
-        &format!("  preset: {preset}\n  replays_5xx: true\n"),
-    )
-    .replace("  mismatch_status: [422]\n", "")
-}
-
 /// The alt-api profile without hooks (no admin switches), so the checks use its request variants
 /// that make the API fail, fail once, be slow or hang by what is sent.
 fn failing_by_request(text: &str) -> String {
@@ -704,13 +694,7 @@ async fn a_google_shaped_api_passes_under_the_gcp_preset() {
         ..alt_api::Options::default()
     })
     .await;
-    let google = |t: &str| {
-        naming(
-            &in_projects(&polled(&under_preset(t, "gcp-request-id"))),
-            "{{key_name}}",
-        )
-    };
-    let report = run_profile(profile(&api, google), &[]).await;
+    let report = run_profile(profile(&api, |_| GOOGLE_SHAPED.to_owned()), &[]).await;
     assert_passes(&report, 14);
 }
 
@@ -729,7 +713,7 @@ async fn an_aws_shaped_api_passes_under_the_aws_preset() {
         ..alt_api::Options::default()
     })
     .await;
-    let aws = |t: &str| named_operations(&under_preset(t, "aws-client-token"));
+    let aws = |_: &str| AWS_JSON_SHAPED.to_owned();
     let report = run_profile(profile(&api, aws), &[]).await;
     assert_passes(&report, 14);
     // The action named wrongly: a plain 400 for any key, which is not the mismatch.
@@ -739,46 +723,14 @@ async fn an_aws_shaped_api_passes_under_the_aws_preset() {
     judged_once(&report, Verdict::Unknown, "`control`");
 }
 
-/// `stripe_shape`: form bodies typed as such, and Stripe's refusals known by `error.type` (the
-/// mismatch) and `error.code` (in flight) besides their status.
-fn stripe_shaped(text: &str) -> String {
-    let form = |json: &str, form: &str| (json.to_owned(), form.to_owned());
-    let mut t = text
-        .replace(
-            "  mismatch_status: [422]\n",
-            "  mismatch_body: {at: $.error.type, is: idempotency_error}\n  \
-             in_flight_body: {at: $.error.code, is: idempotency_key_in_use}\n",
-        )
-        .replace(
-            "  create:\n    path: /api/machines\n",
-            "  create:\n    path: /api/machines\n    headers: {Content-Type: application/x-www-form-urlencoded}\n",
-        );
-    for (json, form) in [
-        form(
-            r#"'{"flavor":"small-{{variant}}","tag":"{{marker}}"}'"#,
-            "'flavor=small-{{variant}}&tag={{marker}}'",
-        ),
-        form(
-            r#"'{"flavor":"fail-always","tag":"{{marker}}"}'"#,
-            "'flavor=fail-always&tag={{marker}}'",
-        ),
-        form(
-            r#"'{"flavor":"fail-once-{{marker}}","tag":"{{marker}}"}'"#,
-            "'flavor=fail-once-{{marker}}&tag={{marker}}'",
-        ),
-        form(
-            r#"'{"flavor":"slow","tag":"{{marker}}"}'"#,
-            "'flavor=slow&tag={{marker}}'",
-        ),
-        form(
-            r#"'{"flavor":"hang","tag":"{{marker}}"}'"#,
-            "'flavor=hang&tag={{marker}}'",
-        ),
-    ] {
-        assert!(t.contains(&json), "the fixture's body {json}");
-        t = t.replace(&json, &form);
-    }
-    t
+/// The worked profiles of docs/profiles/, each the profile a test double here is judged by.
+const GOOGLE_SHAPED: &str = include_str!("../../../docs/profiles/google-compute-shaped.yaml");
+const AWS_JSON_SHAPED: &str = include_str!("../../../docs/profiles/aws-json-shaped.yaml");
+const STRIPE_SHAPED: &str = include_str!("../../../docs/profiles/stripe-shaped.yaml");
+
+/// The Stripe-shaped worked profile, whatever the alt profile says.
+fn stripe_shaped(_: &str) -> String {
+    STRIPE_SHAPED.to_owned()
 }
 
 /// A Stripe-shaped API: form bodies, keys per principal across endpoints, and a reused key with

@@ -61,11 +61,14 @@ impl AltApi {
         format!("http://{}", self.admin)
     }
 
-    /// The environment the profile reads (`ALT_API_URL`, `ALT_ADMIN_URL`).
+    /// The environment the profiles read: `ALT_API_URL` and `ALT_ADMIN_URL` (the alt profile),
+    /// `API_URL` and `ADMIN_URL` (the worked profiles of docs/profiles/).
     pub fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("ALT_API_URL", self.base_url()),
             ("ALT_ADMIN_URL", self.admin_url()),
+            ("API_URL", self.base_url()),
+            ("ADMIN_URL", self.admin_url()),
         ]
     }
 
