@@ -684,16 +684,7 @@ async fn a_mismatch_answered_with_the_original_is_judged_by_the_contract() {
 /// stores), and the catalogue passes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_google_shaped_api_passes_under_the_gcp_preset() {
-    let api = alt_api::start_with(alt_api::Options {
-        key_in: alt_api::KeyIn::Query("requestId"),
-        uuid_keys: true,
-        tenant_in_path: true,
-        names_in_body: true,
-        operations: true,
-        mismatch_answers_original: true,
-        ..alt_api::Options::default()
-    })
-    .await;
+    let api = alt_api::start_with(Shape::Google.options()).await;
     let report = run_profile(profile(&api, |_| GOOGLE_SHAPED.to_owned()), &[]).await;
     assert_passes(&report, 14);
 }
@@ -705,14 +696,7 @@ async fn a_google_shaped_api_passes_under_the_gcp_preset() {
 /// control).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_aws_shaped_api_passes_under_the_aws_preset() {
-    let api = alt_api::start_with(alt_api::Options {
-        key_in: alt_api::KeyIn::Json("clientToken"),
-        operations_by_header: true,
-        aws_errors: true,
-        key_max_len: Some(64),
-        ..alt_api::Options::default()
-    })
-    .await;
+    let api = alt_api::start_with(Shape::AwsJson.options()).await;
     let aws = |_: &str| AWS_JSON_SHAPED.to_owned();
     let report = run_profile(profile(&api, aws), &[]).await;
     assert_passes(&report, 14);
@@ -733,6 +717,56 @@ fn stripe_shaped(_: &str) -> String {
     STRIPE_SHAPED.to_owned()
 }
 
+/// The three shapes of public API the alt API takes, each with its worked profile.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    /// `?requestId=` UUIDs, projects in the path, instance names, Operations, a repeated
+    /// requestId answered with the original.
+    Google,
+    /// A `clientToken` member, operations named by a header, a `POST` list, `__type` errors.
+    AwsJson,
+    /// Form bodies, keys across endpoints, `error.type` and `error.code`.
+    Stripe,
+}
+
+impl Shape {
+    /// The alt API's options that give it this shape.
+    fn options(self) -> alt_api::Options {
+        match self {
+            Shape::Google => alt_api::Options {
+                key_in: alt_api::KeyIn::Query("requestId"),
+                uuid_keys: true,
+                tenant_in_path: true,
+                names_in_body: true,
+                operations: true,
+                mismatch_answers_original: true,
+                ..alt_api::Options::default()
+            },
+            Shape::AwsJson => alt_api::Options {
+                key_in: alt_api::KeyIn::Json("clientToken"),
+                operations_by_header: true,
+                aws_errors: true,
+                key_max_len: Some(64),
+                ..alt_api::Options::default()
+            },
+            Shape::Stripe => alt_api::Options {
+                stripe_shape: true,
+                keys_across_endpoints: true,
+                ..alt_api::Options::default()
+            },
+        }
+    }
+
+    /// Its worked profile (docs/profiles/).
+    fn profile(self) -> &'static str {
+        match self {
+            Shape::Google => GOOGLE_SHAPED,
+            Shape::AwsJson => AWS_JSON_SHAPED,
+            Shape::Stripe => STRIPE_SHAPED,
+        }
+    }
+}
+
 /// A Stripe-shaped API: form bodies, keys per principal across endpoints, and a reused key with
 /// another request a `400` told from any other `400` only by `error.type`. Under `stripe-v1` with
 /// the body conditions declared, every MUST check passes (Stripe documents neither `Retry-After`
@@ -742,12 +776,7 @@ fn stripe_shaped(_: &str) -> String {
 /// counted as the refusal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stripe_shaped_api_passes_under_the_stripe_preset() {
-    let api = alt_api::start_with(alt_api::Options {
-        stripe_shape: true,
-        keys_across_endpoints: true,
-        ..alt_api::Options::default()
-    })
-    .await;
+    let api = alt_api::start_with(Shape::Stripe.options()).await;
     let not_passed = |report: &RunReport| -> std::collections::BTreeMap<String, Verdict> {
         report
             .checks
@@ -776,10 +805,8 @@ async fn a_stripe_shaped_api_passes_under_the_stripe_preset() {
         .count();
     assert!(passed >= 14, "{}", table(&report));
     let replays = alt_api::start_with(alt_api::Options {
-        stripe_shape: true,
-        keys_across_endpoints: true,
         action_replays_create: true,
-        ..alt_api::Options::default()
+        ..Shape::Stripe.options()
     })
     .await;
     let report = run_profile(profile(&replays, stripe_shaped), &[]).await;
@@ -1969,4 +1996,53 @@ async fn merged_keys_are_named_as_such() {
         "{}",
         o.summary
     );
+}
+
+/// Each shape's test double with a defect planted in its idempotency layer, judged by its worked
+/// profile: the check that owns the rule FAILs, and where the defect breaks one rule, no other
+/// check FAILs or goes UNKNOWN. A key ignored breaks every rule (lost-response is named); keys
+/// shared by principals are cross-tenant's; a mismatch answered with the original is
+/// fingerprint-mismatch's where the contract says `reject` and correct where it says `original`
+/// (Google documents it); a mismatch run as a request of its own is fingerprint-mismatch's under
+/// either.
+#[rstest::rstest]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_planted_flaw_in_each_shape_fails_the_check_that_owns_it(
+    #[values(Shape::Google, Shape::AwsJson, Shape::Stripe)] shape: Shape,
+    #[values(
+        alt_api::Flaw::IgnoresKey,
+        alt_api::Flaw::KeysNotPerPrincipal,
+        alt_api::Flaw::MismatchNotRejected,
+        alt_api::Flaw::MismatchRunsAgain
+    )]
+    flaw: alt_api::Flaw,
+) {
+    use alt_api::Flaw;
+    let api = alt_api::start_with(alt_api::Options {
+        flaw: Some(flaw),
+        ..shape.options()
+    })
+    .await;
+    let report = run_profile(profile(&api, |_| shape.profile().to_owned()), &[]).await;
+    let broken: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Fail | Verdict::Unknown))
+        .map(|c| c.id.as_str())
+        .collect();
+    let owner = match (flaw, shape) {
+        (Flaw::IgnoresKey, _) => {
+            let lost = crate::support::reference::outcome(&report, "lost-response");
+            assert_eq!(lost.verdict, Verdict::Fail, "{}", table(&report));
+            return;
+        }
+        (Flaw::MismatchNotRejected, Shape::Google) => None,
+        (Flaw::KeysNotPerPrincipal, _) => Some("cross-tenant"),
+        (Flaw::MismatchNotRejected | Flaw::MismatchRunsAgain, _) => Some("fingerprint-mismatch"),
+    };
+    assert_eq!(broken, Vec::from_iter(owner), "{}", table(&report));
+    if let Some(owner) = owner {
+        let o = crate::support::reference::outcome(&report, owner);
+        assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
+    }
 }

@@ -102,6 +102,8 @@ enum Claimed {
     RefuseAfter(Duration),
     /// It waits for the request in flight and is answered with its result (`waits_for_result`).
     AwaitResult,
+    /// It runs as a request of its own, recording nothing (`Flaw::MismatchRunsAgain`).
+    RunsAnew,
 }
 
 /// How the alt API is configured.
@@ -207,6 +209,21 @@ pub struct Options {
     /// (a request the API validates away): the differing request of a profile whose variant
     /// renders it does not work with this API.
     pub refuses_flavor: Option<&'static str>,
+    /// A planted defect of the idempotency layer, whatever shape the API has.
+    pub flaw: Option<Flaw>,
+}
+
+/// A planted defect of the alt API's idempotency layer (`Options::flaw`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flaw {
+    /// The key is read and validated, then ignored: every request runs, a retry a new operation.
+    IgnoresKey,
+    /// Keys are not scoped per principal: one principal's key finds another's record.
+    KeysNotPerPrincipal,
+    /// A reused key with another request gets the original's answer instead of a refusal.
+    MismatchNotRejected,
+    /// A reused key with another request runs as a request of its own (a second resource).
+    MismatchRunsAgain,
 }
 
 /// How long a create's long-running operation runs before its machine exists (`operations`).
@@ -485,8 +502,7 @@ where
     let key = match raw.as_ref() {
         None => {
             // Keys are optional (stripe-v1): without one the request simply runs.
-            let sub_key = hex::encode(Sha256::digest(uuid::Uuid::new_v4().as_bytes()));
-            return finish(tokio::spawn(work(app.clone(), sub_key)).await).await;
+            return finish(tokio::spawn(work(app.clone(), fresh_sub_key())).await).await;
         }
         Some(value) => match valid_key(value, app.options.uuid_keys, app.options.key_max_len) {
             Some(key) => key,
@@ -507,12 +523,19 @@ where
         },
     };
     let fingerprint = fingerprint(method, uri, body);
+    if app.options.flaw == Some(Flaw::IgnoresKey) {
+        return finish(tokio::spawn(work(app.clone(), fresh_sub_key())).await).await;
+    }
     let key = match app.options.key_prefix {
         Some(n) => key.chars().take(n).collect(),
         None => key,
     };
     let scope = Scope {
-        principal: principal.to_owned(),
+        principal: if app.options.flaw == Some(Flaw::KeysNotPerPrincipal) {
+            "everyone".to_owned()
+        } else {
+            principal.to_owned()
+        },
         endpoint: if app.options.keys_across_endpoints {
             "any endpoint"
         } else {
@@ -534,11 +557,16 @@ where
                         ..
                     },
                 ) if *stored != fingerprint
-                    && !((app.options.mismatch_answers_original
+                    && !(((app.options.mismatch_answers_original
+                        && app.options.flaw != Some(Flaw::MismatchRunsAgain))
+                        || app.options.flaw == Some(Flaw::MismatchNotRejected)
                         || (app.options.action_replays_create
                             && endpoint != "POST /api/machines"))
                         && matches!(inner.records.get(&scope), Some(Record::Done { .. }))) =>
                 {
+                    if app.options.flaw == Some(Flaw::MismatchRunsAgain) {
+                        break 'claim Claimed::RunsAnew;
+                    }
                     if app.options.plain_conflicts {
                         return plain_conflict("idempotency_key_reused", false);
                     }
@@ -656,6 +684,9 @@ where
         Claimed::Work => {}
         Claimed::Pend => return std::future::pending().await,
         Claimed::AwaitResult => unreachable!("awaited in the claim loop"),
+        Claimed::RunsAnew => {
+            return finish(tokio::spawn(work(app.clone(), fresh_sub_key())).await).await
+        }
         Claimed::RefuseAfter(wait) => {
             tokio::time::sleep(wait).await;
             return problem(
@@ -724,6 +755,11 @@ fn valid_key(value: &HeaderValue, uuid_only: bool, max_len: Option<usize>) -> Op
     }
     let visible = key.bytes().all(|b| (0x21..=0x7e).contains(&b));
     (!key.is_empty() && key.len() <= max_len.unwrap_or(255) && visible).then(|| key.to_owned())
+}
+
+/// A sub-key no other request has: the work of a request that runs as its own.
+fn fresh_sub_key() -> String {
+    hex::encode(Sha256::digest(uuid::Uuid::new_v4().as_bytes()))
 }
 
 fn fingerprint(method: &Method, uri: &Uri, body: &Bytes) -> [u8; 32] {
