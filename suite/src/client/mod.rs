@@ -3,6 +3,7 @@
 
 mod exchange;
 mod session;
+pub mod xml;
 
 pub use exchange::{Exchange, RequestSpec, SentMark};
 pub use session::Session;
@@ -87,7 +88,17 @@ impl Client {
         };
         match result {
             Ok((status, headers, body)) => {
-                let json = serde_json::from_slice::<serde_json::Value>(&body).ok();
+                // An XML answer reads as JSON too (`xml`), so one path language reads both.
+                let json = serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .or_else(|| {
+                        let content_type = headers
+                            .get(http::header::CONTENT_TYPE)
+                            .and_then(|v| v.to_str().ok());
+                        xml::is_xml(content_type, &body)
+                            .then(|| xml::to_json(&body))
+                            .flatten()
+                    });
                 let problem_type = json
                     .as_ref()
                     .and_then(|j| j.get("type"))

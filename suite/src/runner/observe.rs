@@ -244,8 +244,9 @@ pub(crate) fn effect_of(env: &Env, ex: &Exchange) -> Result<i64, String> {
         .as_ref()
         .ok_or("the target profile declares no `operations.action.effect`")?;
     let json = json_of(ex, "get")?;
+    // An XML answer's counter is the text of its element (client::xml).
     path.first(json)
-        .and_then(serde_json::Value::as_i64)
+        .and_then(|v| v.as_i64().or_else(|| v.as_str()?.trim().parse().ok()))
         .ok_or_else(|| {
             format!(
                 "the effect counter {} is not an integer in the get response",

@@ -2046,3 +2046,58 @@ async fn a_planted_flaw_in_each_shape_fails_the_check_that_owns_it(
         assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
     }
 }
+
+/// An API that answers in XML (as EC2's Query protocol does) is read through the XML-as-JSON
+/// mapping: the created id, the list's items, the action's counter and a refusal's body are all
+/// JSONPaths over it, and the catalogue passes (but for key-validation's SHOULD of RFC 9457
+/// bodies, which XML refusals are not); a key ignored still FAILs lost-response, so the
+/// verdicts are read from the XML, not defaulted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_api_answering_xml_is_read_through_its_mapping() {
+    let xml = |t: &str| {
+        let mut t = t.to_owned();
+        for (json, xml) in [
+            ("    id: $.data.uuid\n", "    id: $.Response.data.uuid\n"),
+            (
+                "    items: \"$.data[*]\"\n",
+                "    items: \"$.Response.data.item[*]\"\n",
+            ),
+            (
+                "effect: $.data.restarts}",
+                "effect: $.Response.data.restarts}",
+            ),
+            (
+                "  mismatch_status: [422]\n",
+                "  mismatch_status: [400, 422]\n  mismatch_body: {at: $.Response.type, is: \
+                 \"https://alt-api.test/problems/key-reused-with-different-request\"}\n",
+            ),
+        ] {
+            assert!(t.contains(json), "the fixture's {json}");
+            t = t.replace(json, xml);
+        }
+        t
+    };
+    let api = alt_api::start_with(alt_api::Options {
+        xml_answers: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, xml), &[]).await;
+    for o in &report.checks {
+        // Its refusals are XML, not RFC 9457 problem bodies: the SHOULD that asks for one WARNs.
+        let expected = if o.id == "key-validation" {
+            Verdict::Warn
+        } else {
+            Verdict::Pass
+        };
+        assert_eq!(o.verdict, expected, "{}: {}", o.id, table(&report));
+    }
+    let flawed = alt_api::start_with(alt_api::Options {
+        xml_answers: true,
+        flaw: Some(alt_api::Flaw::IgnoresKey),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&flawed, xml), &["lost-response"]).await;
+    judged_once(&report, Verdict::Fail, "2 resources with marker");
+}

@@ -211,6 +211,9 @@ pub struct Options {
     pub refuses_flavor: Option<&'static str>,
     /// A planted defect of the idempotency layer, whatever shape the API has.
     pub flaw: Option<Flaw>,
+    /// Every JSON answer of the API is sent as XML instead (`text/xml`): the JSON under a
+    /// `<Response>` root, an object's members as elements, an array's values as `<item>`s.
+    pub xml_answers: bool,
 }
 
 /// A planted defect of the alt API's idempotency layer (`Options::flaw`).
@@ -422,6 +425,11 @@ impl App {
             .route("/api/machines/{uuid}/restart", post(restart_machine));
         let api = if self.options.operations_by_header {
             api.route_layer(axum::middleware::from_fn(named_operation))
+        } else {
+            api
+        };
+        let api = if self.options.xml_answers {
+            api.layer(axum::middleware::map_response(as_xml))
         } else {
             api
         };
@@ -869,6 +877,60 @@ fn problem(status: StatusCode, kind: &str, detail: &str) -> Response {
 }
 
 // ---- the API -------------------------------------------------------------------------------
+
+/// With `xml_answers`: a JSON answer as XML (see `Options::xml_answers`).
+async fn as_xml(response: Response) -> Response {
+    fn write(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(members) => {
+                for (name, v) in members {
+                    out.push_str(&format!("<{name}>"));
+                    write(v, out);
+                    out.push_str(&format!("</{name}>"));
+                }
+            }
+            Value::Array(values) => {
+                for v in values {
+                    out.push_str("<item>");
+                    write(v, out);
+                    out.push_str("</item>");
+                }
+            }
+            Value::String(text) => out.push_str(
+                &text
+                    .replace('&', "&amp;")
+                    .replace('<', "&lt;")
+                    .replace('>', "&gt;"),
+            ),
+            Value::Null => {}
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let (mut parts, body) = response.into_parts();
+    let json = parts
+        .headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.contains("json"));
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .unwrap_or_default();
+    let value = json
+        .then(|| serde_json::from_slice::<Value>(&bytes).ok())
+        .flatten();
+    let Some(value) = value else {
+        return Response::from_parts(parts, axum::body::Body::from(bytes));
+    };
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response>");
+    write(&value, &mut xml);
+    xml.push_str("</Response>");
+    parts.headers.insert(
+        "content-type",
+        HeaderValue::from_static("text/xml;charset=UTF-8"),
+    );
+    parts.headers.remove("content-length");
+    Response::from_parts(parts, axum::body::Body::from(xml))
+}
 
 /// With `sessions`: opens a session for the API key in the body, as a `sid` cookie.
 async fn login(State(app): State<App>, body: Bytes) -> Response {
