@@ -15,8 +15,8 @@ pub use env::expand_env;
 pub use key_at::KeyAt;
 pub use resource_path::ResourcePath;
 pub use target::{
-    ActionOp, ChecksAtOnce, CookieScope, CreateOp, GetOp, HookSpec, Hooks, HttpHook, KeyUse,
-    ListOp, Login, LongRunning, Operations, PathOp, PollAt, Principal, ProcessSpec, Readiness,
-    SideEffectsProbe, SlowVariant, TargetProfile, Variant, Variants,
+    id_in_body, ActionOp, ChecksAtOnce, CookieScope, CreateOp, GetOp, HookSpec, Hooks, HttpHook,
+    KeyUse, ListOp, Login, LongRunning, Operations, PathOp, PollAt, Principal, ProcessSpec,
+    Readiness, SideEffectsProbe, SlowVariant, TargetProfile, Variant, Variants, ID_IN_BODY,
 };
 pub use wire::{check_header, check_url};

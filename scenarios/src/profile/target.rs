@@ -522,8 +522,15 @@ pub struct ListOp {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct GetOp {
-    /// Path with `{id}`, e.g. `/v1/workers/{id}`.
+    /// HTTP method (default `GET`; `POST` for an API that reads by a request body, as EC2's
+    /// `DescribeInstances`).
+    #[serde(default = "get")]
+    pub method: String,
+    /// Path with `{id}`, e.g. `/v1/workers/{id}` (or without it, where `body` names the id).
     pub path: Spanned<ResourcePath>,
+    /// Optional body template; `{id}` in it is the resource's id (see [`id_in_body`]).
+    #[serde(default)]
+    pub body: Option<Template>,
     /// Headers sent with this operation's requests besides the principal's (e.g. `X-Amz-Target:
     /// Service.CreateThing` for an API that tells its operations apart by a header).
     #[serde(default)]
@@ -548,8 +555,11 @@ pub struct PathOp {
     /// HTTP method (default `DELETE`).
     #[serde(default = "delete")]
     pub method: String,
-    /// Path with `{id}`.
+    /// Path with `{id}` (or without it, where `body` names the id).
     pub path: Spanned<ResourcePath>,
+    /// Optional body template; `{id}` in it is the resource's id (see [`id_in_body`]).
+    #[serde(default)]
+    pub body: Option<Template>,
     /// Whether the key is sent (default `send`).
     #[serde(default)]
     pub key: KeyUse,
@@ -571,7 +581,7 @@ pub struct ActionOp {
     pub method: String,
     /// Path with `{id}`, e.g. `/v1/workers/{id}/reboot`.
     pub path: Spanned<ResourcePath>,
-    /// Optional body template.
+    /// Optional body template; `{id}` in it is the resource's id (see [`id_in_body`]).
     #[serde(default)]
     pub body: Option<Template>,
     /// Where the action's effect counter is in the `get` response (e.g. `$.reboot_count`).
@@ -956,16 +966,18 @@ impl TargetProfile {
             }
         }
         let with_id = [
-            ops.get.as_ref().map(|g| &g.path),
-            ops.delete.as_ref().map(|d| &d.path),
-            ops.action.as_ref().map(|a| &a.path),
+            ops.get.as_ref().map(|g| (&g.path, g.body.as_ref())),
+            ops.delete.as_ref().map(|d| (&d.path, d.body.as_ref())),
+            ops.action.as_ref().map(|a| (&a.path, a.body.as_ref())),
         ];
-        for path in with_id.into_iter().flatten() {
-            if !path.value.has_id() {
+        for (path, body) in with_id.into_iter().flatten() {
+            let in_body = body.is_some_and(|b| b.source().contains(ID_IN_BODY));
+            if !path.value.has_id() && !in_body {
                 at(
                     &path.referenced,
                     format!(
-                        "path `{}` must contain `{{id}}` (or `{{+id}}` for an id with `/` in it)",
+                        "path `{}` must contain `{{id}}` (or `{{+id}}` for an id with `/` in it), \
+                         or the operation's body `{{id}}`",
                         path.value.source()
                     ),
                 );
@@ -999,6 +1011,30 @@ impl TargetProfile {
             _ => None,
         })
     }
+}
+
+/// The resource's id in a get, delete or action body.
+pub const ID_IN_BODY: &str = "{id}";
+
+/// `body` (rendered) with each `{id}` replaced by `id` encoded for the body's `content_type`: a
+/// form body's value form-urlencoded, a JSON body's the content of a JSON string (escaped,
+/// without its quotes), any other as it is.
+pub fn id_in_body(body: &str, id: &str, content_type: &str) -> String {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let encoded = if essence == "application/x-www-form-urlencoded" {
+        form_urlencoded::byte_serialize(id.as_bytes()).collect::<String>()
+    } else if essence.contains("json") {
+        let quoted = serde_json::Value::String(id.to_owned()).to_string();
+        quoted[1..quoted.len() - 1].to_owned()
+    } else {
+        id.to_owned()
+    };
+    body.replace(ID_IN_BODY, &encoded)
 }
 
 #[cfg(test)]

@@ -2101,3 +2101,46 @@ async fn an_api_answering_xml_is_read_through_its_mapping() {
     let report = run_profile(profile(&flawed, xml), &["lost-response"]).await;
     judged_once(&report, Verdict::Fail, "2 resources with marker");
 }
+
+/// An API that names the resource in the body of its get, delete and action (`POST` with
+/// `Id=…`, as EC2's Query actions do) is driven by operations whose paths hold no `{id}`: the id
+/// goes into each body, form-encoded, and the catalogue passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ids_in_operation_bodies_pass_the_catalogue() {
+    let by_body = |t: &str| {
+        let form = "headers: {Content-Type: application/x-www-form-urlencoded}";
+        let mut t = t.to_owned();
+        for (path, by_id) in [
+            (
+                "  get: {path: \"/api/machines/{id}\"}",
+                format!("  get: {{method: POST, path: /api/machines/by-id/get, body: 'Id={{id}}', {form}}}"),
+            ),
+            (
+                "  delete: {path: \"/api/machines/{id}\"}",
+                format!("  delete: {{method: POST, path: /api/machines/by-id/delete, body: 'Id={{id}}', {form}}}"),
+            ),
+            (
+                "  action: {path: \"/api/machines/{id}/restart\", effect: $.data.restarts}",
+                format!("  action: {{path: /api/machines/by-id/restart, body: 'Id={{id}}', effect: $.data.restarts, {form}}}"),
+            ),
+        ] {
+            assert!(t.contains(path), "the fixture's {path}");
+            t = t.replace(path, &by_id);
+        }
+        t
+    };
+    let api = alt_api::start_with(alt_api::Options {
+        ids_in_body: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, by_body), &[]).await;
+    assert_passes(&report, 15);
+    // Neither the path nor the body naming the id is refused at load, located.
+    let text = by_body(alt_api::PROFILE).replace("body: 'Id={id}', ", "");
+    let err = load(&api, &text).expect_err("an operation that names no id");
+    assert!(
+        err.to_string().contains("or the operation's body `{id}`"),
+        "{err}"
+    );
+}

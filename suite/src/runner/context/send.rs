@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use idemspec_scenarios::profile::{Contract, KeyAt, KeyUse};
+use idemspec_scenarios::profile::{id_in_body, Contract, KeyAt, KeyUse};
 use idemspec_scenarios::scenario::{BodyVariant, HookName, KeySpec, Operation, Via};
 use idemspec_scenarios::template::Template;
 use idemspec_scenarios::template::TemplateVars;
@@ -274,22 +274,36 @@ impl Request<'_> {
                 let path = ops.list.path.render(&vars, uuid);
                 (ops.list.method.clone(), path, body, ct)
             }
-            Operation::Get => {
-                let get = ops.get.as_ref().ok_or_else(|| missing("get"))?;
-                let path = get.path.value.render(&vars, uuid, &target_id()?);
-                ("GET".into(), path, None, None)
-            }
-            Operation::Delete => {
-                let del = ops.delete.as_ref().ok_or_else(|| missing("delete"))?;
-                let path = del.path.value.render(&vars, uuid, &target_id()?);
-                (del.method.clone(), path, None, None)
-            }
-            Operation::Action => {
-                let act = ops.action.as_ref().ok_or_else(|| missing("action"))?;
-                let path = act.path.value.render(&vars, uuid, &target_id()?);
-                let body = act.body.as_ref().map(|b| b.render(&vars, uuid));
+            Operation::Get | Operation::Delete | Operation::Action => {
+                let (method, path, body) = match self.op {
+                    Operation::Get => {
+                        let get = ops.get.as_ref().ok_or_else(|| missing("get"))?;
+                        (&get.method, &get.path.value, get.body.as_ref())
+                    }
+                    Operation::Delete => {
+                        let del = ops.delete.as_ref().ok_or_else(|| missing("delete"))?;
+                        (&del.method, &del.path.value, del.body.as_ref())
+                    }
+                    _ => {
+                        let act = ops.action.as_ref().ok_or_else(|| missing("action"))?;
+                        (&act.method, &act.path.value, act.body.as_ref())
+                    }
+                };
+                let id = target_id()?;
+                let path = path.render(&vars, uuid, &id);
+                // The body's type: the operation's own `Content-Type`, else JSON.
+                let own_type = ops
+                    .headers_of(self.op)
+                    .and_then(|h| {
+                        h.value
+                            .iter()
+                            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+                            .map(|(_, v)| v.clone())
+                    })
+                    .unwrap_or_else(|| "application/json".to_owned());
+                let body = body.map(|b| id_in_body(&b.render(&vars, uuid), &id, &own_type));
                 let ct = body.as_ref().map(|_| "application/json".to_owned());
-                (act.method.clone(), path, body, ct)
+                (method.clone(), path, body, ct)
             }
         };
         let (mut path, mut body, mut content_type) = (path, body, content_type);

@@ -214,6 +214,10 @@ pub struct Options {
     /// Every JSON answer of the API is sent as XML instead (`text/xml`): the JSON under a
     /// `<Response>` root, an object's members as elements, an array's values as `<item>`s.
     pub xml_answers: bool,
+    /// Get, delete and restart also take the machine's id in a form body, `Id=…`, on `POST
+    /// /api/machines/by-id/{get,delete,restart}` (as EC2's Query actions name an instance by
+    /// `InstanceId.1`), beside the paths that name it.
+    pub ids_in_body: bool,
 }
 
 /// A planted defect of the alt API's idempotency layer (`Options::flaw`).
@@ -450,6 +454,14 @@ impl App {
                 .with_state(self.clone())
         } else {
             api.with_state(self.clone())
+        };
+        let router = if self.options.ids_in_body {
+            // Outside the routes, so the request is routed by the path it is rewritten to.
+            Router::new()
+                .fallback_service(router)
+                .layer(axum::middleware::from_fn(id_from_body))
+        } else {
+            router
         };
         let task = tokio::spawn(async move {
             let mut connections = JoinSet::new();
@@ -877,6 +889,40 @@ fn problem(status: StatusCode, kind: &str, detail: &str) -> Response {
 }
 
 // ---- the API -------------------------------------------------------------------------------
+
+/// With `ids_in_body`: `POST /api/machines/by-id/{get,delete,restart}` with `Id=…` is the
+/// request on the path that names the machine, its body kept.
+async fn id_from_body(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let Some(what) = request
+        .uri()
+        .path()
+        .strip_prefix("/api/machines/by-id/")
+        .map(str::to_owned)
+    else {
+        return next.run(request).await;
+    };
+    let (mut parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .unwrap_or_default();
+    let id = form_urlencoded::parse(&bytes)
+        .find(|(n, _)| n == "Id")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    let id: String = form_urlencoded::byte_serialize(id.as_bytes()).collect();
+    let (method, path) = match what.as_str() {
+        "get" => (Method::GET, format!("/api/machines/{id}")),
+        "delete" => (Method::DELETE, format!("/api/machines/{id}")),
+        _ => (Method::POST, format!("/api/machines/{id}/restart")),
+    };
+    parts.method = method;
+    parts.uri = path.parse().expect("a path");
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
+}
 
 /// With `xml_answers`: a JSON answer as XML (see `Options::xml_answers`).
 async fn as_xml(response: Response) -> Response {
