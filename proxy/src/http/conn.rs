@@ -22,10 +22,12 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::ctl::{ConnCtl, ConnRegistry, ABORT, NEW_UPSTREAM, SHUTDOWN, SLOW_HEAD};
-use super::head_timer::{Expiry, Timed};
+use super::head_clock::Expiry;
+use super::head_timer::Timed;
 use super::linger::{linger, LINGER};
 use super::link::{UpstreamConn, UpstreamLink};
 use super::rejects::{problem_response, reject_status};
+use super::upstream::UPSTREAM_AFTERLIFE;
 
 use super::fast::Exit;
 use crate::server::{Shared, Upstream};
@@ -205,9 +207,6 @@ impl FaultIo {
         let _ = tokio::time::timeout(LINGER, end).await;
     }
 }
-
-/// How long upstream exchanges may run on after their downstream connection closed.
-pub(super) const UPSTREAM_AFTERLIFE: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The upstream connections a downstream connection's requests opened.
 struct Upstreams {

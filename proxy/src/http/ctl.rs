@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use futures::task::AtomicWaker;
 
-use super::head_timer::HeadClock;
+use super::head_clock::HeadClock;
 use crate::server::Shared;
 
 /// End the connection now.

@@ -21,7 +21,7 @@
 //! - `conn`, `ctl`: the downstream connection's task, and the signals (close, reset, shutdown,
 //!   new upstream connection, slow head) that reach it. The control API's connections are
 //!   served by `conn` too, for the same edges: `rejects` (hyper's own answers to unparseable
-//!   or slow heads, given a problem body), `head_timer` (the header-read timeout: one sweep per
+//!   or slow heads, given a problem body), `head_clock` and `head_timer` (a connection's place in reading heads, and the header-read timeout: one sweep per
 //!   proxy, no timer per request or connection), `linger` (a close that lets a client still
 //!   sending read its answer).
 //! - `service`: one request: its [`ctx::RequestCtx`], its rule, and the dispatch.
@@ -45,6 +45,7 @@ mod detach;
 mod fast;
 mod faults;
 mod flight;
+mod head_clock;
 mod head_timer;
 mod headers;
 mod key;

@@ -20,6 +20,9 @@ use super::receipt::Receipt;
 use crate::error::ProxyError;
 use crate::event::Side;
 
+/// How long upstream exchanges may run on after their downstream connection closed.
+pub(super) const UPSTREAM_AFTERLIFE: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Where requests go: the upstream's address and the `Host` to send when the client sent none.
 #[derive(Debug)]
 pub(crate) struct Forwarder {

@@ -356,7 +356,7 @@ impl Registry {
                 )))
             }
         };
-        crate::toxiproxy::api::check_upstream(&upstream)?;
+        check_upstream(&upstream)?;
         // A refused update changes nothing: a new address is bound before the old one is let go,
         // so "address in use" leaves the proxy running where it was.
         let moves = !same_listen(&listen, &entry.listen).await;
@@ -524,4 +524,51 @@ pub(crate) fn field(body: &Map<String, Value>, name: &str) -> Result<Option<Stri
             "bad request body: {name} must be a string, got {other}"
         ))),
     }
+}
+/// An upstream is `host:port`: a host name or IPv4 address (letters, digits, `-`, `.`, `_`), or
+/// an IPv6 address in brackets (`[::1]:80`), and a port of 1 to 65535 in digits. The host is
+/// resolved only when a connection comes, as Toxiproxy does; what could never resolve or connect
+/// (a scheme, a path, an unbracketed IPv6 address, a port of 0) is refused now, naming what is
+/// wrong.
+pub(crate) fn check_upstream(upstream: &str) -> Result<(), ApiError> {
+    let bad = |why: &str| {
+        Err(ApiError::bad_request(format!(
+            "bad request body: upstream {upstream:?} {why}; expected host:port"
+        )))
+    };
+    if upstream.contains("://") {
+        return bad("has a scheme");
+    }
+    let Some((host, port)) = upstream.rsplit_once(':') else {
+        return bad("has no port");
+    };
+    if port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()) {
+        return bad("has a port that is not a number from 1 to 65535");
+    }
+    if !matches!(port.parse::<u16>(), Ok(p) if p > 0) {
+        return bad("has a port outside 1 to 65535");
+    }
+    if let Some(inner) = host.strip_prefix('[') {
+        let is_v6 = inner
+            .strip_suffix(']')
+            .is_some_and(|a| a.parse::<std::net::Ipv6Addr>().is_ok());
+        return if is_v6 {
+            Ok(())
+        } else {
+            bad("has a bracketed host that is not an IPv6 address")
+        };
+    }
+    if host.is_empty() {
+        return bad("has no host");
+    }
+    if host.contains(':') {
+        return bad("has an IPv6 address without brackets (write `[::1]:80`)");
+    }
+    if !host
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+    {
+        return bad("has a host with a character no host name has");
+    }
+    Ok(())
 }

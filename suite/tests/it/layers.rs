@@ -17,6 +17,10 @@ const LAYERED: &[(&str, &str)] = &[
     ("reference-server/src/idempotency", "crate::idempotency"),
     ("reference-server/src/fleet", "crate::fleet"),
     ("scenarios/src", "crate"),
+    ("scenarios/src/profile", "crate::profile"),
+    ("proxy/src/http", "crate::http"),
+    ("proxy/src/tcp", "crate::tcp"),
+    ("proxy/src/toxiproxy", "crate::toxiproxy"),
 ];
 
 #[test]

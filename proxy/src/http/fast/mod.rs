@@ -28,14 +28,13 @@ use http::StatusCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::conn::UPSTREAM_AFTERLIFE;
 use super::ctl::{ConnCtl, ConnRegistry, ABORT, SHUTDOWN, SLOW_HEAD};
 use super::ctx::RequestCtx;
 use super::linger::{linger, LINGER};
 use super::receipt::Receipt;
 use super::rejects::problem_bytes;
 use super::synthetic::no_response_detail;
-use super::upstream::Forwarder;
+use super::upstream::{Forwarder, UPSTREAM_AFTERLIFE};
 use crate::event::Side;
 use crate::server::Shared;
 use wire::{Answer, Framing, Plan, Request, Response};
