@@ -154,6 +154,10 @@ pub struct ContractSpec {
     /// What the body of a replay under `replay_status` says (`{at: $.cached, is: true}`), where
     /// its status alone does not tell it from a refusal with that status.
     pub replay_body: Option<BodyCondition>,
+    /// What a replay of a created resource's answer shows: the stored response byte for byte
+    /// (`stored`, the default) or the same resource in its current state (`current_state`, as AWS
+    /// and Google Cloud document).
+    pub replays: Option<Replays>,
     /// Where a replay carries the original body, for a layer that wraps its replays in an
     /// envelope (`{"cached": true, "data": {…}}`: `data`): a member name, `a.b` for one inside
     /// another. A body is such an envelope where `replay_body` says so (or, without it, where the
@@ -339,9 +343,23 @@ pub struct Contract {
     pub replay_body: Option<BodyCondition>,
     /// Where a replay wrapped in an envelope carries the original body (`data`), if declared.
     pub replay_envelope: Option<String>,
+    /// What a replay of a created resource's answer shows.
+    pub replays: Replays,
     /// The fields the profile set over the preset (`replays_5xx`, `mismatch_status` …), so a
     /// sentence names who set the rule it judges by ([`Contract::who_says`]).
     pub overridden: Vec<&'static str>,
+}
+
+/// What a replay of a created resource's answer shows (`contract.replays`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Replays {
+    /// The stored response, byte for byte (the article, the IETF draft, Stripe).
+    Stored,
+    /// The same resource in its current state: its body may differ from the original's where
+    /// the resource changed since (AWS: "the result might contain updated information, such as
+    /// the current creation status"; Google Cloud: the original operation, as it stands).
+    CurrentState,
 }
 
 /// How an API answers a reused key with another request (`contract.mismatch_answer`).
@@ -582,6 +600,7 @@ impl ContractSpec {
             replay_status: Vec::new(),
             replay_body: None,
             replay_envelope: None,
+            replays: Replays::Stored,
             overridden: Vec::new(),
         };
         let mut c = match self.preset {
@@ -616,6 +635,7 @@ impl ContractSpec {
             // error in `__type`. Nothing marks a replay.
             Preset::AwsClientToken => Contract {
                 preset: Preset::AwsClientToken,
+                replays: Replays::CurrentState,
                 key_at: KeyAt::Json("clientToken".into()),
                 key_max_len: 64,
                 key_required: false,
@@ -639,6 +659,7 @@ impl ContractSpec {
             // returned, whatever else it carries. Nothing marks a replay.
             Preset::GcpRequestId => Contract {
                 preset: Preset::GcpRequestId,
+                replays: Replays::CurrentState,
                 key_at: KeyAt::Query("requestId".into()),
                 key_form: KeyForm::Uuid,
                 key_required: false,
@@ -674,6 +695,7 @@ impl ContractSpec {
             ("replay_status", self.replay_status.is_some()),
             ("replay_body", self.replay_body.is_some()),
             ("replay_envelope", self.replay_envelope.is_some()),
+            ("replays", self.replays.is_some()),
         ]
         .into_iter()
         .filter_map(|(field, set)| set.then_some(field))
@@ -740,6 +762,7 @@ impl ContractSpec {
         if let Some(v) = &self.replay_envelope {
             c.replay_envelope = Some(v.clone());
         }
+        c.replays = self.replays.unwrap_or(c.replays);
         c
     }
 

@@ -10,6 +10,7 @@ mod wire;
 
 pub use contract::{
     BodyCondition, Contract, ContractSpec, Covered, KeyForm, MismatchAnswer, Preset, Refusal,
+    Replays,
 };
 pub use env::expand_env;
 pub use key_at::KeyAt;

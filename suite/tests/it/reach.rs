@@ -2144,3 +2144,26 @@ async fn ids_in_operation_bodies_pass_the_catalogue() {
         "{err}"
     );
 }
+
+/// A replay that shows the resource as it stands now (a member added since) is a replay where
+/// the contract says replays show the current state (the `aws-client-token` preset, as AWS
+/// documents), and replay-fidelity's defect where the profile says replays are the stored
+/// response.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_in_its_current_state_is_judged_by_the_contract() {
+    let api = alt_api::start_with(alt_api::Options {
+        rerender_replays: true,
+        ..Shape::AwsJson.options()
+    })
+    .await;
+    let report = run_profile(profile(&api, |_| AWS_JSON_SHAPED.to_owned()), &[]).await;
+    assert_passes(&report, 14);
+    let stored = |_: &str| {
+        AWS_JSON_SHAPED.replace(
+            "  preset: aws-client-token\n",
+            "  preset: aws-client-token\n  replays: stored\n",
+        )
+    };
+    let report = run_profile(profile(&api, stored), &["replay-fidelity"]).await;
+    judged_once(&report, Verdict::Fail, "body differs at byte");
+}

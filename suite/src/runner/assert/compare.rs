@@ -1,5 +1,7 @@
 //! Comparing a replay with the original: status, body bytes, Location, Content-Type.
 
+use idemspec_scenarios::profile::Replays;
+
 use crate::client::Exchange;
 use crate::runner::context::{same_operation, CheckRun};
 
@@ -143,8 +145,28 @@ pub(crate) fn error_again_words(step: &str, other: &str, b: &Exchange) -> String
 
 /// [`same_response`] as a check of the run reads it: also two answers that name one long-running
 /// operation, whatever state each saw it in.
+///
+/// Where the contract says a replay shows the resource's current state (`contract.replays:
+/// current_state`), two successes that name one created resource are the same answer too.
 pub(crate) fn same_answer(run: &CheckRun, a: &Exchange, b: &Exchange) -> bool {
-    same_response(a, b) || same_operation(run, a, b)
+    same_response(a, b)
+        || same_operation(run, a, b)
+        || (shows_current_state(run)
+            && a.is_success()
+            && a.status == b.status
+            && same_resource(run, a, b))
+}
+
+/// Whether the contract says a replay shows the resource's current state.
+fn shows_current_state(run: &CheckRun) -> bool {
+    run.contract().replays == Replays::CurrentState
+}
+
+/// Whether `a` and `b` name one created resource (the same id at the profile's `create.id`).
+fn same_resource(run: &CheckRun, a: &Exchange, b: &Exchange) -> bool {
+    let env = run.env();
+    env.created_id(a)
+        .is_some_and(|id| env.created_id(b).as_ref() == Some(&id))
 }
 
 /// [`differences`] as a check of the run judges them: a body difference between two responses that
@@ -155,14 +177,13 @@ pub(crate) fn replay_differences(
     replay: &Exchange,
     original: &Exchange,
 ) -> Vec<Difference> {
-    let env = run.env();
-    let same = env
-        .created_id(replay)
-        .is_some_and(|id| env.created_id(original).as_ref() == Some(&id));
-    let one_operation = same_operation(run, replay, original);
+    let same = same_resource(run, replay, original);
+    // One operation, or one resource where the contract says a replay shows its current state:
+    // the body may show it as it stands now.
+    let current = one_operation_or_current(run, replay, original, same);
     differences(replay, original)
         .into_iter()
-        .filter(|d| !(one_operation && d.part == Part::Body))
+        .filter(|d| !(current && d.part == Part::Body))
         .map(|mut d| {
             if same && d.part == Part::Body {
                 d.part = Part::Rendering;
@@ -170,6 +191,18 @@ pub(crate) fn replay_differences(
             d
         })
         .collect()
+}
+
+/// Whether a body difference between `replay` and `original` is no difference: they name one
+/// long-running operation, or one resource (`same`) under a contract whose replays show the
+/// current state.
+fn one_operation_or_current(
+    run: &CheckRun,
+    replay: &Exchange,
+    original: &Exchange,
+    same: bool,
+) -> bool {
+    same_operation(run, replay, original) || (same && shows_current_state(run))
 }
 
 /// `differences` split into those a check judges and those the check named by `fidelity_judged_by`
