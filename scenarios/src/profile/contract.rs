@@ -557,6 +557,12 @@ impl Contract {
     }
 }
 
+/// The member a `replay_envelope` names: as written, or without the `$.` of a JSONPath that
+/// names it (`$.data` is `data`).
+fn envelope_member(written: &str) -> &str {
+    written.strip_prefix("$.").unwrap_or(written)
+}
+
 /// A UUID (version 4 layout) derived from `text` by SHA-256, so the same key name in one check
 /// gives the same UUID and different checks or runs (different markers) give different ones.
 fn derived_uuid(text: &str) -> String {
@@ -760,7 +766,7 @@ impl ContractSpec {
             c.replay_body = Some(v.clone());
         }
         if let Some(v) = &self.replay_envelope {
-            c.replay_envelope = Some(v.clone());
+            c.replay_envelope = Some(envelope_member(v).to_owned());
         }
         c.replays = self.replays.unwrap_or(c.replays);
         c
@@ -810,14 +816,20 @@ impl ContractSpec {
             }
         }
         let resolved = self.resolve();
-        if let Some(at) = &self.replay_envelope {
-            if at.is_empty() || at.len() > 256 || at.split('.').any(str::is_empty) {
+        if let Some(written) = &self.replay_envelope {
+            let at = envelope_member(written);
+            let bad = |c: char| "[]$*'\"@?() ".contains(c) || c.is_control();
+            if at.is_empty()
+                || at.len() > 256
+                || at.split('.').any(str::is_empty)
+                || at.chars().any(bad)
+            {
                 out.push((
                     None,
                     format!(
-                        "replay_envelope `{at}` names no member: give the member that holds the \
-                         original body (`data`), names joined by single dots for one inside \
-                         another (`result.data`)"
+                        "replay_envelope `{written}` names no member: give the member that \
+                         holds the original body (`data`, or `$.data`), names joined by single \
+                         dots for one inside another (`result.data`); no index or filter"
                     ),
                 ));
             }

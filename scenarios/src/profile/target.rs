@@ -214,7 +214,7 @@ pub struct Principal {
 #[serde(deny_unknown_fields)]
 pub struct Login {
     /// HTTP method (default `POST`).
-    #[serde(default = "post")]
+    #[serde(default = "post", deserialize_with = "http_method")]
     pub method: String,
     /// Path and query, from `/`.
     pub path: String,
@@ -308,7 +308,7 @@ pub enum PollAt {
 #[serde(deny_unknown_fields)]
 pub struct CreateOp {
     /// HTTP method (default `POST`).
-    #[serde(default = "post")]
+    #[serde(default = "post", deserialize_with = "http_method")]
     pub method: String,
     /// Path template, e.g. `/v1/workers` (starting with `/`).
     #[serde(deserialize_with = "crate::template::path")]
@@ -496,7 +496,7 @@ impl Variants {
 #[serde(deny_unknown_fields)]
 pub struct ListOp {
     /// HTTP method (default `GET`; `POST` for an API whose list takes a body).
-    #[serde(default = "get")]
+    #[serde(default = "get", deserialize_with = "http_method")]
     pub method: String,
     /// Path template, may filter by `{{marker}}`, e.g. `/v1/workers?label=run:{{marker}}`.
     #[serde(deserialize_with = "crate::template::path")]
@@ -524,7 +524,7 @@ pub struct ListOp {
 pub struct GetOp {
     /// HTTP method (default `GET`; `POST` for an API that reads by a request body, as EC2's
     /// `DescribeInstances`).
-    #[serde(default = "get")]
+    #[serde(default = "get", deserialize_with = "http_method")]
     pub method: String,
     /// Path with `{id}`, e.g. `/v1/workers/{id}` (or without it, where `body` names the id).
     pub path: Spanned<ResourcePath>,
@@ -553,7 +553,7 @@ pub enum KeyUse {
 #[serde(deny_unknown_fields)]
 pub struct PathOp {
     /// HTTP method (default `DELETE`).
-    #[serde(default = "delete")]
+    #[serde(default = "delete", deserialize_with = "http_method")]
     pub method: String,
     /// Path with `{id}` (or without it, where `body` names the id).
     pub path: Spanned<ResourcePath>,
@@ -577,7 +577,7 @@ pub struct PathOp {
 #[serde(deny_unknown_fields)]
 pub struct ActionOp {
     /// HTTP method (default `POST`).
-    #[serde(default = "post")]
+    #[serde(default = "post", deserialize_with = "http_method")]
     pub method: String,
     /// Path with `{id}`, e.g. `/v1/workers/{id}/reboot`.
     pub path: Spanned<ResourcePath>,
@@ -666,7 +666,7 @@ impl TryFrom<RawHookSpec> for HookSpec {
 #[serde(deny_unknown_fields)]
 pub struct HttpHook {
     /// HTTP method (default `POST`).
-    #[serde(default = "post")]
+    #[serde(default = "post", deserialize_with = "http_method")]
     pub method: String,
     /// Absolute URL.
     pub url: Spanned<String>,
@@ -698,6 +698,35 @@ fn default_contract() -> Spanned<ContractSpec> {
         referenced: crate::load::Location::UNKNOWN,
         defined: crate::load::Location::UNKNOWN,
     }
+}
+
+/// Reads an HTTP method as it is sent: a token of upper-case letters (and `-`), such as `POST`
+/// or `PURGE`; methods are case-sensitive (RFC 9110 §9.1) and the standard ones upper case, so
+/// `post` would be sent as another method.
+///
+/// # Errors
+/// A message naming the value: empty, lower case, or with a character no method has.
+fn http_method<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let m = String::deserialize(d)?;
+    if m.is_empty() {
+        return Err(serde::de::Error::custom(
+            "an empty method: give one such as `POST`",
+        ));
+    }
+    if m.len() > 32 || !m.bytes().all(|b| b.is_ascii_uppercase() || b == b'-') {
+        let hint = if m.bytes().any(|b| b.is_ascii_lowercase()) {
+            format!(
+                ": methods are case-sensitive, the standard ones upper case (`{}`)",
+                m.to_ascii_uppercase()
+            )
+        } else {
+            String::new()
+        };
+        return Err(serde::de::Error::custom(format!(
+            "`{m}` is no HTTP method as sent{hint}; give one such as `POST`"
+        )));
+    }
+    Ok(m)
 }
 
 fn post() -> String {
@@ -809,12 +838,17 @@ impl TargetProfile {
                         login.path
                     ));
                 }
-                if login.method.is_empty() || !login.method.bytes().all(|b| b.is_ascii_alphabetic())
-                {
-                    problems.push(format!(
-                        "login.method `{}` is no HTTP method (POST, GET, …)",
-                        login.method
-                    ));
+                let templated = [Some(&login.path), login.body.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .any(|text| text.contains("{{"));
+                if templated {
+                    problems.push(
+                        "login.path and login.body are sent as written: no `{{…}}` placeholder \
+                         is filled there (a value per principal comes from the environment, \
+                         `${VAR}`)"
+                            .into(),
+                    );
                 }
                 if self.cookies == Some(CookieScope::Off) {
                     problems.push(
@@ -1102,6 +1136,38 @@ operations:
             assert_eq!(err.line, 13, "{value}: {err}");
             assert!(err.message.contains(said), "{value}: {err}");
         }
+    }
+
+    /// A method is sent as written, so one no server would take as meant is a located error, and
+    /// a login's path and body are no templates.
+    #[test]
+    fn a_method_not_sent_as_meant_and_a_templated_login_are_refused() {
+        let get = MINIMAL.replace(
+            "  get: {path: \"/things/{id}\"}",
+            "  get: {path: \"/things/{id}\", method: post}",
+        );
+        assert_ne!(get, MINIMAL, "the minimal profile's get");
+        let err = TargetProfile::load("p.yaml", &get, &no_env).unwrap_err();
+        assert!(err.message.contains("methods are case-sensitive"), "{err}");
+        assert_eq!(err.line, 10, "{err}");
+        let empty = MINIMAL.replace(
+            "  get: {path: \"/things/{id}\"}",
+            "  get: {path: \"/things/{id}\", method: \"\"}",
+        );
+        let err = TargetProfile::load("p.yaml", &empty, &no_env).unwrap_err();
+        assert!(err.message.contains("an empty method"), "{err}");
+        let login = MINIMAL.replacen(
+            "  - {name: a, headers: {X-Api-Key: ka}}",
+            "  - {name: a, login: {path: \"/login?u={{principal.user}}\"}}",
+            1,
+        );
+        assert_ne!(login, MINIMAL, "the minimal profile's principal");
+        let err = TargetProfile::load("p.yaml", &login, &no_env).unwrap_err();
+        assert!(
+            err.message
+                .contains("login.path and login.body are sent as written"),
+            "{err}"
+        );
     }
 
     /// `replay_status` takes the same form, of 2xx and 4xx codes: a replay of a success is never

@@ -103,7 +103,8 @@ fn run_failure(error: RunError) -> Failure {
         // When the API answered (wrong credentials, a wrong list path, a body the list cannot
         // read) the message says what to check; only a silent target needs the hint.
         RunError::TargetUnreachable {
-            reason: Unreachable::Answered { .. } | Unreachable::Unreadable { .. },
+            reason:
+                Unreachable::Answered { .. } | Unreachable::Unreadable { .. } | Unreachable::Session(_),
             ..
         } => Failure::unreachable(error),
         RunError::TargetUnreachable { .. } => Failure::unreachable(error)

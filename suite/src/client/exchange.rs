@@ -147,6 +147,7 @@ impl Exchange {
     /// "status 409 (type …)" or the transport error, for messages.
     pub fn describe(&self) -> String {
         match (self.status, self.problem_type()) {
+            (Some(s), _) if self.declared_replay => format!("{s} (a replay, as declared)"),
             (Some(s), Some(t)) => format!("{s} (type {t})"),
             (Some(s), None) => s.to_string(),
             (None, _) => self

@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 
 use crate::model::{Evidence, RequestRecord, ResponseRecord};
 
+/// The largest response body read, in bytes: a larger answer is recorded as no answer, with
+/// the reason, so a hostile target cannot make a run hold its bodies in memory without bound.
+pub const MAX_RESPONSE_BODY: usize = 8 << 20;
+
 /// Longest body excerpt kept in evidence, in characters.
 const EXCERPT_CHARS: usize = 200;
 
@@ -176,10 +180,21 @@ impl Client {
         let resp = req.send().await.map_err(describe)?;
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
-        let body = resp.bytes().await.map_err(move |e| {
+        let mut resp = resp;
+        let mut body = bytes::BytesMut::new();
+        while let Some(chunk) = resp.chunk().await.map_err(move |e| {
             format!("response body cut off: {}", describe_error(&e, timeout_ms))
-        })?;
-        Ok((status, headers, body))
+        })? {
+            if body.len() + chunk.len() > MAX_RESPONSE_BODY {
+                return Err(format!(
+                    "the answer ({status}) has a body of more than {} MiB, more than idemspec \
+                     reads; it is judged as no answer",
+                    MAX_RESPONSE_BODY >> 20
+                ));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((status, headers, body.freeze()))
     }
 }
 

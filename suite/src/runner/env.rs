@@ -103,6 +103,18 @@ impl Env {
         exchange
     }
 
+    /// Opens principal `name`'s session for the check marked `marker`, where the profile keeps
+    /// one (its `login`, once per jar).
+    ///
+    /// # Errors
+    /// Why the session could not be opened (see [`Env::send`]).
+    pub(crate) async fn open_session(&self, name: &str, marker: &str) -> Result<(), String> {
+        match self.session(name, marker) {
+            Some((session, principal)) => session.open(|| self.login(&session, principal)).await,
+            None => Ok(()),
+        }
+    }
+
     /// The session of principal `name` for the check marked `marker`, and the principal; `None`
     /// where the profile keeps no cookies.
     fn session(&self, name: &str, marker: &str) -> Option<(Arc<Session>, &Principal)> {
@@ -172,16 +184,23 @@ impl Env {
         if let Some(u) = self.cookie_url(&login.path) {
             session.store(&exchange.headers, &u);
         }
-        if exchange.is_success() {
-            return Ok(());
-        }
+        let got = match exchange.status {
+            Some(_) if exchange.is_success() => {
+                if exchange.headers.contains_key(http::header::SET_COOKIE) {
+                    return Ok(());
+                }
+                format!(
+                    "answered {} without a `Set-Cookie`, so there is no session to send",
+                    exchange.describe()
+                )
+            }
+            Some(_) => format!("answered {}", exchange.describe()),
+            None => format!("got no answer ({})", exchange.describe()),
+        };
         Err(format!(
-            "principal `{}`'s login ({} {}) answered {}, so its session is not open; check \
+            "principal `{}`'s login ({} {}) {got}, so its session is not open; check \
              `principals[].login`",
-            principal.name,
-            login.method,
-            login.path,
-            exchange.describe()
+            principal.name, login.method, login.path
         ))
     }
 

@@ -123,6 +123,12 @@ async fn preflight(env: &Env) -> Result<(), RunError> {
     let list = &env.profile.operations.list;
     for url in &env.profile.base_urls.value {
         for principal in &env.profile.principals.value {
+            if let Err(why) = env.open_session(&principal.name, "preflight").await {
+                return Err(RunError::TargetUnreachable {
+                    url: url.clone(),
+                    reason: Unreachable::Session(why),
+                });
+            }
             let request = observe::list_request(env, principal, "preflight");
             let ex = env
                 .send(
@@ -165,6 +171,12 @@ async fn preflight(env: &Env) -> Result<(), RunError> {
                     path,
                     principal: principal.name.clone(),
                     answer: ex.describe(),
+                    credentials: if principal.login.is_some() {
+                        "`login` (does the cookie it sets apply to this path: its `Path`, \
+                         `Domain`, `Max-Age`?)"
+                    } else {
+                        "headers"
+                    },
                 },
             };
             return Err(RunError::TargetUnreachable {

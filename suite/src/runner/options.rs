@@ -111,7 +111,7 @@ pub enum Unreachable {
     /// or credentials do not work with it.
     #[error(
         "{path} as principal `{principal}` answered {answer}; check the profile's \
-         `operations.list` and the principal's headers"
+         `operations.list` and the principal's {credentials}"
     )]
     Answered {
         /// The list request's method, path and query (`GET /v1/workers?label=x`).
@@ -120,7 +120,12 @@ pub enum Unreachable {
         principal: String,
         /// The status (and problem type) it answered.
         answer: String,
+        /// What of the principal carries its credentials: `headers`, or its `login`'s cookie.
+        credentials: &'static str,
     },
+    /// A principal's session could not be opened: its `login` got no 2xx, or set no cookie.
+    #[error("{0}")]
+    Session(String),
     /// The API answered a principal's list with a 2xx that the profile's `list` cannot read: not
     /// JSON (another service on that port, a welcome page), or no node where `items` looks.
     #[error(

@@ -1101,13 +1101,17 @@ async fn a_replay_in_a_declared_envelope_is_read_inside_it() {
         t.replace(
             "  in_flight_ttl: 2s\n",
             "  in_flight_ttl: 2s\n  replayed_header: \"\"\n  replay_status: 200\n  \
-             replay_body: {at: $.cached, is: true}\n  replay_envelope: data\n",
+             replay_body: {at: $.cached, is: true}\n  replay_envelope: $.data\n",
         )
     };
     let report = run_profile(profile(&api, declared), &[]).await;
     assert_passes(&report, 14);
     // Without what tells an envelope from a first answer, the profile is refused at load.
     let text = declared(alt_api::PROFILE).replace("  replay_body: {at: $.cached, is: true}\n", "");
+    let indexed =
+        declared(alt_api::PROFILE).replace("replay_envelope: $.data", "replay_envelope: data[0]");
+    let err = load(&api, &indexed).expect_err("an envelope member with an index is refused");
+    assert!(err.to_string().contains("names no member"), "{err}");
     let err = load(&api, &text).expect_err("an envelope nothing marks is refused");
     assert!(
         err.to_string().contains("replay_envelope needs something"),
