@@ -979,6 +979,46 @@ impl TargetProfile {
             );
         }
         let ops = &self.operations;
+        // The key goes into the create's body where `key_at` says a body: the body must be of
+        // that kind, or the key would be appended to something the API cannot read.
+        let create_type = ops
+            .create
+            .headers
+            .as_ref()
+            .and_then(|h| {
+                h.value
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+                    .map(|(_, v)| v.as_str())
+            })
+            .unwrap_or(&ops.create.content_type);
+        let essence = create_type
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        let (place, fits) = match &self.contract().key_at {
+            KeyAt::Form(name) => (
+                format!("a form field (`key_at: {{form: {name}}}`)"),
+                essence == "application/x-www-form-urlencoded",
+            ),
+            KeyAt::Json(name) => (
+                format!("a JSON member (`key_at: {{json: {name}}}`)"),
+                essence.contains("json"),
+            ),
+            _ => (String::new(), true),
+        };
+        if !fits {
+            at(
+                &self.contract.referenced,
+                format!(
+                    "contract: the key goes in {place}, but the create's body is `{create_type}`; \
+                     give the create a body of that kind (its `content_type`, or a \
+                     `Content-Type` in its `headers`), or put the key where the API reads it"
+                ),
+            );
+        }
         if let Some(slow) = &ops.create.variants.slow {
             let ttl = self.contract().in_flight_ttl;
             let (written, takes) = (&slow.takes.referenced, slow.takes.value.0);
@@ -1168,6 +1208,27 @@ operations:
                 .contains("login.path and login.body are sent as written"),
             "{err}"
         );
+    }
+
+    /// A key placed in a body of another kind is refused at load: a form field appended to a JSON
+    /// body, or a JSON member in a form body, would be a request the API cannot read.
+    #[test]
+    fn a_key_in_a_body_of_another_kind_is_refused() {
+        let form = format!("{MINIMAL}contract:\n  key_at: {{form: ClientToken}}\n");
+        let err = TargetProfile::load("p.yaml", &form, &no_env).unwrap_err();
+        assert!(
+            err.message
+                .contains("the key goes in a form field (`key_at: {form: ClientToken}`), but the create's body is `application/json`"),
+            "{err}"
+        );
+        let typed = form.replace(
+            "  create: {path: /things,",
+            "  create: {content_type: application/x-www-form-urlencoded, path: /things,",
+        );
+        assert_ne!(typed, form, "the minimal profile's create");
+        TargetProfile::load("p.yaml", &typed, &no_env).expect("a form body takes a form key");
+        let json = format!("{MINIMAL}contract:\n  key_at: {{json: clientToken}}\n");
+        TargetProfile::load("p.yaml", &json, &no_env).expect("a JSON body takes a JSON key");
     }
 
     /// `replay_status` takes the same form, of 2xx and 4xx codes: a replay of a success is never
