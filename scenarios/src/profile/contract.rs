@@ -386,6 +386,20 @@ pub enum Refusal {
     MissingKey,
 }
 
+impl Refusal {
+    /// Every refusal the contract names.
+    pub const ALL: [Refusal; 3] = [Refusal::Mismatch, Refusal::InFlight, Refusal::MissingKey];
+
+    /// The contract field of its statuses (`in_flight_status`).
+    pub fn status_field(self) -> &'static str {
+        match self {
+            Refusal::Mismatch => "mismatch_status",
+            Refusal::InFlight => "in_flight_status",
+            Refusal::MissingKey => "missing_key_status",
+        }
+    }
+}
+
 /// What a refusal's body says besides its status: the JSON value at `at` is one of `is` (a string
 /// is compared as it is, a number or a boolean as written in JSON). A body that is not JSON, or
 /// has nothing at `at`, does not say it.
@@ -471,14 +485,13 @@ impl Contract {
         if let Some(condition) = &self.replay_body {
             return condition.holds(body);
         }
-        let refusals = [Refusal::Mismatch, Refusal::InFlight, Refusal::MissingKey];
-        if refusals
+        if Refusal::ALL
             .iter()
             .any(|r| self.body_of(*r).is_some() && self.refuses(*r, status, body))
         {
             return false;
         }
-        let shared = refusals
+        let shared = Refusal::ALL
             .iter()
             .any(|r| self.body_of(*r).is_none() && self.refuses(*r, status, body));
         !shared || marked
@@ -501,14 +514,10 @@ impl Contract {
         if self.replay_body.is_some() || !self.replayed_header.is_empty() {
             return None;
         }
-        let refusals = [
-            (Refusal::Mismatch, "mismatch_status"),
-            (Refusal::InFlight, "in_flight_status"),
-            (Refusal::MissingKey, "missing_key_status"),
-        ];
         self.replay_status.iter().find_map(|&code| {
-            refusals.iter().find_map(|&(r, field)| {
-                (self.body_of(r).is_none() && self.refuses(r, code, None)).then_some((code, field))
+            Refusal::ALL.iter().find_map(|&r| {
+                (self.body_of(r).is_none() && self.refuses(r, code, None))
+                    .then_some((code, r.status_field()))
             })
         })
     }

@@ -405,6 +405,16 @@ impl Operations {
         }
     }
 
+    /// The `Content-Type` the operation's own `headers` give, if they give one (an API's vendor
+    /// type, or a form body's).
+    pub fn own_content_type(&self, op: Operation) -> Option<&str> {
+        self.headers_of(op)?
+            .value
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| v.as_str())
+    }
+
     /// Every operation that answers with a long-running operation, with its name.
     pub fn long_running(&self) -> Vec<(&'static str, &Spanned<LongRunning>)> {
         Operation::ALL
@@ -982,15 +992,7 @@ impl TargetProfile {
         // The key goes into the create's body where `key_at` says a body: the body must be of
         // that kind, or the key would be appended to something the API cannot read.
         let create_type = ops
-            .create
-            .headers
-            .as_ref()
-            .and_then(|h| {
-                h.value
-                    .iter()
-                    .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-                    .map(|(_, v)| v.as_str())
-            })
+            .own_content_type(Operation::Create)
             .unwrap_or(&ops.create.content_type);
         let essence = create_type
             .split(';')

@@ -24,6 +24,8 @@ pub(crate) struct Env {
     pub lockout_bound: std::time::Duration,
     /// Spreads direct requests over the base URLs.
     next_base: AtomicUsize,
+    /// Whose cookie jar a request uses (the profile's `cookies`, resolved once).
+    cookies: CookieScope,
     /// The cookie sessions, by principal and, with `cookies: per_check`, by check marker.
     sessions: std::sync::Mutex<std::collections::HashMap<(String, String), Arc<Session>>>,
 }
@@ -42,8 +44,7 @@ impl Env {
         content_type: Option<String>,
     ) -> Vec<(String, String)> {
         let own = self.profile.operations.headers_of(op).map(|h| &h.value);
-        let own_type =
-            own.is_some_and(|h| h.keys().any(|n| n.eq_ignore_ascii_case("content-type")));
+        let own_type = self.profile.operations.own_content_type(op).is_some();
         let mut headers: Vec<(String, String)> = principal
             .headers
             .iter()
@@ -67,6 +68,7 @@ impl Env {
     ) -> Self {
         let contract = profile.contract();
         let client = Client::new().showing_header(&contract.replayed_header);
+        let profile_cookies = profile.cookie_scope();
         Self {
             profile,
             contract,
@@ -74,6 +76,7 @@ impl Env {
             hooks,
             lockout_bound,
             next_base: AtomicUsize::new(0),
+            cookies: profile_cookies,
             sessions: std::sync::Mutex::default(),
         }
     }
@@ -83,13 +86,11 @@ impl Env {
     /// per jar), its cookies go in a `Cookie` header and the answer's `Set-Cookie` is kept. A
     /// session that could not be opened fails the request with the reason.
     pub(crate) async fn send(&self, mut spec: RequestSpec, marker: &str) -> Exchange {
-        let Some((session, principal)) = self.session(&spec.principal, marker) else {
-            return self.client.send(spec).await;
+        let session = match self.opened_session(&spec.principal, marker).await {
+            Ok(Some(session)) => session,
+            Ok(None) => return self.client.send(spec).await,
+            Err(problem) => return Exchange::failed(&spec.step, problem),
         };
-        let opened = session.open(|| self.login(&session, principal)).await;
-        if let Err(problem) = opened {
-            return Exchange::failed(&spec.step, problem);
-        }
         // Cookies are the target's, wherever the request goes (the proxy's port is no other
         // site: RFC 6265 §8.5 cookies do not isolate by port), so the jar reads the first base URL.
         let url = self.cookie_url(&spec.path);
@@ -109,16 +110,30 @@ impl Env {
     /// # Errors
     /// Why the session could not be opened (see [`Env::send`]).
     pub(crate) async fn open_session(&self, name: &str, marker: &str) -> Result<(), String> {
-        match self.session(name, marker) {
-            Some((session, principal)) => session.open(|| self.login(&session, principal)).await,
-            None => Ok(()),
-        }
+        self.opened_session(name, marker).await.map(drop)
+    }
+
+    /// Principal `name`'s session for the check marked `marker`, opened (its `login` run once
+    /// per jar); `None` where the profile keeps no cookies.
+    ///
+    /// # Errors
+    /// Why the session could not be opened.
+    async fn opened_session(
+        &self,
+        name: &str,
+        marker: &str,
+    ) -> Result<Option<Arc<Session>>, String> {
+        let Some((session, principal)) = self.session(name, marker) else {
+            return Ok(None);
+        };
+        session.open(|| self.login(&session, principal)).await?;
+        Ok(Some(session))
     }
 
     /// The session of principal `name` for the check marked `marker`, and the principal; `None`
     /// where the profile keeps no cookies.
     fn session(&self, name: &str, marker: &str) -> Option<(Arc<Session>, &Principal)> {
-        let scope = match self.profile.cookie_scope() {
+        let scope = match self.cookies {
             CookieScope::Off => return None,
             CookieScope::PerPrincipal => String::new(),
             CookieScope::PerCheck => marker.to_owned(),
@@ -135,10 +150,19 @@ impl Env {
         Some((session, principal))
     }
 
+    /// The first base URL, without a trailing `/`: where a login goes, and whose cookies the jar
+    /// keeps.
+    fn first_base(&self) -> &str {
+        self.profile
+            .base_urls
+            .value
+            .first()
+            .map_or("", |b| b.trim_end_matches('/'))
+    }
+
     /// `path` under the first base URL, as the cookie jar reads it.
     fn cookie_url(&self, path: &str) -> Option<reqwest::Url> {
-        let base = self.profile.base_urls.value.first()?.trim_end_matches('/');
-        format!("{base}{path}").parse().ok()
+        format!("{}{path}", self.first_base()).parse().ok()
     }
 
     /// Opens `principal`'s session: sends its `login` (none: nothing to do) and keeps the
@@ -150,12 +174,6 @@ impl Env {
         let Some(login) = &principal.login else {
             return Ok(());
         };
-        let base = self
-            .profile
-            .base_urls
-            .value
-            .first()
-            .map_or("", |b| b.trim_end_matches('/'));
         let mut headers: Vec<(String, String)> = principal
             .headers
             .iter()
@@ -169,7 +187,7 @@ impl Env {
             .client
             .send(RequestSpec {
                 step: "login".into(),
-                base_url: base.to_owned(),
+                base_url: self.first_base().to_owned(),
                 method: login.method.clone(),
                 path: login.path.clone(),
                 principal: principal.name.clone(),

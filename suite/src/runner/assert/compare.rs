@@ -51,11 +51,7 @@ impl std::fmt::Display for Difference {
 pub(crate) fn differences(replay: &Exchange, original: &Exchange) -> Vec<Difference> {
     let mut out = Vec::new();
     let mut push = |part, text| out.push(Difference { part, text });
-    // A replay under the other status the contract declares for one keeps the original's body;
-    // its status is what the contract says, no difference.
-    let declared = (replay.declared_replay && original.is_success())
-        || (original.declared_replay && replay.is_success());
-    if replay.status != original.status && !declared {
+    if !same_status(replay, original) {
         // Only a success's code is a matter of fidelity alone: replay-fidelity judges 2xx replays.
         let success = |e: &Exchange| e.status.is_some_and(|s| (200..300).contains(&s));
         push(
@@ -119,10 +115,16 @@ fn body_difference(replay: &[u8], original: &[u8]) -> String {
 /// A replay under the other status the contract declares for one (`contract.replay_status`) is the
 /// same response as the success it replays, body for body.
 pub(crate) fn same_response(a: &Exchange, b: &Exchange) -> bool {
-    let statuses = a.status == b.status
+    a.status.is_some() && same_status(a, b) && a.body == b.body
+}
+
+/// Whether `a` and `b` answered alike in status: the same one, or one is a replay under the other
+/// status the contract declares for one and the other the success it replays (in either order: a
+/// burst's first answer may be the replay).
+fn same_status(a: &Exchange, b: &Exchange) -> bool {
+    a.status == b.status
         || (a.declared_replay && b.is_success())
-        || (b.declared_replay && a.is_success());
-    a.status.is_some() && statuses && a.body == b.body
+        || (b.declared_replay && a.is_success())
 }
 
 /// Whether `a`, the same answer as `b`, is only the same error again, not shown to be a replay:
@@ -181,7 +183,7 @@ pub(crate) fn replay_differences(
     let same = same_resource(run, replay, original);
     // One operation, or one resource where the contract says a replay shows its current state:
     // the body may show it as it stands now.
-    let current = one_operation_or_current(run, replay, original, same);
+    let current = same_operation(run, replay, original) || (same && shows_current_state(run));
     differences(replay, original)
         .into_iter()
         .filter(|d| !(current && d.part == Part::Body))
@@ -192,18 +194,6 @@ pub(crate) fn replay_differences(
             d
         })
         .collect()
-}
-
-/// Whether a body difference between `replay` and `original` is no difference: they name one
-/// long-running operation, or one resource (`same`) under a contract whose replays show the
-/// current state.
-fn one_operation_or_current(
-    run: &CheckRun,
-    replay: &Exchange,
-    original: &Exchange,
-    same: bool,
-) -> bool {
-    same_operation(run, replay, original) || (same && shows_current_state(run))
 }
 
 /// `differences` split into those a check judges and those the check named by `fidelity_judged_by`

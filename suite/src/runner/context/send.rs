@@ -292,16 +292,8 @@ impl Request<'_> {
                 let id = target_id()?;
                 let path = path.render(&vars, uuid, &id);
                 // The body's type: the operation's own `Content-Type`, else JSON.
-                let own_type = ops
-                    .headers_of(self.op)
-                    .and_then(|h| {
-                        h.value
-                            .iter()
-                            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-                            .map(|(_, v)| v.clone())
-                    })
-                    .unwrap_or_else(|| "application/json".to_owned());
-                let body = body.map(|b| id_in_body(&b.render(&vars, uuid), &id, &own_type));
+                let own_type = ops.own_content_type(self.op).unwrap_or("application/json");
+                let body = body.map(|b| id_in_body(&b.render(&vars, uuid), &id, own_type));
                 let ct = body.as_ref().map(|_| "application/json".to_owned());
                 (method.clone(), path, body, ct)
             }
