@@ -77,6 +77,7 @@ async fn server(url: &str, pool_size: i64) -> RunningServer {
         sweep_interval: Duration::from_secs(3600),
         pool_size,
         boot_latency: Duration::ZERO,
+        creates: leasebroker::fleet::CreateMode::Sync,
         header_read_timeout: Duration::from_secs(10),
         body_read_timeout: Duration::from_secs(10),
     };

@@ -11,6 +11,7 @@ use clap::Parser;
 
 use crate::auth::Auth;
 use crate::flaw::{Flaw, Flaws};
+use crate::fleet::CreateMode;
 use crate::idempotency::IdempotencyConfig;
 use crate::server::{start, ServerConfig};
 use crate::store::DatabaseUrl;
@@ -73,6 +74,11 @@ pub struct Args {
     /// Make the Idempotency-Key optional on POST (create, reboot); required by default.
     #[arg(long)]
     pub key_optional: bool,
+    /// How a create answers: `sync`, `201` with the booted worker; `async`, `202` with a
+    /// long-running operation to poll at `GET /v1/operations/{id}` (its `Location` and
+    /// `selfLink`), the boot running after the answer.
+    #[arg(long, value_enum, default_value = "sync", value_name = "MODE")]
+    pub creates: CreateMode,
     /// Break one rule on purpose (repeatable). For proving the suite; never in production.
     #[arg(long = "flaw", value_enum, value_name = "NAME")]
     pub flaws: Vec<Flaw>,
@@ -122,6 +128,7 @@ impl Args {
             sweep_interval: self.sweep_interval,
             pool_size: self.pool_size,
             boot_latency: self.boot_latency,
+            creates: self.creates,
             header_read_timeout: self.header_read_timeout,
             body_read_timeout: self.body_read_timeout,
         })

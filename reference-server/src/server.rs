@@ -13,7 +13,7 @@ use crate::api::{admin_app, app};
 use crate::auth::Auth;
 use crate::faults::Faults;
 use crate::flaw::Behaviour;
-use crate::fleet::{Fleet, Hypervisor};
+use crate::fleet::{CreateMode, Fleet, Hypervisor, Operations};
 use crate::idempotency::IdempotencyConfig;
 use crate::listener::{serve, Timeouts};
 use crate::metrics::Metrics;
@@ -42,6 +42,8 @@ pub struct ServerConfig {
     pub pool_size: i64,
     /// How long the simulated hypervisor takes per boot.
     pub boot_latency: Duration,
+    /// How a create answers: `201` once booted, or `202` with an operation to poll.
+    pub creates: CreateMode,
     /// How long a connection may take to send a request's head (request line and headers), counted
     /// from when leasebroker starts waiting for it: on accept, and after each response on a kept-alive
     /// connection (so it is also the idle keep-alive timeout). Past it the connection is closed
@@ -126,14 +128,30 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let faults = Arc::new(Faults::default());
     let hypervisor = Hypervisor::new(stores.fleet.clone(), faults.clone(), config.boot_latency);
     let behaviour = Behaviour::of(&config.idempotency.flaws);
+    let fleet = Arc::new(Fleet::new(
+        stores.fleet.clone(),
+        hypervisor,
+        faults.clone(),
+        behaviour.failed_create_writes_nothing,
+    ));
+    let operations = Arc::new(Operations::new(
+        fleet.clone(),
+        stores.operations.clone(),
+        stores.records.clone(),
+    ));
+    // The boots of operations a previous process started and did not finish run again.
+    let resumed = operations.resume_all().await?;
+    if resumed > 0 {
+        tracing::info!(
+            operations = resumed,
+            "running the boots of unfinished operations"
+        );
+    }
     let state = AppState {
         stores: stores.clone(),
-        fleet: Arc::new(Fleet::new(
-            stores.fleet.clone(),
-            hypervisor,
-            faults.clone(),
-            behaviour.failed_create_writes_nothing,
-        )),
+        fleet,
+        operations,
+        creates: config.creates,
         idempotency: Arc::new(config.idempotency.clone()),
         behaviour,
         auth: Arc::new(config.auth.clone()),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::auth::Auth;
 use crate::faults::Faults;
 use crate::flaw::Behaviour;
-use crate::fleet::Fleet;
+use crate::fleet::{CreateMode, Fleet, Operations};
 use crate::idempotency::{IdempotencyConfig, LayerState};
 use crate::metrics::Metrics;
 use crate::store::Stores;
@@ -17,6 +17,10 @@ pub struct AppState {
     pub stores: Stores,
     /// The fleet (pool, leases, hypervisor).
     pub fleet: Arc<Fleet>,
+    /// The asynchronous creates' operations.
+    pub operations: Arc<Operations>,
+    /// How a create answers.
+    pub creates: CreateMode,
     /// The idempotency layer's settings.
     pub idempotency: Arc<IdempotencyConfig>,
     /// What the idempotency layer does, derived from `idempotency.flaws` at start.

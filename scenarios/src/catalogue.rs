@@ -10,6 +10,12 @@ pub const LEASEBROKER_PROFILE: &str = include_str!("../targets/leasebroker.yaml"
 /// The name the embedded leasebroker profile is reported under in errors.
 pub const LEASEBROKER_PROFILE_FILE: &str = "<embedded:targets/leasebroker.yaml>";
 
+/// The profile of leasebroker with `--creates async` (`scenarios/targets/leasebroker-async.yaml`).
+pub const LEASEBROKER_ASYNC_PROFILE: &str = include_str!("../targets/leasebroker-async.yaml");
+
+/// The name the embedded asynchronous leasebroker profile is reported under in errors.
+pub const LEASEBROKER_ASYNC_PROFILE_FILE: &str = "<embedded:targets/leasebroker-async.yaml>";
+
 macro_rules! catalogue {
     ($($id:literal),* $(,)?) => {
         /// `(id, YAML text)` of every built-in check, in run order.
@@ -102,5 +108,16 @@ mod tests {
         .unwrap();
         assert_eq!(p.name, "leasebroker");
         assert!(p.operations.create.body.has_variant());
+        let p = crate::profile::TargetProfile::load(
+            LEASEBROKER_ASYNC_PROFILE_FILE,
+            LEASEBROKER_ASYNC_PROFILE,
+            &|_| None,
+        )
+        .unwrap();
+        assert_eq!(p.name, "leasebroker-async");
+        assert!(p
+            .operations
+            .long_running_of(crate::scenario::Operation::Create)
+            .is_some());
     }
 }

@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 
-use crate::catalogue::{LEASEBROKER_PROFILE, SOURCES};
+use crate::catalogue::{LEASEBROKER_ASYNC_PROFILE, LEASEBROKER_PROFILE, SOURCES};
 use crate::client_profile::ClientProfile;
 use crate::mutate::{apply, assert_located, edit, input};
 use crate::profile::{expand_env, TargetProfile};
@@ -26,9 +26,11 @@ fn scenarios() -> Vec<&'static str> {
         .collect()
 }
 
-/// The bundled target profiles: leasebroker's, the example for another API, and `idemspec init`'s.
+/// The bundled target profiles: leasebroker's (both modes), the example for another API, and
+/// `idemspec init`'s.
 const PROFILES: &[&str] = &[
     LEASEBROKER_PROFILE,
+    LEASEBROKER_ASYNC_PROFILE,
     include_str!("../examples/my-api.yaml"),
     include_str!("../../suite/src/cli/init-profile.yaml"),
 ];

@@ -47,6 +47,7 @@ fn server() -> &'static Server {
             // long run, and an exhausted one is a documented 503, which `judge` accepts.
             pool_size: 200_000,
             boot_latency: Duration::ZERO,
+            creates: leasebroker::fleet::CreateMode::Sync,
             header_read_timeout: Duration::from_secs(5),
             body_read_timeout: Duration::from_secs(5),
         };

@@ -2,8 +2,9 @@
 //! and body reading are the edge's ([`crate::edge`]).
 
 mod admin;
+mod operations;
+mod path_id;
 mod router;
-mod worker_id;
 mod workers;
 
 pub use admin::admin_app;

@@ -4,23 +4,32 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use axum::Router;
 
-use super::workers;
+use super::{operations, workers};
 use crate::edge::ApiError;
+use crate::fleet::CreateMode;
 use crate::state::AppState;
 use crate::{auth, idempotency};
 
-/// The public API: `/v1/workers…` behind bearer auth and the idempotency layer, plus `GET /healthz`.
+/// The public API: `/v1/workers…` and `/v1/operations/{id}` behind bearer auth and the idempotency
+/// layer, plus `GET /healthz`.
 /// Unknown routes get 404 and wrong methods 405, both with problem bodies.
 pub fn app(state: AppState) -> Router {
     // route_layer: the later layer runs first, so auth sets the principal before the idempotency layer.
     // The create writes the layer's claim and completion in its own transactions (a unit of work),
     // so its route gets the deferring variant of the layer; the other routes the generic one.
-    let creates = Router::new()
-        .route("/v1/workers", post(workers::create))
-        .route_layer(from_fn_with_state(
+    // An asynchronous create writes only its reservation and operation before it answers: the
+    // generic layer claims, and records the 202, before the boot runs.
+    let creates = Router::new().route("/v1/workers", post(workers::create));
+    let creates = match state.creates {
+        CreateMode::Sync => creates.route_layer(from_fn_with_state(
             state.idempotency_layer(),
             idempotency::enforce_deferring,
-        ));
+        )),
+        CreateMode::Async => creates.route_layer(from_fn_with_state(
+            state.idempotency_layer(),
+            idempotency::enforce,
+        )),
+    };
     let api = Router::new()
         .route("/v1/workers", get(workers::list))
         .route(
@@ -28,6 +37,7 @@ pub fn app(state: AppState) -> Router {
             get(workers::get_one).delete(workers::delete_one),
         )
         .route("/v1/workers/{id}/reboot", post(workers::reboot))
+        .route("/v1/operations/{id}", get(operations::get_one))
         .route_layer(from_fn_with_state(
             state.idempotency_layer(),
             idempotency::enforce,

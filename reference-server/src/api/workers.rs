@@ -11,11 +11,12 @@ use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde::{Deserialize, Serialize};
 
-use super::worker_id::WorkerId;
+use super::operations;
+use super::path_id::WorkerId;
 use crate::auth::Principal;
 use crate::edge::{ApiError, JsonBody};
-use crate::fleet::{CreateRecord, FleetError, WorkerSpec};
-use crate::idempotency::{DeferredClaim, OpSeed};
+use crate::fleet::{CreateMode, CreateRecord, FleetError, WorkerSpec};
+use crate::idempotency::{AfterAnswer, DeferredClaim, KeyRelease, OpSeed};
 use crate::metrics::CreateResult;
 use crate::state::AppState;
 use crate::store::{Claim, ClaimRequest, Completion, Worker};
@@ -171,10 +172,26 @@ pub(super) async fn create(
     Extension(principal): Extension<Principal>,
     seed: Option<Extension<OpSeed>>,
     claim: Option<Extension<Arc<DeferredClaim>>>,
+    release: Option<Extension<KeyRelease>>,
     JsonBody(body): JsonBody<CreateWorker>,
 ) -> Result<Response, ApiError> {
     let spec = body.validate()?;
     let location = state.behaviour.create_location;
+    if state.creates == CreateMode::Async {
+        let release = release.map(|Extension(r)| r);
+        let started = state
+            .operations
+            .start(&principal.0, spec, &seed_of(seed), release.as_ref())
+            .await;
+        state.metrics.create(match started {
+            Ok(_) => CreateResult::Created,
+            Err(_) => CreateResult::Error,
+        });
+        let op = started?;
+        let mut response = operations::accepted(&op, location);
+        AfterAnswer::attach(&mut response, Box::pin(state.operations.clone().finish(op)));
+        return Ok(response);
+    }
     let record = claim
         .as_ref()
         .map(|Extension(claim)| Recorded { claim, location });

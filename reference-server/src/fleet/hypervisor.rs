@@ -53,8 +53,32 @@ impl Hypervisor {
     }
 
     /// Boots an instance on `node_id` carrying `tag`; returns its instance id. Idempotent by `tag`:
-    /// while an instance with the tag runs, booting again returns it.
+    /// while an instance with the tag runs, booting again returns it. It is [`Hypervisor::admit`]
+    /// then [`Hypervisor::launch`].
     pub async fn boot(
+        &self,
+        tag: &str,
+        node_id: i64,
+        image: &str,
+    ) -> Result<String, HypervisorError> {
+        self.admit(image).await;
+        self.launch(tag, node_id, image).await
+    }
+
+    /// The first half of a boot, which an asynchronous create waits for before it answers: the
+    /// image is admitted, taking the extra time of a `slow-<N>ms…` image, forever for `hang…`.
+    pub async fn admit(&self, image: &str) {
+        if image.starts_with("hang") {
+            std::future::pending::<()>().await;
+        }
+        if let Some(extra) = slow_by_image(image) {
+            tokio::time::sleep(extra).await;
+        }
+    }
+
+    /// The second half of a boot, which an asynchronous create runs after its answer: it fails for
+    /// a `fail-…` image or an injected failure, takes the boot latency, and records the instance.
+    pub async fn launch(
         &self,
         tag: &str,
         node_id: i64,
@@ -62,12 +86,6 @@ impl Hypervisor {
     ) -> Result<String, HypervisorError> {
         if self.faults.take_failed_boot() || self.fails_by_image(image) {
             return Err(HypervisorError::Injected);
-        }
-        if image.starts_with("hang") {
-            std::future::pending::<()>().await;
-        }
-        if let Some(extra) = slow_by_image(image) {
-            tokio::time::sleep(extra).await;
         }
         if self.faults.take_panicked_boot() {
             panic!("injected fault: panic_next_boots");

@@ -1,7 +1,10 @@
-//! The fleet behind the API: the node pool, leases, and a simulated hypervisor.
+//! The fleet behind the API: the node pool, leases, and a simulated hypervisor; and the
+//! long-running operations of asynchronous creates (`operation.rs`).
 
 mod hypervisor;
+mod operation;
 mod service;
 
 pub use hypervisor::{Hypervisor, HypervisorError};
+pub use operation::{CreateMode, Operations};
 pub use service::{CreateIds, CreateRecord, Fleet, FleetError, WorkerSpec};

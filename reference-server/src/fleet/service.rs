@@ -227,7 +227,7 @@ impl Fleet {
             .await?;
         self.faults.crash_if(CrashPoint::AfterLease);
         let booted = self
-            .boot(&ids.boot_id, &worker_id, node_id, &spec.image)
+            .boot(&ids.boot_id, &worker_id, node_id, &spec.image, false)
             .await;
         let worker = NewWorker::of(principal, spec, worker_id, node_id, ids, now);
         match booted {
@@ -242,9 +242,28 @@ impl Fleet {
         }
     }
 
+    /// The fleet's store.
+    pub(super) fn store(&self) -> &dyn FleetStore {
+        self.store.as_ref()
+    }
+
+    /// The hypervisor client.
+    pub(super) fn hypervisor(&self) -> &Hypervisor {
+        &self.hypervisor
+    }
+
+    /// The process's injected faults.
+    pub(super) fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
     /// A boot failed: nothing more is written, except under the `failed-create-leaves-worker` flaw,
     /// which writes the worker anyway.
-    async fn failed_boot(&self, worker: NewWorker, e: FleetError) -> Result<Worker, FleetError> {
+    pub(super) async fn failed_boot(
+        &self,
+        worker: NewWorker,
+        e: FleetError,
+    ) -> Result<Worker, FleetError> {
         if !self.failed_create_writes_nothing {
             self.store
                 .insert_worker(&NewWorker {
@@ -259,13 +278,15 @@ impl Fleet {
     /// The two-phase boot of a retry: a `pending` row is committed before the call, the call carries
     /// `boot_id` as its tag, then the row is completed. A retry that finds the row pending reconciles
     /// by listing the hypervisor's instances by tag before booting again. No transaction is held
-    /// across the call.
-    async fn boot(
+    /// across the call. Where the image was `admitted` already (an asynchronous create's answer
+    /// waited for it), only the second half of the boot runs.
+    pub(super) async fn boot(
         &self,
         boot_id: &str,
         worker_id: &str,
         node_id: i64,
         image: &str,
+        admitted: bool,
     ) -> Result<String, FleetError> {
         match self.store.find_boot(boot_id).await? {
             Some(row) if row.state == "done" => {
@@ -291,7 +312,11 @@ impl Fleet {
                     .await?;
             }
         }
-        let instance_id = self.hypervisor.boot(boot_id, node_id, image).await?;
+        let instance_id = if admitted {
+            self.hypervisor.launch(boot_id, node_id, image).await?
+        } else {
+            self.hypervisor.boot(boot_id, node_id, image).await?
+        };
         self.store.complete_boot(boot_id, &instance_id).await?;
         Ok(instance_id)
     }

@@ -10,6 +10,11 @@
 //! - completed, same fingerprint: replay status, `Location`, `Content-Type` and body byte for byte,
 //!   with `Idempotent-Replayed: true`;
 //! - any state, different fingerprint: `409 key-reused-with-different-request`.
+//!
+//! A handler whose work outlives its answer (an asynchronous create) gets a
+//! [`KeyRelease`](super::KeyRelease) for its record and attaches the work as an
+//! [`AfterAnswer`](super::AfterAnswer), which the layer starts once the answer is recorded
+//! (`after_answer.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +26,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::Method;
 
+use super::after_answer::{AfterAnswer, KeyRelease};
 use super::deferred::{DeferredClaim, Progress};
 use super::record::{encode, replay};
 use super::{is_storable, Fingerprint, IdempotencyKey, OpSeed};
@@ -118,9 +124,13 @@ pub async fn enforce_deferring(
     respond(handle(state, req, next, true).await)
 }
 
+/// The answer, once recorded (or not kept), with the handler's [`AfterAnswer`] work started.
 fn respond(result: Result<Response, ApiError>) -> Response {
     match result {
-        Ok(response) => response,
+        Ok(response) => {
+            AfterAnswer::start(&response);
+            response
+        }
         Err(err) => err.into_response(),
     }
 }
@@ -230,7 +240,12 @@ async fn act(
         } => {
             let seed = held.seed.salted(&nonce);
             let seed = if first { seed.first_attempt() } else { seed };
-            let req = held.request(seed);
+            let mut req = held.request(seed);
+            // Work that fails after the answer releases the key as a 5xx does (not kept).
+            if state.behaviour.fail_on_5xx {
+                req.extensions_mut()
+                    .insert(KeyRelease::of(&scope, started_at));
+            }
             run_owned(state, scope, started_at, req, held.next).await
         }
         Decision::RunUnowned => {

@@ -1,6 +1,7 @@
 //! The Idempotency-Key layer: key parsing, fingerprint, record encoding, side-effect sub-keys and the
 //! middleware that runs the state machine (none → in flight → completed | failed).
 
+mod after_answer;
 mod deferred;
 mod fingerprint;
 mod key;
@@ -8,6 +9,7 @@ mod layer;
 mod record;
 mod seed;
 
+pub use after_answer::{AfterAnswer, KeyRelease};
 pub use deferred::DeferredClaim;
 pub use fingerprint::Fingerprint;
 pub use key::{IdempotencyKey, KeyError, IDEMPOTENCY_KEY, MAX_KEY_LEN};

@@ -6,7 +6,7 @@ use sqlx::{Postgres, Sqlite};
 
 use super::sql::Dialect;
 use super::sql_store::SqlStore;
-use super::{FleetStore, RecordStore, StatsStore, StoreError};
+use super::{FleetStore, OperationStore, RecordStore, StatsStore, StoreError};
 use crate::metrics::StoreMetrics;
 
 /// A parsed `--database-url`: a `postgres://` URL, a `sqlite:` URL, or a plain file path (SQLite).
@@ -33,13 +33,15 @@ impl DatabaseUrl {
     }
 }
 
-/// One open database, seen through each domain's trait (all three share one connection pool).
+/// One open database, seen through each domain's trait (all share one connection pool).
 #[derive(Clone)]
 pub struct Stores {
     /// The idempotency records.
     pub records: Arc<dyn RecordStore>,
     /// The fleet and the hypervisor's state.
     pub fleet: Arc<dyn FleetStore>,
+    /// The long-running operations (`--creates async`).
+    pub operations: Arc<dyn OperationStore>,
     /// The admin counts.
     pub stats: Arc<dyn StatsStore>,
 }
@@ -50,6 +52,7 @@ impl Stores {
         Self {
             records: store.clone(),
             fleet: store.clone(),
+            operations: store.clone(),
             stats: store,
         }
     }

@@ -6,6 +6,7 @@
 //!   hypervisor's instances.
 //! - [`CreateStore`] (`create.rs`): a first attempt of a create as two transactions, the unit of
 //!   work the idempotency layer's claim and completion and the fleet's writes share.
+//! - [`OperationStore`] (`operations.rs`): the long-running operations of `--creates async`.
 //! - [`StatsStore`] (`stats.rs`): the admin counts.
 //!
 //! Each file holds its trait, its rows, its SQL as named constants and the implementation on
@@ -57,6 +58,7 @@ mod connect;
 mod create;
 mod error;
 mod fleet;
+mod operations;
 mod postgres;
 mod records;
 mod sql;
@@ -68,6 +70,7 @@ pub use connect::{connect, DatabaseUrl, Stores};
 pub use create::{ClaimRequest, Completion, CreateStore, Finished, Reservation, Reserved};
 pub use error::StoreError;
 pub use fleet::{BootRow, FleetStore, NewWorker, Worker};
+pub use operations::{OperationRow, OperationState, OperationStore};
 pub use records::{
     Claim, FailedRecord, IdempotencyRecord, RecordState, RecordStore, Scope, StoredResponse,
 };

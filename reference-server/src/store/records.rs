@@ -165,6 +165,14 @@ pub trait RecordStore: Send + Sync + 'static {
         started_at: i64,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
+    /// Marks the claim failed after its outcome was stored, if it is still ours: the answer named a
+    /// long-running operation that failed afterwards, so a retry runs again, as after a 5xx.
+    fn fail_answered<'a>(
+        &'a self,
+        scope: &'a Scope,
+        started_at: i64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
     /// Deletes up to `batch` completed or failed records whose retention window ended before `now`
     /// (in-flight records are left to the in-flight TTL); returns how many.
     fn sweep(&self, now: i64, batch: i64) -> BoxFuture<'_, Result<u64, StoreError>>;
@@ -214,6 +222,13 @@ pub(super) const COMPLETE: &str =
 const FAIL: &str = "UPDATE idempotency_records SET state = 'failed' \
      WHERE principal = $1 AND endpoint = $2 AND idem_key = $3 AND state = 'in_flight' \
        AND started_at = $4";
+
+/// Marks the claim `$4` (started_at) failed, in flight or completed, if it still holds. Binds the
+/// scope (`$1`–`$3`).
+const FAIL_ANSWERED: &str = "UPDATE idempotency_records SET state = 'failed', status = NULL, \
+       headers = NULL, body = NULL, compressed = 0 \
+     WHERE principal = $1 AND endpoint = $2 AND idem_key = $3 \
+       AND state IN ('in_flight', 'completed') AND started_at = $4";
 
 impl<'q, D: Dialect> Statement<'q, D> {
     /// Binds the next three parameters: principal, endpoint, key.
@@ -355,6 +370,15 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let fail = Statement::new(FAIL).scope(scope).int(started_at);
         self.timed("fail", self.changes(fail).map_ok(|ours| ours == 1))
+    }
+
+    fn fail_answered<'a>(
+        &'a self,
+        scope: &'a Scope,
+        started_at: i64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let fail = Statement::new(FAIL_ANSWERED).scope(scope).int(started_at);
+        self.timed("fail_answered", self.changes(fail).map_ok(|ours| ours == 1))
     }
 
     fn sweep(&self, now: i64, batch: i64) -> BoxFuture<'_, Result<u64, StoreError>> {

@@ -178,6 +178,14 @@ impl KeySpec {
             "invalid key `{text}`; expected a name like K1, `none`, `\"\"`, `long:300`, `raw:VALUE`, `sf:K1` or `after_5xx:K1`"
         ))
     }
+
+    /// The name of a named key (`K1`, `sf:K1`, `after_5xx:K1`): steps that share it send one key.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            KeySpec::Named(n) | KeySpec::SfNamed(n) | KeySpec::AfterFailure(n) => Some(n),
+            KeySpec::None | KeySpec::Empty | KeySpec::Long(_) | KeySpec::Raw(_) => None,
+        }
+    }
 }
 
 /// A time limit, absolute (`10s`) or relative to the contract's in-flight TTL (`in_flight_ttl + 5s`).

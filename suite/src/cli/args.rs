@@ -154,6 +154,10 @@ pub struct RunArgs {
     /// Database for the reference server (default: SQLite in a temporary directory).
     #[arg(long, value_name = "URL")]
     pub reference_database_url: Option<String>,
+    /// How the reference server's creates answer: `sync` (default), `201` with the booted worker;
+    /// `async`, `202` with a long-running operation to poll, the boot running after the answer.
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub reference_creates: Option<leasebroker::fleet::CreateMode>,
     /// Also run these scenario files, or every `*.yaml` in these directories (repeatable).
     #[arg(long, value_name = "FILE|DIR")]
     pub scenario: Vec<PathBuf>,

@@ -48,9 +48,13 @@ fn flaw_names(args: &RunArgs) -> Vec<String> {
 /// Validates the flags into the runner's options, loading the profile and scenario files.
 fn options(args: &RunArgs, verbose: bool) -> Result<RunOptions, Failure> {
     // clap's `requires` counts a flag's default as present, so these are checked here.
-    if !args.reference && (!args.flaw.is_empty() || args.reference_database_url.is_some()) {
+    let reference_only = !args.flaw.is_empty()
+        || args.reference_database_url.is_some()
+        || args.reference_creates.is_some();
+    if !args.reference && reference_only {
         return Err(Failure::usage(anyhow::anyhow!(
-            "--flaw and --reference-database-url apply only to the reference server"
+            "--flaw, --reference-database-url and --reference-creates apply only to the reference \
+             server"
         ))
         .hint("add --reference to run against the bundled reference server"));
     }
@@ -80,6 +84,7 @@ fn options(args: &RunArgs, verbose: bool) -> Result<RunOptions, Failure> {
         None => Target::Reference(ReferenceOptions {
             flaws: flaw_names(args),
             database_url: args.reference_database_url.clone(),
+            creates: args.reference_creates.unwrap_or_default(),
             show_log: verbose,
             ..ReferenceOptions::default()
         }),

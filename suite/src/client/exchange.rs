@@ -84,6 +84,10 @@ pub struct Exchange {
     /// contract declares it (`contract.replay_status`): set by the runner's sender, which reads the
     /// contract; `false` from the client itself.
     pub declared_replay: bool,
+    /// The long-running operation this answer named, where it settled failed (the profile's
+    /// `operation.failed`): the request failed, though its status is a 2xx. Set by the check's
+    /// context once it saw the operation settle.
+    pub operation_failed: Option<String>,
 }
 
 impl Exchange {
@@ -111,6 +115,7 @@ impl Exchange {
             started: Instant::now(),
             elapsed: Duration::ZERO,
             declared_replay: false,
+            operation_failed: None,
         }
     }
 
@@ -131,9 +136,17 @@ impl Exchange {
     }
 
     /// Whether the request succeeded: a 2xx arrived, or a replay of a completed success under the
-    /// other status the contract declares for one ([`Exchange::declared_replay`]).
+    /// other status the contract declares for one ([`Exchange::declared_replay`]), and the
+    /// operation it named, if any, did not fail ([`Exchange::operation_failed`]).
     pub fn is_success(&self) -> bool {
-        matches!(self.status, Some(200..=299)) || self.declared_replay
+        (matches!(self.status, Some(200..=299)) || self.declared_replay)
+            && self.operation_failed.is_none()
+    }
+
+    /// Whether the request failed on the server's side: a 5xx, or a long-running operation it
+    /// named that settled failed.
+    pub fn is_server_failure(&self) -> bool {
+        matches!(self.status, Some(500..=599)) || self.operation_failed.is_some()
     }
 
     /// The RFC 9457 problem `type`, if the body has one.
@@ -147,6 +160,10 @@ impl Exchange {
     /// "status 409 (type …)" or the transport error, for messages.
     pub fn describe(&self) -> String {
         match (self.status, self.problem_type()) {
+            (Some(s), _) if self.operation_failed.is_some() => format!(
+                "{s} (its operation `{}` failed)",
+                self.operation_failed.as_deref().unwrap_or_default()
+            ),
             (Some(s), _) if self.declared_replay => format!("{s} (a replay, as declared)"),
             (Some(s), Some(t)) => format!("{s} (type {t})"),
             (Some(s), None) => s.to_string(),

@@ -131,6 +131,7 @@ impl Client {
                     started,
                     elapsed: started.elapsed(),
                     declared_replay: false,
+                    operation_failed: None,
                 }
             }
             Err(message) => {
@@ -144,6 +145,7 @@ impl Client {
                     started,
                     elapsed: started.elapsed(),
                     declared_replay: false,
+                    operation_failed: None,
                 }
             }
         }

@@ -24,6 +24,10 @@ pub struct ReferenceOptions {
     /// ordinary create (leasebroker's boot latency is 300 ms, so that a retry 100 ms after a create
     /// finds it in flight) comes near it. docs/BENCHMARKS.md has the run's wall time.
     pub in_flight_ttl: Duration,
+    /// How the reference's creates answer: `201` once booted (`sync`, its profile
+    /// `scenarios/targets/leasebroker.yaml`), or `202` with a long-running operation
+    /// (`async`, `scenarios/targets/leasebroker-async.yaml`).
+    pub creates: leasebroker::fleet::CreateMode,
     /// Send the child's log to this process's stderr (`-v`, or `IDEMSPEC_REFERENCE_LOG` set)
     /// instead of `leasebroker.log` in its temporary directory.
     pub show_log: bool,
@@ -37,6 +41,7 @@ impl Default for ReferenceOptions {
             flaws: Vec::new(),
             database_url: None,
             in_flight_ttl: Duration::from_secs(2),
+            creates: leasebroker::fleet::CreateMode::Sync,
             show_log: false,
         }
     }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use idemspec_scenarios::catalogue;
 use idemspec_scenarios::profile::TargetProfile;
 use idemspec_scenarios::LoadError;
+use leasebroker::fleet::CreateMode;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::Mutex;
@@ -60,6 +61,8 @@ pub struct ReferenceServer {
     /// Every argument but `--listen`/`--admin-listen`, which are fixed after the first start.
     args: Vec<String>,
     in_flight_ttl: Duration,
+    /// How its creates answer, which picks its profile.
+    creates: CreateMode,
     show_log: bool,
     /// Holds the SQLite file, the tokens file and the child's log; removed on drop.
     dir: tempfile::TempDir,
@@ -118,10 +121,14 @@ impl ReferenceServer {
         for flaw in &opts.flaws {
             args.extend(["--flaw".into(), flaw.clone()]);
         }
+        if opts.creates == CreateMode::Async {
+            args.extend(["--creates".into(), "async".into()]);
+        }
         let server = Arc::new(Self {
             program,
             args,
             in_flight_ttl: opts.in_flight_ttl,
+            creates: opts.creates,
             show_log: opts.show_log || std::env::var_os("IDEMSPEC_REFERENCE_LOG").is_some(),
             dir,
             child: Mutex::new(None),
@@ -226,8 +233,8 @@ impl ReferenceServer {
         format!("http://{}", self.addrs().1)
     }
 
-    /// The bundled profile (`scenarios/targets/leasebroker.yaml`) filled in with this server's
-    /// addresses, tokens and in-flight TTL.
+    /// The bundled profile of its create mode (`scenarios/targets/leasebroker.yaml`, or
+    /// `leasebroker-async.yaml`) filled in with this server's addresses, tokens and in-flight TTL.
     ///
     /// # Errors
     /// A [`LoadError`] if the embedded profile does not load (a build defect).
@@ -249,11 +256,17 @@ impl ReferenceServer {
                     .to_string(),
             ),
         ]);
-        TargetProfile::load(
-            catalogue::LEASEBROKER_PROFILE_FILE,
-            catalogue::LEASEBROKER_PROFILE,
-            &|name| vars.get(name).cloned(),
-        )
+        let (file, text) = match self.creates {
+            CreateMode::Sync => (
+                catalogue::LEASEBROKER_PROFILE_FILE,
+                catalogue::LEASEBROKER_PROFILE,
+            ),
+            CreateMode::Async => (
+                catalogue::LEASEBROKER_ASYNC_PROFILE_FILE,
+                catalogue::LEASEBROKER_ASYNC_PROFILE,
+            ),
+        };
+        TargetProfile::load(file, text, &|name| vars.get(name).cloned())
     }
 
     /// Hooks for this server: the profile's (crash armed via the admin API, fail_next) plus a real

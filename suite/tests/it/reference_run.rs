@@ -1,11 +1,14 @@
 //! The whole catalogue against the clean reference server: every check PASS, on SQLite and on
-//! PostgreSQL.
+//! PostgreSQL, with its creates answering `201` and (`async_creates_…`) `202` with an operation.
 
-use crate::support::reference::{all_pass, run_reference, table};
+use crate::support::reference::{all_pass, run_reference_on, table, CreateMode};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn clean_reference_passes_every_check_on_sqlite() {
-    let report = run_reference(&[], None, &[]).await;
+/// The whole catalogue against the clean reference in `creates` mode, on PostgreSQL or SQLite:
+/// every check PASS.
+async fn clean_reference_passes(creates: CreateMode, postgres: bool) {
+    let Some(report) = run_reference_on(creates, &[], postgres).await else {
+        return;
+    };
     println!("{}ms\n{}", report.duration_ms, table(&report));
     assert_eq!(
         report.checks.len(),
@@ -13,28 +16,29 @@ async fn clean_reference_passes_every_check_on_sqlite() {
     );
     assert!(
         all_pass(&report),
-        "not every check passed:\n{}",
+        "not every check passed ({creates:?} creates):\n{}",
         table(&report)
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn clean_reference_passes_every_check_on_sqlite() {
+    clean_reference_passes(CreateMode::Sync, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn clean_reference_passes_every_check_on_postgres() {
-    let Some(db) = crate::support::postgres::PgDb::create().await else {
-        return;
-    };
-    let report = run_reference(&[], Some(db.url.clone()), &[]).await;
-    db.drop().await;
-    println!("{}ms\n{}", report.duration_ms, table(&report));
-    assert_eq!(
-        report.checks.len(),
-        idemspec_scenarios::catalogue::SOURCES.len()
-    );
-    assert!(
-        all_pass(&report),
-        "not every check passed:\n{}",
-        table(&report)
-    );
+    clean_reference_passes(CreateMode::Sync, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn async_creates_clean_reference_passes_every_check_on_sqlite() {
+    clean_reference_passes(CreateMode::Async, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn async_creates_clean_reference_passes_every_check_on_postgres() {
+    clean_reference_passes(CreateMode::Async, true).await;
 }
 
 /// Two leasebroker replicas on one PostgreSQL, one profile listing both base URLs: the runner spreads

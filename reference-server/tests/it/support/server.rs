@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use leasebroker::auth::Auth;
 use leasebroker::flaw::{Flaw, Flaws};
+use leasebroker::fleet::CreateMode;
 use leasebroker::idempotency::IdempotencyConfig;
 use leasebroker::server::{start, RunningServer, ServerConfig};
 use leasebroker::store::DatabaseUrl;
@@ -25,6 +26,8 @@ pub struct Options {
     pub pool_size: i64,
     /// Boot latency.
     pub boot_latency: Duration,
+    /// How a create answers.
+    pub creates: CreateMode,
     /// Whether a `POST` without an Idempotency-Key is refused.
     pub require_key_on_post: bool,
     /// Header read timeout.
@@ -42,6 +45,7 @@ impl Default for Options {
             sweep_interval: Duration::from_secs(60),
             pool_size: 100,
             boot_latency: Duration::from_millis(50),
+            creates: CreateMode::Sync,
             require_key_on_post: true,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(10),
@@ -86,6 +90,7 @@ impl TestServer {
             sweep_interval: opts.sweep_interval,
             pool_size: opts.pool_size,
             boot_latency: opts.boot_latency,
+            creates: opts.creates,
             header_read_timeout: opts.header_read_timeout,
             body_read_timeout: opts.body_read_timeout,
         };

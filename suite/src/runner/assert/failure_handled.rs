@@ -1,4 +1,5 @@
-//! `failure_handled: {failed, retry}`: the first attempt failed with a 5xx; the retry re-ran it
+//! `failure_handled: {failed, retry}`: the first attempt failed with a 5xx (or answered a
+//! long-running operation that failed); the retry re-ran it
 //! (contract `replays_5xx: false`) or replayed the 5xx (`true`), and nothing was left half-done:
 //! afterwards exactly one resource exists when the retry re-ran, none when the failure was replayed.
 
@@ -40,9 +41,9 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
     let Some(first) = run.step(failed).first_response() else {
         return Undecided(format!("step `{failed}` got no response"));
     };
-    if first.status.is_none_or(|s| s < 500) {
+    if !first.is_server_failure() {
         return Undecided(format!(
-            "`{failed}` was meant to fail with a 5xx (the fail_next hook, or the fails_once request variant) but answered {}",
+            "`{failed}` was meant to fail with a 5xx or a failed operation (the fail_next hook, or the fails_once request variant) but answered {}",
             first.describe()
         ));
     }

@@ -89,6 +89,7 @@ pub(crate) fn timeline(exchanges: &[Exchange], contract: &Contract) -> Timeline 
 fn end_of(ex: &Exchange, contract: &Contract) -> AttemptEnd {
     match ex.status {
         None => AttemptEnd::NoResponse,
+        Some(_) if ex.operation_failed.is_some() => AttemptEnd::ServerError,
         Some(_) if ex.declared_replay => AttemptEnd::Replay,
         Some(200..=299) if ex.marks_replay(&contract.replayed_header) => AttemptEnd::Replay,
         Some(200..=299) => AttemptEnd::Success,

@@ -57,8 +57,9 @@ pub(crate) struct CheckRun {
     /// The 0-based step after which the check lets others run beside it
     /// ([`Isolation::AloneThrough`]).
     pub share_after: Option<usize>,
-    /// The long-running operations seen settled (`operations.rs`), by reference.
-    settled: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The long-running operations seen settled (`operations.rs`), by reference: true for one
+    /// that failed.
+    settled: std::sync::Mutex<std::collections::HashMap<String, bool>>,
 }
 
 /// What a step did besides sending requests.
@@ -228,6 +229,7 @@ impl CheckRun {
             .unwrap_or_default();
         let mut exchanges = self.sender.exchanges();
         evidence::pair_proxy_actions(&mut exchanges, &events);
+        self.mark_failed_operations(&mut exchanges);
         (exchanges, events)
     }
 
@@ -249,5 +251,9 @@ impl CheckRun {
             };
             self.observed.counters_after = Some(after);
         }
+        // What settled while observing: the answers whose operations failed are failures.
+        let mut exchanges = std::mem::take(&mut self.exchanges);
+        self.mark_failed_operations(&mut exchanges);
+        self.exchanges = exchanges;
     }
 }

@@ -72,7 +72,7 @@ fn poll_path(reference: &str, base_url: &str) -> String {
 impl CheckRun {
     /// Waits until every operation the check's answers named so far has settled (done or failed,
     /// as the profile says), polling each as the principal that started it, straight to the
-    /// target.
+    /// target, and remembers which failed ([`CheckRun::mark_failed_operations`]).
     ///
     /// # Errors
     /// Which operation did not settle within its bound, or could not be polled, naming the step
@@ -96,7 +96,7 @@ impl CheckRun {
                 .settled
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .contains(&reference);
+                .contains_key(&reference);
             if !known && !pending.iter().any(|(r, ..)| *r == reference) {
                 let step = e.evidence.request.step.clone();
                 let principal = e.evidence.request.principal.clone();
@@ -104,17 +104,40 @@ impl CheckRun {
             }
         }
         for (reference, step, principal, op, long) in pending {
-            self.wait_for(&reference, &step, &principal, op, long)
+            let failed = self
+                .wait_for(&reference, &step, &principal, op, long)
                 .await?;
             self.settled
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(reference);
+                .insert(reference, failed);
         }
         Ok(())
     }
 
-    /// Polls `reference` until `long` says it is done or failed, or its bound passes.
+    /// Marks each of `exchanges` whose operation was seen settle failed
+    /// ([`Exchange::operation_failed`]).
+    pub(crate) fn mark_failed_operations(&self, exchanges: &mut [Exchange]) {
+        let failed: Vec<String> = self
+            .settled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|(_, failed)| **failed)
+            .map(|(reference, _)| reference.clone())
+            .collect();
+        if failed.is_empty() {
+            return;
+        }
+        for e in exchanges {
+            if let Some(reference) = named_operation(self, e).filter(|r| failed.contains(r)) {
+                e.operation_failed = Some(reference);
+            }
+        }
+    }
+
+    /// Polls `reference` until `long` says it is done or failed, or its bound passes; true when
+    /// it failed.
     async fn wait_for(
         &self,
         reference: &str,
@@ -122,7 +145,7 @@ impl CheckRun {
         principal: &str,
         op: Operation,
         long: &LongRunning,
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         let env = self.env();
         let who = env.principal(Some(principal))?;
         let base_url = env.pick(&env.profile.base_urls.value).to_owned();
@@ -147,10 +170,13 @@ impl CheckRun {
                 })
                 .await;
             let json = ex.json.as_ref();
-            let settled = ex.is_success()
-                && (long.done.holds(json) || long.failed.as_ref().is_some_and(|f| f.holds(json)));
-            if settled {
-                return Ok(());
+            if ex.is_success() {
+                if long.failed.as_ref().is_some_and(|f| f.holds(json)) {
+                    return Ok(true);
+                }
+                if long.done.holds(json) {
+                    return Ok(false);
+                }
             }
             if started.elapsed() >= long.bound() {
                 return Err(format!(

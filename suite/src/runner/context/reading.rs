@@ -16,8 +16,17 @@ use crate::client::Exchange;
 /// never taken for the mismatch.
 ///
 /// A replay the contract declares under another status (`replay_status`) is a success: it matches
-/// `2xx`, and no refusal.
+/// `2xx`, and no refusal. A 2xx naming a long-running operation that settled failed
+/// ([`Exchange::operation_failed`]) is a failure: it matches `5xx` (and `released`), not `2xx`.
 pub(crate) fn answer_matches(pattern: StatusPattern, e: &Exchange, contract: &Contract) -> bool {
+    // A 2xx naming an operation that failed is a failure on the server's side: `5xx` reads it.
+    if e.operation_failed.is_some() {
+        match pattern {
+            StatusPattern::Class(5) | StatusPattern::Released => return true,
+            StatusPattern::Class(2) => return false,
+            _ => {}
+        }
+    }
     if e.declared_replay {
         match pattern {
             StatusPattern::Class(2) | StatusPattern::Released => return true,

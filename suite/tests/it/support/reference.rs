@@ -3,6 +3,7 @@
 use idemspec::model::{CheckOutcome, RunReport, Verdict};
 use idemspec::reference::ReferenceOptions;
 use idemspec::runner::{run, RunOptions, Target};
+pub use leasebroker::fleet::CreateMode;
 
 /// Options that start the reference through the `idemspec` binary's hidden `__leasebroker`
 /// subcommand (or, when `IDEMSPEC_TEST_LEASEBROKER_BIN` names a leasebroker binary, that binary).
@@ -28,9 +29,42 @@ pub async fn run_reference(
     database_url: Option<String>,
     only: &[&str],
 ) -> RunReport {
-    let mut opts = RunOptions::new(Target::Reference(reference(flaws, database_url)));
+    run_reference_in(CreateMode::Sync, flaws, database_url, only).await
+}
+
+/// Runs `only` (all checks when empty) against the reference with `flaws`, its creates answering
+/// as `creates` says.
+pub async fn run_reference_in(
+    creates: CreateMode,
+    flaws: &[&str],
+    database_url: Option<String>,
+    only: &[&str],
+) -> RunReport {
+    let mut reference = reference(flaws, database_url);
+    reference.creates = creates;
+    let mut opts = RunOptions::new(Target::Reference(reference));
     opts.only = only.iter().map(|s| (*s).to_owned()).collect();
     run_options(opts).await
+}
+
+/// Runs every check against the reference with `flaws`, its creates answering as `creates` says,
+/// on a throwaway PostgreSQL database (dropped after) or on SQLite; `None` where PostgreSQL is
+/// wanted and unreachable outside CI.
+pub async fn run_reference_on(
+    creates: CreateMode,
+    flaws: &[&str],
+    postgres: bool,
+) -> Option<RunReport> {
+    let db = if postgres {
+        Some(crate::support::postgres::PgDb::create().await?)
+    } else {
+        None
+    };
+    let report = run_reference_in(creates, flaws, db.as_ref().map(|d| d.url.clone()), &[]).await;
+    if let Some(db) = db {
+        db.drop().await;
+    }
+    Some(report)
 }
 
 /// Runs `opts`, draining its progress events.
