@@ -707,10 +707,33 @@ async fn an_aws_shaped_api_passes_under_the_aws_preset() {
     judged_once(&report, Verdict::Unknown, "`control`");
 }
 
+/// An API shaped like EC2's Query protocol (every request a `POST /` whose form `Action` names
+/// it, the token the form's `ClientToken`, instances named in the body, XML answers, the mismatch
+/// `400` known by its code) passes the catalogue under its worked profile, but for
+/// key-validation's SHOULD of RFC 9457 bodies, which XML refusals are not; the action named
+/// wrongly (`Action=Reboot`) is a plain 400 for any token, never taken for the mismatch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_aws_query_shaped_api_passes_under_its_worked_profile() {
+    let api = alt_api::start_with(Shape::AwsQuery.options()).await;
+    let report = run_profile(profile(&api, |_| AWS_QUERY_SHAPED.to_owned()), &[]).await;
+    for o in &report.checks {
+        let expected = if o.id == "key-validation" {
+            Verdict::Warn
+        } else {
+            Verdict::Pass
+        };
+        assert_eq!(o.verdict, expected, "{}: {}", o.id, table(&report));
+    }
+    let wrong = |_: &str| AWS_QUERY_SHAPED.replace("Action=RebootInstances", "Action=Reboot");
+    let report = run_profile(profile(&api, wrong), &["endpoint-scope"]).await;
+    judged_once(&report, Verdict::Unknown, "`control`");
+}
+
 /// The worked profiles of docs/profiles/, each the profile a test double here is judged by.
 const GOOGLE_SHAPED: &str = include_str!("../../../docs/profiles/google-compute-shaped.yaml");
 const AWS_JSON_SHAPED: &str = include_str!("../../../docs/profiles/aws-json-shaped.yaml");
 const STRIPE_SHAPED: &str = include_str!("../../../docs/profiles/stripe-shaped.yaml");
+const AWS_QUERY_SHAPED: &str = include_str!("../../../docs/profiles/aws-query-shaped.yaml");
 
 /// The Stripe-shaped worked profile, whatever the alt profile says.
 fn stripe_shaped(_: &str) -> String {
@@ -727,6 +750,9 @@ enum Shape {
     AwsJson,
     /// Form bodies, keys across endpoints, `error.type` and `error.code`.
     Stripe,
+    /// EC2's Query protocol: `POST /` with `Action=…` and a `ClientToken` field, instances
+    /// named by `InstanceId.1`, XML answers, error codes in the body.
+    AwsQuery,
 }
 
 impl Shape {
@@ -754,6 +780,14 @@ impl Shape {
                 keys_across_endpoints: true,
                 ..alt_api::Options::default()
             },
+            Shape::AwsQuery => alt_api::Options {
+                key_in: alt_api::KeyIn::Form("ClientToken"),
+                query_actions: true,
+                xml_answers: true,
+                aws_errors: true,
+                key_max_len: Some(64),
+                ..alt_api::Options::default()
+            },
         }
     }
 
@@ -763,6 +797,7 @@ impl Shape {
             Shape::Google => GOOGLE_SHAPED,
             Shape::AwsJson => AWS_JSON_SHAPED,
             Shape::Stripe => STRIPE_SHAPED,
+            Shape::AwsQuery => AWS_QUERY_SHAPED,
         }
     }
 }
@@ -2012,7 +2047,7 @@ async fn merged_keys_are_named_as_such() {
 #[rstest::rstest]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_planted_flaw_in_each_shape_fails_the_check_that_owns_it(
-    #[values(Shape::Google, Shape::AwsJson, Shape::Stripe)] shape: Shape,
+    #[values(Shape::Google, Shape::AwsJson, Shape::Stripe, Shape::AwsQuery)] shape: Shape,
     #[values(
         alt_api::Flaw::IgnoresKey,
         alt_api::Flaw::KeysNotPerPrincipal,

@@ -218,6 +218,11 @@ pub struct Options {
     /// /api/machines/by-id/{get,delete,restart}` (as EC2's Query actions name an instance by
     /// `InstanceId.1`), beside the paths that name it.
     pub ids_in_body: bool,
+    /// EC2's Query protocol: every request is a `POST /` whose form body names its operation in
+    /// `Action`: `RunInstances` (a create, with `flavor` and `tag`), `DescribeInstances` (with
+    /// `InstanceId.1`, that machine; else the machines of `tag`), `TerminateInstances` and
+    /// `RebootInstances` (of `InstanceId.1`); any other `Action` is a `400 InvalidAction`.
+    pub query_actions: bool,
 }
 
 /// A planted defect of the alt API's idempotency layer (`Options::flaw`).
@@ -247,6 +252,8 @@ pub enum KeyIn {
     /// A top-level member of the JSON body (as AWS's `clientToken`); the create's body may
     /// carry it beside the machine's fields.
     Json(&'static str),
+    /// A field of a form body (as EC2's Query protocol's `ClientToken`).
+    Form(&'static str),
 }
 
 /// How long the `slow` flavor's handler takes: longer than [`IN_FLIGHT_TTL`].
@@ -455,6 +462,14 @@ impl App {
         } else {
             api.with_state(self.clone())
         };
+        let router = if self.options.query_actions {
+            // Outside the routes, so the request is routed by the path it is rewritten to.
+            Router::new()
+                .fallback_service(router)
+                .layer(axum::middleware::from_fn(query_action))
+        } else {
+            router
+        };
         let router = if self.options.ids_in_body {
             // Outside the routes, so the request is routed by the path it is rewritten to.
             Router::new()
@@ -518,6 +533,9 @@ where
                 }
                 _ => HeaderValue::from_static(""),
             }),
+        KeyIn::Form(name) => form_urlencoded::parse(body)
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| HeaderValue::from_str(&v).unwrap_or(HeaderValue::from_static(""))),
     };
     let key = match raw.as_ref() {
         None => {
@@ -924,6 +942,50 @@ async fn id_from_body(request: axum::extract::Request, next: axum::middleware::N
     .await
 }
 
+/// With `query_actions`: a `POST /` is the request its form body's `Action` names (see
+/// `Options::query_actions`), its body kept (the key is one of its fields).
+async fn query_action(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if request.uri().path() != "/" {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .unwrap_or_default();
+    let field = |name: &str| {
+        form_urlencoded::parse(&bytes)
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>())
+    };
+    let instance = field("InstanceId.1");
+    let (method, path) = match (field("Action").as_deref(), instance) {
+        (Some("RunInstances"), _) => (Method::POST, "/api/machines".to_owned()),
+        (Some("DescribeInstances"), Some(id)) => (Method::GET, format!("/api/machines/{id}")),
+        (Some("DescribeInstances"), None) => (
+            Method::GET,
+            format!("/api/machines?tag={}", field("tag").unwrap_or_default()),
+        ),
+        (Some("TerminateInstances"), Some(id)) => (Method::DELETE, format!("/api/machines/{id}")),
+        (Some("RebootInstances"), Some(id)) => {
+            (Method::POST, format!("/api/machines/{id}/restart"))
+        }
+        _ => {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "InvalidAction",
+                "no such action, or its InstanceId.1 is missing",
+            )
+        }
+    };
+    parts.method = method;
+    parts.uri = path.parse().expect("a path");
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
+}
+
 /// With `xml_answers`: a JSON answer as XML (see `Options::xml_answers`).
 async fn as_xml(response: Response) -> Response {
     fn write(value: &Value, out: &mut String) {
@@ -1117,7 +1179,7 @@ async fn create(
     let Some(owner) = principal(&headers) else {
         return unauthorized();
     };
-    let parsed = if app.options.stripe_shape {
+    let parsed = if app.options.stripe_shape || app.options.query_actions {
         let form = headers
             .get("content-type")
             .and_then(|v| v.to_str().ok())
