@@ -120,6 +120,11 @@ pub struct ContractSpec {
     pub key_required: Option<bool>,
     /// Whether a 5xx outcome is stored and replayed (`true`, Stripe) or the retry re-runs (`false`).
     pub replays_5xx: Option<bool>,
+    /// The answers the idempotency layer stores and replays: codes (`201`) and classes (`2xx`,
+    /// `4xx`, `5xx`), one or a list (see [`StoredStatus`]). Default: `[2xx, 4xx]`, with `5xx`
+    /// where the preset replays a 5xx (`stripe-v1`).
+    #[serde(default, deserialize_with = "stored_statuses")]
+    pub stores: Option<Vec<StoredStatus>>,
     /// Whether keys are scoped per principal (two principals may use one key independently).
     pub per_principal: Option<bool>,
     /// Whether keys are scoped per endpoint: one key on a create and on an action is two
@@ -288,6 +293,137 @@ fn status_codes<'de, D: serde::Deserializer<'de>>(
     d.deserialize_any(Codes(allowed))
 }
 
+/// A status, or a class of them, that an idempotency layer stores and replays
+/// (`contract.stores`): `201`, or `4xx`. Written as a number or a string (`"201"`, `2xx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredStatus {
+    /// One status code, 200–599.
+    Code(u16),
+    /// A class: 2 (`2xx`), 4 (`4xx`) or 5 (`5xx`).
+    Class(u8),
+}
+
+impl StoredStatus {
+    /// Whether it is a 5xx, or the 5xx class.
+    pub fn is_5xx(self) -> bool {
+        match self {
+            Self::Code(c) => (500..=599).contains(&c),
+            Self::Class(c) => c == 5,
+        }
+    }
+
+    /// `text` as a stored status: `2xx`/`4xx`/`5xx`, or a code 200–599 other than a 3xx.
+    ///
+    /// # Errors
+    /// What was expected, naming `text`.
+    fn parse(text: &str) -> Result<Self, String> {
+        let t = text.trim();
+        let class = match t.to_ascii_lowercase().as_str() {
+            "2xx" => Some(2),
+            "4xx" => Some(4),
+            "5xx" => Some(5),
+            _ => None,
+        };
+        if let Some(class) = class {
+            return Ok(Self::Class(class));
+        }
+        match t.parse::<u16>() {
+            Ok(c @ (200..=299 | 400..=599)) => Ok(Self::Code(c)),
+            _ => Err(format!(
+                "`{text}` is not an answer a layer stores: expected a class (`2xx`, `4xx`, \
+                 `5xx`) or a 2xx, 4xx or 5xx code such as 201"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for StoredStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Code(c) => write!(f, "{c}"),
+            Self::Class(c) => write!(f, "{c}xx"),
+        }
+    }
+}
+
+impl Serialize for StoredStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Reads `stores`: one stored status or a non-empty list of them; a null keeps the preset's.
+///
+/// # Errors
+/// A message naming the value ([`StoredStatus::parse`]), or an empty list.
+fn stored_statuses<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<StoredStatus>>, D::Error> {
+    use serde::de::{Error, SeqAccess, Visitor};
+    /// One element.
+    struct One;
+    impl<'de> serde::de::DeserializeSeed<'de> for One {
+        type Value = StoredStatus;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl Visitor<'_> for One {
+        type Value = StoredStatus;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a status class such as 2xx or a code such as 201")
+        }
+        fn visit_u64<E: Error>(self, n: u64) -> Result<Self::Value, E> {
+            StoredStatus::parse(&n.to_string()).map_err(E::custom)
+        }
+        fn visit_i64<E: Error>(self, n: i64) -> Result<Self::Value, E> {
+            StoredStatus::parse(&n.to_string()).map_err(E::custom)
+        }
+        fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
+            StoredStatus::parse(v).map_err(E::custom)
+        }
+    }
+    /// The whole form.
+    struct Many;
+    impl<'de> Visitor<'de> for Many {
+        type Value = Option<Vec<StoredStatus>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a status class or code, or a list of them such as [2xx, 4xx]")
+        }
+        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: Error>(self, n: u64) -> Result<Self::Value, E> {
+            One.visit_u64(n).map(|s| Some(vec![s]))
+        }
+        fn visit_i64<E: Error>(self, n: i64) -> Result<Self::Value, E> {
+            One.visit_i64(n).map(|s| Some(vec![s]))
+        }
+        fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
+            One.visit_str(v).map(|s| Some(vec![s]))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(s) = seq.next_element_seed(One)? {
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+            if out.is_empty() {
+                return Err(A::Error::custom(
+                    "an empty list: a layer that stores nothing keeps no key; list what it \
+                     stores, e.g. [2xx]",
+                ));
+            }
+            Ok(Some(out))
+        }
+    }
+    d.deserialize_any(Many)
+}
+
 /// A resolved contract: the preset with every override applied. Checks judge against this.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Contract {
@@ -315,8 +451,10 @@ pub struct Contract {
     pub retention: Option<std::time::Duration>,
     /// Keys required on mutating requests.
     pub key_required: bool,
-    /// A 5xx is replayed rather than re-run.
+    /// A 5xx is replayed rather than re-run: some 5xx is in `stores`.
     pub replays_5xx: bool,
+    /// The answers the idempotency layer stores and replays ([`Contract::stores_status`]).
+    pub stores: Vec<StoredStatus>,
     /// Keys scoped per principal.
     pub per_principal: bool,
     /// Keys scoped per endpoint (a key reused on another endpoint is an operation of its own).
@@ -545,6 +683,29 @@ impl Contract {
         }
     }
 
+    /// Whether the layer stores (and replays) an answer with `status`: a listed code, or a status
+    /// of a listed class, except that a class never takes in `408`, `409`, `425` and `429`,
+    /// answers that ask the client to try again (the article stores "4xx that are permanent");
+    /// list one of them as a code to say the layer stores it.
+    pub fn stores_status(&self, status: u16) -> bool {
+        let transient = matches!(status, 408 | 409 | 425 | 429);
+        self.stores.iter().any(|s| match *s {
+            StoredStatus::Code(code) => code == status,
+            StoredStatus::Class(class) => u16::from(class) == status / 100 && !transient,
+        })
+    }
+
+    /// Who says what the layer stores, for a sentence: the `stores` field where the profile set
+    /// it, else `replays_5xx` (naming its value), else the preset.
+    pub fn who_says_stores(&self) -> String {
+        if self.overridden.contains(&"stores") {
+            let listed: Vec<String> = self.stores.iter().map(ToString::to_string).collect();
+            self.who_says("stores", &format!("[{}]", listed.join(", ")))
+        } else {
+            self.who_says("replays_5xx", &self.replays_5xx.to_string())
+        }
+    }
+
     /// Whether the idempotency layer covers `op`.
     pub fn covers(&self, op: Covered) -> bool {
         self.covers.contains(&op)
@@ -602,6 +763,7 @@ impl ContractSpec {
             retention: None,
             key_required: true,
             replays_5xx: false,
+            stores: vec![StoredStatus::Class(2), StoredStatus::Class(4)],
             per_principal: true,
             per_endpoint: true,
             sf_string_keys: false,
@@ -638,6 +800,11 @@ impl ContractSpec {
                 retention: Some(std::time::Duration::from_secs(24 * 3600)),
                 key_required: false,
                 replays_5xx: true,
+                stores: vec![
+                    StoredStatus::Class(2),
+                    StoredStatus::Class(4),
+                    StoredStatus::Class(5),
+                ],
                 // A key reused on another endpoint is refused as a reused key.
                 per_endpoint: false,
                 // Stripe accepts keys on POST requests; a DELETE is idempotent by its own nature.
@@ -698,6 +865,7 @@ impl ContractSpec {
             ("retention", self.retention.is_some()),
             ("key_required", self.key_required.is_some()),
             ("replays_5xx", self.replays_5xx.is_some()),
+            ("stores", self.stores.is_some()),
             ("per_principal", self.per_principal.is_some()),
             ("per_endpoint", self.per_endpoint.is_some()),
             ("sf_string_keys", self.sf_string_keys.is_some()),
@@ -755,7 +923,16 @@ impl ContractSpec {
         c.key_required = self.key_required.unwrap_or(c.key_required);
         c.key_max_len = self.key_max_len.unwrap_or(c.key_max_len);
         c.mismatch_answer = self.mismatch_answer.unwrap_or(c.mismatch_answer);
-        c.replays_5xx = self.replays_5xx.unwrap_or(c.replays_5xx);
+        match (&self.stores, self.replays_5xx) {
+            (Some(stores), _) => c.stores = stores.clone(),
+            // `replays_5xx` alone adds the 5xx class to the preset's, or takes every 5xx out.
+            (None, Some(true)) if !c.stores.iter().any(|s| s.is_5xx()) => {
+                c.stores.push(StoredStatus::Class(5));
+            }
+            (None, Some(false)) => c.stores.retain(|s| !s.is_5xx()),
+            (None, _) => {}
+        }
+        c.replays_5xx = c.stores.iter().any(|s| s.is_5xx());
         c.per_principal = self.per_principal.unwrap_or(c.per_principal);
         c.per_endpoint = self.per_endpoint.unwrap_or(c.per_endpoint);
         c.sf_string_keys = self.sf_string_keys.unwrap_or(c.sf_string_keys);
@@ -786,6 +963,20 @@ impl ContractSpec {
     /// characters and depends on the key.
     pub(crate) fn problems(&self) -> Vec<(Option<&crate::load::Location>, String)> {
         let mut out = Vec::new();
+        if let (Some(stores), Some(replays_5xx)) = (&self.stores, self.replays_5xx) {
+            if stores.iter().any(|s| s.is_5xx()) != replays_5xx {
+                let listed: Vec<String> = stores.iter().map(ToString::to_string).collect();
+                out.push((
+                    None,
+                    format!(
+                        "`replays_5xx: {replays_5xx}` and `stores: [{}]` disagree on whether a \
+                         5xx is stored; `stores` says it alone (list `5xx`, or a 5xx code, to \
+                         store one), so leave `replays_5xx` out",
+                        listed.join(", ")
+                    ),
+                ));
+            }
+        }
         if self.in_flight_ttl.is_some_and(|t| t.0.is_zero()) {
             out.push((
                 None,
@@ -938,6 +1129,55 @@ mod tests {
             (stripe.mismatch_status, stripe.replays_5xx),
             (vec![422], true)
         );
+    }
+
+    #[test]
+    fn stores_lists_what_the_layer_keeps_and_replays_5xx_is_its_shorthand() {
+        let spec = |text: &str| serde_saphyr::from_str::<ContractSpec>(text);
+        let c = spec("stores: [200, 201]\n").expect("parses").resolve();
+        assert!(c.stores_status(201) && !c.stores_status(204) && !c.stores_status(422));
+        assert!(!c.replays_5xx);
+        let article = ContractSpec::default().resolve();
+        assert!(article.stores_status(422) && article.stores_status(204));
+        // A class never takes in the answers that ask the client to try again; a code does.
+        assert!(!article.stores_status(409) && !article.stores_status(429));
+        assert!(!article.stores_status(500));
+        let c = spec("stores: [2xx, 4xx, 409, \"500\"]\n")
+            .expect("parses")
+            .resolve();
+        assert!(c.stores_status(409) && c.stores_status(500) && !c.stores_status(502));
+        assert!(c.replays_5xx, "a 5xx code stores a 5xx");
+        assert_eq!(
+            serde_json::to_value(&c.stores).expect("serialises"),
+            serde_json::json!(["2xx", "4xx", "409", "500"])
+        );
+        let c = spec("stores: 2xx\n").expect("one class").resolve();
+        assert_eq!(c.stores, vec![StoredStatus::Class(2)]);
+        // `replays_5xx` alone adds the 5xx class, or takes every 5xx out of the preset's.
+        let c = spec("replays_5xx: true\n").expect("parses").resolve();
+        assert!(c.stores_status(503));
+        let c = spec("preset: stripe-v1\nreplays_5xx: false\n")
+            .expect("parses")
+            .resolve();
+        assert!(!c.stores_status(500) && c.stores_status(201));
+        for bad in [
+            "stores: []",
+            "stores: [3xx]",
+            "stores: [301]",
+            "stores: [2xx, 99]",
+        ] {
+            assert!(spec(bad).is_err(), "{bad}");
+        }
+        let both = spec("stores: [2xx]\nreplays_5xx: true\n").expect("parses");
+        let problems = both.problems();
+        assert!(
+            problems.iter().any(|(_, m)| m.contains("disagree")),
+            "{problems:?}"
+        );
+        assert!(spec("stores: [2xx, 5xx]\nreplays_5xx: true\n")
+            .expect("parses")
+            .problems()
+            .is_empty());
     }
 
     #[test]

@@ -1590,6 +1590,58 @@ async fn a_rule_the_profile_overrode_is_named_as_the_profiles() {
     );
 }
 
+/// A layer that stores only `200` and `201` (`stores: [200, 201]`): its failed create is re-run,
+/// as the contract says (failed-not-cached PASSes; under the preset's stored 5xx it FAILs); a
+/// retried DELETE whose `204` it did not keep answers 404, the doom loop, which still FAILs, in a
+/// sentence that says the contract stores no 204. A profile whose `replays_5xx` and `stores`
+/// disagree is refused at load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn what_a_layer_stores_is_the_contracts_stores() {
+    let api = alt_api::start_with(alt_api::Options {
+        stores_only: Some(&[200, 201]),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let only = |t: &str| {
+        t.replace(
+            "  preset: stripe-v1\n",
+            "  preset: stripe-v1\n  stores: [200, 201]\n",
+        )
+    };
+    let report = run_profile(
+        profile(&api, only),
+        &["failed-not-cached", "delete-doom-loop"],
+    )
+    .await;
+    let failed = crate::support::reference::outcome(&report, "failed-not-cached");
+    assert_eq!(failed.verdict, Verdict::Pass, "{}", table(&report));
+    assert!(
+        failed.summary.contains("ran again and succeeded"),
+        "{}",
+        failed.summary
+    );
+    let doom = crate::support::reference::outcome(&report, "delete-doom-loop");
+    assert_eq!(doom.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(
+        doom.summary.contains(
+            "the profile's `stores: [200, 201]` (over the stripe-v1 preset) stores no 204"
+        ),
+        "{}",
+        doom.summary
+    );
+    // The preset's `stores` (5xx included) expects the failure replayed: this layer re-ran it.
+    let report = run_profile(profile(&api, str::to_owned), &["failed-not-cached"]).await;
+    judged_once(&report, Verdict::Fail, "the stripe-v1 contract says a 5");
+    let both = |t: &str| {
+        t.replace(
+            "  preset: stripe-v1\n",
+            "  preset: stripe-v1\n  stores: [2xx, 4xx]\n  replays_5xx: true\n",
+        )
+    };
+    let err = load(&api, &both(alt_api::PROFILE)).expect_err("disagreeing fields are refused");
+    assert!(err.to_string().contains("disagree"), "{err}");
+}
+
 /// A SKIP names the one cause that holds (a delete that sends no key is that, never "no key, or
 /// not covered"), and a keyed DELETE the contract does not cover is not skipped: what the API did
 /// with the key is recorded as INFO naming the contract. A retried DELETE that answered 404 (the

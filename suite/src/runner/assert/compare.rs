@@ -137,13 +137,42 @@ pub(crate) fn same_error_again(run: &CheckRun, a: &Exchange, b: &Exchange) -> bo
     !b.is_success() && (marker.is_empty() || !a.marks_replay(marker))
 }
 
-/// The words for `step` answering what `other` answered (`b`), an error not shown to be a replay.
-pub(crate) fn error_again_words(step: &str, other: &str, b: &Exchange) -> String {
-    format!(
-        "`{step}` answered {} as `{other}` did: the same error again, which any request failing \
-         alike gets, not shown to be a replay (no replay marker)",
-        b.describe()
-    )
+/// The words for `step` answering what `other` answered (`b`), an error not shown to be a replay:
+/// where the contract does not store that answer (`stores`), the request ran again, as declared.
+pub(crate) fn error_again_words(run: &CheckRun, step: &str, other: &str, b: &Exchange) -> String {
+    let contract = run.contract();
+    match b.status {
+        Some(status) if b.operation_failed.is_none() && !contract.stores_status(status) => {
+            format!(
+                "`{step}` answered {} as `{other}` did: the same error again, as {} (it stores \
+                 no {status}: the request runs again)",
+                b.describe(),
+                contract.who_says_stores()
+            )
+        }
+        _ => format!(
+            "`{step}` answered {} as `{other}` did: the same error again, which any request \
+             failing alike gets, not shown to be a replay (no replay marker)",
+            b.describe()
+        ),
+    }
+}
+
+/// Where `original` was answered with a status the contract does not store (`stores`) — the
+/// status it got, or, where the proxy dropped it, the one the upstream answered — the words that
+/// say a retry of it runs again by the contract's own rule: appended to a sentence that finds
+/// the retry was not its replay.
+pub(crate) fn not_stored_note(run: &CheckRun, original: &Exchange) -> Option<String> {
+    let upstream = || original.evidence.proxy.as_ref()?.upstream_status;
+    let status = original.status.or_else(upstream)?;
+    let contract = run.contract();
+    (!contract.stores_status(status)).then(|| {
+        format!(
+            " ({} stores no {status}: a retry of it runs again, as declared, and this is what a \
+             client retrying it meets)",
+            contract.who_says_stores()
+        )
+    })
 }
 
 /// [`same_response`] as a check of the run reads it: also two answers that name one long-running

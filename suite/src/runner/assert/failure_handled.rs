@@ -1,6 +1,7 @@
 //! `failure_handled: {failed, retry}`: the first attempt failed with a 5xx (or answered a
 //! long-running operation that failed); the retry re-ran it
-//! (contract `replays_5xx: false`) or replayed the 5xx (`true`), and nothing was left half-done:
+//! (the contract does not store that 5xx: `stores`, or `replays_5xx: false`) or replayed it
+//! (it does), and nothing was left half-done:
 //! afterwards exactly one resource exists when the retry re-ran, none when the failure was replayed.
 
 use idemspec_scenarios::scenario::FailureHandled;
@@ -23,7 +24,10 @@ impl Judge for FailureHandled {
         if !matches!(finding, Held(_)) {
             return finding;
         }
-        let expected = u64::from(!run.contract().replays_5xx);
+        let Some(first) = run.step(&self.failed).first_response() else {
+            return finding;
+        };
+        let expected = u64::from(!failure_stored(run, first));
         match run.observed.counts.get(&None) {
             Some(Ok(n)) if *n == expected => finding,
             Some(Ok(n)) => Broken(format!(
@@ -53,9 +57,14 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
     };
     let again = rs[0];
     let contract = run.contract();
-    let who = contract.who_says("replays_5xx", &contract.replays_5xx.to_string());
+    let who = contract.who_says_stores();
+    // What failed, as the contract's rule names it: the status, or the failed operation.
+    let what = match first.status {
+        Some(status) if first.operation_failed.is_none() => format!("a {status}"),
+        _ => "a failed operation".to_owned(),
+    };
     let header = &contract.replayed_header;
-    if contract.replays_5xx {
+    if failure_stored(run, first) {
         if same_response(again, first) && again.marks_replay(header) {
             Held(format!(
                 "the {} was replayed (the retry carries `{header}`), as {who} says",
@@ -64,13 +73,13 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
         } else if same_response(again, first) {
             // Not "replayed": without a marker the same 500 may as well be a second failure.
             Held(format!(
-                "the retry got the same {} again, as {who} has a 5xx answered again (without a \
+                "the retry got the same {} again, as {who} has {what} answered again (without a \
                  replay marker, a 5xx kept and a second failure look alike)",
                 first.describe()
             ))
         } else {
             Broken(format!(
-                "{who} says a 5xx is replayed, but the retry got {}",
+                "{who} says {what} is replayed, but the retry got {}",
                 again.describe()
             ))
         }
@@ -85,7 +94,7 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
         // timing and counters tell, not this comparison.
         if again.marks_replay(header) {
             Broken(format!(
-                "the {} was stored and replayed (the retry carries `{header}`); {who} says a 5xx \
+                "the {} was stored and replayed (the retry carries `{header}`); {who} says {what} \
                  is re-run",
                 first.describe()
             ))
@@ -98,7 +107,7 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
             Broken(format!(
                 "the retry got the same {} again, {without}: the request that fails once \
                  did not run again and succeed (stored and replayed without a marker, or refused \
-                 before the handler both times); {who} says a 5xx is re-run",
+                 before the handler both times); {who} says {what} is re-run",
                 first.describe()
             ))
         }
@@ -107,5 +116,15 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
             "the retry after a 5xx answered {}, not a success",
             again.describe()
         ))
+    }
+}
+
+/// Whether the contract stores the failure `first` answered: its 5xx status is in `stores`, or,
+/// for a long-running operation that failed after a 2xx, some 5xx is (`replays_5xx`).
+fn failure_stored(run: &CheckRun, first: &crate::client::Exchange) -> bool {
+    let contract = run.contract();
+    match first.status {
+        Some(status) if first.operation_failed.is_none() => contract.stores_status(status),
+        _ => contract.replays_5xx,
     }
 }

@@ -22,7 +22,7 @@ impl Judge for NotReplayOf<'_> {
             Err(e) => Undecided(e),
             Ok(rs) => match rs.iter().find(|r| same_answer(run, r, original)) {
                 Some(again) if same_error_again(run, again, original) => {
-                    Held(error_again_words(step, other, original))
+                    Held(error_again_words(run, step, other, original))
                 }
                 Some(replayed) => Broken(format!(
                     "`{step}` got `{other}`'s response replayed ({}): {}",

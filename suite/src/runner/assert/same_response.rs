@@ -5,8 +5,8 @@
 use idemspec_scenarios::scenario::SameResponse;
 
 use super::compare::{
-    error_again_words, owned_elsewhere, replay_differences, same_error_again, split_fidelity,
-    Difference,
+    error_again_words, not_stored_note, owned_elsewhere, replay_differences, same_error_again,
+    split_fidelity, Difference,
 };
 use super::{responses, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
@@ -39,7 +39,7 @@ fn error_again(a: &SameResponse, run: &CheckRun) -> Option<String> {
     let rs = responses(run, &a.step).ok()?;
     rs.iter()
         .all(|r| same_error_again(run, r, original))
-        .then(|| error_again_words(&a.step, &a.other, original))
+        .then(|| error_again_words(run, &a.step, &a.other, original))
 }
 
 impl Judge for SameResponse {
@@ -61,8 +61,13 @@ impl Judge for SameResponse {
             }
         } else {
             let texts: Vec<String> = judged.iter().map(ToString::to_string).collect();
+            let note = run
+                .step(other)
+                .first_response()
+                .and_then(|original| not_stored_note(run, original))
+                .unwrap_or_default();
             Broken(format!(
-                "`{step}` is not the same response as `{other}`: {}",
+                "`{step}` is not the same response as `{other}`: {}{note}",
                 texts.join("; ")
             ))
         }

@@ -2,6 +2,7 @@
 
 use idemspec_scenarios::scenario::StatusSet;
 
+use super::compare::not_stored_note;
 use super::{responses, unmatched, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::context::reading::{declared_5xx_note, describe_patterns};
@@ -26,8 +27,13 @@ impl Judge for StatusSet {
             }
             Held(format!("`{}` answered {}", self.step, seen.join(", ")))
         } else {
+            // A retry of a key whose first answer the contract does not store runs again: say so.
+            let note = run
+                .key_sent_before(&self.step)
+                .and_then(|original| not_stored_note(run, original))
+                .unwrap_or_default();
             Broken(format!(
-                "`{}` answered {}; expected {want}",
+                "`{}` answered {}; expected {want}{note}",
                 self.step,
                 bad.join(", ")
             ))

@@ -190,6 +190,27 @@ impl CheckRun {
         }
     }
 
+    /// The first exchange of the earliest step before `step` that sent the same named key (the
+    /// request `step` retries), if any.
+    pub(crate) fn key_sent_before(&self, step: &str) -> Option<&Exchange> {
+        let steps: Vec<&idemspec_scenarios::scenario::Step> =
+            self.scenario.steps.iter().map(|s| &s.value).collect();
+        let index = steps.iter().position(|s| s.name() == step)?;
+        let key_of = |s: &idemspec_scenarios::scenario::Step| {
+            s.op.and(s.key.as_ref())
+                .and_then(idemspec_scenarios::scenario::KeySpec::name)
+                .map(str::to_owned)
+        };
+        let key = key_of(steps[index])?;
+        let earlier = steps[..index]
+            .iter()
+            .find(|s| key_of(s).as_deref() == Some(key.as_str()))?;
+        let name = earlier.name();
+        self.exchanges
+            .iter()
+            .find(|e| e.evidence.request.step == name)
+    }
+
     /// Every exchange of the check, in send order (after the steps).
     pub(crate) fn exchanges(&self) -> &[Exchange] {
         &self.exchanges

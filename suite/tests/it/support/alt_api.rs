@@ -223,6 +223,9 @@ pub struct Options {
     /// `InstanceId.1`, that machine; else the machines of `tag`), `TerminateInstances` and
     /// `RebootInstances` (of `InstanceId.1`); any other `Action` is a `400 InvalidAction`.
     pub query_actions: bool,
+    /// The layer stores only answers with these statuses (as a middleware that documents storing
+    /// only `200` and `201`): any other is not kept, and its key's retry runs again.
+    pub stores_only: Option<&'static [u16]>,
 }
 
 /// A planted defect of the alt API's idempotency layer (`Options::flaw`).
@@ -744,11 +747,16 @@ where
     let outcome = tokio::spawn(async move {
         let outcome = future.await;
         let mut inner = store_app.lock();
+        let kept = |status: StatusCode| {
+            status != StatusCode::CONFLICT
+                && status != StatusCode::TOO_MANY_REQUESTS
+                && store_app
+                    .options
+                    .stores_only
+                    .is_none_or(|only| only.contains(&status.as_u16()))
+        };
         match &outcome {
-            Some(stored)
-                if stored.status != StatusCode::CONFLICT
-                    && stored.status != StatusCode::TOO_MANY_REQUESTS =>
-            {
+            Some(stored) if kept(stored.status) => {
                 inner.records.insert(
                     scope,
                     Record::Done {
