@@ -119,9 +119,18 @@ impl Exchange {
         }
     }
 
-    /// A response header as text.
+    /// A response header as text: its bytes where they are UTF-8 (a `Location` may carry a
+    /// non-ASCII IRI), `None` where it is absent or not UTF-8 (see
+    /// [`Exchange::has_header`] for presence alone).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
+        self.headers
+            .get(name)
+            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
+    }
+
+    /// Whether the response carries header `name`, whatever its bytes.
+    pub fn has_header(&self, name: &str) -> bool {
+        self.headers.contains_key(name)
     }
 
     /// Whether the response marks itself a replay with header `name` (the contract's
@@ -173,5 +182,34 @@ impl Exchange {
                 .clone()
                 .unwrap_or_else(|| "no response".into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Exchange;
+    use http::HeaderValue;
+
+    /// A `Location` with a non-ASCII IRI in UTF-8 is read as text; one in another encoding is
+    /// present, though not text; a failed operation's answer is a failure, however it began.
+    #[test]
+    fn headers_are_read_as_sent_and_a_failed_operation_is_a_failure() {
+        let mut e = Exchange::failed("s", String::new());
+        e.status = Some(202);
+        e.headers.insert(
+            "location",
+            HeaderValue::from_bytes("/machines/é".as_bytes()).expect("obs-text is allowed"),
+        );
+        e.headers.insert(
+            "x-latin",
+            HeaderValue::from_bytes(b"caf\xe9").expect("obs-text is allowed"),
+        );
+        assert_eq!(e.header("location"), Some("/machines/é"));
+        assert_eq!(e.header("x-latin"), None);
+        assert!(e.has_header("x-latin") && !e.has_header("x-absent"));
+        assert!(e.is_success() && !e.is_server_failure());
+        e.operation_failed = Some("/ops/1".into());
+        assert!(!e.is_success() && e.is_server_failure());
+        assert_eq!(e.describe(), "202 (its operation `/ops/1` failed)");
     }
 }

@@ -1141,6 +1141,15 @@ async fn a_replay_in_a_declared_envelope_is_read_inside_it() {
     };
     let report = run_profile(profile(&api, declared), &[]).await;
     assert_passes(&report, 14);
+    // An envelope declared with a member the replay lacks is compared whole, and said so.
+    let elsewhere =
+        |t: &str| declared(t).replace("replay_envelope: $.data", "replay_envelope: payload");
+    let report = run_profile(profile(&api, elsewhere), &["replay-fidelity"]).await;
+    judged_once(
+        &report,
+        Verdict::Fail,
+        "marked as the declared envelope but has no `payload` member, so it was compared whole",
+    );
     // Without what tells an envelope from a first answer, the profile is refused at load.
     let text = declared(alt_api::PROFILE).replace("  replay_body: {at: $.cached, is: true}\n", "");
     let indexed =

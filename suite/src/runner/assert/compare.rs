@@ -3,7 +3,7 @@
 use idemspec_scenarios::profile::Replays;
 
 use crate::client::Exchange;
-use crate::runner::context::{same_operation, CheckRun};
+use crate::runner::context::{member_bytes, same_operation, CheckRun};
 
 /// What part of a response a [`Difference`] is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,13 @@ pub(crate) fn differences(replay: &Exchange, original: &Exchange) -> Vec<Differe
         );
     }
     for header in ["location", "content-type"] {
-        let text = match (replay.header(header), original.header(header)) {
+        // Compared as bytes (a non-ASCII `Location` too), shown as text.
+        let value = |e: &Exchange| {
+            e.headers
+                .get(header)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        };
+        let text = match (value(replay), value(original)) {
             (a, b) if a == b => continue,
             (None, Some(b)) => format!("{header} missing (was `{b}`)"),
             (Some(a), None) => format!("{header} `{a}` added"),
@@ -220,9 +226,30 @@ pub(crate) fn replay_differences(
             if same && d.part == Part::Body {
                 d.part = Part::Rendering;
             }
+            if d.part == Part::Body {
+                if let Some(note) = unopened_envelope(run, replay) {
+                    d.text.push_str(&note);
+                }
+            }
             d
         })
         .collect()
+}
+
+/// Where `replay` is marked as a declared envelope (`replay_envelope`) but has no such member, so
+/// it was compared whole: the words that say so.
+fn unopened_envelope(run: &CheckRun, replay: &Exchange) -> Option<String> {
+    let contract = run.contract();
+    let at = contract.replay_envelope.as_deref()?;
+    let marker = &contract.replayed_header;
+    let marked = !marker.is_empty() && replay.marks_replay(marker);
+    (contract.envelops(marked, replay.json.as_ref()) && member_bytes(&replay.body, at).is_none())
+        .then(|| {
+            format!(
+                " (the replay is marked as the declared envelope but has no `{at}` member, so it \
+                 was compared whole)"
+            )
+        })
 }
 
 /// `differences` split into those a check judges and those the check named by `fidelity_judged_by`

@@ -28,7 +28,7 @@ impl Judge for HeaderPresent {
         // The replay header marks a replay only with a value that does not deny it.
         let carries = |e: &Exchange| match replayed {
             true => e.marks_replay(name),
-            false => e.header(name).is_some(),
+            false => e.has_header(name),
         };
         let when = self
             .when

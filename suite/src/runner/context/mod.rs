@@ -18,7 +18,7 @@ mod send;
 
 pub(crate) use needs::{twin_step, Needs, TWIN_AFTER};
 pub(crate) use operations::same_operation;
-pub(crate) use send::{Sender, STEP_HEADER};
+pub(crate) use send::{member_bytes, Sender, STEP_HEADER};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

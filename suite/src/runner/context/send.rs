@@ -421,7 +421,7 @@ fn read_replay(exchange: &mut Exchange, contract: &Contract) {
 
 /// The bytes of the member at `at` (`data`, `result.data`) of the JSON object `body`, as they
 /// stand in it; `None` where the body is no JSON object or has no such member.
-fn member_bytes(body: &[u8], at: &str) -> Option<bytes::Bytes> {
+pub(crate) fn member_bytes(body: &[u8], at: &str) -> Option<bytes::Bytes> {
     use serde_json::value::RawValue;
     let mut raw: &RawValue = serde_json::from_slice(body).ok()?;
     for name in at.split('.') {
