@@ -139,14 +139,6 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         stores.operations.clone(),
         stores.records.clone(),
     ));
-    // The boots of operations a previous process started and did not finish run again.
-    let resumed = operations.resume_all().await?;
-    if resumed > 0 {
-        tracing::info!(
-            operations = resumed,
-            "running the boots of unfinished operations"
-        );
-    }
     let state = AppState {
         stores: stores.clone(),
         fleet,
@@ -188,6 +180,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             rx.clone(),
         ));
     }
+    // Operations a process abandoned (it died, or writing an outcome failed) run again.
+    tasks.push(tokio::spawn(
+        state
+            .operations
+            .clone()
+            .watch(config.idempotency.in_flight_ttl, rx.clone()),
+    ));
     tasks.push(tokio::spawn(sweeper::run(
         stores.clone(),
         config.sweep_interval,

@@ -13,4 +13,4 @@ CREATE TABLE operations (
     created_at BIGINT NOT NULL,
     updated_at BIGINT NOT NULL
 );
-CREATE INDEX operations_running ON operations (created_at) WHERE state = 'running';
+CREATE INDEX operations_running ON operations (updated_at) WHERE state = 'running';

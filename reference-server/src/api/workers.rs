@@ -19,7 +19,7 @@ use crate::fleet::{CreateMode, CreateRecord, FleetError, WorkerSpec};
 use crate::idempotency::{AfterAnswer, DeferredClaim, KeyRelease, OpSeed};
 use crate::metrics::CreateResult;
 use crate::state::AppState;
-use crate::store::{Claim, ClaimRequest, Completion, Worker};
+use crate::store::{Claim, ClaimRequest, Completion, StoreError, Worker};
 
 /// `POST /v1/workers` body.
 #[derive(Debug, Deserialize)]
@@ -116,6 +116,9 @@ impl From<FleetError> for ApiError {
             FleetError::NotFound => ApiError::NotFound("no such worker".into()),
             FleetError::Hypervisor(crate::fleet::HypervisorError::Injected) => ApiError::Hypervisor,
             FleetError::NotOwned => ApiError::InProgress(0),
+            FleetError::Store(StoreError::Deleted(_)) => {
+                ApiError::NotFound("the worker this create made was deleted".into())
+            }
             other => ApiError::internal(other),
         }
     }

@@ -6,13 +6,19 @@
 //!
 //! Every step is keyed by the request's [`OpSeed`] as in [`Fleet::create`], so two attempts of
 //! one create (a retry that reclaimed a slow first attempt's key) converge on one worker; each
-//! attempt has an operation of its own. A process that restarts runs the boots of the operations
-//! still running ([`Operations::resume_all`]).
+//! attempt has an operation of its own, and one whose boot fails while the other's worker exists
+//! settles `done`. An operation no process took up for longer than the in-flight TTL (its process
+//! died, or writing its outcome failed) is taken up by a watchdog ([`Operations::watch`]; one
+//! replica wins each) and its boot run again.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::watch;
 
 use super::service::{CreateIds, Fleet, FleetError, WorkerSpec};
+use super::HypervisorError;
 use crate::clock::now_ms;
 use crate::faults::CrashPoint;
 use crate::idempotency::{KeyRelease, OpSeed};
@@ -69,6 +75,8 @@ pub struct Operations {
     fleet: Arc<Fleet>,
     store: Arc<dyn OperationStore>,
     records: Arc<dyn RecordStore>,
+    /// The operations this process is running now (the watchdog leaves them be).
+    running: Mutex<HashSet<String>>,
 }
 
 impl Operations {
@@ -82,6 +90,7 @@ impl Operations {
             fleet,
             store,
             records,
+            running: Mutex::new(HashSet::new()),
         }
     }
 
@@ -112,6 +121,7 @@ impl Operations {
             .await?;
         self.fleet.hypervisor().admit(&spec.image).await;
         self.fleet.faults().crash_if(CrashPoint::AfterLease);
+        let now = now_ms();
         let work = Work {
             image: spec.image,
             cpu: spec.cpu,
@@ -130,7 +140,8 @@ impl Operations {
             error: None,
             work: json(&work)?,
             record: release.map(json).transpose()?,
-            created_at: now_ms(),
+            created_at: now,
+            updated_at: now,
         };
         self.store.insert_operation(&operation).await?;
         Ok(operation)
@@ -140,16 +151,42 @@ impl Operations {
     /// settles `done`, or `failed` (the key released) when the boot fails or panics. A failure to
     /// write the outcome leaves the operation running, for the next start to run again.
     pub async fn finish(self: Arc<Self>, operation: OperationRow) {
+        self.running_now(&operation.id, true);
         let this = self.clone();
         let run = operation.clone();
         let booted = tokio::spawn(async move { this.boot(&run).await }).await;
+        // What the client reads in `error.message`; the cause goes to the log.
         let failure = match booted {
             Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(error_chain(&e)),
-            Err(e) => Some(format!("the boot ended abnormally: {e}")),
+            Ok(Err(e)) => {
+                tracing::warn!(operation = %operation.id, error = %error_chain(&e), "the boot failed");
+                Some(match e {
+                    FleetError::Hypervisor(HypervisorError::Injected) => {
+                        "the hypervisor could not boot the instance"
+                    }
+                    FleetError::Store(StoreError::Deleted(_)) => "the worker was deleted",
+                    _ => "the boot failed (an internal error; the server's log has the cause)",
+                })
+            }
+            Err(e) => {
+                tracing::error!(operation = %operation.id, error = %e, "the boot ended abnormally");
+                Some("the boot failed (an internal error; the server's log has the cause)")
+            }
         };
-        if let Err(e) = self.settle(&operation, failure.as_deref()).await {
+        if let Err(e) = self.settle(&operation, failure).await {
+            // Left running: the watchdog takes it up again once it is stale.
             tracing::error!(operation = %operation.id, error = %error_chain(&e), "settle the operation");
+        }
+        self.running_now(&operation.id, false);
+    }
+
+    /// Notes that this process runs operation `id` (`true`), or no longer does.
+    fn running_now(&self, id: &str, running: bool) {
+        let mut set = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if running {
+            set.insert(id.to_owned());
+        } else {
+            set.remove(id);
         }
     }
 
@@ -164,7 +201,7 @@ impl Operations {
                 &operation.worker_id,
                 work.node_id,
                 &work.image,
-                false,
+                true,
             )
             .await;
         match booted {
@@ -175,11 +212,22 @@ impl Operations {
                     .await?;
                 Ok(())
             }
-            Err(e) => self
-                .fleet
-                .failed_boot(work.worker(operation, String::new()), e)
-                .await
-                .map(drop),
+            Err(e) => {
+                // Another attempt of the create (a retry that took its key over) may have booted
+                // the worker meanwhile: then this operation is done too.
+                let store = self.fleet.store();
+                if store
+                    .get_worker(&operation.principal, &operation.worker_id)
+                    .await?
+                    .is_some()
+                {
+                    return Ok(());
+                }
+                self.fleet
+                    .failed_boot(work.worker(operation, String::new()), e)
+                    .await
+                    .map(drop)
+            }
         }
     }
 
@@ -217,18 +265,50 @@ impl Operations {
             .ok_or(FleetError::NotFound)
     }
 
-    /// Runs the boots of every operation still running (a restarted process's, whose boots died
-    /// with it), each in its own task.
-    ///
-    /// # Errors
-    /// The store's, when the operations cannot be read.
-    pub async fn resume_all(self: &Arc<Self>) -> Result<usize, StoreError> {
-        let running = self.store.running_operations().await?;
-        let n = running.len();
-        for operation in running {
+    /// The watchdog: until `shutdown` changes, every quarter of `abandoned_after` (100 ms to
+    /// 5 s), takes up each running operation that no process took up for `abandoned_after` (the
+    /// in-flight TTL) and that this process is not running, and runs its boot again. A boot run
+    /// twice converges (the hypervisor's tag, the worker's derived id), so taking up one that a
+    /// slow replica still runs costs a second call, never a second worker.
+    pub async fn watch(
+        self: Arc<Self>,
+        abandoned_after: Duration,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        let every = (abandoned_after / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+        let after_ms = i64::try_from(abandoned_after.as_millis()).unwrap_or(i64::MAX / 4);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = shutdown.changed() => return,
+            }
+            if let Err(e) = self.take_up_stale(after_ms).await {
+                tracing::warn!(error = %error_chain(&e), "look for abandoned operations");
+            }
+        }
+    }
+
+    /// One look of the watchdog: takes up and runs every stale operation it wins.
+    async fn take_up_stale(self: &Arc<Self>, after_ms: i64) -> Result<(), StoreError> {
+        let now = now_ms();
+        for operation in self.store.stale_operations(now - after_ms).await? {
+            let ours = self
+                .running
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains(&operation.id);
+            if ours
+                || !self
+                    .store
+                    .take_up_operation(&operation.id, operation.updated_at, now)
+                    .await?
+            {
+                continue;
+            }
+            tracing::info!(operation = %operation.id, "taking up an abandoned operation");
             tokio::spawn(self.clone().finish(operation));
         }
-        Ok(n)
+        Ok(())
     }
 }
 

@@ -289,6 +289,11 @@ impl Fleet {
         admitted: bool,
     ) -> Result<String, FleetError> {
         match self.store.find_boot(boot_id).await? {
+            // The worker this boot is for was deleted (its boot row is the tombstone): an attempt
+            // still running when another finished and its worker was deleted boots nothing more.
+            Some(row) if row.state == "deleted" => {
+                return Err(StoreError::Deleted(worker_id.to_owned()).into());
+            }
             Some(row) if row.state == "done" => {
                 if let Some(instance_id) = row.instance_id {
                     return Ok(instance_id);

@@ -248,11 +248,13 @@ impl<D: Dialect> CreateStore for SqlStore<D> {
             let worker = if inserted {
                 worker.stored()
             } else {
-                // A concurrent attempt of the same operation wrote the worker: that one is the answer.
+                // A concurrent attempt of the same operation wrote the worker: that one is the
+                // answer (unless it was deleted since: then there is none).
                 let row = Statement::new(WORKER_BY_ID)
                     .text(&worker.id)
-                    .fetch_one(self.db())
-                    .await?;
+                    .fetch_optional(self.db())
+                    .await?
+                    .ok_or_else(|| StoreError::Deleted(worker.id.clone()))?;
                 worker_from_row::<D>(&row)?
             };
             Ok(Finished { worker, completed })

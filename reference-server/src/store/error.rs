@@ -16,4 +16,9 @@ pub enum StoreError {
     /// (see `sql::until_claimed`).
     #[error("settle a contended statement: {0}")]
     Unsettled(String),
+    /// The worker a create's attempt would write (named by its id, or its boot's) was deleted since
+    /// another attempt of the same create wrote it (its boot row is the tombstone): it is not
+    /// written again.
+    #[error("finish the create of a worker that was deleted ({0})")]
+    Deleted(String),
 }

@@ -152,7 +152,10 @@ pub trait FleetStore: CreateStore + Send + Sync + 'static {
         now: i64,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Completes a boot row with the hypervisor's instance id.
+    /// Completes a boot row with the hypervisor's instance id. Where the row is the tombstone of
+    /// a deleted worker (or gone), the instance is terminated instead and the answer is
+    /// [`StoreError::Deleted`]: the boot of an attempt that outlived its worker leaves nothing
+    /// running.
     fn complete_boot<'a>(
         &'a self,
         boot_id: &'a str,
@@ -249,7 +252,7 @@ pub(super) const INSERT_PENDING_BOOT: &str =
 
 /// Binds `$1` instance id, `$2` boot id.
 pub(super) const COMPLETE_BOOT: &str =
-    "UPDATE boots SET state = 'done', instance_id = $1 WHERE boot_id = $2";
+    "UPDATE boots SET state = 'done', instance_id = $1 WHERE boot_id = $2 AND state <> 'deleted'";
 
 /// Binds `$1` instance id, `$2` tag, `$3` node id, `$4` now. At most one running instance per tag
 /// (a partial unique index, migration 0002), so a second boot with the tag inserts nothing and
@@ -270,11 +273,12 @@ const INSTANCES_BY_TAG: &str =
 
 /// Binds `$1` id, `$2` principal, `$3` image, `$4` cpu, `$5` memory_gb, `$6` labels (JSON), `$7` node
 /// id, `$8` lease id, `$9` boot id, `$10` instance id, `$11` created_at. Returns the new row, or no
-/// row when the worker already existed.
+/// row when the worker already existed or was deleted (its boot row `deleted`, the tombstone).
 pub(super) const INSERT_WORKER: &str =
     "INSERT INTO workers (id, principal, image, cpu, memory_gb, labels, node_id, \
        lease_id, boot_id, instance_id, state, reboot_count, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', 0, $11) \
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', 0, $11 \
+     WHERE NOT EXISTS (SELECT 1 FROM boots WHERE boot_id = $9 AND state = 'deleted') \
      ON CONFLICT (id) DO NOTHING \
      RETURNING id, principal, image, cpu, memory_gb, labels, node_id, lease_id, \
        instance_id, state, reboot_count, created_at";
@@ -304,7 +308,7 @@ const DELETE_WORKER: &str =
 const DELETE_LEASE: &str = "DELETE FROM leases WHERE lease_id = $1";
 const FREE_NODE: &str =
     "UPDATE nodes SET allocation_id = NULL, allocated_at = NULL WHERE node_id = $1";
-const DELETE_WORKERS_BOOTS: &str = "DELETE FROM boots WHERE worker_id = $1";
+const TOMBSTONE_WORKERS_BOOTS: &str = "UPDATE boots SET state = 'deleted' WHERE worker_id = $1";
 const TERMINATE_INSTANCE: &str =
     "UPDATE hypervisor_instances SET state = 'terminated' WHERE instance_id = $1";
 
@@ -464,10 +468,17 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
         boot_id: &'a str,
         instance_id: &'a str,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let done = Statement::new(COMPLETE_BOOT)
-            .text(instance_id)
-            .text(boot_id);
-        self.timed("complete_boot", self.changes(done).map_ok(drop))
+        self.timed("complete_boot", async move {
+            let done = Statement::new(COMPLETE_BOOT)
+                .text(instance_id)
+                .text(boot_id);
+            if self.changes(done).await? == 1 {
+                return Ok(());
+            }
+            let terminate = Statement::new(TERMINATE_INSTANCE).text(instance_id);
+            self.changes(terminate).await?;
+            Err(StoreError::Deleted(boot_id.to_owned()))
+        })
     }
 
     fn hypervisor_record_instance<'a>(
@@ -535,15 +546,15 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
                 .int(worker.created_at)
                 .fetch_optional(self.db())
                 .await?;
-            // No row back: the worker existed (a concurrent attempt of the same operation wrote it).
+            // No row back: the worker existed (a concurrent attempt of the same operation wrote it),
+            // or was deleted since.
             let row = match inserted {
                 Some(row) => row,
-                None => {
-                    Statement::new(WORKER_BY_ID)
-                        .text(&worker.id)
-                        .fetch_one(self.db())
-                        .await?
-                }
+                None => Statement::new(WORKER_BY_ID)
+                    .text(&worker.id)
+                    .fetch_optional(self.db())
+                    .await?
+                    .ok_or_else(|| StoreError::Deleted(worker.id.clone()))?,
             };
             worker_from_row::<D>(&row)
         })
@@ -604,9 +615,10 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
                 .int(node_id)
                 .execute(D::in_transaction(&mut tx))
                 .await?;
-            // Forget our boot row too, so a later create that reuses the sub-keys (after the record's
-            // retention window) boots a new instance instead of adopting the terminated one.
-            Statement::new(DELETE_WORKERS_BOOTS)
+            // Our boot rows become the worker's tombstone: another attempt of the create that made
+            // it (a retry that took its key over while the first still ran) finds them `deleted`
+            // and writes the worker no more, rather than bringing it back on a freed node.
+            Statement::new(TOMBSTONE_WORKERS_BOOTS)
                 .text(id)
                 .execute(D::in_transaction(&mut tx))
                 .await?;

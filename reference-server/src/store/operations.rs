@@ -3,7 +3,8 @@
 //! the boot needs to run again after a restart.
 //!
 //! [`OperationStore`] is what the fleet asks of them. An operation is written `running` once, and
-//! settled `done` or `failed` once: a settled operation never changes again.
+//! settled `done` or `failed` once: a settled operation never changes again. A running one that no
+//! process took up for a while is stale: a watchdog takes it up (one replica wins) and runs it.
 
 use futures::future::BoxFuture;
 use futures::TryFutureExt;
@@ -63,6 +64,8 @@ pub struct OperationRow {
     pub record: Option<String>,
     /// When it started, ms since the epoch.
     pub created_at: i64,
+    /// When a process last took it up (its start, or a take-over), ms since the epoch.
+    pub updated_at: i64,
 }
 
 /// The operations' rows.
@@ -90,8 +93,20 @@ pub trait OperationStore: Send + Sync + 'static {
         now: i64,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
-    /// Every operation still running, oldest first (a restarted process runs their boots again).
-    fn running_operations(&self) -> BoxFuture<'_, Result<Vec<OperationRow>, StoreError>>;
+    /// Every operation still running that no process took up since `before` (ms since the
+    /// epoch), oldest first: abandoned by a process that died, or left running by one whose write
+    /// of its outcome failed.
+    fn stale_operations(&self, before: i64)
+        -> BoxFuture<'_, Result<Vec<OperationRow>, StoreError>>;
+
+    /// Takes up the running operation `id` as of `now`, if no process took it up since
+    /// `seen_updated_at` (its `updated_at` as read): one caller wins, across replicas.
+    fn take_up_operation<'a>(
+        &'a self,
+        id: &'a str,
+        seen_updated_at: i64,
+        now: i64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
 }
 
 /// Binds `$1` id, `$2` principal, `$3` worker id, `$4` work, `$5` record (empty without a key),
@@ -102,17 +117,21 @@ const INSERT_OPERATION: &str =
 
 /// Principal `$1`'s operation `$2`.
 const PRINCIPALS_OPERATION: &str =
-    "SELECT id, principal, worker_id, state, error, work, record, created_at \
+    "SELECT id, principal, worker_id, state, error, work, record, created_at, updated_at \
      FROM operations WHERE principal = $1 AND id = $2";
 
 /// Binds `$1` state, `$2` error (empty when done), `$3` now, `$4` id.
 const SETTLE_OPERATION: &str = "UPDATE operations SET state = $1, error = $2, updated_at = $3 \
      WHERE id = $4 AND state = 'running'";
 
-/// Every running operation, oldest first.
-const RUNNING_OPERATIONS: &str =
-    "SELECT id, principal, worker_id, state, error, work, record, created_at \
-     FROM operations WHERE state = 'running' ORDER BY created_at, id";
+/// Every running operation not taken up since `$1`, oldest first.
+const STALE_OPERATIONS: &str =
+    "SELECT id, principal, worker_id, state, error, work, record, created_at, updated_at \
+     FROM operations WHERE state = 'running' AND updated_at < $1 ORDER BY created_at, id";
+
+/// Takes up running operation `$2` at `$1` if its `updated_at` is still `$3`.
+const TAKE_UP_OPERATION: &str = "UPDATE operations SET updated_at = $1 \
+     WHERE id = $2 AND state = 'running' AND updated_at = $3";
 
 /// Decodes a row of the columns [`PRINCIPALS_OPERATION`] returns.
 fn operation_from_row<D: Dialect>(row: &D::Row) -> Result<OperationRow, StoreError> {
@@ -125,6 +144,7 @@ fn operation_from_row<D: Dialect>(row: &D::Row) -> Result<OperationRow, StoreErr
         work: D::text(row, "work")?,
         record: Some(D::text(row, "record")?).filter(|r| !r.is_empty()),
         created_at: D::int(row, "created_at")?,
+        updated_at: D::int(row, "updated_at")?,
     })
 }
 
@@ -177,14 +197,31 @@ impl<D: Dialect> OperationStore for SqlStore<D> {
         self.timed("settle_operation", self.changes(settle).map_ok(|n| n > 0))
     }
 
-    fn running_operations(&self) -> BoxFuture<'_, Result<Vec<OperationRow>, StoreError>> {
-        self.timed("running_operations", async move {
-            Statement::new(RUNNING_OPERATIONS)
+    fn stale_operations(
+        &self,
+        before: i64,
+    ) -> BoxFuture<'_, Result<Vec<OperationRow>, StoreError>> {
+        self.timed("stale_operations", async move {
+            Statement::new(STALE_OPERATIONS)
+                .int(before)
                 .fetch_all(self.db())
                 .await?
                 .iter()
                 .map(operation_from_row::<D>)
                 .collect()
         })
+    }
+
+    fn take_up_operation<'a>(
+        &'a self,
+        id: &'a str,
+        seen_updated_at: i64,
+        now: i64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let take = Statement::new(TAKE_UP_OPERATION)
+            .int(now)
+            .text(id)
+            .int(seen_updated_at);
+        self.timed("take_up_operation", self.changes(take).map_ok(|n| n == 1))
     }
 }

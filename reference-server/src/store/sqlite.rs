@@ -171,10 +171,12 @@ macro_rules! reserve_script {
 /// The fleet's part of the last transaction, binding `$1`–`$11` as [`CreateStatements::finish`] says.
 macro_rules! finish_script {
     () => {
-        "UPDATE boots SET state = 'done', instance_id = $1 WHERE boot_id = $2; \
+        "UPDATE boots SET state = 'done', instance_id = $1 WHERE boot_id = $2 \
+           AND state <> 'deleted'; \
          INSERT INTO workers (id, principal, image, cpu, memory_gb, labels, node_id, lease_id, \
              boot_id, instance_id, state, reboot_count, created_at) \
-           VALUES ($3, $4, $5, $6, $7, $8, $9, $10, $2, $1, 'running', 0, $11) \
+           SELECT $3, $4, $5, $6, $7, $8, $9, $10, $2, $1, 'running', 0, $11 \
+           WHERE NOT EXISTS (SELECT 1 FROM boots WHERE boot_id = $2 AND state = 'deleted') \
            ON CONFLICT (id) DO NOTHING; "
     };
 }

@@ -1,7 +1,7 @@
 //! `--creates async`: a create answers `202` with an operation and boots after the answer; the
 //! operation settles `DONE` or `FAILED`; a failed one releases its key (the retry runs again and
-//! resumes), except under `cache-5xx`; a restarted process finishes the operations a killed one
-//! left running.
+//! resumes), except under `cache-5xx`; a restarted process takes up the operations a killed one
+//! left running, once they are older than the in-flight TTL.
 
 use std::time::{Duration, Instant};
 
@@ -129,7 +129,16 @@ async fn cache_5xx_keeps_a_failed_operation_answered(db: &Db) {
 
 async fn a_restarted_process_finishes_the_operations_a_killed_one_left_running(db: &Db) {
     let command = ServerCommand::binary(env!("CARGO_BIN_EXE_leasebroker"));
-    let flags = ["--creates", "async", "--boot-latency", "20ms"].map(str::to_owned);
+    // The watchdog takes up an operation no process took up for the in-flight TTL.
+    let flags = [
+        "--creates",
+        "async",
+        "--boot-latency",
+        "20ms",
+        "--in-flight-ttl",
+        "1s",
+    ]
+    .map(str::to_owned);
     let start = || async {
         let process = ServerProcess::start(&command, &db.url(), &flags)
             .await
