@@ -172,6 +172,19 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// The earliest step before step `index` (0-based) that sends the same named key (`K1`,
+    /// `sf:K1`, `after_5xx:K1`) as it: the request step `index` retries, if it retries one.
+    pub fn retried_by(&self, index: usize) -> Option<&Step> {
+        fn key_of(step: &Step) -> Option<&str> {
+            step.op.and(step.key.as_ref()).and_then(KeySpec::name)
+        }
+        let key = key_of(&self.steps.get(index)?.value)?;
+        self.steps[..index]
+            .iter()
+            .map(|s| &s.value)
+            .find(|s| key_of(s) == Some(key))
+    }
+
     /// Parses `text` (the contents of `file`), names unnamed steps `step-N` (1-based) and validates.
     ///
     /// # Errors

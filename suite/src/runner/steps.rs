@@ -6,11 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idemspec_scenarios::load::Spanned;
 use idemspec_scenarios::profile::Contract;
-use idemspec_scenarios::scenario::{
-    HookName, KeySpec, Operation, RetrySpec, StatusPattern, Step, Wait,
-};
+use idemspec_scenarios::scenario::{HookName, Operation, RetrySpec, StatusPattern, Step, Wait};
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
 
@@ -78,7 +75,7 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
         // A step that acts on what a create made, or sends a key an earlier step sent, waits, as a
         // client of the API would, until the long-running operations the check's answers named
         // have settled (a no-op where none did): whether an attempt failed is known only then.
-        if step.on.is_some() || resends_key(&scenario.steps, index) {
+        if step.on.is_some() || scenario.retried_by(index).is_some() {
             if let Err(why) = run.settle().await {
                 let meta = StepMeta {
                     problem: Some(why),
@@ -138,19 +135,6 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
         let meta = join(task).await;
         run.record_step(name, meta);
     }
-}
-
-/// Whether step `index` sends a named key that an earlier step sent too (a retry of it).
-fn resends_key(steps: &[Spanned<Step>], index: usize) -> bool {
-    fn name_of(step: &Step) -> Option<&str> {
-        step.op.and(step.key.as_ref()).and_then(KeySpec::name)
-    }
-    let Some(name) = steps.get(index).and_then(|s| name_of(&s.value)) else {
-        return false;
-    };
-    steps[..index]
-        .iter()
-        .any(|s| name_of(&s.value) == Some(name))
 }
 
 /// Counts the check's resources before its first delete, to learn whether `list` can see them.

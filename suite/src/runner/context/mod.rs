@@ -193,19 +193,12 @@ impl CheckRun {
     /// The first exchange of the earliest step before `step` that sent the same named key (the
     /// request `step` retries), if any.
     pub(crate) fn key_sent_before(&self, step: &str) -> Option<&Exchange> {
-        let steps: Vec<&idemspec_scenarios::scenario::Step> =
-            self.scenario.steps.iter().map(|s| &s.value).collect();
-        let index = steps.iter().position(|s| s.name() == step)?;
-        let key_of = |s: &idemspec_scenarios::scenario::Step| {
-            s.op.and(s.key.as_ref())
-                .and_then(idemspec_scenarios::scenario::KeySpec::name)
-                .map(str::to_owned)
-        };
-        let key = key_of(steps[index])?;
-        let earlier = steps[..index]
+        let index = self
+            .scenario
+            .steps
             .iter()
-            .find(|s| key_of(s).as_deref() == Some(key.as_str()))?;
-        let name = earlier.name();
+            .position(|s| s.value.name() == step)?;
+        let name = self.scenario.retried_by(index)?.name();
         self.exchanges
             .iter()
             .find(|e| e.evidence.request.step == name)
