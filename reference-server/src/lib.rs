@@ -27,7 +27,12 @@
 //!   one record, new when a key is reused after its record expired) and are "do or return the existing
 //!   one". The boot is
 //!   two-phase (pending row committed → hypervisor call tagged with `boot_id` → completed); a retry that
-//!   finds a pending row reconciles by listing the hypervisor's instances by tag.
+//!   finds a pending row reconciles by listing the hypervisor's instances by tag. A deleted worker's
+//!   boot rows are its tombstone: no later attempt of its create writes it again.
+//! - **Asynchronous creates** (`--creates async`): a create answers `202` with an operation
+//!   (`GET /v1/operations/{id}`) and boots after the answer; a failed operation marks its record
+//!   failed, so the retry runs again and resumes; a running operation no process took up for the
+//!   in-flight TTL is taken up by one replica's watchdog.
 //!
 //! Problem types are `https://idemspec.dev/problems/<name>`; the full list is in [`edge::ApiError`]'s
 //! module (`missing-idempotency-key`, `invalid-idempotency-key`, `request-in-progress`,
@@ -44,12 +49,13 @@
 //! - [`api`]: the router, handlers, admin router.
 //! - [`idempotency`]: key parsing, fingerprint, the middleware/state machine, stored responses, sub-keys.
 //! - [`store`]: one trait per domain ([`store::RecordStore`], [`store::FleetStore`],
-//!   [`store::StatsStore`]), one implementation over SQLite and PostgreSQL, migrations.
-//! - [`fleet`]: node pool, leases, the simulated hypervisor.
+//!   [`store::OperationStore`], [`store::StatsStore`]), one implementation over SQLite and
+//!   PostgreSQL, migrations.
+//! - [`fleet`]: node pool, leases, the simulated hypervisor, the asynchronous creates' operations.
 //! - [`faults`]: what a process can be told to inject (failing, panicking or hanging boots, a crash
 //!   at a chosen point of a create); `clock`: the wall clock rows are stamped with.
 //! - [`metrics`]: the Prometheus metrics on the admin listener (`GET /metrics`).
-//! - [`sweeper`], [`flaw`], [`auth`].
+//! - [`sweeper`], [`flaw`], [`auth`]; `error_chain`: an error and its causes on one line.
 //! - `testing` (cargo feature `testing`): a throwaway PostgreSQL database per test, leasebroker as a
 //!   child process that can be killed, and the crash soak, for this crate's tests and examples and
 //!   the suite's tests.
@@ -61,6 +67,7 @@ pub mod auth;
 pub mod cli;
 mod clock;
 pub mod edge;
+mod error_chain;
 pub mod faults;
 pub mod flaw;
 pub mod fleet;

@@ -177,14 +177,7 @@ impl ApiError {
 
     /// An internal error from any displayable cause (logged with its chain).
     pub fn internal(err: impl std::error::Error) -> Self {
-        let mut msg = err.to_string();
-        let mut source = err.source();
-        while let Some(s) = source {
-            msg.push_str(": ");
-            msg.push_str(&s.to_string());
-            source = s.source();
-        }
-        Self::Internal(msg)
+        Self::Internal(crate::error_chain::error_chain(&err))
     }
 }
 

@@ -11,7 +11,7 @@
 //! died, or writing its outcome failed) is taken up by a watchdog ([`Operations::watch`]; one
 //! replica wins each) and its boot run again.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use tokio::sync::watch;
 use super::service::{CreateIds, Fleet, FleetError, WorkerSpec};
 use super::HypervisorError;
 use crate::clock::now_ms;
+use crate::error_chain::error_chain;
 use crate::faults::CrashPoint;
 use crate::idempotency::{KeyRelease, OpSeed};
 use crate::store::{
@@ -40,31 +41,24 @@ pub enum CreateMode {
 /// run it again.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Work {
-    image: String,
-    cpu: i64,
-    memory_gb: i64,
-    labels: BTreeMap<String, String>,
+    spec: WorkerSpec,
     node_id: i64,
-    allocation_id: String,
-    lease_id: String,
-    boot_id: String,
+    ids: CreateIds,
 }
 
 impl Work {
     /// The worker this work makes for `operation`, once booted as `instance_id`.
     fn worker(&self, operation: &OperationRow, instance_id: String) -> NewWorker {
         NewWorker {
-            id: operation.worker_id.clone(),
-            principal: operation.principal.clone(),
-            image: self.image.clone(),
-            cpu: self.cpu,
-            memory_gb: self.memory_gb,
-            labels: self.labels.clone(),
-            node_id: self.node_id,
-            lease_id: self.lease_id.clone(),
-            boot_id: self.boot_id.clone(),
             instance_id,
-            created_at: operation.created_at,
+            ..NewWorker::of(
+                &operation.principal,
+                self.spec.clone(),
+                operation.worker_id.clone(),
+                self.node_id,
+                self.ids.clone(),
+                operation.created_at,
+            )
         }
     }
 }
@@ -122,20 +116,12 @@ impl Operations {
         self.fleet.hypervisor().admit(&spec.image).await;
         self.fleet.faults().crash_if(CrashPoint::AfterLease);
         let now = now_ms();
-        let work = Work {
-            image: spec.image,
-            cpu: spec.cpu,
-            memory_gb: spec.memory_gb,
-            labels: spec.labels,
-            node_id,
-            allocation_id: ids.allocation_id,
-            lease_id: ids.lease_id,
-            boot_id: ids.boot_id,
-        };
+        let worker_id = ids.worker_id.clone();
+        let work = Work { spec, node_id, ids };
         let operation = OperationRow {
             id: format!("op-{}", uuid::Uuid::new_v4().simple()),
             principal: principal.to_owned(),
-            worker_id: format!("wkr-{}", seed.sub_key("worker")),
+            worker_id,
             state: OperationState::Running,
             error: None,
             work: json(&work)?,
@@ -197,10 +183,10 @@ impl Operations {
         let booted = self
             .fleet
             .boot(
-                &work.boot_id,
+                &work.ids.boot_id,
                 &operation.worker_id,
                 work.node_id,
-                &work.image,
+                &work.spec.image,
                 true,
             )
             .await;
@@ -316,16 +302,4 @@ impl Operations {
 fn json(value: &impl serde::Serialize) -> Result<String, FleetError> {
     serde_json::to_string(value)
         .map_err(|e| FleetError::Store(StoreError::Corrupt(format!("encode an operation: {e}"))))
-}
-
-/// An error and its causes, `a: b: c`, for an operation's `error` and the log.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -13,7 +13,7 @@ use crate::store::{
 };
 
 /// A validated worker request.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct WorkerSpec {
     /// Image name.
     pub image: String,
@@ -63,7 +63,7 @@ pub trait CreateRecord: Send + Sync {
 
 /// The side-effect ids of one create attempt, derived from its seed: retries of the attempt find
 /// them again (and resume), the sweeper re-derives them to release a failed attempt's leftovers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CreateIds {
     /// The node allocation id (sub-key `alloc`).
     pub allocation_id: String,
@@ -71,6 +71,8 @@ pub struct CreateIds {
     pub lease_id: String,
     /// The two-phase boot id and hypervisor tag, `boot-…` (sub-key `boot`).
     pub boot_id: String,
+    /// The worker's id, `wkr-…` (sub-key `worker`).
+    pub worker_id: String,
 }
 
 impl CreateIds {
@@ -80,6 +82,7 @@ impl CreateIds {
             allocation_id: seed.sub_key("alloc"),
             lease_id: format!("lse-{}", seed.sub_key("lease")),
             boot_id: format!("boot-{}", seed.sub_key("boot")),
+            worker_id: format!("wkr-{}", seed.sub_key("worker")),
         }
     }
 }
@@ -87,7 +90,7 @@ impl CreateIds {
 impl NewWorker {
     /// The worker a create of `spec` by `principal` writes on `node_id` with `ids`, at `now`; its
     /// instance id is set once the boot returned one.
-    fn of(
+    pub(super) fn of(
         principal: &str,
         spec: WorkerSpec,
         id: String,
@@ -152,11 +155,11 @@ impl Fleet {
         seed: &OpSeed,
         record: Option<&dyn CreateRecord>,
     ) -> Result<Worker, FleetError> {
-        let worker_id = format!("wkr-{}", seed.sub_key("worker"));
+        let ids = CreateIds::of(seed);
+        let worker_id = ids.worker_id.clone();
         if !seed.is_fresh() {
             return self.resume(principal, spec, seed, worker_id).await;
         }
-        let ids = CreateIds::of(seed);
         let now = now_ms();
         let claim = record.and_then(CreateRecord::claim);
         let reserved = self
