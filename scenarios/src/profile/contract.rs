@@ -212,53 +212,80 @@ fn status_codes<'de, D: serde::Deserializer<'de>>(
     d: D,
     allowed: fn(u16) -> Result<(), String>,
 ) -> Result<Option<Vec<u16>>, D::Error> {
-    use serde::de::{Error, SeqAccess, Visitor};
-    /// The one-code part of the form; `n` as written.
-    fn code<E: Error>(n: i128, allowed: fn(u16) -> Result<(), String>) -> Result<u16, E> {
-        match u16::try_from(n) {
-            Ok(c @ 100..=599) => allowed(c).map(|()| c).map_err(E::custom),
-            _ => Err(E::custom(format!(
+    let code = move |v: &str| match v.trim().parse::<i128>() {
+        Ok(n) => match u16::try_from(n) {
+            Ok(c @ 100..=599) => allowed(c).map(|()| c),
+            _ => Err(format!(
                 "{n} is not an HTTP status code (100-599); expected a code such as 409"
-            ))),
-        }
-    }
-    fn text<E: Error>(v: &str, allowed: fn(u16) -> Result<(), String>) -> Result<u16, E> {
-        match v.trim().parse::<i128>() {
-            Ok(n) => code(n, allowed),
-            Err(_) => Err(E::custom(format!(
-                "`{v}` is not a status code; list the codes themselves, e.g. [409, 423]"
-            ))),
-        }
-    }
-    /// One code, where a list element is expected.
-    struct One(fn(u16) -> Result<(), String>);
-    impl<'de> serde::de::DeserializeSeed<'de> for One {
-        type Value = u16;
-        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<u16, D::Error> {
+            )),
+        },
+        Err(_) => Err(format!(
+            "`{v}` is not a status code; list the codes themselves, e.g. [409, 423]"
+        )),
+    };
+    one_or_list(
+        d,
+        ListForm {
+            parse: code,
+            one: "a status code such as 409",
+            many: "a status code such as 422, or a list of them such as [409, 423]",
+            empty: "an empty list: give at least one status code",
+        },
+    )
+}
+
+/// How [`one_or_list`] reads an element (a number is read as its decimal text), and what it says
+/// it expected.
+#[derive(Clone, Copy)]
+struct ListForm<P> {
+    /// An element from its text; the error names the value.
+    parse: P,
+    /// What one element looks like.
+    one: &'static str,
+    /// What the whole value looks like.
+    many: &'static str,
+    /// The error for an empty list.
+    empty: &'static str,
+}
+
+/// One element or a non-empty list of them, each read as `form` says, duplicates dropped; a null
+/// is `None` (the preset's value stands).
+fn one_or_list<'de, D, T, P>(d: D, form: ListForm<P>) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: PartialEq,
+    P: Fn(&str) -> Result<T, String> + Copy,
+{
+    use serde::de::{Error, SeqAccess, Visitor};
+    /// One element, where a list element is expected.
+    struct One<P>(ListForm<P>);
+    impl<'de, T, P: Fn(&str) -> Result<T, String> + Copy> serde::de::DeserializeSeed<'de> for One<P> {
+        type Value = T;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
             d.deserialize_any(self)
         }
     }
-    impl Visitor<'_> for One {
-        type Value = u16;
+    impl<T, P: Fn(&str) -> Result<T, String> + Copy> Visitor<'_> for One<P> {
+        type Value = T;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a status code such as 409")
+            f.write_str(self.0.one)
         }
-        fn visit_u64<E: Error>(self, n: u64) -> Result<u16, E> {
-            code(n.into(), self.0)
+        fn visit_u64<E: Error>(self, n: u64) -> Result<T, E> {
+            (self.0.parse)(&n.to_string()).map_err(E::custom)
         }
-        fn visit_i64<E: Error>(self, n: i64) -> Result<u16, E> {
-            code(n.into(), self.0)
+        fn visit_i64<E: Error>(self, n: i64) -> Result<T, E> {
+            (self.0.parse)(&n.to_string()).map_err(E::custom)
         }
-        fn visit_str<E: Error>(self, v: &str) -> Result<u16, E> {
-            text(v, self.0)
+        fn visit_str<E: Error>(self, v: &str) -> Result<T, E> {
+            (self.0.parse)(v).map_err(E::custom)
         }
     }
-    /// The whole form; a null keeps the preset's (`None`).
-    struct Codes(fn(u16) -> Result<(), String>);
-    impl<'de> Visitor<'de> for Codes {
-        type Value = Option<Vec<u16>>;
+    /// The whole form.
+    struct Many<P>(ListForm<P>);
+    impl<'de, T: PartialEq, P: Fn(&str) -> Result<T, String> + Copy> Visitor<'de> for Many<P> {
+        type Value = Option<Vec<T>>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a status code such as 422, or a list of them such as [409, 423]")
+            f.write_str(self.0.many)
         }
         fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
             Ok(None)
@@ -267,30 +294,28 @@ fn status_codes<'de, D: serde::Deserializer<'de>>(
             Ok(None)
         }
         fn visit_u64<E: Error>(self, n: u64) -> Result<Self::Value, E> {
-            code(n.into(), self.0).map(|c| Some(vec![c]))
+            One(self.0).visit_u64(n).map(|t| Some(vec![t]))
         }
         fn visit_i64<E: Error>(self, n: i64) -> Result<Self::Value, E> {
-            code(n.into(), self.0).map(|c| Some(vec![c]))
+            One(self.0).visit_i64(n).map(|t| Some(vec![t]))
         }
         fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
-            text(v, self.0).map(|c| Some(vec![c]))
+            One(self.0).visit_str(v).map(|t| Some(vec![t]))
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             let mut out = Vec::new();
-            while let Some(c) = seq.next_element_seed(One(self.0))? {
-                if !out.contains(&c) {
-                    out.push(c);
+            while let Some(t) = seq.next_element_seed(One(self.0))? {
+                if !out.contains(&t) {
+                    out.push(t);
                 }
             }
             if out.is_empty() {
-                return Err(A::Error::custom(
-                    "an empty list: give at least one status code",
-                ));
+                return Err(A::Error::custom(self.0.empty));
             }
             Ok(Some(out))
         }
     }
-    d.deserialize_any(Codes(allowed))
+    d.deserialize_any(Many(form))
 }
 
 /// A status, or a class of them, that an idempotency layer stores and replays
@@ -359,69 +384,16 @@ impl Serialize for StoredStatus {
 fn stored_statuses<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<Vec<StoredStatus>>, D::Error> {
-    use serde::de::{Error, SeqAccess, Visitor};
-    /// One element.
-    struct One;
-    impl<'de> serde::de::DeserializeSeed<'de> for One {
-        type Value = StoredStatus;
-        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_any(self)
-        }
-    }
-    impl Visitor<'_> for One {
-        type Value = StoredStatus;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a status class such as 2xx or a code such as 201")
-        }
-        fn visit_u64<E: Error>(self, n: u64) -> Result<Self::Value, E> {
-            StoredStatus::parse(&n.to_string()).map_err(E::custom)
-        }
-        fn visit_i64<E: Error>(self, n: i64) -> Result<Self::Value, E> {
-            StoredStatus::parse(&n.to_string()).map_err(E::custom)
-        }
-        fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
-            StoredStatus::parse(v).map_err(E::custom)
-        }
-    }
-    /// The whole form.
-    struct Many;
-    impl<'de> Visitor<'de> for Many {
-        type Value = Option<Vec<StoredStatus>>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a status class or code, or a list of them such as [2xx, 4xx]")
-        }
-        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_u64<E: Error>(self, n: u64) -> Result<Self::Value, E> {
-            One.visit_u64(n).map(|s| Some(vec![s]))
-        }
-        fn visit_i64<E: Error>(self, n: i64) -> Result<Self::Value, E> {
-            One.visit_i64(n).map(|s| Some(vec![s]))
-        }
-        fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
-            One.visit_str(v).map(|s| Some(vec![s]))
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let mut out = Vec::new();
-            while let Some(s) = seq.next_element_seed(One)? {
-                if !out.contains(&s) {
-                    out.push(s);
-                }
-            }
-            if out.is_empty() {
-                return Err(A::Error::custom(
-                    "an empty list: a layer that stores nothing keeps no key; list what it \
-                     stores, e.g. [2xx]",
-                ));
-            }
-            Ok(Some(out))
-        }
-    }
-    d.deserialize_any(Many)
+    one_or_list(
+        d,
+        ListForm {
+            parse: StoredStatus::parse,
+            one: "a status class such as 2xx or a code such as 201",
+            many: "a status class or code, or a list of them such as [2xx, 4xx]",
+            empty: "an empty list: a layer that stores nothing keeps no key; list what it \
+                    stores, e.g. [2xx]",
+        },
+    )
 }
 
 /// A resolved contract: the preset with every override applied. Checks judge against this.
