@@ -988,7 +988,9 @@ fn overrides_and_odd_profiles_are_refused_or_read_for_what_they_are() {
         "--profile",
         PROFILE,
         "--exec",
-        "python3 clients/example/create.py",
+        // Fixed 500 ms waits: its four attempts take at least 1.5 s, so the 1 s timeout
+        // always ends it first (jittered waits may sum to under a second).
+        "python3 clients/example/create.py --backoff fixed",
         "--command-timeout",
         "1s",
         "--only",
