@@ -8,7 +8,7 @@
 //! record with a node, a lease and a pending boot (and perhaps a running instance carrying the boot
 //! id), which a retry reclaims after the in-flight TTL and resumes (the boot reconciled by tag).
 //!
-//! Each transaction is one round trip ([`Dialect::CREATE_STATEMENTS`]): on PostgreSQL one statement
+//! Each transaction is one round trip ([`Dialect::create_statements`]): on PostgreSQL one statement
 //! (data-modifying CTEs, one commit); on SQLite, which has no data-modifying CTEs, a script of
 //! statements run in one transaction, one trip through sqlx's worker thread instead of one per
 //! statement.
@@ -148,12 +148,12 @@ impl<D: Dialect> SqlStore<D> {
     /// [`CreateStore::reserve`] in one round trip.
     async fn reserve_in_one(
         &self,
-        sql: CreateStatements,
+        sql: &'static CreateStatements,
         r: Reservation<'_>,
     ) -> Result<Reserved, StoreError> {
         let Some(claim) = r.claim else {
             let row = self
-                .run_one(Statement::new(sql.reserve).reservation(&r))
+                .run_one(Statement::new(sql.reserve.as_str()).reservation(&r))
                 .await?;
             let node_id = row.map(|row| D::int(&row, "node_id")).transpose()?;
             return Ok(Reserved {
@@ -162,7 +162,7 @@ impl<D: Dialect> SqlStore<D> {
             });
         };
         let row = until_claimed(|| {
-            let statement = Statement::new(sql.claim_and_reserve)
+            let statement = Statement::new(sql.claim_and_reserve.as_str())
                 .reservation(&r)
                 .scope(&claim.scope)
                 .text(&claim.fingerprint)
@@ -183,14 +183,14 @@ impl<D: Dialect> SqlStore<D> {
     /// whether the completion was written.
     async fn finish_in_one(
         &self,
-        sql: CreateStatements,
+        sql: &'static CreateStatements,
         w: &NewWorker,
         completion: Option<&Completion>,
     ) -> Result<(bool, bool), StoreError> {
         let labels = labels_json(w)?;
         let statement = Statement::new(match completion {
-            Some(_) => sql.finish_and_complete,
-            None => sql.finish,
+            Some(_) => sql.finish_and_complete.as_str(),
+            None => sql.finish.as_str(),
         })
         .text(&w.instance_id)
         .text(&w.boot_id)
@@ -228,7 +228,8 @@ impl<D: Dialect> CreateStore for SqlStore<D> {
             None => "reserve",
         };
         self.timed(operation, async move {
-            self.reserve_in_one(D::CREATE_STATEMENTS, reservation).await
+            self.reserve_in_one(D::create_statements(), reservation)
+                .await
         })
     }
 
@@ -243,7 +244,7 @@ impl<D: Dialect> CreateStore for SqlStore<D> {
         };
         self.timed(operation, async move {
             let (inserted, completed) = self
-                .finish_in_one(D::CREATE_STATEMENTS, worker, completion)
+                .finish_in_one(D::create_statements(), worker, completion)
                 .await?;
             let worker = if inserted {
                 worker.stored()

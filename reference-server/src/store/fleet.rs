@@ -3,7 +3,7 @@
 //!
 //! [`FleetStore`] is what the fleet, the hypervisor and the sweeper ask of them. Every write is "do or
 //! return the existing one", keyed by a sub-key of the request's record. The SQL is below, the same
-//! text on both databases except the node allocation ([`Dialect::ALLOCATE_NODE`]).
+//! text on both databases except the node allocation ([`Dialect::allocate_node`]).
 
 use std::collections::BTreeMap;
 
@@ -400,7 +400,7 @@ impl<D: Dialect> FleetStore for SqlStore<D> {
                     return Ok(Some(node_id));
                 }
             }
-            let allocated = Statement::new(D::ALLOCATE_NODE)
+            let allocated = Statement::new(D::allocate_node())
                 .text(allocation_id)
                 .int(now)
                 .fetch_optional(self.db())

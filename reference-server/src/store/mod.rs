@@ -17,42 +17,6 @@
 //! `sqlite.rs`) supplies. On SQLite, transactions that wait for the one connection are committed
 //! together (`batch.rs`, the group commit). [`connect`] opens one and hands out its [`Stores`].
 
-/// The idempotency record's columns, the ones `records.rs`'s `record_from_row` decodes (by name):
-/// every statement that reads a record (`FIND`, each dialect's claim) selects these.
-macro_rules! record_columns {
-    () => {
-        "state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, compressed"
-    };
-}
-
-/// A claim's insert of a new in-flight record for the scope, binding the principal, endpoint, key,
-/// fingerprint, nonce, now and expires_at at the given parameters; nothing when the scope has a
-/// record. Each dialect's claim continues it (PostgreSQL with `RETURNING`, SQLite with `;`).
-macro_rules! insert_record {
-    ($principal:literal, $endpoint:literal, $key:literal, $fingerprint:literal, $nonce:literal,
-     $now:literal, $expires_at:literal) => {
-        concat!(
-            "INSERT INTO idempotency_records (principal, endpoint, idem_key, fingerprint, state, \
-               claim_nonce, started_at, expires_at) \
-             VALUES (",
-            $principal,
-            ", ",
-            $endpoint,
-            ", ",
-            $key,
-            ", ",
-            $fingerprint,
-            ", 'in_flight', ",
-            $nonce,
-            ", ",
-            $now,
-            ", ",
-            $expires_at,
-            ") ON CONFLICT (principal, endpoint, idem_key) DO NOTHING"
-        )
-    };
-}
-
 mod batch;
 mod connect;
 mod create;

@@ -1,13 +1,14 @@
 //! PostgreSQL: several leasebroker replicas may share one database, so every statement that decides
 //! something (the claim, the node allocation) decides it in the database, atomically.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use sqlx::postgres::{PgPoolOptions, PgQueryResult, PgRow};
 use sqlx::Postgres;
 
-use super::sql::CreateStatements;
-use super::sql::Dialect;
+use super::records::{insert_record, ClaimParams, RECORD_COLUMNS};
+use super::sql::{CreateStatements, Dialect};
 use super::sql_store::SqlStore;
 use super::{IdempotencyRecord, StoreError};
 use crate::metrics::StoreMetrics;
@@ -62,70 +63,75 @@ impl SqlStore<Postgres> {
 // A create's two transactions as single statements (data-modifying CTEs: one round trip, one
 // commit). Every sub-statement sees the same snapshot, so each later one reads what an earlier one
 // wrote through its `RETURNING` (`node`, `worker`), not through the table. The fragments are shared
-// by the variant with the idempotency layer's part and the one without.
+// by the variant with the idempotency layer's part and the one without. Each text is composed
+// once, at its first use.
 
 /// The fleet's part of the first transaction, binding `$1`–`$6` as [`CreateStatements::reserve`]
-/// says; `$claim_holds` is the SQL condition under which a node is allocated.
-macro_rules! reserve_ctes {
-    ($claim_holds:literal) => {
-        concat!(
-            "node AS (UPDATE nodes SET allocation_id = $1, allocated_at = $2 \
-               WHERE node_id = (SELECT node_id FROM nodes WHERE allocation_id IS NULL AND ",
-            $claim_holds,
-            " ORDER BY node_id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING node_id), \
-             lease AS (INSERT INTO leases (lease_id, node_id, principal, created_at) \
-               SELECT $3, node_id, $4, $2 FROM node ON CONFLICT (lease_id) DO NOTHING), \
-             boot AS (INSERT INTO boots (boot_id, worker_id, node_id, state, created_at) \
-               SELECT $5, $6, node_id, 'pending', $2 FROM node ON CONFLICT (boot_id) DO NOTHING) "
-        )
-    };
+/// says; `claim_holds` is the SQL condition under which a node is allocated.
+fn reserve_ctes(claim_holds: &str) -> String {
+    format!(
+        "node AS (UPDATE nodes SET allocation_id = $1, allocated_at = $2 \
+           WHERE node_id = (SELECT node_id FROM nodes WHERE allocation_id IS NULL AND {claim_holds} \
+             ORDER BY node_id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING node_id), \
+         lease AS (INSERT INTO leases (lease_id, node_id, principal, created_at) \
+           SELECT $3, node_id, $4, $2 FROM node ON CONFLICT (lease_id) DO NOTHING), \
+         boot AS (INSERT INTO boots (boot_id, worker_id, node_id, state, created_at) \
+           SELECT $5, $6, node_id, 'pending', $2 FROM node ON CONFLICT (boot_id) DO NOTHING) "
+    )
 }
 
-/// The atomic claim as two CTEs, binding the scope, fingerprint, nonce, now and expires_at at the
-/// given parameters: `new_record` is the row the `INSERT … ON CONFLICT DO NOTHING` wrote, if any;
-/// `claim` is that row with `inserted = true`, or else the existing row (as the statement's
-/// snapshot sees it) with `inserted = false`: the record's columns as `records.rs` decodes them.
-macro_rules! claim_cte {
-    ($principal:literal, $endpoint:literal, $key:literal, $fingerprint:literal, $nonce:literal,
-     $now:literal, $expires_at:literal) => {
-        concat!(
-            "new_record AS (",
-            insert_record!(
-                $principal,
-                $endpoint,
-                $key,
-                $fingerprint,
-                $nonce,
-                $now,
-                $expires_at
-            ),
-            " RETURNING ",
-            record_columns!(),
-            "), claim AS (SELECT true AS inserted, * FROM new_record UNION ALL SELECT false, ",
-            record_columns!(),
-            " FROM idempotency_records WHERE principal = ",
-            $principal,
-            " AND endpoint = ",
-            $endpoint,
-            " AND idem_key = ",
-            $key,
-            " AND NOT EXISTS (SELECT 1 FROM new_record)) "
-        )
-    };
+/// The atomic claim as two CTEs, binding as `p` says: `new_record` is the row the `INSERT … ON
+/// CONFLICT DO NOTHING` wrote, if any; `claim` is that row with `inserted = true`, or else the
+/// existing row (as the statement's snapshot sees it) with `inserted = false`: the record's
+/// columns as `records.rs` decodes them.
+fn claim_cte(p: &ClaimParams) -> String {
+    format!(
+        "new_record AS ({insert} RETURNING {RECORD_COLUMNS}), \
+         claim AS (SELECT true AS inserted, * FROM new_record UNION ALL \
+           SELECT false, {RECORD_COLUMNS} FROM idempotency_records \
+           WHERE {scope} AND NOT EXISTS (SELECT 1 FROM new_record)) ",
+        insert = insert_record(p),
+        scope = p.scope_condition(),
+    )
 }
 
 /// The fleet's part of the last transaction, binding `$1`–`$11` as [`CreateStatements::finish`] says.
-macro_rules! finish_ctes {
-    () => {
-        "boot AS (UPDATE boots SET state = 'done', instance_id = $1 \
-           WHERE boot_id = $2 AND state <> 'deleted'), \
-         worker AS (INSERT INTO workers (id, principal, image, cpu, memory_gb, labels, node_id, \
-             lease_id, boot_id, instance_id, state, reboot_count, created_at) \
-           SELECT $3, $4, $5, $6, $7, $8, $9, $10, $2, $1, 'running', 0, $11 \
-           WHERE NOT EXISTS (SELECT 1 FROM boots WHERE boot_id = $2 AND state = 'deleted') \
-           ON CONFLICT (id) DO NOTHING RETURNING id) "
-    };
-}
+const FINISH_CTES: &str = "boot AS (UPDATE boots SET state = 'done', instance_id = $1 \
+       WHERE boot_id = $2 AND state <> 'deleted'), \
+     worker AS (INSERT INTO workers (id, principal, image, cpu, memory_gb, labels, node_id, \
+         lease_id, boot_id, instance_id, state, reboot_count, created_at) \
+       SELECT $3, $4, $5, $6, $7, $8, $9, $10, $2, $1, 'running', 0, $11 \
+       WHERE NOT EXISTS (SELECT 1 FROM boots WHERE boot_id = $2 AND state = 'deleted') \
+       ON CONFLICT (id) DO NOTHING RETURNING id) ";
+
+/// [`Dialect::claim`]'s text.
+static CLAIM: LazyLock<String> =
+    LazyLock::new(|| format!("WITH {}SELECT * FROM claim", claim_cte(&ClaimParams::ALONE)));
+
+/// [`Dialect::create_statements`]'s texts.
+static CREATE_STATEMENTS: LazyLock<CreateStatements> = LazyLock::new(|| CreateStatements {
+    reserve: format!("WITH {}SELECT node_id FROM node", reserve_ctes("true")),
+    // The claim as `CLAIM`, with the fleet's binds first; a node is allocated (and so a lease and
+    // a pending boot written) only when the claim inserted the record. No row, as `CLAIM`, when a
+    // concurrent claim committed after the snapshot (and then nothing was written).
+    claim_and_reserve: format!(
+        "WITH {}, {}SELECT claim.*, (SELECT node_id FROM node) AS node_id FROM claim",
+        claim_cte(&ClaimParams::AFTER_RESERVATION),
+        reserve_ctes("EXISTS (SELECT 1 FROM new_record)"),
+    ),
+    finish: format!(
+        "WITH {FINISH_CTES}SELECT (SELECT COUNT(*) FROM worker) AS inserted, \
+         CAST(0 AS BIGINT) AS completed"
+    ),
+    // The completion as `records.rs`'s `COMPLETE`, only with a new worker.
+    finish_and_complete: format!(
+        "WITH {FINISH_CTES}, done AS (UPDATE idempotency_records SET state = 'completed', \
+           status = $12, headers = $13, body = $14, compressed = $15, expires_at = $16 \
+         WHERE principal = $17 AND endpoint = $18 AND idem_key = $19 AND state = 'in_flight' \
+           AND started_at = $20 AND EXISTS (SELECT 1 FROM worker) RETURNING 1) \
+         SELECT (SELECT COUNT(*) FROM worker) AS inserted, (SELECT COUNT(*) FROM done) AS completed"
+    ),
+});
 
 /// How long the first connection may take before leasebroker gives up starting.
 const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -139,18 +145,18 @@ impl Dialect for Postgres {
     /// takes no row lock and needs no WAL flush). No row when a concurrent claim of the key committed
     /// after this statement's snapshot: the insert waited for it, and the read cannot see it; the
     /// caller runs it again ([`until_claimed`](super::sql::until_claimed)).
-    const CLAIM: &'static str = concat!(
-        "WITH ",
-        claim_cte!("$1", "$2", "$3", "$4", "$5", "$6", "$7"),
-        "SELECT * FROM claim"
-    );
+    fn claim() -> &'static str {
+        &CLAIM
+    }
 
     /// `FOR UPDATE SKIP LOCKED`: concurrent allocations on other replicas take other free nodes
     /// instead of queueing behind one.
-    const ALLOCATE_NODE: &'static str = "UPDATE nodes SET allocation_id = $1, allocated_at = $2 \
+    fn allocate_node() -> &'static str {
+        "UPDATE nodes SET allocation_id = $1, allocated_at = $2 \
          WHERE node_id = (SELECT node_id FROM nodes WHERE allocation_id IS NULL ORDER BY node_id \
                           LIMIT 1 FOR UPDATE SKIP LOCKED) \
-         RETURNING node_id";
+         RETURNING node_id"
+    }
 
     /// PostgreSQL has no `DELETE … LIMIT`: the batch is chosen by `ctid`.
     const SWEEP: &'static str = "DELETE FROM idempotency_records WHERE ctid IN \
@@ -160,34 +166,9 @@ impl Dialect for Postgres {
          (SELECT ctid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' AND state <> 'in_flight' LIMIT $2) \
          RETURNING principal, endpoint, idem_key, claim_nonce";
 
-    const CREATE_STATEMENTS: CreateStatements = CreateStatements {
-        reserve: concat!("WITH ", reserve_ctes!("true"), "SELECT node_id FROM node"),
-        // The claim as `CLAIM`, with the fleet's binds first; a node is allocated (and so a lease and
-        // a pending boot written) only when the claim inserted the record. No row, as `CLAIM`, when a
-        // concurrent claim committed after the snapshot (and then nothing was written).
-        claim_and_reserve: concat!(
-            "WITH ",
-            claim_cte!("$7", "$8", "$9", "$10", "$11", "$2", "$12"),
-            ", ",
-            reserve_ctes!("EXISTS (SELECT 1 FROM new_record)"),
-            "SELECT claim.*, (SELECT node_id FROM node) AS node_id FROM claim"
-        ),
-        finish: concat!(
-            "WITH ",
-            finish_ctes!(),
-            "SELECT (SELECT COUNT(*) FROM worker) AS inserted, CAST(0 AS BIGINT) AS completed"
-        ),
-        // The completion as `records.rs`'s `COMPLETE`, only with a new worker.
-        finish_and_complete: concat!(
-            "WITH ",
-            finish_ctes!(),
-            ", done AS (UPDATE idempotency_records SET state = 'completed', status = $12, \
-               headers = $13, body = $14, compressed = $15, expires_at = $16 \
-             WHERE principal = $17 AND endpoint = $18 AND idem_key = $19 AND state = 'in_flight' \
-               AND started_at = $20 AND EXISTS (SELECT 1 FROM worker) RETURNING 1) \
-             SELECT (SELECT COUNT(*) FROM worker) AS inserted, (SELECT COUNT(*) FROM done) AS completed"
-        ),
-    };
+    fn create_statements() -> &'static CreateStatements {
+        &CREATE_STATEMENTS
+    }
 
     /// The `inserted` column: true from the insert's `RETURNING`, false from the read of the row
     /// that was there.

@@ -3,6 +3,8 @@
 //! [`RecordStore`] is what the idempotency layer and the sweeper ask of them; its SQL is below, the
 //! same text on both databases except the atomic claim and the batched sweeps ([`Dialect`]).
 
+use std::sync::LazyLock;
+
 use futures::future::BoxFuture;
 use futures::TryFutureExt;
 
@@ -186,12 +188,80 @@ pub trait RecordStore: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<Vec<FailedRecord>, StoreError>>;
 }
 
+/// The idempotency record's columns, the ones [`record_from_row`] decodes (by name): every
+/// statement that reads a record ([`FIND`], each dialect's claim) selects these.
+pub(super) const RECORD_COLUMNS: &str =
+    "state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, compressed";
+
+/// Where a claim's statement binds each of its values (`$1`, …): a claim alone binds them in
+/// order ([`ClaimParams::ALONE`]); a create's first transaction binds the fleet's first
+/// ([`ClaimParams::AFTER_RESERVATION`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ClaimParams {
+    pub(super) principal: &'static str,
+    pub(super) endpoint: &'static str,
+    pub(super) key: &'static str,
+    pub(super) fingerprint: &'static str,
+    pub(super) nonce: &'static str,
+    pub(super) now: &'static str,
+    pub(super) expires_at: &'static str,
+}
+
+impl ClaimParams {
+    /// [`Dialect::claim`]'s: `$1`–`$3` the scope, `$4` fingerprint, `$5` nonce, `$6` now, `$7`
+    /// expires_at.
+    pub(super) const ALONE: Self = Self {
+        principal: "$1",
+        endpoint: "$2",
+        key: "$3",
+        fingerprint: "$4",
+        nonce: "$5",
+        now: "$6",
+        expires_at: "$7",
+    };
+
+    /// [`CreateStatements::claim_and_reserve`](super::sql::CreateStatements)'s: after the
+    /// reservation's `$1`–`$6` (its `$2` is now), `$7`–`$9` the scope, `$10` fingerprint, `$11`
+    /// nonce, `$12` expires_at.
+    pub(super) const AFTER_RESERVATION: Self = Self {
+        principal: "$7",
+        endpoint: "$8",
+        key: "$9",
+        fingerprint: "$10",
+        nonce: "$11",
+        now: "$2",
+        expires_at: "$12",
+    };
+
+    /// The condition that selects the scope's record.
+    pub(super) fn scope_condition(&self) -> String {
+        format!(
+            "principal = {} AND endpoint = {} AND idem_key = {}",
+            self.principal, self.endpoint, self.key
+        )
+    }
+}
+
+/// A claim's insert of a new in-flight record for the scope, binding as `p` says; nothing when the
+/// scope has a record. Each dialect's claim continues it (PostgreSQL with `RETURNING`, SQLite
+/// with `;`).
+pub(super) fn insert_record(p: &ClaimParams) -> String {
+    format!(
+        "INSERT INTO idempotency_records (principal, endpoint, idem_key, fingerprint, state, \
+           claim_nonce, started_at, expires_at) \
+         VALUES ({}, {}, {}, {}, 'in_flight', {}, {}, {}) \
+         ON CONFLICT (principal, endpoint, idem_key) DO NOTHING",
+        p.principal, p.endpoint, p.key, p.fingerprint, p.nonce, p.now, p.expires_at
+    )
+}
+
 /// Reads a record by its scope. Binds `$1` principal, `$2` endpoint, `$3` key.
-const FIND: &str = concat!(
-    "SELECT ",
-    record_columns!(),
-    " FROM idempotency_records WHERE principal = $1 AND endpoint = $2 AND idem_key = $3"
-);
+static FIND: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {RECORD_COLUMNS} FROM idempotency_records WHERE {}",
+        ClaimParams::ALONE.scope_condition()
+    )
+});
 
 /// Writes an in-flight record over whatever is there. Binds the scope (`$1`–`$3`), `$4` fingerprint,
 /// `$5` now, `$6` expires_at, `$7` nonce. Not a claim: two callers both "win" (the flaw it serves).
@@ -239,7 +309,7 @@ impl<'q, D: Dialect> Statement<'q, D> {
     }
 }
 
-/// Decodes a record from a row of its columns (as [`FIND`] and [`Dialect::CLAIM`] return them).
+/// Decodes a record from a row of its columns (as [`FIND`] and [`Dialect::claim`] return them).
 pub(super) fn record_from_row<D: Dialect>(row: &D::Row) -> Result<IdempotencyRecord, StoreError> {
     let status = D::opt_int(row, "status")?;
     let headers = D::opt_text(row, "headers")?;
@@ -277,7 +347,7 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
             let nonce = uuid::Uuid::new_v4().to_string();
             let row = until_claimed(|| {
                 self.run_one(
-                    Statement::new(D::CLAIM)
+                    Statement::new(D::claim())
                         .scope(scope)
                         .text(fingerprint)
                         .text(&nonce)
@@ -299,7 +369,7 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
         scope: &'a Scope,
     ) -> BoxFuture<'a, Result<Option<IdempotencyRecord>, StoreError>> {
         self.timed("find_record", async move {
-            let row = Statement::new(FIND)
+            let row = Statement::new(FIND.as_str())
                 .scope(scope)
                 .fetch_optional(self.db())
                 .await?;

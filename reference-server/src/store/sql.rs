@@ -31,21 +31,21 @@ pub(super) const COMMIT: &str = "COMMIT";
 /// each (see `postgres.rs`); on SQLite a script of statements run in a transaction (see
 /// `sqlite.rs`), whose last row, from a `SELECT` before its `COMMIT`, is the row PostgreSQL's
 /// returns. Both bind the parameters numbered as below.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(super) struct CreateStatements {
     /// Binds `$1` allocation id, `$2` now, `$3` lease id, `$4` principal, `$5` boot id, `$6` worker
     /// id; returns `node_id` (no row when the pool is exhausted).
-    pub(super) reserve: &'static str,
+    pub(super) reserve: String,
     /// As `reserve`, after the claim: `$7`–`$9` scope, `$10` fingerprint, `$11` nonce, `$12`
     /// expires_at; returns the claim's columns and a nullable `node_id`.
-    pub(super) claim_and_reserve: &'static str,
+    pub(super) claim_and_reserve: String,
     /// Binds `$1` instance id, `$2` boot id, `$3` worker id, `$4` principal, `$5` image, `$6` cpu,
     /// `$7` memory_gb, `$8` labels, `$9` node id, `$10` lease id, `$11` created_at; returns
     /// `inserted` (0/1) and `completed` (0).
-    pub(super) finish: &'static str,
+    pub(super) finish: String,
     /// As `finish`, then the completion: `$12` status, `$13` headers, `$14` body, `$15` compressed,
     /// `$16` expires_at, `$17`–`$19` scope, `$20` started_at; `completed` is 0/1.
-    pub(super) finish_and_complete: &'static str,
+    pub(super) finish_and_complete: String,
 }
 
 /// Runs `script` (see [`SqlStore::run_script`]) on `connection`, which goes back to the pool with
@@ -137,7 +137,7 @@ fn no_transaction(message: &str) -> bool {
 /// How many times [`until_claimed`] runs a claim that returns no row before it gives up.
 const CLAIM_ATTEMPTS: usize = 4;
 
-/// Runs `attempt`, one run of a claim statement ([`Dialect::CLAIM`], or a create's first
+/// Runs `attempt`, one run of a claim statement ([`Dialect::claim`], or a create's first
 /// transaction carrying one), until it returns a row. A claim returns none when a concurrent claim
 /// of the same key committed after the statement's snapshot (PostgreSQL's `ON CONFLICT DO NOTHING`
 /// waited for it, and the statement's own read cannot see its row); it then wrote nothing, and a
@@ -166,7 +166,7 @@ where
 pub(super) trait Dialect: Driver {
     /// Whether a text of several statements is a script that opens and commits its own transaction
     /// and whose result is its last row (SQLite, which has no data-modifying CTEs), rather than one
-    /// statement (PostgreSQL). Applies to [`Dialect::CLAIM`] and [`Dialect::CREATE_STATEMENTS`];
+    /// statement (PostgreSQL). Applies to [`Dialect::claim`] and [`Dialect::create_statements`];
     /// run them with [`SqlStore::run_one`].
     const SCRIPTS: bool;
 
@@ -175,11 +175,11 @@ pub(super) trait Dialect: Driver {
     /// Binds `$1` principal, `$2` endpoint, `$3` key, `$4` fingerprint, `$5` a fresh claim nonce,
     /// `$6` now and `$7` expires_at (ms); returns the record's columns (see `records.rs`), or no
     /// row when it must be run again ([`until_claimed`]).
-    const CLAIM: &'static str;
+    fn claim() -> &'static str;
 
     /// Claims a free node for allocation id `$1` at `$2` (ms) and returns its `node_id`; no row when the
     /// pool is exhausted. A concurrent caller with the same allocation id fails the UNIQUE constraint.
-    const ALLOCATE_NODE: &'static str;
+    fn allocate_node() -> &'static str;
 
     /// Deletes up to `$2` completed or failed records with `expires_at < $1` (never an in-flight one:
     /// the in-flight TTL, not retention, decides when a retry may take it over and resume it).
@@ -193,9 +193,9 @@ pub(super) trait Dialect: Driver {
 
     /// A create's two transactions, each one round trip: one statement with data-modifying CTEs
     /// (PostgreSQL), or a script of statements run in one transaction (SQLite).
-    const CREATE_STATEMENTS: CreateStatements;
+    fn create_statements() -> &'static CreateStatements;
 
-    /// Whether the [`Dialect::CLAIM`] that returned `row` (decoded as `record`) inserted it, given the
+    /// Whether the [`Dialect::claim`] that returned `row` (decoded as `record`) inserted it, given the
     /// `nonce` it bound.
     fn claim_inserted(
         row: &Self::Row,

@@ -8,6 +8,7 @@
 //! database file is no longer made inside the one connection's commits.
 
 use std::str::FromStr;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use sqlx::sqlite::{
@@ -16,8 +17,8 @@ use sqlx::sqlite::{
 };
 use sqlx::Sqlite;
 
-use super::sql::CreateStatements;
-use super::sql::Dialect;
+use super::records::{insert_record, ClaimParams, RECORD_COLUMNS};
+use super::sql::{CreateStatements, Dialect};
 use super::sql_store::SqlStore;
 use super::{IdempotencyRecord, StoreError};
 use crate::metrics::StoreMetrics;
@@ -141,55 +142,96 @@ pub fn sqlite_options(url_or_path: &str, is_url: bool) -> Result<SqliteConnectOp
 /// The free node a create takes. `INDEXED BY nodes_free` (migration 0003): without table statistics
 /// SQLite's planner takes the unique index on `allocation_id` instead, reads every free node and
 /// sorts them, per create.
-macro_rules! free_node {
-    () => {
-        "(SELECT node_id FROM nodes INDEXED BY nodes_free \
-          WHERE allocation_id IS NULL ORDER BY node_id LIMIT 1)"
-    };
-}
+const FREE_NODE: &str = "(SELECT node_id FROM nodes INDEXED BY nodes_free \
+      WHERE allocation_id IS NULL ORDER BY node_id LIMIT 1)";
 
 /// The fleet's part of the first transaction, binding `$1`–`$6` as [`CreateStatements::reserve`]
-/// says; `$claim_holds` is the SQL condition under which a node is allocated. `WHERE` in each
+/// says; `claim_holds` is the SQL condition under which a node is allocated. `WHERE` in each
 /// `INSERT … SELECT` also keeps SQLite from reading the `ON CONFLICT` as a join's.
-macro_rules! reserve_script {
-    ($claim_holds:literal) => {
-        concat!(
-            "UPDATE nodes SET allocation_id = $1, allocated_at = $2 WHERE node_id = ",
-            free_node!(),
-            " AND ",
-            $claim_holds,
-            "; INSERT INTO leases (lease_id, node_id, principal, created_at) \
-               SELECT $3, node_id, $4, $2 FROM nodes WHERE allocation_id = $1 \
-               ON CONFLICT (lease_id) DO NOTHING; \
-             INSERT INTO boots (boot_id, worker_id, node_id, state, created_at) \
-               SELECT $5, $6, node_id, 'pending', $2 FROM nodes WHERE allocation_id = $1 \
-               ON CONFLICT (boot_id) DO NOTHING; "
-        )
-    };
+fn reserve_script(claim_holds: &str) -> String {
+    format!(
+        "UPDATE nodes SET allocation_id = $1, allocated_at = $2 WHERE node_id = {FREE_NODE} \
+           AND {claim_holds}; \
+         INSERT INTO leases (lease_id, node_id, principal, created_at) \
+           SELECT $3, node_id, $4, $2 FROM nodes WHERE allocation_id = $1 \
+           ON CONFLICT (lease_id) DO NOTHING; \
+         INSERT INTO boots (boot_id, worker_id, node_id, state, created_at) \
+           SELECT $5, $6, node_id, 'pending', $2 FROM nodes WHERE allocation_id = $1 \
+           ON CONFLICT (boot_id) DO NOTHING; "
+    )
 }
 
 /// The fleet's part of the last transaction, binding `$1`–`$11` as [`CreateStatements::finish`] says.
-macro_rules! finish_script {
-    () => {
-        "UPDATE boots SET state = 'done', instance_id = $1 WHERE boot_id = $2 \
-           AND state <> 'deleted'; \
-         INSERT INTO workers (id, principal, image, cpu, memory_gb, labels, node_id, lease_id, \
-             boot_id, instance_id, state, reboot_count, created_at) \
-           SELECT $3, $4, $5, $6, $7, $8, $9, $10, $2, $1, 'running', 0, $11 \
-           WHERE NOT EXISTS (SELECT 1 FROM boots WHERE boot_id = $2 AND state = 'deleted') \
-           ON CONFLICT (id) DO NOTHING; "
-    };
-}
+const FINISH_SCRIPT: &str = "UPDATE boots SET state = 'done', instance_id = $1 WHERE boot_id = $2 \
+       AND state <> 'deleted'; \
+     INSERT INTO workers (id, principal, image, cpu, memory_gb, labels, node_id, lease_id, \
+         boot_id, instance_id, state, reboot_count, created_at) \
+       SELECT $3, $4, $5, $6, $7, $8, $9, $10, $2, $1, 'running', 0, $11 \
+       WHERE NOT EXISTS (SELECT 1 FROM boots WHERE boot_id = $2 AND state = 'deleted') \
+       ON CONFLICT (id) DO NOTHING; ";
 
 /// Whether the worker `$3` is the one this script wrote: its boot, instance and creation time are
 /// this attempt's (a concurrent attempt of the same operation that wrote it first wrote another
 /// instance, or, writing the same one, the same worker).
-macro_rules! worker_is_ours {
-    () => {
-        "EXISTS (SELECT 1 FROM workers WHERE id = $3 AND boot_id = $2 AND instance_id = $1 \
-           AND created_at = $11)"
-    };
-}
+const WORKER_IS_OURS: &str = "EXISTS (SELECT 1 FROM workers WHERE id = $3 AND boot_id = $2 \
+       AND instance_id = $1 AND created_at = $11)";
+
+/// [`Dialect::claim`]'s text.
+static CLAIM: LazyLock<String> = LazyLock::new(|| {
+    let p = ClaimParams::ALONE;
+    format!(
+        "BEGIN IMMEDIATE; {}; SELECT {RECORD_COLUMNS} FROM idempotency_records WHERE {}; COMMIT",
+        insert_record(&p),
+        p.scope_condition()
+    )
+});
+
+/// [`Dialect::allocate_node`]'s text.
+static ALLOCATE_NODE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE nodes SET allocation_id = $1, allocated_at = $2 WHERE node_id = {FREE_NODE} \
+         RETURNING node_id"
+    )
+});
+
+/// [`Dialect::create_statements`]'s texts.
+static CREATE_STATEMENTS: LazyLock<CreateStatements> = LazyLock::new(|| {
+    let p = ClaimParams::AFTER_RESERVATION;
+    CreateStatements {
+        reserve: format!(
+            "BEGIN IMMEDIATE; {}SELECT node_id FROM nodes WHERE allocation_id = $1; COMMIT",
+            reserve_script("true")
+        ),
+        // The claim as `CLAIM`, then the fleet's part only if it inserted the record: the stored
+        // nonce is this claim's (`claim_inserted`).
+        claim_and_reserve: format!(
+            "BEGIN IMMEDIATE; {insert}; {reserve}SELECT {RECORD_COLUMNS}, \
+               (SELECT node_id FROM nodes WHERE allocation_id = $1) AS node_id \
+             FROM idempotency_records WHERE {scope}; COMMIT",
+            insert = insert_record(&p),
+            reserve = reserve_script(&format!(
+                "EXISTS (SELECT 1 FROM idempotency_records WHERE {} AND claim_nonce = {})",
+                p.scope_condition(),
+                p.nonce
+            )),
+            scope = p.scope_condition(),
+        ),
+        finish: format!(
+            "BEGIN IMMEDIATE; {FINISH_SCRIPT}SELECT {WORKER_IS_OURS} AS inserted, 0 AS completed; \
+             COMMIT"
+        ),
+        // The completion as `records.rs`'s `COMPLETE`, only with our worker; `changes()` is how
+        // many records it completed (0 or 1): only an INSERT, UPDATE or DELETE sets it, not the
+        // `SELECT` (SQLite's `sqlite3_changes`).
+        finish_and_complete: format!(
+            "BEGIN IMMEDIATE; {FINISH_SCRIPT}UPDATE idempotency_records SET state = 'completed', \
+               status = $12, headers = $13, body = $14, compressed = $15, expires_at = $16 \
+             WHERE principal = $17 AND endpoint = $18 AND idem_key = $19 AND state = 'in_flight' \
+               AND started_at = $20 AND {WORKER_IS_OURS}; \
+             SELECT {WORKER_IS_OURS} AS inserted, changes() AS completed; COMMIT"
+        ),
+    }
+});
 
 impl Dialect for Sqlite {
     /// No data-modifying CTEs: texts of several statements are scripts, each one trip through sqlx's
@@ -200,22 +242,14 @@ impl Dialect for Sqlite {
     /// page), then the record read inside the same transaction. SQLite has no `xmax`: the insert
     /// binds a fresh nonce and a conflict leaves the stored one, so the nonce read back says who
     /// inserted (`claim_inserted`).
-    const CLAIM: &'static str = concat!(
-        "BEGIN IMMEDIATE; ",
-        insert_record!("$1", "$2", "$3", "$4", "$5", "$6", "$7"),
-        "; ",
-        "SELECT ",
-        record_columns!(),
-        " FROM idempotency_records WHERE principal = $1 AND endpoint = $2 AND idem_key = $3; \
-         COMMIT"
-    );
+    fn claim() -> &'static str {
+        &CLAIM
+    }
 
     /// No `SKIP LOCKED` (nor a need: one connection, and SQLite serialises writers).
-    const ALLOCATE_NODE: &'static str = concat!(
-        "UPDATE nodes SET allocation_id = $1, allocated_at = $2 WHERE node_id = ",
-        free_node!(),
-        " RETURNING node_id"
-    );
+    fn allocate_node() -> &'static str {
+        &ALLOCATE_NODE
+    }
 
     /// SQLite's `DELETE … LIMIT` needs a compile-time option: the batch is chosen by `rowid`.
     const SWEEP: &'static str = "DELETE FROM idempotency_records WHERE rowid IN \
@@ -225,51 +259,9 @@ impl Dialect for Sqlite {
          (SELECT rowid FROM idempotency_records WHERE expires_at < $1 AND state = 'failed' AND state <> 'in_flight' LIMIT $2) \
          RETURNING principal, endpoint, idem_key, claim_nonce";
 
-    const CREATE_STATEMENTS: CreateStatements = CreateStatements {
-        reserve: concat!(
-            "BEGIN IMMEDIATE; ",
-            reserve_script!("true"),
-            "SELECT node_id FROM nodes WHERE allocation_id = $1; COMMIT"
-        ),
-        // The claim as `CLAIM`, then the fleet's part only if it inserted the record: the stored
-        // nonce is this claim's (`claim_inserted`).
-        claim_and_reserve: concat!(
-            "BEGIN IMMEDIATE; ",
-            insert_record!("$7", "$8", "$9", "$10", "$11", "$2", "$12"),
-            "; ",
-            reserve_script!(
-                "EXISTS (SELECT 1 FROM idempotency_records WHERE principal = $7 AND endpoint = $8 \
-                   AND idem_key = $9 AND claim_nonce = $11)"
-            ),
-            "SELECT ",
-            record_columns!(),
-            ", (SELECT node_id FROM nodes WHERE allocation_id = $1) AS node_id \
-             FROM idempotency_records WHERE principal = $7 AND endpoint = $8 AND idem_key = $9; \
-             COMMIT"
-        ),
-        finish: concat!(
-            "BEGIN IMMEDIATE; ",
-            finish_script!(),
-            "SELECT ",
-            worker_is_ours!(),
-            " AS inserted, 0 AS completed; COMMIT"
-        ),
-        // The completion as `records.rs`'s `COMPLETE`, only with our worker; `changes()` is how
-        // many records it completed (0 or 1): only an INSERT, UPDATE or DELETE sets it, not the
-        // `SELECT` (SQLite's `sqlite3_changes`).
-        finish_and_complete: concat!(
-            "BEGIN IMMEDIATE; ",
-            finish_script!(),
-            "UPDATE idempotency_records SET state = 'completed', status = $12, headers = $13, \
-               body = $14, compressed = $15, expires_at = $16 \
-             WHERE principal = $17 AND endpoint = $18 AND idem_key = $19 AND state = 'in_flight' \
-               AND started_at = $20 AND ",
-            worker_is_ours!(),
-            "; SELECT ",
-            worker_is_ours!(),
-            " AS inserted, changes() AS completed; COMMIT"
-        ),
-    };
+    fn create_statements() -> &'static CreateStatements {
+        &CREATE_STATEMENTS
+    }
 
     /// Ours when the stored nonce is the one this claim bound.
     fn claim_inserted(
@@ -580,7 +572,7 @@ mod tests {
     #[tokio::test]
     async fn a_free_node_is_found_through_the_free_nodes_index() {
         let (_dir, _, store) = file_store("plan.db").await;
-        let plan = query_plan(&store, Sqlite::ALLOCATE_NODE).await;
+        let plan = query_plan(&store, Sqlite::allocate_node()).await;
         assert!(
             plan.iter()
                 .any(|step| step.contains("USING INDEX nodes_free"))
