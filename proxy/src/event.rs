@@ -1,15 +1,10 @@
-//! The event log: one [`ProxyEvent`] per proxied request (HTTP mode) or connection (TCP mode and
-//! the Toxiproxy proxies).
+//! What the proxy saw: one [`ProxyEvent`] per proxied request (HTTP mode) or connection (TCP mode
+//! and the Toxiproxy proxies), kept by the [`EventLog`](crate::event_log::EventLog).
 //!
-//! The log is the runner's ground truth for "did the server do the work": it records the rule that
-//! applied, the fault, what the upstream answered and whether the downstream client got it.
-
-use std::collections::VecDeque;
-use std::sync::Mutex;
+//! An event is the runner's ground truth for "did the server do the work": it records the rule
+//! that applied, the fault, what the upstream answered and whether the downstream client got it.
 
 use serde::{Deserialize, Serialize};
-
-use crate::metrics::Metrics;
 
 /// Which side of the proxy a failure happened on, in pingora's vocabulary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,127 +101,5 @@ impl ProxyEvent {
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
         Self { at, ..Self::EMPTY }
-    }
-}
-
-/// A bounded, ordered, in-memory log of [`ProxyEvent`]s.
-///
-/// Holds at most `capacity` events; the oldest are dropped first. `seq` keeps counting across
-/// drops and [`EventLog::clear`], so `since(seq)` stays a reliable cursor.
-#[derive(Debug)]
-pub struct EventLog {
-    inner: Mutex<Inner>,
-    capacity: usize,
-    /// Counts every event as it is pushed (`GET /metrics`).
-    metrics: Metrics,
-}
-
-#[derive(Debug, Default)]
-struct Inner {
-    events: VecDeque<ProxyEvent>,
-    next_seq: u64,
-}
-
-impl EventLog {
-    /// An empty log that keeps at most `capacity` events (at least 1).
-    pub fn new(capacity: usize) -> Self {
-        Self {
-            inner: Mutex::new(Inner {
-                events: VecDeque::new(),
-                next_seq: 1,
-            }),
-            capacity: capacity.max(1),
-            metrics: Metrics::default(),
-        }
-    }
-
-    /// The metrics counted from this log's events.
-    pub fn metrics(&self) -> &Metrics {
-        &self.metrics
-    }
-
-    /// Appends `event`, assigning its `seq` (the first event gets 1), and counts it in the
-    /// [`Metrics`]; returns the seq.
-    pub fn push(&self, mut event: ProxyEvent) -> u64 {
-        self.metrics.record(&event);
-        let mut inner = self.inner.lock().expect("event log lock is never poisoned");
-        event.seq = inner.next_seq;
-        inner.next_seq += 1;
-        if inner.events.len() == self.capacity {
-            inner.events.pop_front();
-        }
-        inner.events.push_back(event);
-        inner.next_seq - 1
-    }
-
-    /// Applies `f` to the retained event `seq`; nothing when it was evicted or cleared.
-    pub(crate) fn update(&self, seq: u64, f: impl FnOnce(&mut ProxyEvent)) {
-        let mut inner = self.inner.lock().expect("event log lock is never poisoned");
-        let first = inner.events.front().map_or(0, |e| e.seq);
-        let Some(index) = seq.checked_sub(first) else {
-            return;
-        };
-        if let Some(event) = inner.events.get_mut(index as usize) {
-            if event.seq == seq {
-                f(event);
-            }
-        }
-    }
-
-    /// Every retained event, oldest first.
-    pub fn all(&self) -> Vec<ProxyEvent> {
-        self.since(0)
-    }
-
-    /// The retained events with `seq > since`, oldest first.
-    pub fn since(&self, since: u64) -> Vec<ProxyEvent> {
-        let inner = self.inner.lock().expect("event log lock is never poisoned");
-        // seqs are consecutive in the deque, so the start index is arithmetic.
-        let first = inner.events.front().map_or(0, |e| e.seq);
-        let skip = since.saturating_add(1).saturating_sub(first) as usize;
-        inner.events.iter().skip(skip).cloned().collect()
-    }
-
-    /// The seq of the newest event, 0 when none was ever recorded.
-    pub fn last_seq(&self) -> u64 {
-        self.inner
-            .lock()
-            .expect("event log lock is never poisoned")
-            .next_seq
-            - 1
-    }
-
-    /// Forgets the retained events; seqs continue where they were.
-    pub fn clear(&self) {
-        self.inner
-            .lock()
-            .expect("event log lock is never poisoned")
-            .events
-            .clear();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn event() -> ProxyEvent {
-        ProxyEvent::starting_now()
-    }
-
-    #[test]
-    fn since_is_a_cursor_across_eviction_and_clear() {
-        let log = EventLog::new(3);
-        for _ in 0..5 {
-            log.push(event());
-        }
-        let seqs = |v: Vec<ProxyEvent>| v.into_iter().map(|e| e.seq).collect::<Vec<_>>();
-        assert_eq!(seqs(log.all()), [3, 4, 5]);
-        assert_eq!(seqs(log.since(4)), [5]);
-        assert_eq!(seqs(log.since(1)), [3, 4, 5]);
-        assert_eq!(seqs(log.since(5)), Vec::<u64>::new());
-        log.clear();
-        assert_eq!(log.push(event()), 6);
-        assert_eq!(seqs(log.since(0)), [6]);
     }
 }

@@ -33,6 +33,7 @@ mod config;
 pub mod control;
 mod error;
 mod event;
+mod event_log;
 mod handle;
 mod http;
 mod matcher;
@@ -45,6 +46,7 @@ mod workers;
 
 pub use config::ProxyConfig;
 pub use error::ProxyError;
-pub use event::{EventLog, ProxyEvent, Side};
+pub use event::{ProxyEvent, Side};
+pub use event_log::EventLog;
 pub use handle::ProxyHandle;
 pub use start::start;

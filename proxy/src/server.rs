@@ -11,7 +11,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::event::EventLog;
+use crate::event_log::EventLog;
 use crate::http::Forwarder;
 use crate::matcher::{RuleSet, TcpRuleSet};
 

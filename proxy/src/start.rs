@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
-use crate::event::EventLog;
+use crate::event_log::EventLog;
 use crate::handle::ProxyHandle;
 use crate::http::Forwarder;
 use crate::matcher::{RuleSet, TcpRuleSet};

@@ -1,7 +1,7 @@
 //! One downstream connection: hyper's HTTP/1.1 server over a [`FaultIo`] that lets a fault close
 //! or reset the connection from inside a request. The control API's connections are served the
 //! same way, for the same edges: hyper's own rejections rewritten with a problem body
-//! (`rejects`), the header-read timeout (`head_timer`), and the lingering close (`linger`).
+//! (`rejections`), the header-read timeout (`head_timer`), and the lingering close (`linger`).
 
 use std::future::Future;
 use std::io;
@@ -26,14 +26,14 @@ use super::head_clock::Expiry;
 use super::head_timer::Timed;
 use super::linger::{linger, LINGER};
 use super::link::{UpstreamConn, UpstreamLink};
-use super::rejects::{problem_response, reject_status};
+use super::rejections::{problem_response, reject_status};
 use super::upstream::UPSTREAM_AFTERLIFE;
 
 use super::fast::Exit;
 use crate::server::{Shared, Upstream};
 
 /// hyper's answer to a request head it could not parse, held back until the connection's end
-/// says what it was (see `rejects`).
+/// says what it was (see `rejections`).
 #[derive(Debug)]
 struct Held {
     status: u16,

@@ -10,7 +10,8 @@ use idemspec_scenarios::rules::Rule;
 
 use super::ctl::ConnCtl;
 use super::receipt::Receipt;
-use crate::event::{EventLog, ProxyEvent, Side};
+use crate::event::{ProxyEvent, Side};
+use crate::event_log::EventLog;
 
 /// The request header whose value tags an event (`X-Idemspec-Step: lost-1`).
 const STEP_HEADER: HeaderName = HeaderName::from_static("x-idemspec-step");

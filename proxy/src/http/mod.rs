@@ -20,7 +20,7 @@
 //!
 //! - `conn`, `ctl`: the downstream connection's task, and the signals (close, reset, shutdown,
 //!   new upstream connection, slow head) that reach it. The control API's connections are
-//!   served by `conn` too, for the same edges: `rejects` (hyper's own answers to unparseable
+//!   served by `conn` too, for the same edges: `rejections` (hyper's own answers to unparseable
 //!   or slow heads, given a problem body), `head_clock` and `head_timer` (a connection's place in reading heads, and the header-read timeout: one sweep per
 //!   proxy, no timer per request or connection), `linger` (a close that lets a client still
 //!   sending read its answer).
@@ -52,7 +52,7 @@ mod key;
 mod linger;
 mod link;
 mod receipt;
-mod rejects;
+mod rejections;
 mod service;
 mod synthetic;
 mod upstream;

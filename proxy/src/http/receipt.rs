@@ -9,7 +9,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::event::{EventLog, ProxyEvent};
+use crate::event::ProxyEvent;
+use crate::event_log::EventLog;
 
 /// Shared by a request's context and its upstream exchanges.
 #[derive(Debug)]

@@ -11,7 +11,8 @@ use idemspec_scenarios::rules::Direction;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::event::{EventLog, ProxyEvent, Side};
+use crate::event::{ProxyEvent, Side};
+use crate::event_log::EventLog;
 
 /// One write of a chunk's bytes: `before` is waited first, then the bytes up to `end` (an
 /// offset into the chunk, after the previous piece's end) are written, then `after` is waited.

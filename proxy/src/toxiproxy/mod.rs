@@ -26,7 +26,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::event::{EventLog, ProxyEvent};
+use crate::event::ProxyEvent;
+use crate::event_log::EventLog;
 use crate::server::{accept_until_shutdown, Shared, Upstream};
 use crate::ProxyConfig;
 

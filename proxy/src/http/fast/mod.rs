@@ -32,7 +32,7 @@ use super::ctl::{ConnCtl, ConnRegistry, ABORT, SHUTDOWN, SLOW_HEAD};
 use super::ctx::RequestCtx;
 use super::linger::{linger, LINGER};
 use super::receipt::Receipt;
-use super::rejects::problem_bytes;
+use super::rejections::problem_bytes;
 use super::synthetic::no_response_detail;
 use super::upstream::{Forwarder, UPSTREAM_AFTERLIFE};
 use crate::event::Side;
