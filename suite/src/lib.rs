@@ -12,7 +12,7 @@
 //! - [`engine`]: what both judge with: the verdict model and its grader, the selection, a run's
 //!   events and report.
 //! - [`hooks`]: the profile's crash / restart / fail_next hooks (shell command or HTTP request).
-//! - [`nemesis`]: a target idemspec starts from its profile, kills mid-flight and restarts.
+//! - [`target_process`]: a target idemspec starts from its profile, kills mid-flight and restarts.
 //! - [`process_group`]: child processes in a group of their own, killed as a whole.
 //! - [`model`]: verdicts, evidence, outcomes, run events, statistics and exit codes.
 //! - [`report`]: the terminal table with evidence, JUnit, JSON and Markdown reports, progress.
@@ -23,8 +23,8 @@ pub mod client_check;
 pub mod engine;
 pub mod hooks;
 pub mod model;
-pub mod nemesis;
 pub mod process_group;
 pub mod reference;
 pub mod report;
 pub mod runner;
+pub mod target_process;

@@ -36,7 +36,7 @@ pub fn kill_group(pid: Option<u32>) {
 /// Set to `stdin` on a child that is itself idemspec (`idemspec __leasebroker`): its stdin is a
 /// pipe whose only write end idemspec holds, and the child exits when the pipe closes — when
 /// idemspec exits, even by SIGKILL ([`exit_with_parent`]). Children that run a user's command get
-/// the same from the shell that runs it (`nemesis`).
+/// the same from the shell that runs it (`target_process`).
 pub const LIFELINE_ENV: &str = "IDEMSPEC_LIFELINE";
 
 /// Where [`LIFELINE_ENV`] says so, watches stdin on a thread of its own and exits the process

@@ -31,8 +31,8 @@ use crate::client::RequestSpec;
 use crate::engine::{self, RunRecord};
 use crate::hooks::{HookRunner, ProfileHooks};
 use crate::model::RunReport;
-use crate::nemesis::{NemesisHooks, TargetProcess};
 use crate::reference::ReferenceServer;
+use crate::target_process::{ProcessHooks, TargetProcess};
 use check::{Limits, ScenarioCheck};
 use env::Env;
 
@@ -59,7 +59,7 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
     let (profile, hooks, reference): (_, Arc<dyn HookRunner>, _) = match opts.target {
         Target::Profile(p) if p.process.is_some() => {
             let process = TargetProcess::start(&p).await.map_err(RunError::Target)?;
-            let hooks = Arc::new(NemesisHooks::new(
+            let hooks = Arc::new(ProcessHooks::new(
                 process.clone(),
                 ProfileHooks::new(p.hooks.clone()),
             ));

@@ -86,7 +86,7 @@ pub enum RunError {
     Reference(#[source] crate::reference::ReferenceError),
     /// The target the profile's `process` describes could not be started (exit code 2).
     #[error("start the target")]
-    Target(#[source] crate::nemesis::NemesisError),
+    Target(#[source] crate::target_process::TargetProcessError),
     /// The embedded proxy could not be started.
     #[error("start the fault-injecting proxy")]
     Proxy(#[source] std::io::Error),

@@ -6,7 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use idemspec::nemesis::{NemesisError, TargetProcess};
+use idemspec::target_process::{TargetProcess, TargetProcessError};
 use idemspec_scenarios::profile::TargetProfile;
 
 /// The processes whose parent is `pid`, with their command lines.
@@ -269,7 +269,7 @@ async fn a_target_address_that_already_answers_is_refused() {
         panic!("a start beside something that already answers must be refused");
     };
     assert!(
-        matches!(err, NemesisError::AlreadyAnswering { .. }),
+        matches!(err, TargetProcessError::AlreadyAnswering { .. }),
         "{err}"
     );
     let message = err.to_string();

@@ -992,7 +992,7 @@ async fn the_default_target_log_outlives_the_target() {
         db = dir.path().join("lb.db").display(),
     );
     let profile = process_profile(port, &command, "");
-    let target = idemspec::nemesis::TargetProcess::start(&profile)
+    let target = idemspec::target_process::TargetProcess::start(&profile)
         .await
         .expect("the target starts");
     let log = target.log().to_path_buf();

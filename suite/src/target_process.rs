@@ -1,6 +1,6 @@
-//! The process nemesis: a target idemspec starts itself from its profile's `process`, kills with
-//! SIGKILL (its whole process group) where a check crashes it, and starts again on the same
-//! address — what `--reference` does for leasebroker, for any API.
+//! The target process (a process nemesis, in Jepsen's word): a target idemspec starts itself from
+//! its profile's `process`, kills with SIGKILL (its whole process group) where a check crashes it,
+//! and starts again on the same address — what `--reference` does for leasebroker, for any API.
 //!
 //! The child runs `sh -c COMMAND` in a process group of its own, with stdin closed and stdout and
 //! stderr appended to a log file; it inherits no other descriptor of idemspec's (every descriptor
@@ -30,7 +30,7 @@ const READY_POLL: Duration = Duration::from_millis(50);
 
 /// Why the target could not be started.
 #[derive(Debug, thiserror::Error)]
-pub enum NemesisError {
+pub enum TargetProcessError {
     /// The log file could not be opened.
     #[error("open the target's log `{}`", path.display())]
     Log {
@@ -105,9 +105,9 @@ impl TargetProcess {
     /// Starts the target `profile.process` describes and waits until it is ready.
     ///
     /// # Errors
-    /// [`NemesisError`] when it cannot be started or does not become ready in time (with the end
+    /// [`TargetProcessError`] when it cannot be started or does not become ready in time (with the end
     /// of its log).
-    pub async fn start(profile: &TargetProfile) -> Result<Arc<Self>, NemesisError> {
+    pub async fn start(profile: &TargetProfile) -> Result<Arc<Self>, TargetProcessError> {
         let spec = profile
             .process
             .clone()
@@ -119,7 +119,7 @@ impl TargetProcess {
                 let dir = tempfile::Builder::new()
                     .prefix("idemspec-target-")
                     .tempdir()
-                    .map_err(|source| NemesisError::Log {
+                    .map_err(|source| TargetProcessError::Log {
                         path: std::env::temp_dir(),
                         source,
                     })?;
@@ -141,7 +141,7 @@ impl TargetProcess {
             child: Mutex::new(None),
         });
         if let Some((probe, what)) = process.probe().await {
-            return Err(NemesisError::AlreadyAnswering {
+            return Err(TargetProcessError::AlreadyAnswering {
                 command: process.spec.command.clone(),
                 probe,
                 what,
@@ -181,19 +181,19 @@ impl TargetProcess {
         self.child.lock().await.as_ref().and_then(|(c, _)| c.id())
     }
 
-    async fn spawn(&self) -> Result<(), NemesisError> {
+    async fn spawn(&self) -> Result<(), TargetProcessError> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.log)
-            .map_err(|source| NemesisError::Log {
+            .map_err(|source| TargetProcessError::Log {
                 path: self.log.clone(),
                 source,
             })?;
         let stdio = || {
             log.try_clone()
                 .map(Stdio::from)
-                .map_err(|source| NemesisError::Log {
+                .map_err(|source| TargetProcessError::Log {
                     path: self.log.clone(),
                     source,
                 })
@@ -212,10 +212,12 @@ impl TargetProcess {
             command.current_dir(cwd);
         }
         in_own_group(&mut command);
-        let mut child = command.spawn().map_err(|source| NemesisError::Spawn {
-            command: self.spec.command.clone(),
-            source,
-        })?;
+        let mut child = command
+            .spawn()
+            .map_err(|source| TargetProcessError::Spawn {
+                command: self.spec.command.clone(),
+                source,
+            })?;
         let lifeline = child.stdin.take();
         *self.child.lock().await = Some((child, lifeline));
         self.wait_ready().await?;
@@ -241,7 +243,7 @@ impl TargetProcess {
     }
 
     /// Polls readiness until it holds, the process exits, or the timeout passes.
-    async fn wait_ready(&self) -> Result<(), NemesisError> {
+    async fn wait_ready(&self) -> Result<(), TargetProcessError> {
         let limit = self.spec.ready_timeout.map_or(READY_TIMEOUT, |t| t.0);
         let started = tokio::time::Instant::now();
         let client = reqwest::Client::builder()
@@ -272,7 +274,7 @@ impl TargetProcess {
         }
     }
 
-    fn not_ready(&self, why: String) -> NemesisError {
+    fn not_ready(&self, why: String) -> TargetProcessError {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         let tail = lines[lines.len().saturating_sub(8)..]
@@ -280,7 +282,7 @@ impl TargetProcess {
             .map(|l| format!("  {l}"))
             .collect::<Vec<_>>()
             .join("\n");
-        NemesisError::NotReady {
+        TargetProcessError::NotReady {
             command: self.spec.command.clone(),
             why,
             log: self.log.clone(),
@@ -300,7 +302,7 @@ impl TargetProcess {
     ///
     /// # Errors
     /// As [`TargetProcess::start`].
-    pub async fn restart(&self) -> Result<(), NemesisError> {
+    pub async fn restart(&self) -> Result<(), TargetProcessError> {
         self.kill().await;
         self.spawn().await
     }
@@ -319,19 +321,19 @@ impl Drop for TargetProcess {
 
 /// The hooks of a target idemspec runs: `crash` kills it (at once: the runner fires it while the
 /// next request is in the handler), `restart` starts it again; `fail_next` is the profile's.
-pub struct NemesisHooks {
+pub struct ProcessHooks {
     process: Arc<TargetProcess>,
     profile: ProfileHooks,
 }
 
-impl NemesisHooks {
+impl ProcessHooks {
     /// Hooks over `process`, with the profile's other hooks.
     pub fn new(process: Arc<TargetProcess>, profile: ProfileHooks) -> Self {
         Self { process, profile }
     }
 }
 
-impl HookRunner for NemesisHooks {
+impl HookRunner for ProcessHooks {
     fn run(&self, hook: HookName) -> BoxFuture<'_, Result<(), HookError>> {
         Box::pin(async move {
             match hook {
