@@ -36,13 +36,13 @@ mod event;
 mod event_log;
 mod handle;
 mod http;
+mod io_threads;
 mod matcher;
 pub mod metrics;
 mod server;
 mod start;
 mod tcp;
 pub mod toxiproxy;
-mod workers;
 
 pub use config::ProxyConfig;
 pub use error::ProxyError;

@@ -34,7 +34,7 @@ pub(crate) struct Shared {
     /// How long a downstream connection may take to send a request head; `None`: no limit.
     pub(crate) header_read_timeout: Option<Duration>,
     /// The single-threaded runtimes connections are pinned to; `None`: the caller's runtime.
-    pub(crate) workers: Option<crate::workers::Workers>,
+    pub(crate) io_threads: Option<crate::io_threads::IoThreads>,
     /// Where each request's key is ([`crate::ProxyConfig::key_at`]).
     pub(crate) key: crate::http::RequestKey,
     /// The live HTTP downstream connections, told when the proxy shuts down.
@@ -59,7 +59,7 @@ impl Shared {
         upstream: Upstream,
         shutdown: watch::Receiver<bool>,
         (grace, header_read_timeout): (Duration, Option<Duration>),
-        workers: Option<crate::workers::Workers>,
+        io_threads: Option<crate::io_threads::IoThreads>,
     ) -> Self {
         Self {
             mode,
@@ -71,7 +71,7 @@ impl Shared {
             shutdown,
             grace,
             header_read_timeout,
-            workers,
+            io_threads,
             key,
             http_conns: crate::http::ConnRegistry::default(),
         }
@@ -125,32 +125,32 @@ impl Shared {
     }
 }
 
-/// Serves `stream` with `serve` on the next of `workers`' threads, or on the caller's runtime
-/// without workers; the task joins `conns`.
-pub(crate) fn spawn_on_workers<F, Fut>(
+/// Serves `stream` with `serve` on the next of `io_threads`, or on the caller's runtime without
+/// them; the task joins `conns`.
+pub(crate) fn spawn_on_io_threads<F, Fut>(
     conns: &mut JoinSet<()>,
     stream: TcpStream,
-    workers: Option<&crate::workers::Workers>,
+    io_threads: Option<&crate::io_threads::IoThreads>,
     serve: F,
 ) where
     F: FnOnce(TcpStream) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let Some(workers) = workers else {
+    let Some(threads) = io_threads else {
         conns.spawn(serve(stream));
         return;
     };
-    // A tokio socket reports readiness to the runtime it was registered with: hand the worker
+    // A tokio socket reports readiness to the runtime it was registered with: hand the I/O thread
     // the plain socket so that it registers it with its own, or every read would wake this
-    // thread first and cross to the worker.
+    // thread first and cross to the I/O thread.
     let stream = match stream.into_std() {
         Ok(stream) => stream,
         Err(err) => {
-            tracing::warn!(error = %err, "could not hand a connection to a worker");
+            tracing::warn!(error = %err, "could not hand a connection to an I/O thread");
             return;
         }
     };
-    workers.spawn_into(conns, async move {
+    threads.spawn_into(conns, async move {
         match TcpStream::from_std(stream) {
             Ok(stream) => serve(stream).await,
             Err(err) => tracing::warn!(error = %err, "could not register a connection"),
@@ -213,7 +213,7 @@ pub(crate) async fn accept_until(
 pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
     let mut conns = accept_until_shutdown(listener, &shared, "proxy", |conns, stream| {
         let conn_shared = shared.clone();
-        spawn_on_workers(conns, stream, shared.workers.as_ref(), move |stream| {
+        spawn_on_io_threads(conns, stream, shared.io_threads.as_ref(), move |stream| {
             serve(stream, conn_shared)
         })
     })
@@ -230,7 +230,7 @@ pub(crate) async fn run(listener: TcpListener, shared: Arc<Shared>) {
         );
         conns.shutdown().await;
     }
-    if let Some(workers) = &shared.workers {
-        workers.stop();
+    if let Some(threads) = &shared.io_threads {
+        threads.stop();
     }
 }

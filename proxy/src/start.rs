@@ -81,10 +81,10 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         Some(c) => Some(bind(c)?),
         None => None,
     };
-    let workers = match config.io_threads {
+    let io_threads = match config.io_threads {
         0 => None,
         n => Some(
-            crate::workers::Workers::start(n).map_err(|e| ProxyError::IoThreads {
+            crate::io_threads::IoThreads::start(n).map_err(|e| ProxyError::IoThreads {
                 threads: n,
                 reason: e.to_string(),
             })?,
@@ -98,7 +98,7 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         upstream,
         stopped,
         (config.shutdown_grace, header_read_timeout),
-        workers,
+        io_threads,
     ));
     let mut tasks = vec![tokio::spawn(crate::server::run(listener, shared.clone()))];
     if let Some(timeout) = header_read_timeout {

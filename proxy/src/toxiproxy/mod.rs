@@ -7,7 +7,7 @@
 //! Layout: `api` (routes, status codes, bodies), `error` (Toxiproxy's error body as a problem
 //! document), `registry` (the proxies and their accept loops), `chain` (the toxics of one
 //! connection, as a transform of idemspec's TCP relay, `crate::tcp::relay`), `toxics/` (one file
-//! per toxic type). Connections are served on the server's I/O workers and recorded in its
+//! per toxic type). Connections are served on the server's I/O threads and recorded in its
 //! event log ([`ToxiproxyServer::events_since`]). `docs/toxiproxy.md` lists what is
 //! served and every deliberate difference from Toxiproxy.
 
@@ -45,7 +45,7 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(15);
 #[derive(Debug)]
 pub struct ToxiproxyServer {
     addr: SocketAddr,
-    /// The server's state as the proxy's connections know it: the event log, the I/O workers,
+    /// The server's state as the proxy's connections know it: the event log, the I/O threads,
     /// the shutdown signal and the header-read timeout of the API's connections. Its `upstream`
     /// is empty: each proxy has its own.
     host: Arc<Shared>,
@@ -71,9 +71,9 @@ impl ToxiproxyServer {
     pub async fn start_with_threads(addr: SocketAddr, io_threads: usize) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let workers = match io_threads {
+        let io_threads = match io_threads {
             0 => None,
-            n => Some(crate::workers::Workers::start(n)?),
+            n => Some(crate::io_threads::IoThreads::start(n)?),
         };
         let defaults = ProxyConfig::default();
         let (stop, stopped) = watch::channel(false);
@@ -88,7 +88,7 @@ impl ToxiproxyServer {
             Upstream::Tcp(String::new()),
             stopped,
             (defaults.shutdown_grace, Some(HEADER_READ_TIMEOUT)),
-            workers,
+            io_threads,
         ));
         let task = tokio::spawn(serve(listener, host.clone()));
         Ok(Self {
@@ -144,7 +144,7 @@ async fn serve(listener: TcpListener, host: Arc<Shared>) {
         conns.shutdown().await;
     }
     let _ = sweep.await;
-    if let Some(workers) = &host.workers {
-        workers.stop();
+    if let Some(threads) = &host.io_threads {
+        threads.stop();
     }
 }

@@ -5,7 +5,7 @@
 //! its listener and every connection it relays, and is complete when the call returns.
 //!
 //! A connection is relayed by the TCP relay (`crate::tcp::relay`) through its toxic
-//! [`Chain`], on the server's I/O workers, and recorded in the server's event log with the
+//! [`Chain`], on the server's I/O threads, and recorded in the server's event log with the
 //! proxy's name.
 
 use std::collections::BTreeMap;
@@ -22,7 +22,7 @@ use super::chain::{Chain, Toxics};
 use super::error::ApiError;
 use super::toxics::Toxic;
 use crate::event::ProxyEvent;
-use crate::server::{accept_until, spawn_on_workers, Shared};
+use crate::server::{accept_until, spawn_on_io_threads, Shared};
 use crate::tcp::relay;
 
 /// The most proxies one server holds.
@@ -160,7 +160,7 @@ async fn accept(
     };
     let mut conns = accept_until(listener, stop, "toxiproxy proxy", |conns, down| {
         let (proxy, conn_host, closing) = (proxy.clone(), host.clone(), closing.clone());
-        spawn_on_workers(conns, down, host.workers.as_ref(), move |down| {
+        spawn_on_io_threads(conns, down, host.io_threads.as_ref(), move |down| {
             serve(down, proxy, conn_host, closing)
         });
     })
@@ -197,7 +197,7 @@ async fn serve(
 pub(crate) struct Registry {
     proxies: Mutex<BTreeMap<String, Entry>>,
     next_toxic: AtomicU64,
-    /// The server's event log, I/O workers and shutdown signal.
+    /// The server's event log, I/O threads and shutdown signal.
     host: Arc<Shared>,
 }
 
@@ -222,7 +222,7 @@ async fn same_listen(listen: &str, current: &str) -> bool {
 }
 
 impl Registry {
-    /// No proxies yet; theirs will be served with `host`'s workers and recorded in its log.
+    /// No proxies yet; theirs will be served with `host`'s I/O threads and recorded in its log.
     pub(crate) fn new(host: Arc<Shared>) -> Self {
         Self {
             proxies: Mutex::default(),

@@ -13,15 +13,15 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::task::{AbortHandle, JoinSet};
 
-/// The pool. Dropping it (or [`Workers::stop`]) ends every thread; tasks still on its runtime are
+/// The pool. Dropping it (or [`IoThreads::stop`]) ends every thread; tasks still on its runtime are
 /// dropped with it (the accept loop drains its connections first, see `server::run`).
-pub(crate) struct Workers {
+pub(crate) struct IoThreads {
     handles: Vec<Handle>,
     next: AtomicUsize,
     stops: Mutex<Vec<oneshot::Sender<()>>>,
 }
 
-impl Workers {
+impl IoThreads {
     /// Starts `n` threads (n ≥ 1), each running a current-thread runtime with I/O and timers.
     ///
     /// Errors: a thread or runtime could not be created.
@@ -72,17 +72,17 @@ impl Workers {
     }
 }
 
-impl std::fmt::Debug for Workers {
+impl std::fmt::Debug for IoThreads {
     // Every runtime handle and stop sender would print in full (a handle's Debug ran to
     // 175 000 characters with 1 025 threads): the count says what matters.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Workers")
+        f.debug_struct("IoThreads")
             .field("threads", &self.handles.len())
             .finish_non_exhaustive()
     }
 }
 
-impl Drop for Workers {
+impl Drop for IoThreads {
     fn drop(&mut self) {
         self.stop();
     }
