@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
-use super::ctl::ConnCtl;
+use super::conn_signals::ConnSignals;
 use super::ctx::RequestCtx;
 use crate::event::Side;
 
@@ -94,7 +94,7 @@ impl Body for RequestBody {
 #[derive(Debug)]
 struct Cut {
     limit: u64,
-    ctl: Arc<ConnCtl>,
+    ctl: Arc<ConnSignals>,
     tripped: bool,
 }
 
@@ -120,7 +120,12 @@ impl ResponseBody {
     }
 
     /// Sends at most `limit` bytes of `source` (never all of it), then resets the connection.
-    pub(crate) fn cut(source: Source, mut ctx: RequestCtx, limit: u64, ctl: Arc<ConnCtl>) -> Self {
+    pub(crate) fn cut(
+        source: Source,
+        mut ctx: RequestCtx,
+        limit: u64,
+        ctl: Arc<ConnSignals>,
+    ) -> Self {
         ctx.answered();
         // Never deliver the whole body: with a known length keep its last byte back.
         let limit = match source.size_hint().exact() {

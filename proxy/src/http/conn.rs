@@ -21,7 +21,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::ctl::{ConnCtl, ConnRegistry, ABORT, NEW_UPSTREAM, SHUTDOWN, SLOW_HEAD};
+use super::conn_signals::{ConnRegistry, ConnSignals, ABORT, NEW_UPSTREAM, SHUTDOWN, SLOW_HEAD};
 use super::head_clock::Expiry;
 use super::head_timer::Timed;
 use super::linger::{linger, LINGER};
@@ -42,10 +42,10 @@ struct Held {
     written: usize,
 }
 
-/// The downstream socket, with the hooks [`ConnCtl`] and the connection's edges need.
+/// The downstream socket, with the hooks [`ConnSignals`] and the connection's edges need.
 struct FaultIo {
     stream: TcpStream,
-    ctl: Arc<ConnCtl>,
+    ctl: Arc<ConnSignals>,
     held: Option<Held>,
     /// Bytes the fast path read and handed over, read before the socket's.
     prefix: BytesMut,
@@ -223,7 +223,7 @@ struct ConnTask<S: HttpService<Incoming>> {
     upstream: Option<Upstreams>,
     /// The header-read timeout.
     head: Option<Duration>,
-    ctl: Arc<ConnCtl>,
+    ctl: Arc<ConnSignals>,
     graceful: bool,
 }
 
@@ -287,7 +287,7 @@ async fn serve<S, B>(
     stream: TcpStream,
     prefix: BytesMut,
     shared: Arc<Shared>,
-    ctl: Arc<ConnCtl>,
+    ctl: Arc<ConnSignals>,
     service: S,
     link: Option<Arc<UpstreamLink>>,
     who: Speaker,
@@ -356,7 +356,7 @@ async fn serve<S, B>(
 /// Serves one downstream connection of the proxy until the client closes it, a fault ends it, a
 /// head is too slow, or the proxy shuts down: on the fast path while it can, then on hyper's.
 pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
-    let ctl = Arc::new(ConnCtl::default());
+    let ctl = Arc::new(ConnSignals::default());
     let Upstream::Http(fwd) = &shared.upstream else {
         unreachable!("HTTP connections are only served in HTTP mode")
     };
@@ -385,7 +385,7 @@ pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
 
 /// Serves one connection of the control API with `router`, at the same edges as the proxy's.
 pub(crate) async fn serve_control(stream: TcpStream, shared: Arc<Shared>, router: axum::Router) {
-    let ctl = Arc::new(ConnCtl::default());
+    let ctl = Arc::new(ConnSignals::default());
     let service = Timed::new(TowerToHyperService::new(router), ctl.clone());
     serve(
         stream,

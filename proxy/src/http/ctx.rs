@@ -8,7 +8,7 @@ use http::header::HeaderName;
 use http::request::Parts;
 use idemspec_scenarios::rules::Rule;
 
-use super::ctl::ConnCtl;
+use super::conn_signals::ConnSignals;
 use super::receipt::Receipt;
 use crate::event::{ProxyEvent, Side};
 use crate::event_log::EventLog;
@@ -35,7 +35,7 @@ pub(crate) struct RequestCtx {
     committed: bool,
     /// The downstream connection the request came on: a fault closes or resets it through
     /// this, and the context tells its header-read clock when the request begins and ends.
-    conn: Arc<ConnCtl>,
+    conn: Arc<ConnSignals>,
 }
 
 /// A header's value as text; the name is pre-parsed, so the lookup does not re-validate it.
@@ -55,7 +55,7 @@ impl RequestCtx {
         log: Arc<EventLog>,
         parts: &Parts,
         key: Option<String>,
-        conn: Arc<ConnCtl>,
+        conn: Arc<ConnSignals>,
     ) -> Self {
         let path = parts
             .uri
@@ -80,7 +80,7 @@ impl RequestCtx {
         path: String,
         key: Option<String>,
         step: Option<String>,
-        conn: Arc<ConnCtl>,
+        conn: Arc<ConnSignals>,
     ) -> Self {
         conn.head.busy();
         let mut event = ProxyEvent::starting_now();
@@ -100,7 +100,7 @@ impl RequestCtx {
     }
 
     /// The downstream connection the request came on.
-    pub(crate) fn conn(&self) -> &Arc<ConnCtl> {
+    pub(crate) fn conn(&self) -> &Arc<ConnSignals> {
         &self.conn
     }
 

@@ -1,5 +1,5 @@
 //! Where one downstream connection is in reading request heads: one atomic word per connection
-//! (in its `ConnCtl`) that the socket's reads, the request's context and its response body update
+//! (in its `ConnSignals`) that the socket's reads, the request's context and its response body update
 //! with plain loads and stores, and that the header-read timeout's sweep ([`super::head_timer`])
 //! reads.
 

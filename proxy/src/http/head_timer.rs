@@ -10,10 +10,10 @@
 //! failure the proxy would inject without meaning to.
 //!
 //! Cost: no timer per request, and none per connection. Each connection's place in reading
-//! heads is one atomic word ([`HeadClock`], in its `ConnCtl`) that the socket's reads, the
+//! heads is one atomic word ([`HeadClock`], in its `ConnSignals`) that the socket's reads, the
 //! request's context and its response body update with plain loads and stores. One task per
 //! proxy ([`sweep`]) wakes every [`sweep_period`], reads every live connection's word, and
-//! raises `SLOW_HEAD` in the `ConnCtl` of those overdue; the connection's task reads its flags
+//! raises `SLOW_HEAD` in the `ConnSignals` of those overdue; the connection's task reads its flags
 //! on every wake anyway. So a slow head is cut between the timeout and a period later. Measured
 //! against the alternatives (callgrind, the pass-through bench): a timer polled by the
 //! connection's task re-registers its waker on every wake (~650 instructions per request); a
@@ -31,7 +31,7 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::service::Service;
 
-use super::ctl::ConnCtl;
+use super::conn_signals::ConnSignals;
 use super::head_clock::Expiry;
 #[cfg(test)]
 use super::head_clock::HeadClock;
@@ -66,12 +66,12 @@ pub(crate) async fn sweep(shared: Arc<Shared>, timeout: Duration) {
 #[derive(Debug, Clone)]
 pub(crate) struct Timed<S> {
     inner: S,
-    conn: Arc<ConnCtl>,
+    conn: Arc<ConnSignals>,
 }
 
 impl<S> Timed<S> {
     /// `inner`, reporting to `conn`'s clock.
-    pub(crate) fn new(inner: S, conn: Arc<ConnCtl>) -> Self {
+    pub(crate) fn new(inner: S, conn: Arc<ConnSignals>) -> Self {
         Self { inner, conn }
     }
 }
@@ -98,7 +98,7 @@ pin_project_lite::pin_project! {
     pub(crate) struct TimedFuture<F> {
         #[pin]
         inner: F,
-        conn: Option<Arc<ConnCtl>>,
+        conn: Option<Arc<ConnSignals>>,
     }
 }
 
@@ -120,7 +120,7 @@ where
 #[derive(Debug)]
 pub(crate) struct TimedBody<B> {
     inner: B,
-    conn: Option<Arc<ConnCtl>>,
+    conn: Option<Arc<ConnSignals>>,
 }
 
 impl<B: Body + Unpin> Body for TimedBody<B> {

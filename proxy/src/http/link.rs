@@ -7,7 +7,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::body::RequestBody;
-use super::ctl::ConnCtl;
+use super::conn_signals::ConnSignals;
 
 /// One upstream connection's I/O half; it is polled by the downstream connection's task.
 pub(super) type UpstreamConn = http1::Connection<TokioIo<TcpStream>, RequestBody>;
@@ -24,12 +24,12 @@ pub(crate) struct UpstreamLink {
     idle: Mutex<Option<SendRequest<RequestBody>>>,
     /// Connections opened but not yet taken by the task; `None` once the task is gone.
     pending: Mutex<Option<Vec<UpstreamConn>>>,
-    ctl: Arc<ConnCtl>,
+    ctl: Arc<ConnSignals>,
 }
 
 impl UpstreamLink {
     /// A link whose new connections the task behind `ctl` drives.
-    pub(super) fn new(ctl: Arc<ConnCtl>) -> Self {
+    pub(super) fn new(ctl: Arc<ConnSignals>) -> Self {
         Self {
             idle: Mutex::new(None),
             pending: Mutex::new(Some(Vec::new())),

@@ -7,7 +7,7 @@
 //! downstream ──► fast: plain head, no rule ─► forwarded as bytes (RequestCtx, event) ─► upstream
 //!                  │ anything else: handoff, with the bytes read so far
 //!                  ▼
-//!                conn (FaultIo; ctl: ConnCtl) ──► service: RequestCtx, match rule, prepare head
+//!                conn (FaultIo; ConnSignals) ──► service: RequestCtx, match rule, prepare head
 //!                                                   │
 //!                          no rule ─► Flight::pass ─┴─ rule ─► faults::apply(fault, Flight)
 //!                                                               refuse  respond  delay  hang
@@ -18,7 +18,7 @@
 //!                 └─► Reply: send | send_cut | send_buffered | discard | no_response | abort
 //! ```
 //!
-//! - `conn`, `ctl`: the downstream connection's task, and the signals (close, reset, shutdown,
+//! - `conn`, `conn_signals`: the downstream connection's task, and the signals (close, reset, shutdown,
 //!   new upstream connection, slow head) that reach it. The control API's connections are
 //!   served by `conn` too, for the same edges: `rejections` (hyper's own answers to unparseable
 //!   or slow heads, given a problem body), `head_clock` and `head_timer` (a connection's place in reading heads, and the header-read timeout: one sweep per
@@ -39,7 +39,7 @@
 
 mod body;
 mod conn;
-mod ctl;
+mod conn_signals;
 mod ctx;
 mod detach;
 mod fast;
@@ -58,7 +58,7 @@ mod synthetic;
 mod upstream;
 
 pub(crate) use conn::{serve_connection, serve_control};
-pub(crate) use ctl::ConnRegistry;
+pub(crate) use conn_signals::ConnRegistry;
 pub(crate) use ctx::IDEMPOTENCY_KEY;
 pub(crate) use head_timer::sweep as sweep_slow_heads;
 pub(crate) use key::RequestKey;

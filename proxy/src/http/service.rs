@@ -8,7 +8,7 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 
 use super::body::{RequestBody, ResponseBody, Source};
-use super::ctl::ConnCtl;
+use super::conn_signals::ConnSignals;
 use super::ctx::RequestCtx;
 use super::faults;
 use super::flight::Flight;
@@ -20,7 +20,7 @@ use crate::server::{Shared, Upstream};
 /// Handles one request from a downstream connection.
 pub(super) async fn handle(
     shared: Arc<Shared>,
-    ctl: Arc<ConnCtl>,
+    ctl: Arc<ConnSignals>,
     link: Arc<UpstreamLink>,
     req: Request<Incoming>,
 ) -> Result<Response<ResponseBody>, Infallible> {

@@ -28,7 +28,7 @@ use http::StatusCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::ctl::{ConnCtl, ConnRegistry, ABORT, SHUTDOWN, SLOW_HEAD};
+use super::conn_signals::{ConnRegistry, ConnSignals, ABORT, SHUTDOWN, SLOW_HEAD};
 use super::ctx::RequestCtx;
 use super::linger::{linger, LINGER};
 use super::receipt::Receipt;
@@ -83,7 +83,7 @@ struct Conn<'a> {
     shared: &'a Arc<Shared>,
     /// The header that carries the idempotency key (lowercase).
     key_header: &'a str,
-    ctl: &'a Arc<ConnCtl>,
+    ctl: &'a Arc<ConnSignals>,
     fwd: &'a Forwarder,
     down: TcpStream,
     /// Read from the client, not yet handled.
@@ -98,7 +98,7 @@ struct Conn<'a> {
 pub(super) async fn serve(
     stream: TcpStream,
     shared: &Arc<Shared>,
-    ctl: &Arc<ConnCtl>,
+    ctl: &Arc<ConnSignals>,
     fwd: &Forwarder,
 ) -> Exit {
     // The fast path reads a key only from a header; a key elsewhere is hyper's path's to find.
@@ -134,7 +134,7 @@ pub(super) async fn serve(
 }
 
 /// Resolves with the connection's flags once one of `bits` is raised.
-async fn raised(ctl: &ConnCtl, bits: u8) -> u8 {
+async fn raised(ctl: &ConnSignals, bits: u8) -> u8 {
     poll_fn(|cx| {
         let flags = ctl.poll_flags(cx.waker());
         if flags & bits != 0 {

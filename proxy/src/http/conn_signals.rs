@@ -1,4 +1,4 @@
-//! Signals to a downstream connection's task ([`ConnCtl`]) and the registry that lets a shutdown
+//! Signals to a downstream connection's task ([`ConnSignals`]) and the registry that lets a shutdown
 //! reach every live connection ([`ConnRegistry`]).
 //!
 //! One atomic word and one waker per connection: the task checks them with a load on each wake,
@@ -31,14 +31,14 @@ pub(super) const SLOW_HEAD: u8 = 1 << 5;
 /// connection's task: close (FIN) or reset (RST), now or after the bytes written so far have
 /// been flushed. Also where the connection is in reading request heads, for the sweep.
 #[derive(Debug)]
-pub(crate) struct ConnCtl {
+pub(crate) struct ConnSignals {
     flags: AtomicU8,
     waker: AtomicWaker,
     /// Updated by the socket's reads and each request; read by `head_timer::sweep`.
     pub(crate) head: HeadClock,
 }
 
-impl Default for ConnCtl {
+impl Default for ConnSignals {
     /// The signals of a connection accepted now.
     fn default() -> Self {
         Self {
@@ -49,7 +49,7 @@ impl Default for ConnCtl {
     }
 }
 
-impl ConnCtl {
+impl ConnSignals {
     fn raise(&self, bits: u8) {
         self.flags.fetch_or(bits, Ordering::AcqRel);
         self.waker.wake();
@@ -97,7 +97,7 @@ impl ConnCtl {
         self.flags.fetch_and(!bits, Ordering::AcqRel);
     }
 
-    /// Whether a flush should now trigger the reset asked for by [`ConnCtl::reset_after_flush`]
+    /// Whether a flush should now trigger the reset asked for by [`ConnSignals::reset_after_flush`]
     /// (true once).
     pub(super) fn take_abort_after_flush(&self) -> bool {
         self.flags.fetch_and(!ABORT_AFTER_FLUSH, Ordering::AcqRel) & ABORT_AFTER_FLUSH != 0
@@ -113,7 +113,7 @@ impl ConnCtl {
 #[derive(Debug, Default)]
 pub(crate) struct ConnRegistry {
     next: AtomicU64,
-    live: Mutex<HashMap<u64, Weak<ConnCtl>>>,
+    live: Mutex<HashMap<u64, Weak<ConnSignals>>>,
     closed: AtomicBool,
 }
 
@@ -127,7 +127,7 @@ pub(super) struct Registration {
 impl ConnRegistry {
     /// Adds `ctl` for as long as the registration lives. A connection registered after the
     /// shutdown began is told at once.
-    pub(super) fn register(shared: &Arc<Shared>, ctl: &Arc<ConnCtl>) -> Registration {
+    pub(super) fn register(shared: &Arc<Shared>, ctl: &Arc<ConnSignals>) -> Registration {
         let registry = &shared.http_conns;
         let id = registry.next.fetch_add(1, Ordering::Relaxed);
         let closed = {
@@ -148,7 +148,7 @@ impl ConnRegistry {
     }
 
     /// Calls `f` with every live connection's signals (under the registry's lock: keep it short).
-    pub(crate) fn each(&self, mut f: impl FnMut(&ConnCtl)) {
+    pub(crate) fn each(&self, mut f: impl FnMut(&ConnSignals)) {
         let live = self.live.lock().expect("registry lock is never poisoned");
         for ctl in live.values().filter_map(Weak::upgrade) {
             f(&ctl);
@@ -157,7 +157,7 @@ impl ConnRegistry {
 
     /// Tells every live connection, and every later one, that the proxy shuts down.
     pub(crate) fn shutdown_all(&self) {
-        let live: Vec<Arc<ConnCtl>> = {
+        let live: Vec<Arc<ConnSignals>> = {
             let live = self.live.lock().expect("registry lock is never poisoned");
             self.closed.store(true, Ordering::Release);
             live.values().filter_map(Weak::upgrade).collect()
