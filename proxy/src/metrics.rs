@@ -5,7 +5,7 @@
 //!
 //! | name | type | labels | unit, meaning |
 //! |---|---|---|---|
-//! | `idemspec_proxy_requests_total` | counter | `outcome` | exchanges recorded in the event log (HTTP: requests, TCP: connections), by [`Outcome`] |
+//! | `idemspec_proxy_requests_total` | counter | `outcome` | exchanges recorded in the event log (HTTP: requests, TCP: connections), by [`ExchangeEnd`] |
 //! | `idemspec_proxy_faults_total` | counter | `rule`, `verb` | exchanges a rule's fault applied to, by rule name and fault verb (`drop_response`) |
 //! | `idemspec_proxy_upstream_errors_total` | counter | – | exchanges that failed on the upstream side (unreachable, reset, broken body) |
 //! | `idemspec_proxy_added_latency_seconds` | histogram | – | seconds from a request's arrival to its response head, less the time spent waiting for the upstream's answers: what the proxy itself (and a `delay` fault) added. Responses only; HTTP mode only |
@@ -31,7 +31,7 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 /// that holds, in this order.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)] // the label values are snake_case, as the event log's fields
-pub enum Outcome {
+pub enum ExchangeEnd {
     /// The exchange failed on the upstream side (the client got a 502, or a cut response).
     upstream_error,
     /// The client went away first (not because of a fault).
@@ -44,34 +44,34 @@ pub enum Outcome {
     incomplete,
 }
 
-impl Outcome {
-    const ALL: [Outcome; 5] = [
-        Outcome::upstream_error,
-        Outcome::client_disconnected,
-        Outcome::downstream_error,
-        Outcome::complete,
-        Outcome::incomplete,
+impl ExchangeEnd {
+    const ALL: [ExchangeEnd; 5] = [
+        ExchangeEnd::upstream_error,
+        ExchangeEnd::client_disconnected,
+        ExchangeEnd::downstream_error,
+        ExchangeEnd::complete,
+        ExchangeEnd::incomplete,
     ];
 
     /// How `event` ended.
     pub fn of(event: &ProxyEvent) -> Self {
         if event.error_side == Some(Side::Upstream) {
-            Outcome::upstream_error
+            ExchangeEnd::upstream_error
         } else if event.client_disconnected {
-            Outcome::client_disconnected
+            ExchangeEnd::client_disconnected
         } else if event.error_side == Some(Side::Downstream) {
-            Outcome::downstream_error
+            ExchangeEnd::downstream_error
         } else if event.client_complete {
-            Outcome::complete
+            ExchangeEnd::complete
         } else {
-            Outcome::incomplete
+            ExchangeEnd::incomplete
         }
     }
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeLabels {
-    outcome: Outcome,
+struct EndLabels {
+    outcome: ExchangeEnd,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -84,7 +84,7 @@ struct FaultLabels {
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    /// Resolved once, in [`Outcome::ALL`]'s order: counting a request is one atomic add.
+    /// Resolved once, in [`ExchangeEnd::ALL`]'s order: counting a request is one atomic add.
     outcomes: [Counter; 5],
     faults: Family<FaultLabels, Counter>,
     upstream_errors: Counter,
@@ -94,9 +94,9 @@ pub struct Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("idemspec_proxy");
-        let by_outcome = Family::<OutcomeLabels, Counter>::default();
-        let outcomes = Outcome::ALL
-            .map(|outcome| by_outcome.get_or_create(&OutcomeLabels { outcome }).clone());
+        let by_outcome = Family::<EndLabels, Counter>::default();
+        let outcomes = ExchangeEnd::ALL
+            .map(|outcome| by_outcome.get_or_create(&EndLabels { outcome }).clone());
         registry.register(
             "requests",
             "Exchanges recorded in the event log (HTTP: requests, TCP: connections), by how they ended",
@@ -135,8 +135,12 @@ impl Default for Metrics {
 impl Metrics {
     /// Counts an exchange the event log records.
     pub(crate) fn record(&self, event: &ProxyEvent) {
-        let outcome = Outcome::of(event);
-        self.outcomes[Outcome::ALL.iter().position(|o| *o == outcome).unwrap_or(4)].inc();
+        let outcome = ExchangeEnd::of(event);
+        self.outcomes[ExchangeEnd::ALL
+            .iter()
+            .position(|o| *o == outcome)
+            .unwrap_or(4)]
+        .inc();
         if event.error_side == Some(Side::Upstream) {
             self.upstream_errors.inc();
         }

@@ -2,7 +2,7 @@
 //! admin listener.
 //!
 //! - `leasebroker_idempotency_outcomes_total{outcome}`: what the idempotency layer decided for a keyed
-//!   request ([`Outcome`]).
+//!   request ([`KeyOutcome`]).
 //! - `leasebroker_creates_total{result}`: runs of the create handler (`POST /v1/workers`), by
 //!   [`CreateResult`]; a replay does not run it and is not counted here.
 //! - `leasebroker_store_operation_seconds{operation}`: a histogram of how long one store call took
@@ -28,7 +28,7 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 
 /// What the idempotency layer decided for one keyed request (label `outcome`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
+pub enum KeyOutcome {
     /// `claimed`: the request owns the record and runs — a new record, or a failed record (or a
     /// terminal one past the retention window) taken over.
     Claimed,
@@ -47,7 +47,7 @@ pub enum Outcome {
     Failed,
 }
 
-impl Outcome {
+impl KeyOutcome {
     /// Every outcome.
     pub const ALL: [Self; 6] = [
         Self::Claimed,
@@ -100,11 +100,11 @@ macro_rules! label_value {
         }
     )*};
 }
-label_value!(Outcome, CreateResult);
+label_value!(KeyOutcome, CreateResult);
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct OutcomeLabels {
-    outcome: Outcome,
+    outcome: KeyOutcome,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -202,7 +202,7 @@ impl Metrics {
             store.committed_together.clone(),
         );
         // Every label value from the start, so a scrape shows the zeros too.
-        for outcome in Outcome::ALL {
+        for outcome in KeyOutcome::ALL {
             outcomes.get_or_create_owned(&OutcomeLabels { outcome });
         }
         for result in [CreateResult::Created, CreateResult::Error] {
@@ -216,8 +216,8 @@ impl Metrics {
         }
     }
 
-    /// Counts one idempotency [`Outcome`].
-    pub fn outcome(&self, outcome: Outcome) {
+    /// Counts one idempotency [`KeyOutcome`].
+    pub fn outcome(&self, outcome: KeyOutcome) {
         self.outcomes
             .get_or_create(&OutcomeLabels { outcome })
             .inc();

@@ -14,7 +14,7 @@ use http::{HeaderMap, StatusCode};
 
 use super::is_storable;
 use super::record::encode;
-use crate::metrics::{Metrics, Outcome};
+use crate::metrics::{KeyOutcome, Metrics};
 use crate::store::{Claim, ClaimRequest, Completion, IdempotencyRecord};
 
 /// How far a deferred claim got.
@@ -94,12 +94,12 @@ impl DeferredClaim {
         }
     }
 
-    /// Records the claim's result (counted as [`Outcome::Claimed`] when it inserted the record);
+    /// Records the claim's result (counted as [`KeyOutcome::Claimed`] when it inserted the record);
     /// true when this request owns the record.
     pub fn settle(&self, claim: Claim) -> bool {
         let owned = claim.inserted;
         *self.lock() = if owned {
-            self.metrics.outcome(Outcome::Claimed);
+            self.metrics.outcome(KeyOutcome::Claimed);
             Progress::Owned {
                 started_at: claim.record.started_at,
                 completed: false,

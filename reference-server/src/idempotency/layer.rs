@@ -36,7 +36,7 @@ use crate::edge::{read_body, ApiError};
 use crate::faults::CrashPoint;
 use crate::faults::Faults;
 use crate::flaw::{Behaviour, Flaws};
-use crate::metrics::{Metrics, Outcome};
+use crate::metrics::{KeyOutcome, Metrics};
 use crate::store::{ClaimRequest, IdempotencyRecord, RecordState, RecordStore, Scope};
 
 /// The `check-then-act` flaw's pause between the read and the write: wide enough that simultaneous
@@ -75,12 +75,12 @@ enum Decision {
     /// This request owns the record (claim token `started_at`): run it and record the outcome.
     /// Its side-effect sub-keys are salted with the record's `nonce`: kept across retries of one
     /// record (they resume), new for a record created after the old one expired (a new operation).
-    /// `how` is [`Outcome::Claimed`] or [`Outcome::Reclaimed`] (an in-flight record past the TTL);
+    /// `how` is [`KeyOutcome::Claimed`] or [`KeyOutcome::Reclaimed`] (an in-flight record past the TTL);
     /// `first` says the nonce is new (no attempt of this operation ran before: nothing to resume).
     Run {
         started_at: i64,
         nonce: String,
-        how: Outcome,
+        how: KeyOutcome,
         first: bool,
     },
     /// Run without owning the record (flaws only): fresh sub-keys, nothing recorded.
@@ -359,14 +359,14 @@ async fn after_deferred(
     }
 }
 
-/// Counts the decision's [`Outcome`] (running without owning the record, a flaw's, counts nothing).
+/// Counts the decision's [`KeyOutcome`] (running without owning the record, a flaw's, counts nothing).
 fn count(metrics: &Metrics, decision: &Decision) {
     let outcome = match decision {
         Decision::Run { how, .. } => *how,
         Decision::RunUnowned => return,
-        Decision::Replay(_) => Outcome::Replayed,
-        Decision::Refuse(ApiError::KeyMismatch) => Outcome::Mismatch,
-        Decision::Refuse(ApiError::InProgress(_)) => Outcome::InFlightConflict,
+        Decision::Replay(_) => KeyOutcome::Replayed,
+        Decision::Refuse(ApiError::KeyMismatch) => KeyOutcome::Mismatch,
+        Decision::Refuse(ApiError::InProgress(_)) => KeyOutcome::InFlightConflict,
         Decision::Refuse(_) => return,
     };
     metrics.outcome(outcome);
@@ -420,7 +420,7 @@ async fn claim(
         return Ok(Decision::Run {
             started_at: claim.record.started_at,
             nonce: claim.record.nonce,
-            how: Outcome::Claimed,
+            how: KeyOutcome::Claimed,
             first: true,
         });
     }
@@ -458,7 +458,7 @@ async fn decide(
     // Reclaiming a failed or stuck record keeps its nonce (the retry resumes its side effects); an
     // expired record is a new operation and gets a new one.
     let record_nonce = record.nonce.as_str();
-    let take_over = |nonce: String, how: Outcome| async move {
+    let take_over = |nonce: String, how: KeyOutcome| async move {
         // A nonce other than the record's is new: no attempt of this operation ran before.
         let first = nonce != record_nonce;
         let won = store
@@ -495,7 +495,7 @@ async fn decide(
         } else {
             uuid::Uuid::new_v4().to_string()
         };
-        return take_over(nonce, Outcome::Claimed).await;
+        return take_over(nonce, KeyOutcome::Claimed).await;
     }
     if record.fingerprint != fingerprint && behaviour.compare_fingerprint {
         // Without the endpoint in the scope, a completed hit recorded on another route is replayed.
@@ -508,7 +508,7 @@ async fn decide(
     }
     match record.state {
         RecordState::Completed => Ok(Decision::Replay(record)),
-        RecordState::Failed => take_over(record.nonce.clone(), Outcome::Claimed).await,
+        RecordState::Failed => take_over(record.nonce.clone(), KeyOutcome::Claimed).await,
         RecordState::InFlight => {
             let expired = now - record.started_at >= ms(cfg.in_flight_ttl);
             if expired && behaviour.in_flight_ttl {
@@ -517,7 +517,7 @@ async fn decide(
                 } else {
                     uuid::Uuid::new_v4().to_string()
                 };
-                take_over(nonce, Outcome::Reclaimed).await
+                take_over(nonce, KeyOutcome::Reclaimed).await
             } else if behaviour.refuse_in_flight {
                 Ok(Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs)))
             } else {
@@ -573,7 +573,7 @@ async fn check_then_act(
             Ok(Decision::Run {
                 started_at,
                 nonce,
-                how: Outcome::Claimed,
+                how: KeyOutcome::Claimed,
                 first,
             })
         }
@@ -620,7 +620,7 @@ async fn record_outcome(
     let body = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(body) => body,
         Err(err) => {
-            state.metrics.outcome(Outcome::Failed);
+            state.metrics.outcome(KeyOutcome::Failed);
             if let Err(err) = store.fail(scope, started_at).await {
                 tracing::error!(error = %err, key = %scope.key, "mark the record failed");
             }
@@ -635,7 +635,7 @@ async fn record_outcome(
         let expires_at = now_ms() + ms(state.config.retention);
         store.complete(scope, started_at, &stored, expires_at).await
     } else {
-        state.metrics.outcome(Outcome::Failed);
+        state.metrics.outcome(KeyOutcome::Failed);
         store.fail(scope, started_at).await
     };
     match recorded {
@@ -689,7 +689,7 @@ impl Drop for FailOnDrop {
         let Some((scope, started_at)) = self.owner.unfinished() else {
             return;
         };
-        self.metrics.outcome(Outcome::Failed);
+        self.metrics.outcome(KeyOutcome::Failed);
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
                 if let Err(err) = store.fail(&scope, started_at).await {

@@ -344,7 +344,7 @@ struct Client {
 
 /// What one client did.
 #[derive(Debug, Default)]
-struct Outcome {
+struct Tally {
     principal: String,
     /// (key, worker id) in creation order.
     created: Vec<(String, String)>,
@@ -366,10 +366,10 @@ enum Answer {
 }
 
 impl Client {
-    async fn run(mut self) -> Outcome {
-        let mut out = Outcome {
+    async fn run(mut self) -> Tally {
+        let mut out = Tally {
             principal: self.principal.clone(),
-            ..Outcome::default()
+            ..Tally::default()
         };
         for seq in 0.. {
             if *self.stop.borrow() {
@@ -387,7 +387,7 @@ impl Client {
 
     /// Retries `key` until it is created (`Some(id)`) or answered with something no retry changes
     /// (a violation, `None`).
-    async fn create(&mut self, key: &str, out: &mut Outcome) -> Option<String> {
+    async fn create(&mut self, key: &str, out: &mut Tally) -> Option<String> {
         let mut locked_since = None::<Instant>;
         loop {
             let answer = self.attempt(key).await;
@@ -461,7 +461,7 @@ async fn check(
     last: &ServerProcess,
     config: &SoakConfig,
     kills: BTreeMap<Kill, u32>,
-    outcomes: Vec<Outcome>,
+    outcomes: Vec<Tally>,
     started: Instant,
 ) -> Result<SoakReport, SoakError> {
     let mut violations: Vec<String> = outcomes.iter().flat_map(|o| o.violations.clone()).collect();
@@ -519,7 +519,7 @@ async fn check(
     if !violations.is_empty() {
         return Err(SoakError::Violations(violations));
     }
-    let sum = |f: fn(&Outcome) -> u64| outcomes.iter().map(f).sum();
+    let sum = |f: fn(&Tally) -> u64| outcomes.iter().map(f).sum();
     Ok(SoakReport {
         kills,
         keys,
