@@ -7,10 +7,10 @@
 //! - [`runner`]: [`runner::run`] drives the checks (steps, barrier, embedded proxy, assertions,
 //!   graded verdicts) and emits run events; [`runner::RunOptions`] says what to run.
 //! - [`reference`]: the bundled leasebroker as a child process that can be killed and restarted.
-//! - [`client`]: the HTTP client that records every exchange as evidence.
 //! - [`client_check`]: `idemspec client`, judging an HTTP client's retries (the client side).
 //! - [`engine`]: what both judge with: the verdict model and its grader, the selection, a run's
 //!   events and report.
+//! - [`http_client`]: the HTTP client that records every exchange as evidence.
 //! - [`hooks`]: the profile's crash / restart / fail_next hooks (shell command or HTTP request).
 //! - [`target_process`]: a target idemspec starts from its profile, kills mid-flight and restarts.
 //! - [`process_group`]: child processes in a group of their own, killed as a whole.
@@ -18,10 +18,10 @@
 //! - [`report`]: the terminal table with evidence, JUnit, JSON and Markdown reports, progress.
 #![warn(missing_docs)]
 
-pub mod client;
 pub mod client_check;
 pub mod engine;
 pub mod hooks;
+pub mod http_client;
 pub mod model;
 pub mod process_group;
 pub mod reference;

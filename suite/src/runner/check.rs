@@ -14,8 +14,8 @@ use super::env::Env;
 use super::observe;
 use super::proxy::FaultProxy;
 use super::{assert, procedures, select, steps};
-use crate::client::Exchange;
 use crate::engine::{grade, About, Check, Finding, Hold, Judgement};
+use crate::http_client::Exchange;
 use crate::model::{CheckOutcome, Verdict};
 
 /// How long a check may take: its own deadline, and when the run's ends.

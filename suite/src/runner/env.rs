@@ -7,8 +7,8 @@ use std::sync::Arc;
 use idemspec_scenarios::profile::{Contract, CookieScope, Principal, TargetProfile};
 use idemspec_scenarios::scenario::{HookName, Operation};
 
-use crate::client::{Client, Exchange, RequestSpec, Session};
 use crate::hooks::HookRunner;
+use crate::http_client::{Client, Exchange, RequestSpec, Session};
 
 /// Shared by every check of a run.
 pub(crate) struct Env {

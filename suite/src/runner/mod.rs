@@ -27,9 +27,9 @@ use std::sync::Arc;
 
 use idemspec_scenarios::catalogue;
 
-use crate::client::RequestSpec;
 use crate::engine::{self, RunRecord};
 use crate::hooks::{HookRunner, ProfileHooks};
+use crate::http_client::RequestSpec;
 use crate::model::RunReport;
 use crate::reference::ReferenceServer;
 use crate::target_process::{ProcessHooks, TargetProcess};

@@ -8,7 +8,7 @@ use idemspec_scenarios::scenario::Operation;
 use idemspec_scenarios::template::TemplateVars;
 
 use super::env::Env;
-use crate::client::{Exchange, RequestSpec};
+use crate::http_client::{Exchange, RequestSpec};
 
 /// Client timeout for observation requests.
 const OBSERVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -244,7 +244,7 @@ pub(crate) fn effect_of(env: &Env, ex: &Exchange) -> Result<i64, String> {
         .as_ref()
         .ok_or("the target profile declares no `operations.action.effect`")?;
     let json = json_of(ex, "get")?;
-    // An XML answer's counter is the text of its element (client::xml).
+    // An XML answer's counter is the text of its element (http_client::xml).
     path.first(json)
         .and_then(|v| v.as_i64().or_else(|| v.as_str()?.trim().parse().ok()))
         .ok_or_else(|| {

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::context::reading::{answer_matches, refused, within};
 use super::context::{twin_step, CheckRun, Needs, Sender, StepMeta, STEP_HEADER, TWIN_AFTER};
-use crate::client::{Exchange, RequestSpec, SentMark};
+use crate::http_client::{Exchange, RequestSpec, SentMark};
 
 /// Runs every step in order; background steps are awaited at the end. `needs` says what the
 /// assertions want prepared on the way (a list probe before the first DELETE).

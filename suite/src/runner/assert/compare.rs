@@ -2,7 +2,7 @@
 
 use idemspec_scenarios::profile::Replays;
 
-use crate::client::Exchange;
+use crate::http_client::Exchange;
 use crate::runner::context::{member_bytes, same_operation, CheckRun};
 
 /// What part of a response a [`Difference`] is in.

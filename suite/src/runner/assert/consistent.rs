@@ -6,8 +6,8 @@ use idemspec_scenarios::scenario::Consistent;
 
 use super::compare::{self, owned_elsewhere, split_fidelity, Difference};
 use super::Judge;
-use crate::client::Exchange;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
+use crate::http_client::Exchange;
 use crate::runner::context::reading::refused;
 use crate::runner::context::CheckRun;
 

@@ -7,8 +7,8 @@ use idemspec_scenarios::profile::MismatchAnswer;
 use idemspec_scenarios::scenario::{ConflictSteps, StepChoice};
 
 use super::Judge;
-use crate::client::Exchange;
 use crate::engine::Finding::{self, Broken, Held, Recorded, Undecided};
+use crate::http_client::Exchange;
 use crate::runner::context::CheckRun;
 
 /// The `distinct_problems` kind.

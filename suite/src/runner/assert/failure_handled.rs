@@ -121,7 +121,7 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
 
 /// Whether the contract stores the failure `first` answered: its 5xx status is in `stores`, or,
 /// for a long-running operation that failed after a 2xx, some 5xx is (`replays_5xx`).
-fn failure_stored(run: &CheckRun, first: &crate::client::Exchange) -> bool {
+fn failure_stored(run: &CheckRun, first: &crate::http_client::Exchange) -> bool {
     let contract = run.contract();
     match first.status {
         Some(status) if first.operation_failed.is_none() => contract.stores_status(status),

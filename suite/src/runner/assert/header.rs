@@ -5,8 +5,8 @@
 use idemspec_scenarios::scenario::{HeaderPresent, StatusPattern};
 
 use super::Judge;
-use crate::client::Exchange;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
+use crate::http_client::Exchange;
 use crate::runner::context::reading::{answer_matches, describe_patterns};
 use crate::runner::context::CheckRun;
 

@@ -16,8 +16,8 @@
 use idemspec_scenarios::scenario::{Level, LockReleased};
 
 use super::Judge;
-use crate::client::Exchange;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
+use crate::http_client::Exchange;
 use crate::runner::context::reading::{refused, within};
 use crate::runner::context::CheckRun;
 use crate::runner::context::Needs;

@@ -34,8 +34,8 @@ use idemspec_scenarios::scenario::{AssertKind, Level, Scenario, StatusPattern};
 
 use super::context::reading::answer_matches;
 use super::context::{CheckRun, Needs};
-use crate::client::Exchange;
 use crate::engine::{Finding, Judgement};
+use crate::http_client::Exchange;
 
 use Finding::{Broken, Held, Undecided};
 

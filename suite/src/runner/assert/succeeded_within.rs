@@ -4,8 +4,8 @@
 use idemspec_scenarios::scenario::SucceededWithin;
 
 use super::Judge;
-use crate::client::Exchange;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
+use crate::http_client::Exchange;
 use crate::runner::context::reading::within;
 use crate::runner::context::CheckRun;
 

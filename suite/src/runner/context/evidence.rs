@@ -5,7 +5,7 @@ use idemspec_proxy::ProxyEvent;
 
 use idemspec_scenarios::profile::{Contract, Refusal};
 
-use crate::client::Exchange;
+use crate::http_client::Exchange;
 use crate::model::{Attempt, AttemptEnd, Evidence, Lane, ProxyAction, Timeline};
 
 /// Most exchanges shown as evidence for one check.

@@ -31,8 +31,8 @@ use idemspec_scenarios::scenario::{Isolation, Scenario};
 use super::env::Env;
 use super::observe::{self, Counters};
 use super::proxy::FaultProxy;
-use crate::client::Exchange;
 use crate::engine::Hold;
+use crate::http_client::Exchange;
 
 /// One check's context: the environment, the scenario, the sender (with the check's marker and
 /// fault proxy), what each step did, every exchange, the proxy's events and the observations made

@@ -8,7 +8,7 @@ use idemspec_scenarios::profile::{LongRunning, PollAt};
 use idemspec_scenarios::scenario::Operation;
 
 use super::CheckRun;
-use crate::client::{Exchange, RequestSpec};
+use crate::http_client::{Exchange, RequestSpec};
 
 /// How often a pending operation is polled.
 const POLL_EVERY: Duration = Duration::from_millis(100);

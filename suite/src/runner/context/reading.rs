@@ -8,7 +8,7 @@ use std::time::Duration;
 use idemspec_scenarios::profile::{BodyCondition, Contract, Refusal};
 use idemspec_scenarios::scenario::{StatusPattern, Within};
 
-use crate::client::Exchange;
+use crate::http_client::Exchange;
 
 /// Whether the answer `e` got matches `pattern` under `contract` (never when no response arrived):
 /// a refusal pattern (`mismatch`, `in_flight`, `missing_key`) by its declared statuses and, where

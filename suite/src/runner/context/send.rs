@@ -10,7 +10,7 @@ use idemspec_scenarios::scenario::{BodyVariant, HookName, KeySpec, Operation, Vi
 use idemspec_scenarios::template::Template;
 use idemspec_scenarios::template::TemplateVars;
 
-use crate::client::{Exchange, RequestSpec};
+use crate::http_client::{Exchange, RequestSpec};
 use crate::runner::env::Env;
 
 /// Client timeout of a request whose step gives none.

@@ -6,8 +6,8 @@
 use idemspec_scenarios::profile::{Contract, Refusal};
 use idemspec_scenarios::scenario::{KeySpec, Level, Operation};
 
-use crate::client::Exchange;
 use crate::engine::{Finding, Judgement};
+use crate::http_client::Exchange;
 use crate::runner::context::CheckRun;
 
 /// Keys the contract forbids, each with the step that sends it and what it is. Each is unique to

@@ -13,8 +13,8 @@ use crate::runner::context::reading::refused;
 use idemspec_scenarios::scenario::{KeySpec, Operation, Via};
 use rand::{Rng, SeedableRng};
 
-use crate::client::Exchange;
 use crate::engine::{Finding, Judgement};
+use crate::http_client::Exchange;
 use crate::runner::context::{CheckRun, Sender};
 
 /// Defaults when the scenario gives no parameters.
