@@ -1,0 +1,169 @@
+//! A run of the API checks end to end: the selection, the target (a profile, its process, or the
+//! bundled reference), the preflight, the checks driven by the engine, and the report.
+
+use std::sync::Arc;
+
+use idemspec_scenarios::catalogue;
+
+use super::check::{Limits, ScenarioCheck};
+use super::env::Env;
+use super::{observe, select, RunError, RunOptions, Target, Unreachable};
+use crate::engine::EventSink;
+use crate::engine::{self, RunRecord};
+use crate::hooks::{HookRunner, ProfileHooks};
+use crate::http_client::RequestSpec;
+use crate::model::RunReport;
+use crate::reference::ReferenceServer;
+use crate::target_process::{ProcessHooks, TargetProcess};
+
+/// Runs the selected checks and returns the report; progress goes to `events`
+/// (`RunStarted`, then `CheckStarted`/`CheckFinished` per check, then `RunFinished`).
+///
+/// Checks run `opts.parallelism` at a time (each has its own marker, keys and proxy), except while
+/// one disturbs the others: a check that reads the global counters, calls `fail_next` or says
+/// `exclusive: true` runs alone, first; one that crashes and restarts the target runs alone until
+/// it is back ([`engine::drive`]).
+///
+/// # Errors
+/// [`RunError`] for configuration problems, an unknown `--only` id, a reference server or proxy that
+/// would not start, or a target no base URL of which answers. Failed checks are not errors.
+pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunError> {
+    let mut record = RunRecord::new(events);
+    let builtin = if opts.builtin {
+        catalogue::builtin()
+    } else {
+        Vec::new()
+    };
+    let selected = select::select(builtin, opts.scenarios, &opts.only, &opts.skip)?;
+    let mut target_process = None;
+    let (profile, hooks, reference): (_, Arc<dyn HookRunner>, _) = match opts.target {
+        Target::Profile(p) if p.process.is_some() => {
+            let process = TargetProcess::start(&p).await.map_err(RunError::Target)?;
+            let hooks = Arc::new(ProcessHooks::new(
+                process.clone(),
+                ProfileHooks::new(p.hooks.clone()),
+            ));
+            target_process = Some(process);
+            (*p, hooks, None)
+        }
+        Target::Profile(p) => {
+            let hooks = Arc::new(ProfileHooks::new(p.hooks.clone()));
+            (*p, hooks, None)
+        }
+        Target::Reference(r) => {
+            let server = ReferenceServer::start(&r)
+                .await
+                .map_err(RunError::Reference)?;
+            let profile = server.profile()?;
+            (profile, server.hooks(), Some(server))
+        }
+    };
+    let env = Arc::new(Env::new(profile, hooks, opts.lockout_bound));
+    preflight(&env).await?;
+    record.announce(
+        &env.profile.name,
+        env.contract.preset.name(),
+        selected.len(),
+    );
+    let limits = Limits {
+        check: opts.check_timeout,
+        run_ends: record.started() + opts.run_timeout,
+    };
+    // The profile's `checks_at_once` is what the target can take; `--jobs` cannot raise it.
+    let jobs = env
+        .profile
+        .checks_at_once
+        .as_ref()
+        .and_then(|n| n.value.get())
+        .map_or(usize::MAX, |n| n as usize)
+        .min(opts.parallelism)
+        .max(1);
+    let checks: Vec<ScenarioCheck> = selected
+        .into_iter()
+        .map(|s| ScenarioCheck::new(&env, s, limits))
+        .collect();
+    let checks = engine::drive(checks, env.clone(), &record, jobs).await;
+    let target_log = target_process
+        .as_ref()
+        .map(|p| p.log().display().to_string());
+    let report = record.finish(checks, target_log);
+    if let Some(server) = reference {
+        server.shutdown().await;
+    }
+    if let Some(process) = target_process {
+        process.kill().await;
+    }
+    Ok(report)
+}
+
+/// Asks each base URL for each principal's list. A transport failure means the target is
+/// unreachable; an answer other than 2xx means the profile does not work with it (wrong path or
+/// credentials) — both stop the run before any check could report a verdict it did not earn.
+async fn preflight(env: &Env) -> Result<(), RunError> {
+    let list = &env.profile.operations.list;
+    for url in &env.profile.base_urls.value {
+        for principal in &env.profile.principals.value {
+            if let Err(why) = env.open_session(&principal.name, "preflight").await {
+                return Err(RunError::TargetUnreachable {
+                    url: url.clone(),
+                    reason: Unreachable::Session(why),
+                });
+            }
+            let request = observe::list_request(env, principal, "preflight");
+            let ex = env
+                .send(
+                    RequestSpec {
+                        step: "preflight".into(),
+                        base_url: url.trim_end_matches('/').to_owned(),
+                        method: request.method,
+                        path: request.path,
+                        principal: principal.name.clone(),
+                        headers: request.headers,
+                        key: None,
+                        body: request.body,
+                        timeout: std::time::Duration::from_secs(10),
+                        via_proxy: false,
+                        sent: None,
+                    },
+                    "preflight",
+                )
+                .await;
+            let path = format!(
+                "{} {}",
+                ex.evidence.request.method, ex.evidence.request.path
+            );
+            let reason = match ex.status {
+                None => Unreachable::Silent(format!(
+                    "{path} as principal `{}`: {}",
+                    principal.name,
+                    ex.describe()
+                )),
+                Some(status @ 200..=299) => match observe::unreadable_list(list, &ex) {
+                    None => continue,
+                    Some(why) => Unreachable::Unreadable {
+                        path,
+                        principal: principal.name.clone(),
+                        status,
+                        why,
+                    },
+                },
+                Some(_) => Unreachable::Answered {
+                    path,
+                    principal: principal.name.clone(),
+                    answer: ex.describe(),
+                    credentials: if principal.login.is_some() {
+                        "`login` (does the cookie it sets apply to this path: its `Path`, \
+                         `Domain`, `Max-Age`?)"
+                    } else {
+                        "headers"
+                    },
+                },
+            };
+            return Err(RunError::TargetUnreachable {
+                url: url.clone(),
+                reason,
+            });
+        }
+    }
+    Ok(())
+}
