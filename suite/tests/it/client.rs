@@ -545,10 +545,12 @@ async fn a_key_the_proxy_cannot_read_is_not_called_missing() {
 }
 
 /// backoff judged as the field writes it: each strategy of create.py's `--backoff` (and its
-/// default, a doubling delay times 0.25–1.75), judged three runs in a row. Exponential with a
-/// random factor, full, equal and decorrelated jitter and a ±10 % jitter always PASS; a fixed
-/// delay always WARNs (no growth, no jitter), and so does a client that caps `Retry-After` below
-/// what the server asked. The rates measured over more runs are in docs/client.md.
+/// default, a doubling delay times 0.25–1.75), judged in three runs. Exponential with a random
+/// factor, full, equal and decorrelated jitter and a ±10 % jitter PASS; a fixed delay WARNs (no
+/// growth, no jitter), and so does a client that caps `Retry-After` below what the server asked.
+/// The verdict must hold in at least two of the three: a random strategy's draws may, in a few
+/// runs in a thousand, fall where no growth shows (the rates measured over more runs are in
+/// docs/client.md), and a check that judged the strategy wrongly would miss in every run.
 #[rstest]
 #[case::jittered("--backoff jittered", Verdict::Pass)]
 #[case::full_jitter("--backoff full", Verdict::Pass)]
@@ -560,6 +562,7 @@ async fn a_key_the_proxy_cannot_read_is_not_called_missing() {
 #[tokio::test]
 async fn backoff_strategies_flaw_matrix(#[case] flags: &str, #[case] expected: Verdict) {
     let script = root().join("clients/example/create.py");
+    let mut missed = Vec::new();
     for round in 0..3 {
         let mut options = ClientOptions::new(
             example_profile(),
@@ -568,12 +571,18 @@ async fn backoff_strategies_flaw_matrix(#[case] flags: &str, #[case] expected: V
         options.only = vec!["backoff".into()];
         let report = run_client(options).await;
         let check = &report.checks[0];
-        assert_eq!(
-            check.verdict, expected,
-            "{flags}, round {round}: {} | {:?}",
-            check.summary, check.notes
-        );
+        if check.verdict != expected {
+            missed.push(format!(
+                "round {round}: {:?}: {} | {:?}",
+                check.verdict, check.summary, check.notes
+            ));
+        }
     }
+    assert!(
+        missed.len() <= 1,
+        "{flags}: {expected:?} expected in at least two of three runs:\n{}",
+        missed.join("\n")
+    );
 }
 
 /// A client that caps `Retry-After` as its documentation says (`retry_after_cap`) is recorded
@@ -808,7 +817,9 @@ async fn a_vendor_sdk_against_another_vendors_answers_is_not_passed() {
 #[rstest]
 #[case::vendor_header_read(
     "retry_after_header: {name: X-Wait-Ms, unit: ms}\n",
-    "--speaks problem --wait-header X-Wait-Ms:ms",
+    // Equal jitter: first back-offs of 125-250 ms, so the wait asked for (twice the longest, in
+    // whole seconds) is 1000 ms even when a wake-up is late.
+    "--speaks problem --wait-header X-Wait-Ms:ms --backoff equal",
     Some(Verdict::Pass),
     "after a 409 with X-Wait-Ms: 1000"
 )]
@@ -826,13 +837,13 @@ async fn a_vendor_sdk_against_another_vendors_answers_is_not_passed() {
 )]
 #[case::own_backoff_longer_than_the_profiles_wait(
     "",
-    "--base-delay 1.5 --backoff tenpct --retry-after-cap 0",
+    "--base-delay 1.2 --backoff tenpct --retry-after-cap 0",
     Some(Verdict::Warn),
     "as its own back-off does (its own first back-off after a 502 is up to 1."
 )]
 #[case::own_backoff_longer_and_the_header_honoured(
     "",
-    "--base-delay 1.5 --backoff tenpct",
+    "--base-delay 1.2 --backoff tenpct",
     Some(Verdict::Pass),
     "`retry-after-in-flight`: waited "
 )]
@@ -869,8 +880,8 @@ async fn the_wait_an_answer_asks_for_is_judged_by_what_the_client_did(
         assert_eq!(check.verdict, verdict, "{all}");
     }
     assert!(all.contains(said), "{all}");
-    if flags.contains("--base-delay 1.5") {
-        // The profile's 1 s is no longer than the client's own first back-off (1.35-1.65 s), so
+    if flags.contains("--base-delay 1.2") {
+        // The profile's 1 s is no longer than the client's own first back-off (1.08-1.32 s), so
         // the answers asked for twice that, in whole seconds: 3 or 4.
         assert!(
             all.contains("Retry-After: 3") || all.contains("Retry-After: 4"),
@@ -988,11 +999,11 @@ fn overrides_and_odd_profiles_are_refused_or_read_for_what_they_are() {
         "--profile",
         PROFILE,
         "--exec",
-        // Fixed 500 ms waits: its four attempts take at least 1.5 s, so the 1 s timeout
-        // always ends it first (jittered waits may sum to under a second).
-        "python3 clients/example/create.py --backoff fixed",
+        // A client that never gives up is always ended by the timeout, and 5 s leave its
+        // preflight run (python3 starting on a loaded machine) time to finish.
+        "python3 clients/example/create.py --flaw unbounded",
         "--command-timeout",
-        "1s",
+        "5s",
         "--only",
         "bounded-retries",
     ]);
