@@ -1,6 +1,7 @@
-//! The built-in checks (`idemspec list` shows them; README "What it is"), one YAML file per check under
+//! The built-in checks written as YAML steps (`idemspec list` shows them with those written in
+//! Rust, which the runner holds; README "What it is"), one file per check under
 //! `scenarios/catalogue/`, embedded with `include_str!` so the binary works anywhere; and the bundled
-//! leasebroker target profile.
+//! leasebroker target profiles.
 
 use crate::scenario::Scenario;
 
@@ -18,7 +19,7 @@ pub const LEASEBROKER_ASYNC_PROFILE_FILE: &str = "<embedded:targets/leasebroker-
 
 macro_rules! catalogue {
     ($($id:literal),* $(,)?) => {
-        /// `(id, YAML text)` of every built-in check, in run order.
+        /// `(id, YAML text)` of every built-in check written as steps, in run order.
         pub const SOURCES: &[(&str, &str)] = &[
             $(($id, include_str!(concat!("../catalogue/", $id, ".yaml")))),*
         ];
@@ -38,8 +39,6 @@ catalogue!(
     "replay-after-delete",
     "delete-doom-loop",
     "reboot-once",
-    "key-validation",
-    "retry-storm",
     "failed-not-cached",
     "failed-creates-nothing",
     "resumable-side-effects",
@@ -47,7 +46,7 @@ catalogue!(
     "slow-handler-outlives-ttl",
 );
 
-/// The built-in checks, loaded.
+/// The built-in checks written as steps, loaded.
 ///
 /// # Panics
 /// If an embedded file does not load: a build defect, caught by this module's tests.

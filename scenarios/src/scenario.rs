@@ -98,18 +98,8 @@ pub enum Capability {
     PerPrincipalKeys,
 }
 
-/// A check procedure implemented in the runner, for logic beyond a linear script. Its level,
-/// reference, faults and parameters still come from the YAML.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Procedure {
-    /// Many clients, many keys, seeded random faults, retries with backoff and jitter.
-    RetryStorm,
-    /// Invalid, missing, bare and sf-string keys.
-    KeyValidation,
-}
-
-/// Parameters of a [`Procedure`] (all optional; each procedure documents its defaults).
+/// Parameters of a scenario's `procedure` (all optional; the retry storm's, each with its default
+/// documented).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Parameters {
@@ -157,9 +147,11 @@ pub struct Scenario {
     /// names are unique in the list ([`crate::rules::duplicate_name`]).
     #[serde(default)]
     pub faults: Vec<Spanned<Rule>>,
-    /// A runner-implemented procedure instead of (or before) the steps.
+    /// A check written in Rust that judges instead of the steps, by its name (`retry-storm`,
+    /// `key-validation`: docs/writing-scenarios.md). The runner knows the names; it refuses one it
+    /// does not know, at its position ([`Scenario::check_procedure`]).
     #[serde(default)]
-    pub procedure: Option<Procedure>,
+    pub procedure: Option<Spanned<String>>,
     /// Parameters of the procedure.
     #[serde(default)]
     pub parameters: Parameters,
@@ -197,6 +189,25 @@ impl Scenario {
         }
         scenario.validate(file)?;
         Ok(scenario)
+    }
+
+    /// Refuses a `procedure` that names none of `known` (the runner's procedures), at its position.
+    ///
+    /// # Errors
+    /// A located [`LoadError`] naming the procedures there are.
+    pub fn check_procedure(&self, file: &str, known: &[&str]) -> Result<(), LoadError> {
+        match &self.procedure {
+            Some(name) if !known.contains(&name.value.as_str()) => Err(LoadError::at(
+                file,
+                &name.referenced,
+                format!(
+                    "unknown procedure `{}`; expected one of: {}",
+                    name.value,
+                    known.join(", ")
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Cross-field rules: version 1; a kebab-case id; steps or a procedure; each step exactly one

@@ -17,7 +17,7 @@ use crate::output::Printer;
 /// # Errors
 /// A [`Failure`] (exit 2) when a `--scenario` file does not load.
 pub fn list(args: &ListArgs, printer: &Printer) -> Result<ExitCode, Failure> {
-    let mut checks: Vec<(String, Scenario)> = idemspec_scenarios::catalogue::builtin()
+    let mut checks: Vec<(String, Scenario)> = idemspec::runner::catalogue()
         .into_iter()
         .map(|s| ("built-in".to_owned(), s))
         .collect();
@@ -71,5 +71,7 @@ pub fn list(args: &ListArgs, printer: &Printer) -> Result<ExitCode, Failure> {
 pub fn load_scenario(path: &std::path::Path) -> anyhow::Result<Scenario> {
     let text = inputs::read(path)?;
     let name = path.display().to_string();
-    Scenario::load(&name, &text).with_context(|| format!("invalid scenario `{name}`"))
+    Scenario::load(&name, &text)
+        .and_then(|s| idemspec::runner::check_procedure(&s, &name).map(|()| s))
+        .with_context(|| format!("invalid scenario `{name}`"))
 }

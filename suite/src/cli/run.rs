@@ -115,10 +115,8 @@ fn run_failure(error: RunError) -> Failure {
         RunError::TargetUnreachable { .. } => Failure::unreachable(error)
             .hint("is the API running, and do the profile's `base_urls` point at it?"),
         RunError::Select(select) => {
-            let ids: Vec<&str> = idemspec_scenarios::catalogue::SOURCES
-                .iter()
-                .map(|(id, _)| *id)
-                .collect();
+            let ids = idemspec::runner::catalogue_ids();
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
             let hint = match select {
                 SelectError::Unknown(_) => "`idemspec list` shows every check id",
                 SelectError::Nothing => {

@@ -30,9 +30,9 @@ pub fn validate(args: &ValidateArgs, printer: &Printer) -> Result<ExitCode, Fail
             .hint("directories are searched for `*.yaml` and `*.yml` files"));
     }
     // Scenario ids must be unique among the built-in checks and the files, as `run` requires.
-    let mut ids: HashMap<String, String> = idemspec_scenarios::catalogue::SOURCES
-        .iter()
-        .map(|(id, _)| ((*id).to_owned(), "a built-in check".to_owned()))
+    let mut ids: HashMap<String, String> = idemspec::runner::catalogue_ids()
+        .into_iter()
+        .map(|id| (id, "a built-in check".to_owned()))
         .collect();
     let mut invalid = 0;
     for file in &files {
@@ -131,6 +131,7 @@ fn check(path: &Path) -> Result<Checked, Invalid> {
         }
         FileKind::Scenario => {
             let scenario = Scenario::load(&name, &text)
+                .and_then(|s| idemspec::runner::check_procedure(&s, &name).map(|()| s))
                 .with_context(context)
                 .map_err(|error| Invalid {
                     error,

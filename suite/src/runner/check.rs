@@ -144,9 +144,15 @@ async fn judge(run: &mut CheckRun) -> Vec<Judgement> {
     if needs.counters {
         run.observed.counters_before = Some(observe::read_counters(run.env()).await);
     }
-    match scenario.procedure {
-        Some(procedure) => {
-            let judgements = procedures::run(run, procedure).await;
+    match &scenario.procedure {
+        Some(name) => {
+            let judgements = match procedures::named(&name.value) {
+                Some(procedure) => procedure.judge(run).await,
+                None => {
+                    let why = format!("no procedure is named `{}`", name.value);
+                    vec![Judgement::new(Finding::Undecided(why))]
+                }
+            };
             run.finish_steps();
             judgements
         }

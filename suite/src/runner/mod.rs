@@ -25,4 +25,20 @@ mod steps;
 
 pub use crate::engine::EventSink;
 pub use options::{RunError, RunOptions, Target, Unreachable};
+pub use procedures::{check_known as check_procedure, names as procedure_names};
 pub use run::run;
+
+use idemspec_scenarios::scenario::Scenario;
+
+/// The built-in checks, in run order: those written as YAML steps
+/// ([`idemspec_scenarios::catalogue`]), then those written in Rust (`procedures`).
+pub fn catalogue() -> Vec<Scenario> {
+    let mut checks = idemspec_scenarios::catalogue::builtin();
+    checks.extend(procedures::builtin());
+    checks
+}
+
+/// The ids of [`catalogue`]'s checks, in its order.
+pub fn catalogue_ids() -> Vec<String> {
+    catalogue().into_iter().map(|s| s.id.value).collect()
+}

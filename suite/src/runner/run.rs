@@ -3,8 +3,6 @@
 
 use std::sync::Arc;
 
-use idemspec_scenarios::catalogue;
-
 use super::check::{Limits, ScenarioCheck};
 use super::env::Env;
 use super::{observe, select, RunError, RunOptions, Target, Unreachable};
@@ -30,7 +28,7 @@ use crate::target_process::{ProcessHooks, TargetProcess};
 pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunError> {
     let mut record = RunRecord::new(events);
     let builtin = if opts.builtin {
-        catalogue::builtin()
+        super::catalogue()
     } else {
         Vec::new()
     };

@@ -69,16 +69,13 @@ async fn the_catalogue_passes_a_correct_api_of_another_shape() {
         (report.target.as_str(), report.contract.as_str()),
         ("alt-api", "stripe-v1")
     );
-    assert_eq!(
-        report.checks.len(),
-        idemspec_scenarios::catalogue::SOURCES.len()
-    );
+    assert_eq!(report.checks.len(), idemspec::runner::catalogue().len());
     assert!(
         stdout.contains("contract stripe-v1"),
         "the report names the contract assumed:\n{stdout}"
     );
     let junit = std::fs::read_to_string(dir.path().join("out/junit.xml")).expect("junit written");
-    let checks = idemspec_scenarios::catalogue::SOURCES.len();
+    let checks = idemspec::runner::catalogue().len();
     assert_eq!(junit.matches("<testcase ").count(), checks);
     assert_eq!(junit.matches(r#"classname="alt-api""#).count(), checks);
     let markdown =

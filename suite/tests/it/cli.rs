@@ -171,6 +171,47 @@ fn unknown_assertion_is_located() {
     insta::assert_snapshot!(config_error(dir.path(), &["validate", "typo.yaml"]));
 }
 
+/// A scenario naming a procedure the runner does not have is refused at the name's line, listing
+/// the ones there are, by `validate` and by `run --scenario` alike; one naming a real procedure
+/// under a header of its own validates.
+#[test]
+fn an_unknown_procedure_is_located_and_the_known_ones_listed() {
+    let dir = workspace();
+    let header = "version: 1\nid: my-storm\ntitle: t\nlevel: MUST\nreference: r\n";
+    write(
+        dir.path(),
+        "storm.yaml",
+        &format!("{header}procedure: retry-strom\n"),
+    );
+    let text = config_error(dir.path(), &["validate", "storm.yaml"]);
+    assert!(text.contains("storm.yaml:6:"), "located: {text}");
+    assert!(
+        text.contains(
+            "unknown procedure `retry-strom`; expected one of: key-validation, retry-storm"
+        ),
+        "{text}"
+    );
+    let text = config_error(
+        dir.path(),
+        &[
+            "run",
+            "--reference",
+            "--scenario",
+            "storm.yaml",
+            "--only",
+            "my-storm",
+        ],
+    );
+    assert!(text.contains("unknown procedure `retry-strom`"), "{text}");
+    write(
+        dir.path(),
+        "storm.yaml",
+        &format!("{header}procedure: retry-storm\nparameters: {{clients: 2}}\n"),
+    );
+    let out = idemspec(dir.path(), &["validate", "storm.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
 #[test]
 fn validate_reports_every_invalid_file_and_the_valid_ones() {
     let dir = workspace();
@@ -800,7 +841,7 @@ fn an_unreachable_reference_database_fails_fast_with_the_childs_error() {
 fn the_architecture_map_matches_the_code() {
     let map = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../ARCHITECTURE.md"))
         .expect("ARCHITECTURE.md");
-    let checks = idemspec_scenarios::catalogue::SOURCES.len();
+    let checks = idemspec::runner::catalogue().len();
     assert!(
         map.contains(&format!("{checks} are built in")),
         "ARCHITECTURE.md should say `{checks} are built in`"

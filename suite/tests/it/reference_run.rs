@@ -10,10 +10,7 @@ async fn clean_reference_passes(creates: CreateMode, postgres: bool) {
         return;
     };
     println!("{}ms\n{}", report.duration_ms, table(&report));
-    assert_eq!(
-        report.checks.len(),
-        idemspec_scenarios::catalogue::SOURCES.len()
-    );
+    assert_eq!(report.checks.len(), idemspec::runner::catalogue().len());
     assert!(
         all_pass(&report),
         "not every check passed ({creates:?} creates):\n{}",

@@ -3,12 +3,40 @@
 //! valid key sent as an RFC 8941 string names the same record as the bare key where the contract
 //! accepts sf-strings (ietf-draft-07 §2.1).
 
+use futures::future::BoxFuture;
 use idemspec_scenarios::profile::{Contract, Refusal};
 use idemspec_scenarios::scenario::{KeySpec, Level, Operation};
 
+use super::Procedure;
 use crate::engine::{Finding, Judgement};
 use crate::http_client::Exchange;
 use crate::runner::context::CheckRun;
+
+/// `key-validation`: invalid, missing, bare and sf-string keys.
+pub(crate) struct KeyValidation;
+
+/// The built-in check: its header as a scenario has it.
+const SCENARIO: &str = r#"version: 1
+id: key-validation
+title: Invalid keys get a 4xx with a problem body, never a 5xx; a missing key gets what the contract says
+level: MUST
+reference: "ietf-draft-07 §2.1 (key syntax), §2.7 (error handling); RFC 9457; RFC 8941 §3.3.3"
+procedure: key-validation
+"#;
+
+impl Procedure for KeyValidation {
+    fn name(&self) -> &'static str {
+        "key-validation"
+    }
+
+    fn scenario(&self) -> &'static str {
+        SCENARIO
+    }
+
+    fn judge<'a>(&'a self, check: &'a CheckRun) -> BoxFuture<'a, Vec<Judgement>> {
+        Box::pin(run(check))
+    }
+}
 
 /// Keys the contract forbids, each with the step that sends it and what it is. Each is unique to
 /// the check run (the marker is in it), so a record an earlier run left cannot answer for it.
@@ -29,7 +57,7 @@ fn invalid_keys(marker: &str, max_len: u32) -> [(&'static str, KeySpec, String);
     ]
 }
 
-pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
+async fn run(run: &CheckRun) -> Vec<Judgement> {
     let contract = run.contract();
     let mut judgements = Vec::new();
     // The requests the contract lets create a resource, and that did: what the count is judged by.

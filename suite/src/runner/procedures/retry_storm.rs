@@ -7,15 +7,53 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use idemspec_scenarios::profile::Contract;
-
-use crate::runner::context::reading::refused;
 use idemspec_scenarios::scenario::{KeySpec, Operation, Via};
 use rand::{Rng, SeedableRng};
 
+use super::Procedure;
 use crate::engine::{Finding, Judgement};
 use crate::http_client::Exchange;
+use crate::runner::context::reading::refused;
 use crate::runner::context::{CheckRun, Sender};
+
+/// `retry-storm`: many clients retrying through seeded random faults.
+pub(crate) struct RetryStorm;
+
+/// The built-in check: its header as a scenario has it.
+const SCENARIO: &str = r#"version: 1
+id: retry-storm
+title: Many clients retrying through random faults with backoff create exactly one resource per key
+level: MUST
+reference: "article: retries with backoff and jitter, keeping the key; ietf-draft-07 §2.6"
+procedure: retry-storm
+parameters: {clients: 12, attempts: 40, seed: 42, within: 30s}
+faults:
+  - name: storm-refuse
+    match: {probability: 0.15, seed: 7}
+    fault: {refuse: {}}
+  - name: storm-drop-response
+    match: {probability: 0.2, seed: 11}
+    fault: {drop_response: {}}
+  - name: storm-bad-gateway
+    match: {probability: 0.1, seed: 13}
+    fault: {respond: {status: 502, body: "bad gateway (injected by idemspec)"}}
+"#;
+
+impl Procedure for RetryStorm {
+    fn name(&self) -> &'static str {
+        "retry-storm"
+    }
+
+    fn scenario(&self) -> &'static str {
+        SCENARIO
+    }
+
+    fn judge<'a>(&'a self, check: &'a CheckRun) -> BoxFuture<'a, Vec<Judgement>> {
+        Box::pin(run(check))
+    }
+}
 
 /// Defaults when the scenario gives no parameters.
 const CLIENTS: u32 = 12;
@@ -68,7 +106,7 @@ struct Plan {
     within: Duration,
 }
 
-pub(crate) async fn run(run: &CheckRun) -> Vec<Judgement> {
+async fn run(run: &CheckRun) -> Vec<Judgement> {
     let p = &run.scenario.parameters;
     let clients = p.clients.unwrap_or(CLIENTS);
     let plan = Plan {
