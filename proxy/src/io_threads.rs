@@ -59,7 +59,7 @@ impl IoThreads {
         set.spawn_on(task, &self.handles[i])
     }
 
-    /// Ends every worker thread (their runtimes drop what is left on them). Idempotent.
+    /// Ends every I/O thread (their runtimes drop what is left on them). Idempotent.
     pub(crate) fn stop(&self) {
         for stop in self
             .stops

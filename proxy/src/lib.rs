@@ -16,12 +16,13 @@
 //! - [`toxiproxy`]: a Toxiproxy-compatible REST API whose proxies run on the TCP relay
 //!   (`idemspec proxy --toxiproxy-api ADDR`).
 //!
-//! Layout: `server` (accept loop, shutdown), `workers` (thread-per-core: connections pinned to
+//! Layout: `server` (accept loop, shutdown), `io_threads` (thread-per-core: connections pinned to
 //! single-threaded runtimes, [`ProxyConfig::io_threads`]), `http/` (the connection and its
 //! signals, the per-request context, the request's `Flight` through the proxy, one file per
 //! fault verb in `http/faults/`, the upstream and its per-connection link), `tcp/` (the TCP
 //! relay and its per-direction transforms; TCP mode's rules), `matcher` (rule matching and
-//! counters), `event`, `start` (starting a proxy), `handle`
+//! counters), `event` (`ProxyEvent`), `event_log` (`EventLog`, counted into `metrics`),
+//! `start` (starting a proxy), `handle`
 //! (controlling it), `control`, `cli`. Request headers named `x-idemspec-*` can be matched by
 //! rules and are stripped before forwarding; `X-Idemspec-Step` tags the event (`step`).
 //! The upstream is a base URL `http://host:port`, optionally with a path prefix that is put in

@@ -49,7 +49,7 @@
 //! - [`api`]: the router, handlers, admin router.
 //! - [`idempotency`]: key parsing, fingerprint, the middleware/state machine, stored responses, sub-keys.
 //! - [`store`]: one trait per domain ([`store::RecordStore`], [`store::FleetStore`],
-//!   [`store::OperationStore`], [`store::StatsStore`]), one implementation over SQLite and
+//!   [`store::CreateStore`], [`store::OperationStore`], [`store::StatsStore`]), one implementation over SQLite and
 //!   PostgreSQL, migrations.
 //! - [`fleet`]: node pool, leases, the simulated hypervisor, the asynchronous creates' operations.
 //! - [`faults`]: what a process can be told to inject (failing, panicking or hanging boots, a crash

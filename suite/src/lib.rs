@@ -15,7 +15,7 @@
 //! - [`target_process`]: a target idemspec starts from its profile, kills mid-flight and restarts.
 //! - [`process_group`]: child processes in a group of their own, killed as a whole.
 //! - [`model`]: verdicts, evidence, outcomes, run events, statistics and exit codes.
-//! - [`report`]: the terminal table with evidence, JUnit, JSON and Markdown reports, progress.
+//! - [`report`]: the terminal table with evidence, JUnit, JSON, Markdown and HTML reports, progress.
 #![warn(missing_docs)]
 
 pub mod client_check;

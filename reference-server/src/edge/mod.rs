@@ -1,6 +1,6 @@
 //! The HTTP edge every route and the listener share: the problem body of every error
 //! ([`ApiError`], RFC 9457), reading a request body within its limits and deadline, and the
-//! limits on a request's head. It imports nothing else of leasebroker's, so the listener, the
+//! limits on a request's head. It imports nothing else of leasebroker's but `error_chain`, so the listener, the
 //! auth and idempotency middlewares and the handlers all stand on it.
 
 mod body;

@@ -9,12 +9,14 @@
 //! - [`OperationStore`] (`operations.rs`): the long-running operations of `--creates async`.
 //! - [`StatsStore`] (`stats.rs`): the admin counts.
 //!
-//! Each file holds its trait, its rows, its SQL as named constants and the implementation on
-//! `SqlStore<D>` (`sql.rs`), generic over the database. Both databases run the same schema
+//! Each file holds its trait, its rows, its SQL (named constants, or a function that assembles a
+//! text from shared parts, built once) and the implementation on `SqlStore<D>` (`sql_store.rs`),
+//! generic over the database through the seam of `sql.rs`. Both databases run the same schema
 //! (`reference-server/migrations/{sqlite,postgres}`, embedded with `sqlx::migrate!`, differing only in
 //! `BYTEA`/`BLOB`) and the same statements, except where the databases differ: the atomic claim, the
-//! node allocation and the batched sweep, which each database's `Dialect` (`postgres.rs`,
-//! `sqlite.rs`) supplies. On SQLite, transactions that wait for the one connection are committed
+//! node allocation, the batched sweeps and a create's two transactions, which each database's
+//! `Dialect` (`postgres.rs`, `sqlite.rs`) supplies (`Dialect::claim`, `allocate_node`, `SWEEP`,
+//! `SWEEP_FAILED`, `create_statements`). On SQLite, transactions that wait for the one connection are committed
 //! together (`batch.rs`, the group commit). [`connect`] opens one and hands out its [`Stores`].
 
 mod batch;

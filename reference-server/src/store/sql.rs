@@ -1,4 +1,4 @@
-//! The one implementation of the store traits, [`SqlStore`], and the seam it runs over.
+//! The seam the one implementation of the store traits (`SqlStore`, `sql_store.rs`) runs over.
 //!
 //! - [`Dialect`]: what differs between PostgreSQL and SQLite — the atomic claim and how it tells who
 //!   inserted, the node allocation, the batched sweeps, a create's two transactions (one statement

@@ -1,6 +1,6 @@
 //! The `idemspec` command line: flags (clap), one module per subcommand, and the mapping of every
 //! outcome to a documented exit code (0 ok, 1 checks failed, 2 usage or configuration, 3 target
-//! unreachable).
+//! unreachable, 4 nothing judged, 130 interrupted).
 
 mod args;
 mod client;

@@ -9,7 +9,7 @@
 //! and runs the user's command once (one logical operation through the client), telling it the
 //! proxy's address. The proxy's event log is the ground truth: each attempt's key, its time,
 //! the fault applied, what the client was answered. The checks grade verdicts with the server
-//! suite's vocabulary and produce the same [`RunReport`], so every reporter works unchanged.
+//! suite's vocabulary and produce the same [`RunReport`](crate::model::RunReport), so every reporter works unchanged.
 //!
 //! - [`run`] with [`ClientOptions`] (`options`): the whole run, emitting
 //!   [`RunEvent`](crate::model::RunEvent)s (`run`).

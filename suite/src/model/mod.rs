@@ -1,7 +1,7 @@
 //! What a run produces: verdicts, evidence, per-check outcomes, run events, statistics, the report
 //! and the exit codes.
 //!
-//! The runner emits [`RunEvent`]s; reporters (terminal, JUnit, JSON, Markdown) consume them and never
+//! The runner emits [`RunEvent`]s; reporters (terminal, JUnit, JSON, Markdown, HTML) consume them and never
 //! compute verdicts. A FAIL is data, not an `Err`.
 //!
 //! Layout: `outcome` (verdicts, evidence, one check's outcome), `event` (run events), `report` (the

@@ -1,4 +1,5 @@
-//! Reporters: the terminal table with evidence, JUnit XML, JSON and Markdown, and the progress display.
+//! Reporters: the terminal table with evidence, JUnit XML, JSON, Markdown and HTML, and the progress
+//! display.
 //!
 //! The [`Reporter`] receives the run's [`RunEvent`](crate::model::RunEvent)s and fans them out:
 //! to the progress display as they arrive, and at the end to the terminal report and the report

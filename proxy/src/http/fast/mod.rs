@@ -3,9 +3,9 @@
 //!
 //! Every downstream connection starts here. A request head that is plain (see [`wire`]) and
 //! satisfies no rule's conditions (none in force, or none whose method, path and headers fit it;
-//! no rule's counters move for it, as on hyper's path) is forwarded by this module: its head
+//! no rule's counters move for it, as on hyper's path) is forwarded here (`serve`): its head
 //! rewritten as hyper's path rewrites it, its body (whole in the buffer with the head) sent with
-//! it, the response copied as it comes, and its event recorded through the same [`RequestCtx`]
+//! it, the response copied as it comes, and its event recorded through the same `RequestCtx`
 //! (so the event log, the metrics and a departed client's receipt are the same). Anything else —
 //! a head some rule's conditions fit, a head hyper's parser must judge, a slow head, a shutdown
 //! while idle — hands the connection, with the bytes read but not yet handled, to hyper's path

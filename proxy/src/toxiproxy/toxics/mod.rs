@@ -1,5 +1,6 @@
 //! Toxics: their JSON shape (Toxiproxy's `ToxicWrapper`), the defaults and checks a new or
-//! updated toxic goes through, and one file per toxic type with its attributes and effect.
+//! updated toxic goes through (`toxic`: the wrapper, its `Kind`, the bounds), and one file per
+//! toxic type with its attributes and effect.
 //!
 //! A toxic is `{"name", "type", "stream", "toxicity", "attributes"}`. On create, `stream`
 //! defaults to `downstream` (case-insensitive; `upstream` is what the client sends), `name` to
