@@ -8,7 +8,7 @@ use idemspec::model::ExitCode;
 use idemspec_scenarios::client_profile::ClientProfile;
 
 use super::args::ClientArgs;
-use super::{follow, inputs, Failure};
+use super::{inputs, reporting, Failure};
 use crate::output::Printer;
 
 /// Runs `idemspec client`.
@@ -25,7 +25,7 @@ pub fn client(args: ClientArgs, printer: &Printer) -> Result<ExitCode, Failure> 
     if args.discover {
         return discover(&args, profile, printer);
     }
-    let (reporter_options, policy) = follow::reporting(&args.reports, printer)?;
+    let (reporter_options, policy) = reporting::options(&args.reports, printer)?;
     let mut options = ClientOptions::new(profile, args.exec.clone());
     options.upstream = args.upstream.clone();
     options.only = args.only.clone();
@@ -33,7 +33,7 @@ pub fn client(args: ClientArgs, printer: &Printer) -> Result<ExitCode, Failure> 
     options.timeout = args.command_timeout;
     options.parallelism = usize::from(args.parallel);
     let runtime = super::servers::runtime()?;
-    let report = runtime.block_on(follow::follow(
+    let report = runtime.block_on(reporting::follow(
         |sink| client_check::run(options, sink),
         client_failure,
         reporter_options,

@@ -5,10 +5,10 @@
 mod args;
 mod client;
 mod failure;
-mod follow;
 mod init;
 mod inputs;
 mod list;
+mod reporting;
 mod run;
 mod servers;
 mod validate;

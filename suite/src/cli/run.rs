@@ -10,7 +10,7 @@ use idemspec_scenarios::profile::TargetProfile;
 
 use super::args::RunArgs;
 use super::list::load_scenario;
-use super::{follow, inputs, Failure};
+use super::{inputs, reporting, Failure};
 use crate::output::Printer;
 
 /// Runs `idemspec run`.
@@ -27,11 +27,11 @@ pub fn run(args: RunArgs, printer: &Printer) -> Result<ExitCode, Failure> {
             flaw_names(&args).join(", --flaw ")
         ));
     }
-    let (reporter_options, policy) = follow::reporting(&args.reports, printer)?;
+    let (reporter_options, policy) = reporting::options(&args.reports, printer)?;
     let runtime = tokio::runtime::Runtime::new()
         .context("failed to start the async runtime")
         .map_err(Failure::usage)?;
-    let report = runtime.block_on(follow::follow(
+    let report = runtime.block_on(reporting::follow(
         |sink| runner::run(options, sink),
         run_failure,
         reporter_options,

@@ -16,7 +16,7 @@ use crate::output::Printer;
 /// # Errors
 /// A usage [`Failure`] when two reports go to one file or a report file cannot be written (checked
 /// before anything runs).
-pub(super) fn reporting(
+pub(super) fn options(
     args: &ReportArgs,
     printer: &Printer,
 ) -> Result<(ReporterOptions, ExitPolicy), Failure> {
