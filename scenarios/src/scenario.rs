@@ -122,6 +122,22 @@ pub struct Parameters {
     pub within: Option<HumanDuration>,
 }
 
+impl Parameters {
+    /// The names of the parameters given, in the order of the fields.
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            ("clients", self.clients.is_some()),
+            ("keys", self.keys.is_some()),
+            ("attempts", self.attempts.is_some()),
+            ("seed", self.seed.is_some()),
+            ("within", self.within.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
+    }
+}
+
 /// One check: a scenario file (`docs/writing-scenarios.md`).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -191,23 +207,57 @@ impl Scenario {
         Ok(scenario)
     }
 
-    /// Refuses a `procedure` that names none of `known` (the runner's procedures), at its position.
+    /// Refuses a `procedure` that names none of `known` (the runner's procedures, each with the
+    /// parameters it reads), or `parameters` the named one does not read, at the procedure's
+    /// position.
     ///
     /// # Errors
-    /// A located [`LoadError`] naming the procedures there are.
-    pub fn check_procedure(&self, file: &str, known: &[&str]) -> Result<(), LoadError> {
-        match &self.procedure {
-            Some(name) if !known.contains(&name.value.as_str()) => Err(LoadError::at(
+    /// A located [`LoadError`] naming the procedures there are, or the parameters it reads.
+    pub fn check_procedure(&self, file: &str, known: &[(&str, &[&str])]) -> Result<(), LoadError> {
+        let Some(name) = &self.procedure else {
+            return Ok(());
+        };
+        let Some((_, reads)) = known.iter().find(|(known, _)| *known == name.value) else {
+            let names: Vec<&str> = known.iter().map(|(name, _)| *name).collect();
+            // Quoted and escaped (a zero-width or control character shows), and cut short.
+            let given: String = name.value.chars().take(64).collect();
+            let cut = if given.len() < name.value.len() {
+                "…"
+            } else {
+                ""
+            };
+            return Err(LoadError::at(
                 file,
                 &name.referenced,
                 format!(
-                    "unknown procedure `{}`; expected one of: {}",
-                    name.value,
-                    known.join(", ")
+                    "unknown procedure {given:?}{cut}; expected one of: {}",
+                    names.join(", ")
                 ),
-            )),
-            _ => Ok(()),
+            ));
+        };
+        let unread: Vec<&str> = self
+            .parameters
+            .given()
+            .into_iter()
+            .filter(|p| !reads.contains(p))
+            .collect();
+        if unread.is_empty() {
+            return Ok(());
         }
+        let reads = if reads.is_empty() {
+            "it reads none".to_owned()
+        } else {
+            format!("it reads {}", reads.join(", "))
+        };
+        Err(LoadError::at(
+            file,
+            &name.referenced,
+            format!(
+                "the procedure `{}` does not read `parameters.{}` ({reads})",
+                name.value,
+                unread.join("`, `parameters.")
+            ),
+        ))
     }
 
     /// Cross-field rules: version 1; a kebab-case id; steps or a procedure; each step exactly one
@@ -239,11 +289,24 @@ impl Scenario {
                 format!("id `{id}` must be kebab-case (a-z, 0-9, -)"),
             );
         }
-        if self.steps.is_empty() && self.procedure.is_none() {
-            err(
+        match &self.procedure {
+            None if self.steps.is_empty() => err(
                 &self.id.referenced,
                 "a scenario needs `steps` or a `procedure`".into(),
-            );
+            ),
+            None if self.parameters != Parameters::default() => err(
+                &self.id.referenced,
+                "`parameters` tune a `procedure`, and this scenario names none".into(),
+            ),
+            Some(name) if !self.steps.is_empty() || !self.assertions.is_empty() => err(
+                &name.referenced,
+                format!(
+                    "a scenario that runs the procedure `{}` has no `steps` or `assert`: the \
+                     procedure sends its requests and judges them",
+                    name.value
+                ),
+            ),
+            _ => {}
         }
         let mut names: Vec<String> = Vec::new();
         // The steps that send requests: what a `wait: {sent}` waits on and assertions judge.

@@ -38,7 +38,10 @@ pub fn classify(text: &str) -> Option<FileKind> {
     let keys: Vec<&str> = text
         .lines()
         .filter(|line| !line.starts_with([' ', '\t', '#', '-']))
-        .filter_map(|line| line.split_once(':').map(|(key, _)| key.trim()))
+        .filter_map(|line| {
+            line.split_once(':')
+                .map(|(key, _)| key.trim().trim_matches(['"', '\'']))
+        })
         .collect();
     let has = |key: &str| keys.contains(&key);
     // A client profile's keys are its own (its `operations` is a count, not a mapping).

@@ -23,7 +23,23 @@ pub fn list(args: &ListArgs, printer: &Printer) -> Result<ExitCode, Failure> {
         .collect();
     for path in inputs::expand(&args.scenario)? {
         let scenario = load_scenario(&path)?;
-        checks.push((path.display().to_string(), scenario));
+        let from = path.display().to_string();
+        // Ids are unique among the built-in checks and the files, as `run` and `validate` say.
+        if let Some((owner, _)) = checks.iter().find(|(_, s)| s.id.value == scenario.id.value) {
+            let at = &scenario.id.referenced;
+            let owner = match owner.as_str() {
+                "built-in" => "a built-in check".to_owned(),
+                file => format!("`{file}`"),
+            };
+            return Err(Failure::usage(anyhow::anyhow!(
+                "{from}:{}:{}: scenario id `{}` is already used by {owner}",
+                at.line(),
+                at.column(),
+                scenario.id.value
+            ))
+            .hint("give your scenario an `id` of its own"));
+        }
+        checks.push((from, scenario));
     }
     let with_origin = !args.scenario.is_empty();
     let mut builder = Builder::default();

@@ -106,8 +106,8 @@ fn check(path: &Path) -> Result<Checked, Invalid> {
         }
         anyhow!(
             "cannot tell what `{name}` is: expected a target profile (with `base_urls` and \
-             `operations`), a scenario (with `id` and `steps`), a proxy file (with `upstream` \
-             and `rules`) or a client profile (with `operation` or `success`)"
+             `operations`), a scenario (with `id` and `steps` or a `procedure`), a proxy file \
+             (with `upstream` and `rules`) or a client profile (with `operation` or `success`)"
         )
     })?;
     let context = || format!("invalid {} `{name}`", kind.noun());

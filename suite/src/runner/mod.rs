@@ -25,7 +25,7 @@ mod steps;
 
 pub use crate::engine::EventSink;
 pub use options::{RunError, RunOptions, Target, Unreachable};
-pub use procedures::{check_known as check_procedure, names as procedure_names};
+pub use procedures::check_known as check_procedure;
 pub use run::run;
 
 use idemspec_scenarios::scenario::Scenario;

@@ -187,7 +187,7 @@ fn an_unknown_procedure_is_located_and_the_known_ones_listed() {
     assert!(text.contains("storm.yaml:6:"), "located: {text}");
     assert!(
         text.contains(
-            "unknown procedure `retry-strom`; expected one of: key-validation, retry-storm"
+            "unknown procedure \"retry-strom\"; expected one of: key-validation, retry-storm"
         ),
         "{text}"
     );
@@ -202,7 +202,27 @@ fn an_unknown_procedure_is_located_and_the_known_ones_listed() {
             "my-storm",
         ],
     );
-    assert!(text.contains("unknown procedure `retry-strom`"), "{text}");
+    assert!(text.contains("unknown procedure \"retry-strom\""), "{text}");
+    // What a procedure does not read is refused, not ignored: steps and assertions beside it,
+    // parameters it does not take, parameters with no procedure to tune.
+    for (body, said) in [
+        (
+            "procedure: retry-storm\nassert:\n  - created: {equals: 99}\n",
+            "storm.yaml:6:12: a scenario that runs the procedure `retry-storm` has no `steps` or `assert`",
+        ),
+        (
+            "procedure: key-validation\nparameters: {clients: 5}\n",
+            "storm.yaml:6:12: the procedure `key-validation` does not read `parameters.clients` (it reads none)",
+        ),
+        (
+            "steps:\n  - {name: a, op: create, key: K1}\nparameters: {seed: 1}\n",
+            "`parameters` tune a `procedure`, and this scenario names none",
+        ),
+    ] {
+        write(dir.path(), "storm.yaml", &format!("{header}{body}"));
+        let text = config_error(dir.path(), &["validate", "storm.yaml"]);
+        assert!(text.contains(said), "{body}: {text}");
+    }
     write(
         dir.path(),
         "storm.yaml",
@@ -210,6 +230,19 @@ fn an_unknown_procedure_is_located_and_the_known_ones_listed() {
     );
     let out = idemspec(dir.path(), &["validate", "storm.yaml"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A file taking a built-in's id is refused by `list` as by `validate` and `run`.
+    write(
+        dir.path(),
+        "storm.yaml",
+        &format!("{header}procedure: retry-storm\n").replace("my-storm", "key-validation"),
+    );
+    let text = config_error(dir.path(), &["list", "--scenario", "storm.yaml"]);
+    assert!(
+        text.contains(
+            "storm.yaml:2:5: scenario id `key-validation` is already used by a built-in check"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

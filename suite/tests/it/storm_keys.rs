@@ -190,3 +190,32 @@ async fn a_key_whose_create_ran_upstream_counts_as_accepted_though_its_client_wa
         o.summary
     );
 }
+
+/// A scenario that runs a procedure under a header of its own gets what the header says: its
+/// faults apply to the procedure's requests (every answer a 500 here), and its level is the
+/// level its broken rules count at (SHOULD: WARN, not FAIL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_procedure_runs_under_the_header_of_the_scenario_naming_it() {
+    const FAULTED: &str = r#"version: 1
+id: keys-through-500s
+title: key-validation with every answer a 500
+level: SHOULD
+reference: "a user's"
+procedure: key-validation
+faults:
+  - {name: all-500, fault: {respond: {status: 500, body: "injected"}}}
+"#;
+    let mut opts = RunOptions::new(Target::Reference(reference(&[], None)));
+    opts.builtin = false;
+    opts.scenarios = vec![Scenario::load("faulted.yaml", FAULTED).expect("it loads")];
+    let report = crate::support::reference::run_options(opts).await;
+    let o = outcome(&report, "keys-through-500s");
+    assert_eq!(o.verdict, Verdict::Warn, "{}", table(&report));
+    assert!(
+        o.evidence
+            .iter()
+            .any(|e| e.proxy.as_ref().is_some_and(|p| p.fault.is_some())),
+        "the procedure's requests went through the scenario's fault: {:?}",
+        o.evidence
+    );
+}

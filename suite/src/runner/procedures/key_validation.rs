@@ -5,7 +5,7 @@
 
 use futures::future::BoxFuture;
 use idemspec_scenarios::profile::{Contract, Refusal};
-use idemspec_scenarios::scenario::{KeySpec, Level, Operation};
+use idemspec_scenarios::scenario::{KeySpec, Level, Operation, Via};
 
 use super::Procedure;
 use crate::engine::{Finding, Judgement};
@@ -65,8 +65,14 @@ async fn run(run: &CheckRun) -> Vec<Judgement> {
     // The requests the contract refuses that the API accepted anyway (each a broken rule already):
     // their resources are explained, not counted as owed.
     let mut accepted_anyway: Vec<&str> = Vec::new();
+    // A MUST rule counts at the check's own level (a scenario may run this procedure as SHOULD);
+    // a SHOULD rule (a problem body, an optional key refused) never counts higher.
     let judge = |finding: Finding, level: Level, step: &str| {
-        Judgement::new(finding).at(level).on_steps([step])
+        let judgement = Judgement::new(finding).on_steps([step]);
+        match level {
+            Level::Should => judgement.at(Level::Should),
+            Level::Must => judgement,
+        }
     };
     let empty_is_missing = contract.empty_key_is_missing;
     let invalid = invalid_keys(run.marker(), contract.key_max_len);
@@ -273,6 +279,8 @@ async fn create(run: &CheckRun, step: &str, key: KeySpec) -> Exchange {
     run.sender
         .request(step, Operation::Create)
         .key(Some(&key))
+        // Through the check's fault proxy where its scenario has faults.
+        .via(Via::Proxy)
         .send()
         .await
 }

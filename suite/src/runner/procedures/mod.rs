@@ -31,6 +31,11 @@ pub(crate) trait Procedure: Sync {
     /// `procedure:` naming itself.
     fn scenario(&self) -> &'static str;
 
+    /// The `parameters` it reads (a scenario naming it may give only these).
+    fn parameters(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Sends through `run` and judges what came back.
     fn judge<'a>(&'a self, run: &'a CheckRun) -> BoxFuture<'a, Vec<Judgement>>;
 }
@@ -44,9 +49,9 @@ pub(crate) fn named(name: &str) -> Option<&'static dyn Procedure> {
     ALL.into_iter().find(|p| p.name() == name)
 }
 
-/// The names of every procedure, in [`ALL`]'s order.
-pub fn names() -> Vec<&'static str> {
-    ALL.iter().map(|p| p.name()).collect()
+/// Every procedure's name and the parameters it reads, in [`ALL`]'s order.
+fn known() -> Vec<(&'static str, &'static [&'static str])> {
+    ALL.iter().map(|p| (p.name(), p.parameters())).collect()
 }
 
 /// The built-in checks written in Rust, loaded (each under `<embedded:NAME>`).
@@ -59,7 +64,10 @@ pub(crate) fn builtin() -> Vec<Scenario> {
         .map(|p| {
             let file = format!("<embedded:{}>", p.name());
             let scenario = Scenario::load(&file, p.scenario())
-                .and_then(|s| s.check_procedure(&file, &[p.name()]).map(|()| s))
+                .and_then(|s| {
+                    s.check_procedure(&file, &[(p.name(), p.parameters())])
+                        .map(|()| s)
+                })
                 .unwrap_or_else(|e| panic!("built-in check {} does not load: {e}", p.name()));
             assert_eq!(
                 scenario.id.value,
@@ -71,12 +79,13 @@ pub(crate) fn builtin() -> Vec<Scenario> {
         .collect()
 }
 
-/// Refuses a scenario whose `procedure:` names none of [`ALL`], at its position in `file`.
+/// Refuses a scenario whose `procedure:` names none of [`ALL`], or gives `parameters` it does
+/// not read, at its position in `file`.
 ///
 /// # Errors
 /// The located [`LoadError`].
 pub fn check_known(scenario: &Scenario, file: &str) -> Result<(), LoadError> {
-    scenario.check_procedure(file, &names())
+    scenario.check_procedure(file, &known())
 }
 
 #[cfg(test)]
@@ -111,7 +120,7 @@ mod tests {
         let file = "<example>";
         let scenario = Scenario::load(file, example.scenario()).expect("its header loads");
         scenario
-            .check_procedure(file, &[example.name()])
+            .check_procedure(file, &[(example.name(), example.parameters())])
             .expect("it names itself");
         assert_eq!(scenario.id.value, example.name());
     }

@@ -50,6 +50,10 @@ impl Procedure for RetryStorm {
         SCENARIO
     }
 
+    fn parameters(&self) -> &'static [&'static str] {
+        &["clients", "keys", "attempts", "seed", "within"]
+    }
+
     fn judge<'a>(&'a self, check: &'a CheckRun) -> BoxFuture<'a, Vec<Judgement>> {
         Box::pin(run(check))
     }
@@ -386,11 +390,19 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
         let ids = k.ids();
         let key = k.clients.first().map(|r| r.key.as_str()).unwrap_or("?");
         if ids.len() > 1 {
+            let shown = if ids.len() > NAMED_KEYS {
+                format!(
+                    "{}, and {} more",
+                    ids[..NAMED_KEYS].join(", "),
+                    ids.len() - NAMED_KEYS
+                )
+            } else {
+                ids.join(", ")
+            };
             inconsistent.push(format!(
-                "the {} clients of key {key} got {} different ids ({})",
+                "the {} clients of key {key} got {} different ids ({shown})",
                 k.clients.len(),
                 ids.len(),
-                ids.join(", ")
             ));
             inconsistent_steps.extend(k.clients.iter().map(|r| r.step.clone()));
         } else if let (Some(id), Some(refusal)) = (
@@ -465,7 +477,10 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
             "{finished} clients on {finished_keys} keys kept one id per key"
         ))
     } else {
-        Finding::Broken(bounded("keys did not keep one id", &inconsistent))
+        Finding::Broken(bounded(
+            "signs that keys did not keep one id",
+            &inconsistent,
+        ))
     };
     // Every key that was not refused must end as one resource (an unanswered one may still be
     // running, which only makes too few undecidable). The totals lead the sentence: they are what
