@@ -104,11 +104,11 @@ pub struct ClientArgs {
     /// Forward to this API instead of the canned upstream (`http://host:port`).
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
-    /// Run only these client checks (repeatable).
-    #[arg(long, value_name = "ID")]
+    /// Run only these client checks (repeatable, or a comma-separated list).
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Do not run these client checks (repeatable).
-    #[arg(long, value_name = "ID")]
+    /// Do not run these client checks (repeatable, or a comma-separated list).
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
     pub skip: Vec<String>,
     /// How long one run of the command may take (overrides the profile's `timeout`).
     #[arg(long, value_name = "DURATION", value_parser = bounded_duration)]
@@ -161,11 +161,11 @@ pub struct RunArgs {
     /// Also run these scenario files, or every `*.yaml` in these directories (repeatable).
     #[arg(long, value_name = "FILE|DIR")]
     pub scenario: Vec<PathBuf>,
-    /// Run only these checks (repeatable).
-    #[arg(long, value_name = "ID")]
+    /// Run only these checks (repeatable, or a comma-separated list).
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Do not run these checks (repeatable).
-    #[arg(long, value_name = "ID")]
+    /// Do not run these checks (repeatable, or a comma-separated list).
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
     pub skip: Vec<String>,
     /// Reports and what the run may end with.
     #[command(flatten)]

@@ -902,3 +902,16 @@ fn the_architecture_map_matches_the_code() {
         );
     }
 }
+
+/// `--only` and `--skip` take a comma-separated list as well as repeated flags.
+#[test]
+fn only_takes_a_comma_separated_list() {
+    let dir = workspace();
+    let out = idemspec(
+        dir.path(),
+        &["run", "--reference", "--only", "key-validation,retry-storm"],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains("2 passed"), "{text}");
+}
