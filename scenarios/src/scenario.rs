@@ -105,21 +105,21 @@ pub enum Capability {
 pub struct Parameters {
     /// Number of concurrent clients (retry-storm: 1 to 10000, default 12).
     #[serde(default)]
-    pub clients: Option<u32>,
+    pub clients: Option<Spanned<u32>>,
     /// How many keys the clients share (retry-storm: client N uses key N mod `keys`, so
     /// `clients: 1000, keys: 100` is 10 clients per key, released together). 1 to `clients`, and
     /// only with `clients`; default one key per client.
     #[serde(default)]
-    pub keys: Option<u32>,
+    pub keys: Option<Spanned<u32>>,
     /// Maximum attempts per client.
     #[serde(default)]
-    pub attempts: Option<u32>,
+    pub attempts: Option<Spanned<u32>>,
     /// Seed for random choices (backoff jitter).
     #[serde(default)]
-    pub seed: Option<u64>,
+    pub seed: Option<Spanned<u64>>,
     /// Overall time budget.
     #[serde(default)]
-    pub within: Option<HumanDuration>,
+    pub within: Option<Spanned<HumanDuration>>,
 }
 
 impl Parameters {
@@ -396,36 +396,46 @@ impl Scenario {
                 );
             }
         }
+        // Each range error points at its value.
         let p = &self.parameters;
-        if p.clients.is_some_and(|n| !(1..=10_000).contains(&n)) {
+        if let Some(clients) = p
+            .clients
+            .as_ref()
+            .filter(|n| !(1..=10_000).contains(&n.value))
+        {
             err(
-                &self.id.referenced,
+                &clients.referenced,
                 "parameters.clients must be 1 to 10000".into(),
             );
         }
-        match (p.keys, p.clients) {
-            (Some(keys), Some(clients)) if !(1..=clients).contains(&keys) => err(
-                &self.id.referenced,
-                format!("parameters.keys must be 1 to parameters.clients ({clients}), not {keys}"),
+        match (&p.keys, &p.clients) {
+            (Some(keys), Some(clients)) if !(1..=clients.value).contains(&keys.value) => err(
+                &keys.referenced,
+                format!(
+                    "parameters.keys must be 1 to parameters.clients ({}), not {}",
+                    clients.value, keys.value
+                ),
             ),
-            (Some(_), None) => err(
-                &self.id.referenced,
+            (Some(keys), None) => err(
+                &keys.referenced,
                 "parameters.keys needs parameters.clients (how many clients share the keys)".into(),
             ),
             _ => {}
         }
-        if p.attempts.is_some_and(|n| !(1..=1_000).contains(&n)) {
+        if let Some(attempts) = p
+            .attempts
+            .as_ref()
+            .filter(|n| !(1..=1_000).contains(&n.value))
+        {
             err(
-                &self.id.referenced,
+                &attempts.referenced,
                 "parameters.attempts must be 1 to 1000".into(),
             );
         }
-        if let Some(Err(m)) = self
-            .parameters
-            .within
-            .map(|w| step::within_step_limit("parameters.within", w.0))
-        {
-            err(&self.id.referenced, m);
+        if let Some(within) = &p.within {
+            if let Err(m) = step::within_step_limit("parameters.within", within.value.0) {
+                err(&within.referenced, m);
+            }
         }
         LoadError::all(errors)
     }

@@ -153,7 +153,7 @@ fn storm_keys_are_bounded_by_the_clients() {
         &format!("{STORM}parameters: {{clients: 60, keys: 6}}\n"),
     )
     .expect("60 clients on 6 keys load");
-    assert_eq!(ok.parameters.keys, Some(6));
+    assert_eq!(ok.parameters.keys.map(|k| k.value), Some(6));
     let err = Scenario::load(
         "s.yaml",
         &format!("{STORM}parameters: {{clients: 6, keys: 7}}\n"),
@@ -164,7 +164,8 @@ fn storm_keys_are_bounded_by_the_clients() {
             .contains("keys must be 1 to parameters.clients (6), not 7"),
         "{err}"
     );
-    assert!(err.line >= 1 && err.column >= 1, "{err}");
+    // At the value, on the `parameters:` line, not at the scenario's id.
+    assert_eq!((err.line, err.column), (7, 32), "{err}");
     let err = Scenario::load("s.yaml", &format!("{STORM}parameters: {{keys: 0}}\n")).unwrap_err();
     assert!(
         err.message.contains("keys needs parameters.clients"),

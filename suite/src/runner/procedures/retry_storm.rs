@@ -112,13 +112,17 @@ struct Plan {
 
 async fn run(run: &CheckRun) -> Vec<Judgement> {
     let p = &run.scenario.parameters;
-    let clients = p.clients.unwrap_or(CLIENTS);
+    let clients = p.clients.as_ref().map_or(CLIENTS, |n| n.value);
     let plan = Plan {
         // The loader holds `keys` to at most `clients`; `min` keeps every key used all the same.
-        keys: p.keys.unwrap_or(clients).clamp(1, clients.max(1)),
-        seed: p.seed.unwrap_or(0),
-        attempts: p.attempts.unwrap_or(ATTEMPTS),
-        within: p.within.map_or(WITHIN, |w| w.0),
+        keys: p
+            .keys
+            .as_ref()
+            .map_or(clients, |n| n.value)
+            .clamp(1, clients.max(1)),
+        seed: p.seed.as_ref().map_or(0, |n| n.value),
+        attempts: p.attempts.as_ref().map_or(ATTEMPTS, |n| n.value),
+        within: p.within.as_ref().map_or(WITHIN, |w| w.value.0),
     };
     let barrier = Arc::new(tokio::sync::Barrier::new(clients as usize));
     let tasks: Vec<_> = (0..clients)
