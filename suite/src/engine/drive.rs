@@ -14,7 +14,8 @@ use crate::model::CheckOutcome;
 /// One check as the driver runs it: a YAML scenario or a Rust procedure against an API
 /// (`runner`), or a check of an HTTP client (`client_check`).
 pub trait Check: Send + Sync + 'static {
-    /// What every check of the run shares: the API's environment, or the client's context.
+    /// What every check of the run shares: the API's context (`runner`'s `ApiCtx`), or the
+    /// client's (`client_check::Ctx`).
     type Ctx: Send + Sync + 'static;
 
     /// What it is.

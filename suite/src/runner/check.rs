@@ -9,8 +9,8 @@ use futures::future::BoxFuture;
 use idemspec_scenarios::rules::Rule;
 use idemspec_scenarios::scenario::{HookName, Isolation, Scenario};
 
+use super::api_ctx::ApiCtx;
 use super::context::{evidence, CheckRun};
-use super::env::Env;
 use super::observe;
 use super::proxy::FaultProxy;
 use super::{assert, procedures, select, steps};
@@ -36,11 +36,11 @@ pub(crate) struct ScenarioCheck {
 }
 
 impl ScenarioCheck {
-    /// `scenario` against the target in `env`, within `limits`.
-    pub(crate) fn new(env: &Env, scenario: Scenario, limits: Limits) -> Self {
+    /// `scenario` against the target in `ctx`, within `limits`.
+    pub(crate) fn new(ctx: &ApiCtx, scenario: Scenario, limits: Limits) -> Self {
         // A hook step disturbs the others only where the profile's hook runs (a request variant
         // that does its job touches only the check's own request).
-        let isolation = scenario.isolation(|hook: HookName| !env.variant_does(hook));
+        let isolation = scenario.isolation(|hook: HookName| !ctx.variant_does(hook));
         Self {
             about: about(&scenario),
             scenario: Arc::new(scenario),
@@ -51,7 +51,7 @@ impl ScenarioCheck {
 }
 
 impl Check for ScenarioCheck {
-    type Ctx = Env;
+    type Ctx = ApiCtx;
 
     fn about(&self) -> &About {
         &self.about
@@ -65,23 +65,23 @@ impl Check for ScenarioCheck {
         self.scenario.waits_out_ttl()
     }
 
-    fn run(self: Arc<Self>, env: Arc<Env>, hold: Hold) -> BoxFuture<'static, CheckOutcome> {
+    fn run(self: Arc<Self>, ctx: Arc<ApiCtx>, hold: Hold) -> BoxFuture<'static, CheckOutcome> {
         Box::pin(async move {
             let left = self
                 .limits
                 .run_ends
                 .saturating_duration_since(Instant::now());
             let limit = self.limits.check.min(left);
-            run_check(env, self.scenario.clone(), limit, hold, self.isolation).await
+            run_check(ctx, self.scenario.clone(), limit, hold, self.isolation).await
         })
     }
 }
 
-/// Runs `scenario` against the target in `env`, within `limit`, holding `hold` on the run's
+/// Runs `scenario` against the target in `ctx`, within `limit`, holding `hold` on the run's
 /// quiet lock as `isolation` says: a check still running then is UNKNOWN, naming the deadline,
 /// with the evidence it had sent.
 async fn run_check(
-    env: Arc<Env>,
+    ctx: Arc<ApiCtx>,
     scenario: Arc<Scenario>,
     limit: Duration,
     hold: Hold,
@@ -93,7 +93,7 @@ async fn run_check(
         let j = Judgement::new(Finding::Undecided(why.into()));
         return outcome(&scenario, &[j], &[], started);
     }
-    if let Some(reason) = select::missing_capability(&env, &scenario) {
+    if let Some(reason) = select::missing_capability(&ctx, &scenario) {
         let skip = Judgement::new(Finding::Skipped(reason));
         return outcome(&scenario, &[skip], &[], started);
     }
@@ -101,7 +101,7 @@ async fn run_check(
         None
     } else {
         let rules: Vec<Rule> = scenario.faults.iter().map(|r| r.value.clone()).collect();
-        match FaultProxy::start(&env.profile.base_urls.value, &rules, &env.contract.key_at).await {
+        match FaultProxy::start(&ctx.profile.base_urls.value, &rules, &ctx.contract.key_at).await {
             Ok(p) => Some(p),
             Err(e) => {
                 let why = format!("could not start the fault-injecting proxy: {e}");
@@ -110,8 +110,8 @@ async fn run_check(
             }
         }
     };
-    let uncovered = select::uncovered(&env, &scenario);
-    let mut run = CheckRun::new(env, scenario.clone(), proxy, hold, isolation);
+    let uncovered = select::uncovered(&ctx, &scenario);
+    let mut run = CheckRun::new(ctx, scenario.clone(), proxy, hold, isolation);
     let judgements = match tokio::time::timeout(limit, judge(&mut run)).await {
         Ok(judgements) => judgements,
         Err(_) => {
@@ -142,7 +142,7 @@ async fn judge(run: &mut CheckRun) -> Vec<Judgement> {
     let scenario = run.scenario.clone();
     let needs = assert::needs(&scenario);
     if needs.counters {
-        run.observed.counters_before = Some(observe::read_counters(run.env()).await);
+        run.observed.counters_before = Some(observe::read_counters(run.ctx()).await);
     }
     match &scenario.procedure {
         Some(name) => {

@@ -3,7 +3,7 @@
 //! [`RunEvent`](crate::model::RunEvent)s.
 //!
 //! Layout: [`run`] (the run end to end: target, preflight, the engine's driver, the report),
-//! `options` (what to run), `select` (which checks, capabilities), `env` (what every
+//! `options` (what to run), `select` (which checks, capabilities), `api_ctx` (what every
 //! check shares), `context` (the per-check context, `CheckRun`: the only way a check sends a
 //! request, its evidence, the contract's reading of a status), `steps` (a scenario's requests,
 //! barrier, retries, hooks), `procedures` (checks written in Rust), `assert` (the assertion
@@ -11,10 +11,10 @@
 //! counts, counters), `proxy` (one embedded proxy per faulted check). Grading is the engine's
 //! ([`crate::engine`]), shared with `idemspec client`.
 
+mod api_ctx;
 mod assert;
 mod check;
 mod context;
-mod env;
 mod observe;
 mod options;
 mod procedures;

@@ -7,7 +7,7 @@ use idemspec_scenarios::profile::Principal;
 use idemspec_scenarios::scenario::Operation;
 use idemspec_scenarios::template::TemplateVars;
 
-use super::env::Env;
+use super::api_ctx::ApiCtx;
 use crate::http_client::{Exchange, RequestSpec};
 
 /// Client timeout for observation requests.
@@ -29,16 +29,16 @@ const OBSERVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// A message when the list request fails, its body is not what the profile describes, or it
 /// cannot see the resources this check created.
 pub(crate) async fn count_created(
-    env: &Env,
+    ctx: &ApiCtx,
     principal: &Principal,
     marker: &str,
     seen: &[Exchange],
     is_delete: &(dyn Fn(&Exchange) -> bool + Sync),
 ) -> Result<u64, String> {
-    let list = &env.profile.operations.list;
-    let request = list_request(env, principal, marker);
+    let list = &ctx.profile.operations.list;
+    let request = list_request(ctx, principal, marker);
     let (method, path) = (request.method.clone(), request.path.clone());
-    let ex = send_list(env, principal, request, marker).await;
+    let ex = send_list(ctx, principal, request, marker).await;
     let json = json_of(&ex, "list")?;
     let items = list.items.select(json);
     let count = match &list.marker {
@@ -55,7 +55,7 @@ pub(crate) async fn count_created(
                  `operations.list` in the target profile"
             ));
         }
-        if let Some(id) = unseen_created_id(env, principal, seen, is_delete) {
+        if let Some(id) = unseen_created_id(ctx, principal, seen, is_delete) {
             return Err(format!(
                 "the profile's `list` ({method} {path}, items `{}`{}) found {} item(s) and none of \
                  this check's, although the API answered 2xx with id `{id}` for {}: check \
@@ -157,7 +157,7 @@ fn blind_list(
 /// the operation they drove, not by their method: a delete may be a POST, as a create is), and
 /// none that another principal also received.
 fn unseen_created_id(
-    env: &Env,
+    ctx: &ApiCtx,
     principal: &Principal,
     seen: &[Exchange],
     is_delete: &(dyn Fn(&Exchange) -> bool + Sync),
@@ -179,7 +179,7 @@ fn unseen_created_id(
             .filter(move |ex| {
                 ex.is_success() && (ex.evidence.request.principal == principal.name) == mine
             })
-            .filter_map(|ex| env.created_id(ex))
+            .filter_map(|ex| ctx.created_id(ex))
     };
     let others: Vec<String> = ids_of(false).collect();
     ids_of(true).find(|id| !others.contains(id))
@@ -192,8 +192,8 @@ pub(crate) type Counters = BTreeMap<String, i64>;
 ///
 /// # Errors
 /// A message when the probe fails or a counter is not an integer.
-pub(crate) async fn read_counters(env: &Env) -> Result<Counters, String> {
-    let probe = env
+pub(crate) async fn read_counters(ctx: &ApiCtx) -> Result<Counters, String> {
+    let probe = ctx
         .profile
         .side_effects
         .as_ref()
@@ -232,8 +232,8 @@ pub(crate) async fn read_counters(env: &Env) -> Result<Counters, String> {
 }
 
 /// The action's effect counter in a `get` response.
-pub(crate) fn effect_of(env: &Env, ex: &Exchange) -> Result<i64, String> {
-    let action = env
+pub(crate) fn effect_of(ctx: &ApiCtx, ex: &Exchange) -> Result<i64, String> {
+    let action = ctx
         .profile
         .operations
         .action
@@ -269,13 +269,13 @@ pub(crate) struct ListRequest {
 }
 
 /// Renders the profile's `list` for `principal` and `marker` (see [`ListRequest`]).
-pub(crate) fn list_request(env: &Env, principal: &Principal, marker: &str) -> ListRequest {
-    let list = &env.profile.operations.list;
+pub(crate) fn list_request(ctx: &ApiCtx, principal: &Principal, marker: &str) -> ListRequest {
+    let list = &ctx.profile.operations.list;
     let vars = TemplateVars::new(marker, 1).as_principal(&principal.vars);
     let uuid = || uuid::Uuid::new_v4().to_string();
     let body = list.body.as_ref().map(|b| b.render(&vars, uuid));
     let content_type = body.as_ref().map(|_| "application/json".to_owned());
-    let headers = env.headers_for(principal, Operation::List, content_type);
+    let headers = ctx.headers_for(principal, Operation::List, content_type);
     ListRequest {
         method: list.method.clone(),
         path: list.path.render(&vars, uuid),
@@ -287,19 +287,19 @@ pub(crate) fn list_request(env: &Env, principal: &Principal, marker: &str) -> Li
 /// Sends `request` as `principal`, direct, trying the next base URL while one does not answer.
 /// `marker` is the check's (its cookie session, where the profile keeps one per check).
 async fn send_list(
-    env: &Env,
+    ctx: &ApiCtx,
     principal: &Principal,
     request: ListRequest,
     marker: &str,
 ) -> Exchange {
-    let urls = &env.profile.base_urls.value;
+    let urls = &ctx.profile.base_urls.value;
     let mut tries = urls.len();
     loop {
-        let ex = env
+        let ex = ctx
             .send(
                 RequestSpec {
                     step: "list".into(),
-                    base_url: env.pick(urls).to_owned(),
+                    base_url: ctx.pick(urls).to_owned(),
                     method: request.method.clone(),
                     path: request.path.clone(),
                     principal: principal.name.clone(),

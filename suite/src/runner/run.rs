@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use super::api_ctx::ApiCtx;
 use super::check::{Limits, ScenarioCheck};
-use super::env::Env;
 use super::{observe, select, RunError, RunOptions, Target, Unreachable};
 use crate::engine::EventSink;
 use crate::engine::{self, RunRecord};
@@ -56,11 +56,11 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
             (profile, server.hooks(), Some(server))
         }
     };
-    let env = Arc::new(Env::new(profile, hooks, opts.lockout_bound));
-    preflight(&env).await?;
+    let ctx = Arc::new(ApiCtx::new(profile, hooks, opts.lockout_bound));
+    preflight(&ctx).await?;
     record.announce(
-        &env.profile.name,
-        env.contract.preset.name(),
+        &ctx.profile.name,
+        ctx.contract.preset.name(),
         selected.len(),
     );
     let limits = Limits {
@@ -68,7 +68,7 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         run_ends: record.started() + opts.run_timeout,
     };
     // The profile's `checks_at_once` is what the target can take; `--jobs` cannot raise it.
-    let jobs = env
+    let jobs = ctx
         .profile
         .checks_at_once
         .as_ref()
@@ -78,9 +78,9 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         .max(1);
     let checks: Vec<ScenarioCheck> = selected
         .into_iter()
-        .map(|s| ScenarioCheck::new(&env, s, limits))
+        .map(|s| ScenarioCheck::new(&ctx, s, limits))
         .collect();
-    let checks = engine::drive(checks, env.clone(), &record, jobs).await;
+    let checks = engine::drive(checks, ctx.clone(), &record, jobs).await;
     let target_log = target_process
         .as_ref()
         .map(|p| p.log().display().to_string());
@@ -97,18 +97,18 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
 /// Asks each base URL for each principal's list. A transport failure means the target is
 /// unreachable; an answer other than 2xx means the profile does not work with it (wrong path or
 /// credentials) — both stop the run before any check could report a verdict it did not earn.
-async fn preflight(env: &Env) -> Result<(), RunError> {
-    let list = &env.profile.operations.list;
-    for url in &env.profile.base_urls.value {
-        for principal in &env.profile.principals.value {
-            if let Err(why) = env.open_session(&principal.name, "preflight").await {
+async fn preflight(ctx: &ApiCtx) -> Result<(), RunError> {
+    let list = &ctx.profile.operations.list;
+    for url in &ctx.profile.base_urls.value {
+        for principal in &ctx.profile.principals.value {
+            if let Err(why) = ctx.open_session(&principal.name, "preflight").await {
                 return Err(RunError::TargetUnreachable {
                     url: url.clone(),
                     reason: Unreachable::Session(why),
                 });
             }
-            let request = observe::list_request(env, principal, "preflight");
-            let ex = env
+            let request = observe::list_request(ctx, principal, "preflight");
+            let ex = ctx
                 .send(
                     RequestSpec {
                         step: "preflight".into(),

@@ -3,7 +3,7 @@
 
 use idemspec_scenarios::scenario::{Capability, Scenario};
 
-use super::env::Env;
+use super::api_ctx::ApiCtx;
 use super::RunError;
 use crate::engine;
 use idemspec_scenarios::profile::Covered;
@@ -30,17 +30,17 @@ pub(crate) fn select(
 /// not cover (`contract.covers`). The check still runs, so what the API did with the key is on the
 /// page (a retried DELETE that answered 404 is the doom loop, covered or not), as INFO naming the
 /// contract instead of a SKIP that hides it.
-pub(crate) fn uncovered(env: &Env, scenario: &Scenario) -> Option<String> {
+pub(crate) fn uncovered(ctx: &ApiCtx, scenario: &Scenario) -> Option<String> {
     scenario
         .requires
         .iter()
         .find_map(|cap| {
             match cap {
-        Capability::DeleteKey if !env.contract.covers(Covered::Delete) => Some(
+        Capability::DeleteKey if !ctx.contract.covers(Covered::Delete) => Some(
             "recorded, not judged: the contract does not cover DELETE (`contract.covers` lacks \
              `delete`)",
         ),
-        Capability::ActionKey if !env.contract.covers(Covered::Action) => Some(
+        Capability::ActionKey if !ctx.contract.covers(Covered::Action) => Some(
             "recorded, not judged: the contract does not cover the action (`contract.covers` \
              lacks `action`)",
         ),
@@ -51,8 +51,8 @@ pub(crate) fn uncovered(env: &Env, scenario: &Scenario) -> Option<String> {
 }
 
 /// Why the profile cannot run `scenario`, if it cannot.
-pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<String> {
-    let ops = &env.profile.operations;
+pub(crate) fn missing_capability(ctx: &ApiCtx, scenario: &Scenario) -> Option<String> {
+    let ops = &ctx.profile.operations;
     scenario.requires.iter().find_map(|cap| {
         let missing = match cap {
             Capability::Get => ops.get.is_none(),
@@ -68,22 +68,22 @@ pub(crate) fn missing_capability(env: &Env, scenario: &Scenario) -> Option<Strin
             Capability::ActionEffect => {
                 ops.get.is_none() || ops.action.as_ref().is_none_or(|a| a.effect.is_none())
             }
-            Capability::Crash => !env.hooks.has(HookName::Crash),
-            Capability::Restart => !env.hooks.has(HookName::Restart),
-            Capability::FailNext => !env.hooks.has(HookName::FailNext),
+            Capability::Crash => !ctx.hooks.has(HookName::Crash),
+            Capability::Restart => !ctx.hooks.has(HookName::Restart),
+            Capability::FailNext => !ctx.hooks.has(HookName::FailNext),
             Capability::FailsOnce => {
-                !env.hooks.has(HookName::FailNext) && ops.create.variants.fails_once.is_none()
+                !ctx.hooks.has(HookName::FailNext) && ops.create.variants.fails_once.is_none()
             }
             Capability::AlwaysFails => ops.create.variants.always_fails.is_none(),
             Capability::Slow => ops.create.variants.slow.is_none(),
             Capability::Abandon => {
-                !(env.hooks.has(HookName::Crash) && env.hooks.has(HookName::Restart))
+                !(ctx.hooks.has(HookName::Crash) && ctx.hooks.has(HookName::Restart))
                     && ops.create.variants.hangs.is_none()
             }
-            Capability::SideEffects => env.profile.side_effects.is_none(),
+            Capability::SideEffects => ctx.profile.side_effects.is_none(),
             Capability::BodyVariant => !ops.create.body.has_variant(),
-            Capability::InFlightTtl => env.contract.in_flight_ttl.is_none(),
-            Capability::PerPrincipalKeys => !env.contract.per_principal,
+            Capability::InFlightTtl => ctx.contract.in_flight_ttl.is_none(),
+            Capability::PerPrincipalKeys => !ctx.contract.per_principal,
         };
         missing.then(|| {
             // Where two causes could be missing, the one that is.

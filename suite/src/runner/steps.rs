@@ -53,9 +53,9 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
             continue;
         }
         if let Some(hook) = step.hook {
-            let hooks = &run.env().hooks;
+            let hooks = &run.ctx().hooks;
             let mut meta = StepMeta::default();
-            if run.env().variant_does(hook) {
+            if run.ctx().variant_does(hook) {
                 // The request variant makes the failure or the abandoned request itself.
             } else if hook == HookName::Crash && !hooks.crash_arms() && hooks.has(hook) {
                 // The kill must land while the next request is being worked on.
@@ -111,12 +111,12 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
             step.retry.clone(),
             needs.twins.contains(&name),
             run.contract().clone(),
-            run.env().lockout_bound,
+            run.ctx().lockout_bound,
         ));
         if kill_during_next {
             kill_during_next = false;
-            tokio::time::sleep(run.env().profile.kill_after()).await;
-            if let Err(e) = run.env().hooks.run(HookName::Crash).await {
+            tokio::time::sleep(run.ctx().profile.kill_after()).await;
+            if let Err(e) = run.ctx().hooks.run(HookName::Crash).await {
                 // Recorded on the request step: its outcome cannot be read as a crash.
                 let mut meta = join(task).await;
                 meta.problem = Some(e.to_string());

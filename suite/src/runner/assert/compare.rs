@@ -202,9 +202,9 @@ fn shows_current_state(run: &CheckRun) -> bool {
 
 /// Whether `a` and `b` name one created resource (the same id at the profile's `create.id`).
 fn same_resource(run: &CheckRun, a: &Exchange, b: &Exchange) -> bool {
-    let env = run.env();
-    env.created_id(a)
-        .is_some_and(|id| env.created_id(b).as_ref() == Some(&id))
+    let ctx = run.ctx();
+    ctx.created_id(a)
+        .is_some_and(|id| ctx.created_id(b).as_ref() == Some(&id))
 }
 
 /// [`differences`] as a check of the run judges them: a body difference between two responses that

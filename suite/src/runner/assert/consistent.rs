@@ -60,7 +60,7 @@ impl Judge for Consistent {
                 rs.len()
             ));
         };
-        let ids: Vec<Option<String>> = successes.iter().map(|e| run.env().created_id(e)).collect();
+        let ids: Vec<Option<String>> = successes.iter().map(|e| run.ctx().created_id(e)).collect();
         if let Some(other) = ids.iter().find(|id| **id != ids[0]) {
             return Broken(format!(
                 "requests with one key got different resources: {} and {}",

@@ -19,7 +19,7 @@ impl Judge for Created {
     }
 
     fn judge(&self, run: &CheckRun) -> Finding {
-        let principal = match run.env().principal(self.principal.as_deref()) {
+        let principal = match run.ctx().principal(self.principal.as_deref()) {
             Ok(p) => p,
             Err(e) => return Undecided(e),
         };

@@ -16,7 +16,7 @@ impl Judge for DistinctIds<'_> {
             match run
                 .step(s)
                 .first_success()
-                .and_then(|e| run.env().created_id(e))
+                .and_then(|e| run.ctx().created_id(e))
             {
                 Some(id) => ids.push((s, id)),
                 None => return Undecided(format!("step `{s}` returned no id")),

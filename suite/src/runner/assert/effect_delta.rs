@@ -15,7 +15,7 @@ impl Judge for EffectDelta {
                 .step(step)
                 .first_response()
                 .ok_or_else(|| format!("step `{step}` got no response"))?;
-            observe::effect_of(run.env(), ex)
+            observe::effect_of(run.ctx(), ex)
         };
         match (read(&self.before), read(&self.after)) {
             (Ok(b), Ok(a)) if a - b == self.equals => {

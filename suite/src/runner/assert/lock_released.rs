@@ -40,7 +40,7 @@ impl Judge for LockReleased {
 
     fn judge(&self, run: &CheckRun) -> Finding {
         let contract = run.contract();
-        let bound = run.env().lockout_bound;
+        let bound = run.ctx().lockout_bound;
         let limit = within(&self.within, contract, bound);
         let retries = run.step(&self.step);
         let Some(first) = retries.exchanges.first() else {

@@ -11,7 +11,7 @@ use crate::runner::context::CheckRun;
 
 impl Judge for SucceededWithin {
     fn judge(&self, run: &CheckRun) -> Finding {
-        let limit = within(&self.within, run.contract(), run.env().lockout_bound);
+        let limit = within(&self.within, run.contract(), run.ctx().lockout_bound);
         let view = run.step(&self.step);
         let attempts = view.exchanges.len();
         match view.meta.succeeded_after {
@@ -62,7 +62,7 @@ fn replayed_with_wrong_status(run: &CheckRun, last: &Exchange) -> Option<String>
             e.status.unwrap_or_default()
         ));
     }
-    run.env().created_id(last).map(|id| {
+    run.ctx().created_id(last).map(|id| {
         format!(
             "the retries got {status} with the body of resource `{id}`: a stored response replayed with the wrong status, not a key locked out"
         )

@@ -12,7 +12,7 @@ use idemspec_scenarios::scenario::{Isolation, Scenario};
 use super::{evidence, Needs, Sender};
 use crate::engine::Hold;
 use crate::http_client::Exchange;
-use crate::runner::env::Env;
+use crate::runner::api_ctx::ApiCtx;
 use crate::runner::observe::{self, Counters};
 use crate::runner::proxy::FaultProxy;
 
@@ -103,10 +103,10 @@ impl<'a> StepView<'a> {
 }
 
 impl CheckRun {
-    /// The context of `scenario` in `env`, sending through `proxy` when it has one, holding
+    /// The context of `scenario` in `ctx`, sending through `proxy` when it has one, holding
     /// `hold` on the run's quiet lock as `isolation` says.
     pub(crate) fn new(
-        env: Arc<Env>,
+        ctx: Arc<ApiCtx>,
         scenario: Arc<Scenario>,
         proxy: Option<FaultProxy>,
         hold: Hold,
@@ -120,7 +120,7 @@ impl CheckRun {
             hold: Some(hold),
             share_after,
             scenario,
-            sender: Sender::new(env, proxy.as_ref().map(FaultProxy::base_urls)),
+            sender: Sender::new(ctx, proxy.as_ref().map(FaultProxy::base_urls)),
             proxy,
             steps: BTreeMap::new(),
             exchanges: Vec::new(),
@@ -136,13 +136,13 @@ impl CheckRun {
     }
 
     /// The run's shared environment.
-    pub(crate) fn env(&self) -> &Env {
-        self.sender.env()
+    pub(crate) fn ctx(&self) -> &ApiCtx {
+        self.sender.ctx()
     }
 
     /// The contract the target declares.
     pub(crate) fn contract(&self) -> &Contract {
-        &self.env().contract
+        &self.ctx().contract
     }
 
     /// The check's marker.
@@ -199,14 +199,14 @@ impl CheckRun {
     /// Counts the resources with this check's marker of the principal named `principal` (`None`:
     /// A), see [`observe::count_created`].
     pub(crate) async fn count(&self, principal: Option<&str>) -> Result<u64, String> {
-        let principal = self.env().principal(principal)?;
+        let principal = self.ctx().principal(principal)?;
         self.settle().await?;
         let (seen, _) = self.paired();
         let is_delete = |e: &Exchange| {
             self.sender.operation_of(&e.evidence.request.step)
                 == Some(idemspec_scenarios::scenario::Operation::Delete)
         };
-        observe::count_created(self.env(), principal, self.marker(), &seen, &is_delete).await
+        observe::count_created(self.ctx(), principal, self.marker(), &seen, &is_delete).await
     }
 
     /// Every exchange sent so far, in send order, each proxied one paired with what the proxy
@@ -242,7 +242,7 @@ impl CheckRun {
         }
         if needs.counters {
             let after = match self.settle().await {
-                Ok(()) => observe::read_counters(self.env()).await,
+                Ok(()) => observe::read_counters(self.ctx()).await,
                 Err(why) => Err(why),
             };
             self.observed.counters_after = Some(after);

@@ -37,7 +37,7 @@ fn long_running_of<'a>(run: &'a CheckRun, e: &Exchange) -> Option<(Operation, &'
         return None;
     }
     let op = run.sender.operation_of(&e.evidence.request.step)?;
-    let long = run.env().profile.operations.long_running_of(op)?;
+    let long = run.ctx().profile.operations.long_running_of(op)?;
     Some((op, &long.value))
 }
 
@@ -80,7 +80,7 @@ impl CheckRun {
     pub(crate) async fn settle(&self) -> Result<(), String> {
         // Most profiles declare none: no copy of the exchanges for them, before every count and
         // every step that acts on a created resource.
-        if self.env().profile.operations.long_running().is_empty() {
+        if self.ctx().profile.operations.long_running().is_empty() {
             return Ok(());
         }
         let (exchanges, _) = self.paired();
@@ -146,14 +146,14 @@ impl CheckRun {
         op: Operation,
         long: &LongRunning,
     ) -> Result<bool, String> {
-        let env = self.env();
-        let who = env.principal(Some(principal))?;
-        let base_url = env.pick(&env.profile.base_urls.value).to_owned();
+        let ctx = self.ctx();
+        let who = ctx.principal(Some(principal))?;
+        let base_url = ctx.pick(&ctx.profile.base_urls.value).to_owned();
         let path = poll_path(reference, &base_url);
         let started = Instant::now();
         let field = format!("operations.{}.operation", op.name());
         loop {
-            let ex = env
+            let ex = ctx
                 .client
                 .send(RequestSpec {
                     step: "operation".into(),

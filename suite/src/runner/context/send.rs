@@ -11,7 +11,7 @@ use idemspec_scenarios::template::Template;
 use idemspec_scenarios::template::TemplateVars;
 
 use crate::http_client::{Exchange, RequestSpec};
-use crate::runner::env::Env;
+use crate::runner::api_ctx::ApiCtx;
 
 /// Client timeout of a request whose step gives none.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,7 +43,7 @@ impl Recorder {
 /// labels unique) and the fault proxy's addresses, and records every exchange.
 #[derive(Clone)]
 pub(crate) struct Sender {
-    env: Arc<Env>,
+    ctx: Arc<ApiCtx>,
     marker: Arc<str>,
     proxy_urls: Option<Arc<[String]>>,
     recorder: Recorder,
@@ -53,10 +53,10 @@ pub(crate) struct Sender {
 
 impl Sender {
     /// A sender for one check; `proxy_urls` are the fault proxy's base URLs, if the check has one.
-    pub(crate) fn new(env: Arc<Env>, proxy_urls: Option<Vec<String>>) -> Self {
+    pub(crate) fn new(ctx: Arc<ApiCtx>, proxy_urls: Option<Vec<String>>) -> Self {
         let marker = format!("m{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
         Self {
-            env,
+            ctx,
             marker: marker.into(),
             proxy_urls: proxy_urls.map(Into::into),
             recorder: Recorder::default(),
@@ -65,8 +65,8 @@ impl Sender {
     }
 
     /// The run's shared environment.
-    pub(crate) fn env(&self) -> &Env {
-        &self.env
+    pub(crate) fn ctx(&self) -> &ApiCtx {
+        &self.ctx
     }
 
     /// Unique per check run (`m` + 10 hex digits): labels resources and prefixes keys.
@@ -92,8 +92,8 @@ impl Sender {
 
     /// Sends a prepared request and records the exchange.
     pub(crate) async fn send(&self, spec: RequestSpec) -> Exchange {
-        let mut exchange = self.env.send(spec, &self.marker).await;
-        read_replay(&mut exchange, &self.env.contract);
+        let mut exchange = self.ctx.send(spec, &self.marker).await;
+        read_replay(&mut exchange, &self.ctx.contract);
         self.recorder.record(exchange.clone());
         exchange
     }
@@ -113,7 +113,7 @@ impl Sender {
             .filter(|e| e.evidence.request.step == step && e.is_success())
             .collect();
         mine.sort_by_key(|e| e.started);
-        mine.first().and_then(|e| self.env.created_id(e))
+        mine.first().and_then(|e| self.ctx.created_id(e))
     }
 
     /// The operation the requests of step `step` drive, once one was prepared.
@@ -127,7 +127,7 @@ impl Sender {
 
     /// The key header value for a key spec under the contract; `None` when no key is sent.
     pub(crate) fn key_value(&self, key: &KeySpec) -> Option<String> {
-        key_value(&self.marker, key, &self.env.contract)
+        key_value(&self.marker, key, &self.ctx.contract)
     }
 }
 
@@ -225,9 +225,9 @@ impl Request<'_> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(self.step.clone(), self.op);
-        let env = self.sender.env();
-        let principal = env.principal(self.principal.as_deref())?;
-        let ops = &env.profile.operations;
+        let ctx = self.sender.ctx();
+        let principal = ctx.principal(self.principal.as_deref())?;
+        let ops = &ctx.profile.operations;
         // The key first: a template may name the resource after it (`{{key_name}}`).
         let takes_key = match self.op {
             Operation::Create | Operation::Action => true,
@@ -301,7 +301,7 @@ impl Request<'_> {
         let (mut path, mut body, mut content_type) = (path, body, content_type);
         let mut key_header = None;
         if let Some(k) = &key {
-            match &env.contract.key_at {
+            match &ctx.contract.key_at {
                 KeyAt::Header(name) => key_header = Some((name.clone(), k.clone())),
                 at => at.place(k, &mut path, &mut body, &mut content_type)?,
             }
@@ -309,10 +309,10 @@ impl Request<'_> {
         let proxy_urls = self.sender.proxy_urls.as_deref();
         let via_proxy = self.via == Via::Proxy && proxy_urls.is_some();
         let base = match proxy_urls {
-            Some(urls) if via_proxy => env.pick(urls),
-            _ => env.pick(&env.profile.base_urls.value),
+            Some(urls) if via_proxy => ctx.pick(urls),
+            _ => ctx.pick(&ctx.profile.base_urls.value),
         };
-        let mut headers = env.headers_for(principal, self.op, content_type);
+        let mut headers = ctx.headers_for(principal, self.op, content_type);
         headers.extend(key_header);
         if via_proxy {
             headers.push((STEP_HEADER.into(), self.step.clone()));
@@ -336,18 +336,18 @@ impl Request<'_> {
     /// is the default where the profile has a `fail_next` hook (which makes it fail); a `hangs`
     /// request is the variant where there is one, else the default (a crash abandons it).
     fn create_templates(&self) -> Result<(&Template, &Template), String> {
-        let env = self.sender.env();
-        let create = &env.profile.operations.create;
+        let ctx = self.sender.ctx();
+        let create = &ctx.profile.operations.create;
         // Hooks come first for a failure (`fail_next` makes the default body fail). A request to
         // be abandoned is the default where the crash hook arms (the target dies during that
         // request, by definition, and its connection closes at once); otherwise it is the hanging
         // variant wherever the profile has one, so a kill from outside surely lands mid-handler.
         let use_default = match self.variant {
             BodyVariant::Default | BodyVariant::Alt => true,
-            BodyVariant::FailsOnce => env.hooks.has(HookName::FailNext),
+            BodyVariant::FailsOnce => ctx.hooks.has(HookName::FailNext),
             BodyVariant::Hangs => {
-                env.crash_and_restart()
-                    && (env.hooks.crash_arms() || create.variants.hangs.is_none())
+                ctx.crash_and_restart()
+                    && (ctx.hooks.crash_arms() || create.variants.hangs.is_none())
             }
             BodyVariant::SlowIfAny => create.variants.slow.is_none(),
             BodyVariant::AlwaysFails | BodyVariant::Slow => false,

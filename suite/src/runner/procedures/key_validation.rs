@@ -152,7 +152,7 @@ async fn run(run: &CheckRun) -> Vec<Judgement> {
     if contract.sf_string_keys {
         let quoted = create(run, "sf-key", KeySpec::SfNamed("K9".into())).await;
         let bare = create(run, "bare-key", KeySpec::Named("K9".into())).await;
-        let id = |ex: &Exchange| run.env().created_id(ex);
+        let id = |ex: &Exchange| run.ctx().created_id(ex);
         let finding = match (quoted.is_success(), bare.is_success()) {
             (true, true) if id(&quoted) == id(&bare) => {
                 creators.push("an sf-string key with its bare form");

@@ -183,12 +183,12 @@ async fn client(sender: &Sender, index: u32, plan: Plan) -> ClientRun {
             .via(via)
             .timeout(Some(Duration::from_secs(5)))
     };
-    let contract = &sender.env().contract;
+    let contract = &sender.ctx().contract;
     let exchanges = retry(|| request(Via::Proxy).send(), &mut rng, plan, contract).await;
     let id = exchanges
         .last()
         .filter(|e| e.is_success())
-        .and_then(|e| sender.env().created_id(e));
+        .and_then(|e| sender.ctx().created_id(e));
     // Once the client is done, the key must still name the same resource. Asked directly, and
     // again while the answer is "try again" (no response: a replica may be down; 409: a record
     // reclaimed after its in-flight TTL is being finished by another request).
@@ -374,7 +374,7 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
         let Some(confirm) = r.confirm.as_ref().filter(|c| definitive(c)) else {
             continue;
         };
-        let confirmed = run.env().created_id(confirm);
+        let confirmed = run.ctx().created_id(confirm);
         if confirmed != r.id && !reported_keys.contains(&r.key_index) {
             reported_keys.push(r.key_index);
             let afterwards = match (&confirmed, r.confirm.as_ref()) {
@@ -445,7 +445,7 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
                  judged nothing; check `operations.create.id` in the target profile",
             unread.len(),
             first.describe(),
-            run.env().profile.operations.create.id.source(),
+            run.ctx().profile.operations.create.id.source(),
             body.trim()
         ))));
         return judgements;

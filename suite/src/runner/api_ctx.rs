@@ -1,5 +1,5 @@
-//! The environment every check of a run shares: the profile, its resolved contract, the HTTP
-//! client and the hooks.
+//! The context every check of a run shares ([`ApiCtx`], the engine's `Check::Ctx` for an API):
+//! the profile, its resolved contract, the HTTP client and the hooks.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use crate::hooks::HookRunner;
 use crate::http_client::{Client, Exchange, RequestSpec, Session};
 
 /// Shared by every check of a run.
-pub(crate) struct Env {
+pub(crate) struct ApiCtx {
     /// The target profile.
     pub profile: TargetProfile,
     /// The contract it declares, resolved.
@@ -33,7 +33,7 @@ pub(crate) struct Env {
 /// How long a principal's login may take.
 const LOGIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-impl Env {
+impl ApiCtx {
     /// The headers a request of `op` sends as `principal`: the principal's, then `content_type`
     /// as `Content-Type` unless the operation gives its own (an API's vendor type), then the
     /// operation's own.
@@ -108,7 +108,7 @@ impl Env {
     /// one (its `login`, once per jar).
     ///
     /// # Errors
-    /// Why the session could not be opened (see [`Env::send`]).
+    /// Why the session could not be opened (see [`ApiCtx::send`]).
     pub(crate) async fn open_session(&self, name: &str, marker: &str) -> Result<(), String> {
         self.opened_session(name, marker).await.map(drop)
     }
