@@ -35,8 +35,8 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::error::ProxyError;
 use crate::handle::ProxyHandle;
+use crate::http::Shared;
 use crate::http::{problem_document, PROBLEM_JSON};
-use crate::server::Shared;
 
 /// The largest request body the control API reads, in bytes (2 MiB; a rule list is a few KiB).
 /// A larger one gets `413` with a problem body.

@@ -10,8 +10,8 @@ use tokio::task::JoinHandle;
 
 use crate::error::ProxyError;
 use crate::event::ProxyEvent;
+use crate::http::Shared;
 use crate::matcher::{unique_names, CompiledRule, RuleSet, TcpRuleSet};
-use crate::server::Shared;
 
 /// A running proxy. Cheap to clone; every clone controls the same proxy.
 ///

@@ -16,8 +16,9 @@
 //! - [`toxiproxy`]: a Toxiproxy-compatible REST API whose proxies run on the TCP relay
 //!   (`idemspec proxy --toxiproxy-api ADDR`).
 //!
-//! Layout: `server` (accept loop, shutdown), `io_threads` (thread-per-core: connections pinned to
-//! single-threaded runtimes, [`ProxyConfig::io_threads`]), `http/` (the connection and its
+//! Layout: `server` (accept loop, shutdown, handing a connection to HTTP or TCP mode), `io_threads` (thread-per-core: connections pinned to
+//! single-threaded runtimes, [`ProxyConfig::io_threads`]), `http/` (the state every connection
+//! of a proxy shares, `Shared`; the connection and its
 //! signals, the per-request context, the request's `Flight` through the proxy, one file per
 //! fault verb in `http/faults/`, the upstream and its per-connection link), `tcp/` (the TCP
 //! relay and its per-direction transforms; TCP mode's rules), `matcher` (rule matching and

@@ -13,8 +13,8 @@ use crate::error::ProxyError;
 use crate::event_log::EventLog;
 use crate::handle::ProxyHandle;
 use crate::http::Forwarder;
+use crate::http::{Shared, Upstream};
 use crate::matcher::{RuleSet, TcpRuleSet};
-use crate::server::{Shared, Upstream};
 
 /// How many connections the kernel queues for `accept`. tokio's `bind` asks for 128, as std
 /// does: a burst of more (200 clients at once, or slow clients arriving with real ones) has its

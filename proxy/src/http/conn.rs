@@ -30,7 +30,7 @@ use super::rejections::{problem_response, reject_status};
 use super::upstream::UPSTREAM_AFTERLIFE;
 
 use super::fast::Exit;
-use crate::server::{Shared, Upstream};
+use crate::http::{Shared, Upstream};
 
 /// hyper's answer to a request head it could not parse, held back until the connection's end
 /// says what it was (see `rejections`).

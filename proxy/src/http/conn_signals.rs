@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, Weak};
 use futures::task::AtomicWaker;
 
 use super::head_clock::HeadClock;
-use crate::server::Shared;
+use crate::http::Shared;
 
 /// End the connection now.
 pub(super) const ABORT: u8 = 1;

@@ -21,7 +21,7 @@ use super::link::UpstreamLink;
 use super::synthetic;
 use super::upstream::{Forwarder, NoResponse};
 use crate::event::{ProxyEvent, Side};
-use crate::server::Shared;
+use crate::http::Shared;
 
 /// One request on its way through the proxy, before it is forwarded.
 #[derive(Debug)]

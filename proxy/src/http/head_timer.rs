@@ -35,7 +35,7 @@ use super::conn_signals::ConnSignals;
 use super::head_clock::Expiry;
 #[cfg(test)]
 use super::head_clock::HeadClock;
-use crate::server::Shared;
+use crate::http::Shared;
 
 /// How often [`sweep`] looks: an eighth of the timeout, between 10 ms and 1 s.
 pub(crate) fn sweep_period(timeout: Duration) -> Duration {

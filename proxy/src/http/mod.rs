@@ -28,6 +28,7 @@
 //! - `flight`: what a fault works with: [`flight::Flight`] (the request, not yet forwarded) and
 //!   [`flight::Reply`] (the way back to the client).
 //! - `faults/`: one file per verb.
+//! - `shared`: the state every connection of one proxy shares (`Shared`), TCP mode's included.
 //! - `upstream` (where requests go, sending one), `link` (the upstream connections of one
 //!   downstream connection, driven in its task), `headers` (what is rewritten on the way),
 //!   `detach` and `receipt` (an exchange whose client left finishes in the background and still
@@ -54,6 +55,7 @@ mod link;
 mod receipt;
 mod rejections;
 mod service;
+mod shared;
 mod synthetic;
 mod upstream;
 
@@ -62,5 +64,6 @@ pub(crate) use conn_signals::ConnRegistry;
 pub(crate) use ctx::IDEMPOTENCY_KEY;
 pub(crate) use head_timer::sweep as sweep_slow_heads;
 pub(crate) use key::RequestKey;
+pub(crate) use shared::{Shared, Upstream};
 pub(crate) use synthetic::{problem_document, PROBLEM_JSON};
 pub(crate) use upstream::Forwarder;

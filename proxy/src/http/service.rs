@@ -15,7 +15,7 @@ use super::flight::Flight;
 use super::link::UpstreamLink;
 use super::synthetic;
 use super::upstream::NoResponse;
-use crate::server::{Shared, Upstream};
+use crate::http::{Shared, Upstream};
 
 /// Handles one request from a downstream connection.
 pub(super) async fn handle(

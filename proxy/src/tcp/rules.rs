@@ -11,8 +11,8 @@ use tokio::net::TcpStream;
 
 use super::relay::{self, After, Plan, Transform};
 use crate::event::ProxyEvent;
+use crate::http::{Shared, Upstream};
 use crate::matcher::SplitMix64;
-use crate::server::{Shared, Upstream};
 
 /// The per-connection fault settings of a latency or close-after rule.
 struct Policy {

@@ -28,7 +28,8 @@ use tokio::task::JoinHandle;
 
 use crate::event::ProxyEvent;
 use crate::event_log::EventLog;
-use crate::server::{accept_until_shutdown, Shared, Upstream};
+use crate::http::{Shared, Upstream};
+use crate::server::accept_until_shutdown;
 use crate::ProxyConfig;
 
 pub use api::BODY_LIMIT;

@@ -22,7 +22,8 @@ use super::chain::{Chain, Toxics};
 use super::error::ApiError;
 use super::toxics::Toxic;
 use crate::event::ProxyEvent;
-use crate::server::{accept_until, spawn_on_io_threads, Shared};
+use crate::http::Shared;
+use crate::server::{accept_until, spawn_on_io_threads};
 use crate::tcp::relay;
 
 /// The most proxies one server holds.

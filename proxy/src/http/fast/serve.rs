@@ -20,7 +20,7 @@ use crate::http::receipt::Receipt;
 use crate::http::rejections::problem_bytes;
 use crate::http::synthetic::no_response_detail;
 use crate::http::upstream::{Forwarder, UPSTREAM_AFTERLIFE};
-use crate::server::Shared;
+use crate::http::Shared;
 
 /// Bytes read from a socket at a time.
 const READ: usize = 16 * 1024;
