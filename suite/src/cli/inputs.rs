@@ -30,6 +30,34 @@ impl FileKind {
     }
 }
 
+/// The scenario ids taken so far: every built-in check's, then each file's as it is read. Ids are
+/// unique among them, as `run` requires; `validate` and `list` refuse a file that takes one again.
+pub struct ScenarioIds(std::collections::HashMap<String, String>);
+
+impl ScenarioIds {
+    /// The built-in checks' ids.
+    pub fn builtin() -> Self {
+        let ids = idemspec::runner::catalogue_ids()
+            .into_iter()
+            .map(|id| (id, "a built-in check".to_owned()))
+            .collect();
+        Self(ids)
+    }
+
+    /// Takes `id` for `file`, whose id is at `at` (`file:line:column`).
+    ///
+    /// # Errors
+    /// The id is taken, by a built-in check or an earlier file: the error names it.
+    pub fn take(&mut self, id: &str, at: &str, file: &Path) -> anyhow::Result<()> {
+        if let Some(owner) = self.0.get(id) {
+            anyhow::bail!("{at}: scenario id `{id}` is already used by {owner}");
+        }
+        self.0
+            .insert(id.to_owned(), format!("`{}`", file.display()));
+        Ok(())
+    }
+}
+
 /// Classifies `text` by its top-level keys; `None` when it has none of the telling ones.
 ///
 /// Only keys at column 1 count, so this works even when the file has a syntax error further on,

@@ -21,24 +21,17 @@ pub fn list(args: &ListArgs, printer: &Printer) -> Result<ExitCode, Failure> {
         .into_iter()
         .map(|s| ("built-in".to_owned(), s))
         .collect();
+    let mut ids = inputs::ScenarioIds::builtin();
     for path in inputs::expand(&args.scenario)? {
         let scenario = load_scenario(&path)?;
         let from = path.display().to_string();
-        // Ids are unique among the built-in checks and the files, as `run` and `validate` say.
-        if let Some((owner, _)) = checks.iter().find(|(_, s)| s.id.value == scenario.id.value) {
-            let at = &scenario.id.referenced;
-            let owner = match owner.as_str() {
-                "built-in" => "a built-in check".to_owned(),
-                file => format!("`{file}`"),
-            };
-            return Err(Failure::usage(anyhow::anyhow!(
-                "{from}:{}:{}: scenario id `{}` is already used by {owner}",
-                at.line(),
-                at.column(),
-                scenario.id.value
-            ))
-            .hint("give your scenario an `id` of its own"));
-        }
+        let at = &scenario.id.referenced;
+        ids.take(
+            &scenario.id.value,
+            &format!("{from}:{}:{}", at.line(), at.column()),
+            &path,
+        )
+        .map_err(|e| Failure::usage(e).hint("give your scenario an `id` of its own"))?;
         checks.push((from, scenario));
     }
     let with_origin = !args.scenario.is_empty();

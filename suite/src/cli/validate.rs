@@ -3,7 +3,6 @@
 //! stops the file, a validation pass reports every rule broken) with file, line and column, and
 //! exit 2 if any failed.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{anyhow, Context as _};
@@ -30,22 +29,14 @@ pub fn validate(args: &ValidateArgs, printer: &Printer) -> Result<ExitCode, Fail
             .hint("directories are searched for `*.yaml` and `*.yml` files"));
     }
     // Scenario ids must be unique among the built-in checks and the files, as `run` requires.
-    let mut ids: HashMap<String, String> = idemspec::runner::catalogue_ids()
-        .into_iter()
-        .map(|id| (id, "a built-in check".to_owned()))
-        .collect();
+    let mut ids = inputs::ScenarioIds::builtin();
     let mut invalid = 0;
     for file in &files {
         let checked = check(file).and_then(|checked| match checked.scenario {
-            Some((id, at)) => match ids.get(&id) {
-                Some(owner) => Err(Invalid::from(anyhow!(
-                    "{at}: scenario id `{id}` is already used by {owner}"
-                ))),
-                None => {
-                    ids.insert(id, format!("`{}`", file.display()));
-                    Ok(checked.description)
-                }
-            },
+            Some((id, at)) => ids
+                .take(&id, &at, file)
+                .map(|()| checked.description)
+                .map_err(Invalid::from),
             None => Ok(checked.description),
         });
         match checked {

@@ -38,7 +38,13 @@ pub fn catalogue() -> Vec<Scenario> {
     checks
 }
 
-/// The ids of [`catalogue`]'s checks, in its order.
+/// The ids of [`catalogue`]'s checks, in its order, without loading them (a procedure's id is
+/// its name).
 pub fn catalogue_ids() -> Vec<String> {
-    catalogue().into_iter().map(|s| s.id.value).collect()
+    let yaml = idemspec_scenarios::catalogue::SOURCES
+        .iter()
+        .map(|(id, _)| *id);
+    yaml.chain(procedures::ALL.iter().map(|p| p.name()))
+        .map(str::to_owned)
+        .collect()
 }

@@ -22,12 +22,21 @@ faults:
   - {name: refuse, match: {probability: 0.1, seed: 12}, fault: refuse}
 "#;
 
-async fn storm(flaws: &[&str], database_url: Option<String>) -> idemspec::model::RunReport {
+/// Runs the scenario `text` (loaded as `file`) alone against the reference with `flaws`.
+async fn run_scenario(
+    file: &str,
+    text: &str,
+    flaws: &[&str],
+    database_url: Option<String>,
+) -> idemspec::model::RunReport {
     let mut opts = RunOptions::new(Target::Reference(reference(flaws, database_url)));
     opts.builtin = false;
-    opts.scenarios = vec![Scenario::load("shared.yaml", SHARED).expect("the storm loads")];
-    let report = crate::support::reference::run_options(opts).await;
-    report
+    opts.scenarios = vec![Scenario::load(file, text).expect("the scenario loads")];
+    crate::support::reference::run_options(opts).await
+}
+
+async fn storm(flaws: &[&str], database_url: Option<String>) -> idemspec::model::RunReport {
+    run_scenario("shared.yaml", SHARED, flaws, database_url).await
 }
 
 fn assert_one_resource_per_key(report: &idemspec::model::RunReport) {
@@ -172,10 +181,7 @@ faults:
 /// for 3 accepted keys".
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_key_whose_create_ran_upstream_counts_as_accepted_though_its_client_was_refused() {
-    let mut opts = RunOptions::new(Target::Reference(reference(&[], None)));
-    opts.builtin = false;
-    opts.scenarios = vec![Scenario::load("refused.yaml", REFUSED_AFTER_IT_RAN).expect("loads")];
-    let report = crate::support::reference::run_options(opts).await;
+    let report = run_scenario("refused.yaml", REFUSED_AFTER_IT_RAN, &[], None).await;
     let o = outcome(&report, "storm-refused-after-it-ran");
     assert_eq!(o.verdict, Verdict::Pass, "{}", table(&report));
     assert!(
@@ -205,10 +211,7 @@ procedure: key-validation
 faults:
   - {name: all-500, fault: {respond: {status: 500, body: "injected"}}}
 "#;
-    let mut opts = RunOptions::new(Target::Reference(reference(&[], None)));
-    opts.builtin = false;
-    opts.scenarios = vec![Scenario::load("faulted.yaml", FAULTED).expect("it loads")];
-    let report = crate::support::reference::run_options(opts).await;
+    let report = run_scenario("faulted.yaml", FAULTED, &[], None).await;
     let o = outcome(&report, "keys-through-500s");
     assert_eq!(o.verdict, Verdict::Warn, "{}", table(&report));
     assert!(

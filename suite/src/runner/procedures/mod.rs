@@ -106,6 +106,16 @@ mod tests {
         }
     }
 
+    /// The ids listed without loading the catalogue are the loaded catalogue's, in its order.
+    #[test]
+    fn the_catalogue_ids_are_its_checks_ids() {
+        let loaded: Vec<String> = crate::runner::catalogue()
+            .into_iter()
+            .map(|s| s.id.value)
+            .collect();
+        assert_eq!(crate::runner::catalogue_ids(), loaded);
+    }
+
     /// CONTRIBUTING.md's worked example is this module's `example.rs`, which compiles and whose
     /// header loads.
     #[test]

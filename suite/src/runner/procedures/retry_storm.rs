@@ -267,15 +267,21 @@ const NAMED_KEYS: usize = 3;
 /// `items` as one sentence that leads with their count: the first [`NAMED_KEYS`], then how many
 /// more (a 100-key storm is one line, not a paragraph per key).
 fn bounded(what: &str, items: &[String]) -> String {
-    match items.len() {
-        0 => String::new(),
-        n if n <= NAMED_KEYS => format!("{n} {what}: {}", items.join("; ")),
-        n => format!(
-            "{n} {what}, among them: {}; and {} more (the evidence has every exchange)",
-            items[..NAMED_KEYS].join("; "),
-            n - NAMED_KEYS
+    match cut(items) {
+        ([], _) => String::new(),
+        (named, 0) => format!("{} {what}: {}", named.len(), named.join("; ")),
+        (named, more) => format!(
+            "{} {what}, among them: {}; and {more} more (the evidence has every exchange)",
+            items.len(),
+            named.join("; "),
         ),
     }
+}
+
+/// The first [`NAMED_KEYS`] of `items`, and how many are left unnamed.
+fn cut<T>(items: &[T]) -> (&[T], usize) {
+    let named = &items[..items.len().min(NAMED_KEYS)];
+    (named, items.len() - named.len())
 }
 
 async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) -> Vec<Judgement> {
@@ -394,14 +400,9 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
         let ids = k.ids();
         let key = k.clients.first().map(|r| r.key.as_str()).unwrap_or("?");
         if ids.len() > 1 {
-            let shown = if ids.len() > NAMED_KEYS {
-                format!(
-                    "{}, and {} more",
-                    ids[..NAMED_KEYS].join(", "),
-                    ids.len() - NAMED_KEYS
-                )
-            } else {
-                ids.join(", ")
+            let shown = match cut(&ids) {
+                (named, 0) => named.join(", "),
+                (named, more) => format!("{}, and {more} more", named.join(", ")),
             };
             inconsistent.push(format!(
                 "the {} clients of key {key} got {} different ids ({shown})",
