@@ -7,6 +7,7 @@ use axum::Router;
 use super::{operations, workers};
 use crate::edge::ApiError;
 use crate::fleet::CreateMode;
+use crate::idempotency::UnitOfWorkLayer;
 use crate::state::AppState;
 use crate::{auth, idempotency};
 
@@ -15,15 +16,20 @@ use crate::{auth, idempotency};
 /// Unknown routes get 404 and wrong methods 405, both with problem bodies.
 pub fn app(state: AppState) -> Router {
     // route_layer: the later layer runs first, so auth sets the principal before the idempotency layer.
-    // The create writes the layer's claim and completion in its own transactions (a unit of work),
-    // so its route gets the deferring variant of the layer; the other routes the generic one.
-    // An asynchronous create writes only its reservation and operation before it answers: the
-    // generic layer claims, and records the 202, before the boot runs.
+    // A create's own transactions carry the layer's claim and completion (the layer's unit of
+    // work, which the handler writes through), so its route gets that variant of the layer; the
+    // other routes the generic one. An asynchronous create writes only its reservation and
+    // operation before it answers: the generic layer claims, and records the 202, before the boot
+    // runs.
     let creates = Router::new().route("/v1/workers", post(workers::create));
     let creates = match state.creates {
         CreateMode::Sync => creates.route_layer(from_fn_with_state(
-            state.idempotency_layer(),
-            idempotency::enforce_deferring,
+            UnitOfWorkLayer {
+                layer: state.idempotency_layer(),
+                creates: state.stores.creates.clone(),
+                answer: workers::answer_for(state.behaviour.create_location),
+            },
+            idempotency::enforce_in_unit_of_work,
         )),
         CreateMode::Async => creates.route_layer(from_fn_with_state(
             state.idempotency_layer(),

@@ -15,11 +15,11 @@ use super::operations;
 use super::path_id::WorkerId;
 use crate::auth::Principal;
 use crate::edge::{ApiError, JsonBody};
-use crate::fleet::{CreateMode, CreateRecord, FleetError, WorkerSpec};
-use crate::idempotency::{AfterAnswer, DeferredClaim, KeyRelease, OpSeed};
+use crate::fleet::{CreateMode, FleetError, WorkerSpec};
+use crate::idempotency::{AfterAnswer, AnswerFor, KeyRelease, OpSeed, UnitOfWork};
 use crate::metrics::CreateResult;
 use crate::state::AppState;
-use crate::store::{Claim, ClaimRequest, Completion, StoreError, Worker};
+use crate::store::{CreateStore, StoreError, Worker};
 
 /// `POST /v1/workers` body.
 #[derive(Debug, Deserialize)]
@@ -147,34 +147,20 @@ fn created(worker: Worker, location: bool) -> (HeaderMap, Bytes) {
     (headers, Bytes::from(body))
 }
 
-/// The idempotency layer's deferred claim as the fleet writes it: the completion stores the `201`
-/// this handler sends for the worker.
-struct Recorded<'a> {
-    claim: &'a DeferredClaim,
-    location: bool,
-}
-
-impl CreateRecord for Recorded<'_> {
-    fn claim(&self) -> Option<ClaimRequest> {
-        self.claim.take()
-    }
-    fn settle(&self, claim: Claim) -> bool {
-        self.claim.settle(claim)
-    }
-    fn completion(&self, worker: &Worker) -> Option<Completion> {
-        let (headers, body) = created(worker.clone(), self.location);
-        self.claim.completion(StatusCode::CREATED, &headers, &body)
-    }
-    fn completed(&self) {
-        self.claim.completed();
-    }
+/// The create route's answer for a new worker, as the idempotency layer's unit of work stores it
+/// (the handler sends the same, from [`created`]).
+pub(super) fn answer_for(location: bool) -> AnswerFor {
+    Arc::new(move |worker: &Worker| {
+        let (headers, body) = created(worker.clone(), location);
+        (StatusCode::CREATED, headers, body)
+    })
 }
 
 pub(super) async fn create(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     seed: Option<Extension<OpSeed>>,
-    claim: Option<Extension<Arc<DeferredClaim>>>,
+    unit: Option<Extension<Arc<UnitOfWork>>>,
     release: Option<Extension<KeyRelease>>,
     JsonBody(body): JsonBody<CreateWorker>,
 ) -> Result<Response, ApiError> {
@@ -195,17 +181,12 @@ pub(super) async fn create(
         AfterAnswer::attach(&mut response, Box::pin(state.operations.clone().finish(op)));
         return Ok(response);
     }
-    let record = claim
+    let through = unit
         .as_ref()
-        .map(|Extension(claim)| Recorded { claim, location });
+        .map(|Extension(unit)| unit.as_ref() as &dyn CreateStore);
     let created_worker = state
         .fleet
-        .create(
-            &principal.0,
-            spec,
-            &seed_of(seed),
-            record.as_ref().map(|r| r as &dyn CreateRecord),
-        )
+        .create(&principal.0, spec, &seed_of(seed), through)
         .await;
     let result = match &created_worker {
         Ok(_) => CreateResult::Created,

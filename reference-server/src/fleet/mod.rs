@@ -7,4 +7,4 @@ mod service;
 
 pub use hypervisor::{Hypervisor, HypervisorError};
 pub use operation::{CreateMode, Operations};
-pub use service::{CreateIds, CreateRecord, Fleet, FleetError, WorkerSpec};
+pub use service::{CreateIds, Fleet, FleetError, WorkerSpec};

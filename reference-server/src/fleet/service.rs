@@ -8,9 +8,7 @@ use super::{Hypervisor, HypervisorError};
 use crate::clock::now_ms;
 use crate::faults::{CrashPoint, Faults};
 use crate::idempotency::OpSeed;
-use crate::store::{
-    Claim, ClaimRequest, Completion, FleetStore, NewWorker, Reservation, StoreError, Worker,
-};
+use crate::store::{CreateStore, FleetStore, NewWorker, Reservation, StoreError, Worker};
 
 /// A validated worker request.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -40,25 +38,11 @@ pub enum FleetError {
     /// Storage failed.
     #[error("update the fleet's state")]
     Store(#[from] StoreError),
-    /// The deferred claim found an existing idempotency record (this request does not own it);
-    /// nothing was written, and the idempotency layer decides what the request gets.
+    /// The create wrote through the idempotency layer's unit of work and its claim found an existing
+    /// record (this request does not own it): nothing was written, and the layer decides what the
+    /// request gets.
     #[error("claim the idempotency record")]
     NotOwned,
-}
-
-/// What the idempotency layer writes in a create's two transactions: its claim in the first, its
-/// completion (the response it will replay) in the last. Implemented by the create handler over the
-/// layer's [`DeferredClaim`](crate::idempotency::DeferredClaim), since the response is the API's.
-pub trait CreateRecord: Send + Sync {
-    /// The claim to write in the first transaction (`None` once taken).
-    fn claim(&self) -> Option<ClaimRequest>;
-    /// The claim's result; true when this request owns the record and goes on.
-    fn settle(&self, claim: Claim) -> bool;
-    /// The completion to write with the last transaction, for a create that ends in `worker`;
-    /// `None` when the record is not this request's or its response is not stored.
-    fn completion(&self, worker: &Worker) -> Option<Completion>;
-    /// The completion was written in the last transaction.
-    fn completed(&self);
 }
 
 /// The side-effect ids of one create attempt, derived from its seed: retries of the attempt find
@@ -145,27 +129,27 @@ impl Fleet {
     /// (`worker`). A retry with the same seed finds each step done and continues after it.
     ///
     /// A [fresh](OpSeed::is_fresh) seed has nothing to find: its create is two transactions
-    /// ([`CreateStore`](crate::store::CreateStore)), node + lease + pending boot before the hypervisor
-    /// call and boot + worker after it, which carry `record`'s claim and completion when the request's
-    /// idempotency record is written through them (a deferred claim always comes with a fresh seed).
+    /// ([`CreateStore`]), node + lease + pending boot before the hypervisor call and boot + worker
+    /// after it, written `through` the given store (the idempotency layer's
+    /// [`UnitOfWork`](crate::idempotency::UnitOfWork), which carries the request's record in them),
+    /// or the fleet's own.
     pub async fn create(
         &self,
         principal: &str,
         spec: WorkerSpec,
         seed: &OpSeed,
-        record: Option<&dyn CreateRecord>,
+        through: Option<&dyn CreateStore>,
     ) -> Result<Worker, FleetError> {
         let ids = CreateIds::of(seed);
         let worker_id = ids.worker_id.clone();
         if !seed.is_fresh() {
             return self.resume(principal, spec, seed, worker_id).await;
         }
+        let store: &dyn CreateStore = through.unwrap_or(self.store.as_ref());
         let now = now_ms();
-        let claim = record.and_then(CreateRecord::claim);
-        let reserved = self
-            .store
+        let reserved = store
             .reserve(Reservation {
-                claim: claim.as_ref(),
+                claim: None,
                 allocation_id: &ids.allocation_id,
                 lease_id: &ids.lease_id,
                 boot_id: &ids.boot_id,
@@ -174,10 +158,8 @@ impl Fleet {
                 now,
             })
             .await?;
-        if let (Some(record), Some(claim)) = (record, reserved.claim) {
-            if !record.settle(claim) {
-                return Err(FleetError::NotOwned);
-            }
+        if !reserved.owned() {
+            return Err(FleetError::NotOwned);
         }
         let node_id = reserved.node_id.ok_or(FleetError::PoolExhausted)?;
         self.faults.crash_if(CrashPoint::AfterLease);
@@ -192,15 +174,7 @@ impl Fleet {
                     instance_id,
                     ..worker
                 };
-                let completion = record.and_then(|r| r.completion(&worker.stored()));
-                if completion.is_some() {
-                    self.faults.crash_if(CrashPoint::BeforeComplete);
-                }
-                let finished = self.store.finish(&worker, completion.as_ref()).await?;
-                if let (Some(record), true) = (record, finished.completed) {
-                    record.completed();
-                }
-                Ok(finished.worker)
+                Ok(store.finish(&worker, None).await?.worker)
             }
             Err(e) => self.failed_boot(worker, e.into()).await,
         }

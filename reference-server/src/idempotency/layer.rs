@@ -1,8 +1,9 @@
 //! The idempotency middleware: an axum `route_layer` on the mutating routes.
 //!
 //! validate the key → endpoint from `MatchedPath` → buffer the body (over 1 MiB → 413) → fingerprint →
-//! ONE atomic claim statement (on the create route, [`enforce_deferring`], written by the handler as
-//! the first statement of its first transaction) → then, by the record found:
+//! ONE atomic claim statement (on the create route, [`enforce_in_unit_of_work`], written in the
+//! create's first transaction by the [`UnitOfWork`](super::UnitOfWork) the handler writes through)
+//! → then, by the record found:
 //! - inserted (or reclaimed): run the handler in its own task (a client that disconnects does not
 //!   cancel it), store a terminal outcome or mark the record failed; a panic marks it failed too;
 //! - in flight, younger than the in-flight TTL: `409 request-in-progress` + `Retry-After`, at once;
@@ -27,8 +28,8 @@ use bytes::Bytes;
 use http::Method;
 
 use super::after_answer::{AfterAnswer, KeyRelease};
-use super::deferred::{DeferredClaim, Progress};
 use super::record::{encode, replay};
+use super::unit_of_work::{AnswerFor, Progress, UnitOfWork, UnitSettings};
 use super::{is_storable, Fingerprint, IdempotencyKey, OpSeed};
 use crate::auth::Principal;
 use crate::clock::now_ms;
@@ -37,7 +38,7 @@ use crate::faults::CrashPoint;
 use crate::faults::Faults;
 use crate::flaw::{Behaviour, Flaws};
 use crate::metrics::{KeyOutcome, Metrics};
-use crate::store::{ClaimRequest, IdempotencyRecord, RecordState, RecordStore, Scope};
+use crate::store::{ClaimRequest, CreateStore, IdempotencyRecord, RecordState, RecordStore, Scope};
 
 /// The `check-then-act` flaw's pause between the read and the write: wide enough that simultaneous
 /// requests on a loaded machine all read "absent".
@@ -109,19 +110,34 @@ pub struct LayerState {
 
 /// The middleware (`axum::middleware::from_fn_with_state`). Safe methods pass through untouched.
 pub async fn enforce(State(state): State<LayerState>, req: Request, next: Next) -> Response {
-    respond(handle(state, req, next, false).await)
+    respond(handle(state, req, next, None).await)
+}
+
+/// What the layer works with on a route whose handler writes through a unit of work (the create):
+/// its own state, the create store the [`UnitOfWork`] wraps, and the route's answer for a new worker
+/// (which the unit of work stores as the completion).
+#[derive(Clone)]
+pub struct UnitOfWorkLayer {
+    /// The layer's state, as on every route.
+    pub layer: LayerState,
+    /// The store whose two create transactions carry the record.
+    pub creates: Arc<dyn CreateStore>,
+    /// The answer the route gives for a new worker.
+    pub answer: AnswerFor,
 }
 
 /// The middleware for a route whose handler writes through a unit of work (the create): the claim
-/// is not written here but handed to the handler as a [`DeferredClaim`], to be written in its first
-/// transaction, and the handler's last transaction writes the completion (see `deferred.rs`). Under
-/// the `check-then-act` flaw (no atomic claim to defer) it is [`enforce`].
-pub async fn enforce_deferring(
-    State(state): State<LayerState>,
+/// is not written here; the handler gets an `Arc<`[`UnitOfWork`]`>` (a request extension) to write
+/// through, which writes the claim with the create's first transaction and the completion with its
+/// last (`unit_of_work.rs`). Under the `check-then-act` flaw (no atomic claim to carry) it is
+/// [`enforce`].
+pub async fn enforce_in_unit_of_work(
+    State(route): State<UnitOfWorkLayer>,
     req: Request,
     next: Next,
 ) -> Response {
-    respond(handle(state, req, next, true).await)
+    let unit = (route.creates, route.answer);
+    respond(handle(route.layer, req, next, Some(unit)).await)
 }
 
 /// The answer, once recorded (or not kept), with the handler's [`AfterAnswer`] work started.
@@ -139,7 +155,7 @@ async fn handle(
     state: LayerState,
     mut req: Request,
     next: Next,
-    defer: bool,
+    unit: Option<(Arc<dyn CreateStore>, AnswerFor)>,
 ) -> Result<Response, ApiError> {
     let method = req.method().clone();
     if method.is_safe() {
@@ -192,8 +208,13 @@ async fn handle(
     };
 
     state.faults.crash_if(CrashPoint::BeforeClaim);
-    if defer && behaviour.atomic_claim {
-        return run_deferred(&state, scope, fingerprint, endpoint, request).await;
+    if let (Some(unit), true) = (unit, behaviour.atomic_claim) {
+        let claim = Claimed {
+            scope,
+            fingerprint,
+            endpoint,
+        };
+        return run_in_unit_of_work(&state, unit, claim, request).await;
     }
     let records = state.records.as_ref();
     let decision = if behaviour.atomic_claim {
@@ -262,15 +283,26 @@ async fn act(
     }
 }
 
-/// Runs the handler with a [`DeferredClaim`] (a new nonce, a first-attempt seed) in its own task,
-/// then does what the handler left to the layer (see [`Progress`]).
-async fn run_deferred(
-    state: &LayerState,
+/// What a request claims: its record's scope, the fingerprint to store, and its endpoint.
+struct Claimed {
     scope: Scope,
     fingerprint: String,
     endpoint: String,
+}
+
+/// Runs the handler with a [`UnitOfWork`] (a new nonce, a first-attempt seed) in its own task,
+/// then does what the handler left to the layer (see [`Progress`]).
+async fn run_in_unit_of_work(
+    state: &LayerState,
+    (creates, answer): (Arc<dyn CreateStore>, AnswerFor),
+    claimed: Claimed,
     held: Held,
 ) -> Result<Response, ApiError> {
+    let Claimed {
+        scope,
+        fingerprint,
+        endpoint,
+    } = claimed;
     let retention = ms(state.config.retention);
     let now = now_ms();
     let request = ClaimRequest {
@@ -281,32 +313,34 @@ async fn run_deferred(
         expires_at: now + retention,
     };
     let mut req = held.request(held.seed.salted(&request.nonce).first_attempt());
-    let work = Arc::new(DeferredClaim::new(
-        request,
-        retention,
-        !state.behaviour.fail_on_5xx,
-        state.metrics.clone(),
-    ));
+    let settings = UnitSettings {
+        answer,
+        retention_ms: retention,
+        store_5xx: !state.behaviour.fail_on_5xx,
+        faults: state.faults.clone(),
+        metrics: state.metrics.clone(),
+    };
+    let work = Arc::new(UnitOfWork::new(creates, request, settings));
     req.extensions_mut().insert(work.clone());
     let state = state.clone();
     let task = tokio::spawn(async move {
         let mut guard = FailOnDrop {
             store: Some(state.records.clone()),
             metrics: state.metrics.clone(),
-            owner: Owner::Deferred(work.clone()),
+            owner: Owner::InUnitOfWork(work.clone()),
         };
         let response = held.next.clone().run(req).await;
         guard.store = None;
-        after_deferred(&state, &work, &endpoint, response, held).await
+        after_unit_of_work(&state, &work, &endpoint, response, held).await
     });
     task.await
         .map_err(|err| ApiError::Internal(format!("the handler task ended abnormally: {err}")))?
 }
 
-/// What is left to the layer after a handler ran with a [`DeferredClaim`].
-async fn after_deferred(
+/// What is left to the layer after a handler ran with a [`UnitOfWork`].
+async fn after_unit_of_work(
     state: &LayerState,
-    work: &DeferredClaim,
+    work: &UnitOfWork,
     endpoint: &str,
     response: Response,
     held: Held,
@@ -335,7 +369,7 @@ async fn after_deferred(
             count(&state.metrics, &decision);
             act(state, decision, scope.clone(), held).await
         }
-        Progress::Deferred => {
+        Progress::Unsent => {
             // The handler answered before its first write (a body it rejects): the answer depends on
             // the request alone, so it is what any run by the record's owner would answer.
             let decision = claim(
@@ -653,9 +687,9 @@ async fn record_outcome(
 enum Owner {
     /// A claim the layer wrote.
     Claimed { scope: Scope, started_at: i64 },
-    /// A claim deferred to the handler: guarded once the handler's write made it the request's,
-    /// until its completion is written.
-    Deferred(Arc<DeferredClaim>),
+    /// A claim written by the handler's unit of work: guarded once its write made it the
+    /// request's, until its completion is written.
+    InUnitOfWork(Arc<UnitOfWork>),
 }
 
 impl Owner {
@@ -663,7 +697,7 @@ impl Owner {
     fn unfinished(&self) -> Option<(Scope, i64)> {
         match self {
             Self::Claimed { scope, started_at } => Some((scope.clone(), *started_at)),
-            Self::Deferred(work) => match work.progress() {
+            Self::InUnitOfWork(work) => match work.progress() {
                 Progress::Owned {
                     started_at,
                     completed: false,

@@ -2,17 +2,17 @@
 //! middleware that runs the state machine (none → in flight → completed | failed).
 
 mod after_answer;
-mod deferred;
 mod fingerprint;
 mod key;
 mod layer;
 mod record;
 mod seed;
+mod unit_of_work;
 
 pub use after_answer::{AfterAnswer, KeyRelease};
-pub use deferred::DeferredClaim;
 pub use fingerprint::Fingerprint;
 pub use key::{IdempotencyKey, KeyError, IDEMPOTENCY_KEY, MAX_KEY_LEN};
-pub use layer::{enforce, enforce_deferring, IdempotencyConfig, LayerState};
+pub use layer::{enforce, enforce_in_unit_of_work, IdempotencyConfig, LayerState, UnitOfWorkLayer};
 pub use record::{is_storable, COMPRESS_ABOVE_BYTES};
 pub use seed::OpSeed;
+pub use unit_of_work::{AnswerFor, UnitOfWork};

@@ -6,7 +6,7 @@ use sqlx::{Postgres, Sqlite};
 
 use super::sql::Dialect;
 use super::sql_store::SqlStore;
-use super::{FleetStore, OperationStore, RecordStore, StatsStore, StoreError};
+use super::{CreateStore, FleetStore, OperationStore, RecordStore, StatsStore, StoreError};
 use crate::metrics::StoreMetrics;
 
 /// A parsed `--database-url`: a `postgres://` URL, a `sqlite:` URL, or a plain file path (SQLite).
@@ -40,6 +40,9 @@ pub struct Stores {
     pub records: Arc<dyn RecordStore>,
     /// The fleet and the hypervisor's state.
     pub fleet: Arc<dyn FleetStore>,
+    /// A first create attempt's two transactions (part of `fleet`), which the idempotency layer's
+    /// unit of work wraps on the create route.
+    pub creates: Arc<dyn CreateStore>,
     /// The long-running operations (`--creates async`).
     pub operations: Arc<dyn OperationStore>,
     /// The admin counts.
@@ -52,6 +55,7 @@ impl Stores {
         Self {
             records: store.clone(),
             fleet: store.clone(),
+            creates: store.clone(),
             operations: store.clone(),
             stats: store,
         }

@@ -21,7 +21,7 @@ use super::sql::{until_claimed, CreateStatements, Dialect, Statement};
 use super::sql_store::SqlStore;
 use super::{Claim, NewWorker, Scope, StoreError, StoredResponse, Worker};
 
-/// The idempotency layer's claim, deferred into a create's first transaction: insert an in-flight
+/// The idempotency layer's claim, carried by a create's first transaction: insert an in-flight
 /// record for `scope` with `nonce`, or find the existing one (the atomic claim, as
 /// [`RecordStore::claim`](super::RecordStore::claim)). Times in ms since the Unix epoch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +58,8 @@ pub struct Completion {
 /// [`CreateIds`](crate::fleet::CreateIds)).
 #[derive(Debug, Clone, Copy)]
 pub struct Reservation<'a> {
-    /// The layer's claim, when the request carries a key and its claim was deferred to here.
+    /// The layer's claim, when the request carries a key and writes through the layer's unit of
+    /// work ([`UnitOfWork`](crate::idempotency::UnitOfWork) sets it; the fleet passes `None`).
     pub claim: Option<&'a ClaimRequest>,
     /// The node allocation id.
     pub allocation_id: &'a str,
@@ -82,6 +83,14 @@ pub struct Reserved {
     pub claim: Option<Claim>,
     /// The node allocated; `None` when the pool is exhausted or the claim found an existing record.
     pub node_id: Option<i64>,
+}
+
+impl Reserved {
+    /// Whether the reservation's rows were written for this request: there was no claim, or the
+    /// claim inserted the record. Otherwise nothing was written and the request must not go on.
+    pub fn owned(&self) -> bool {
+        self.claim.as_ref().is_none_or(|claim| claim.inserted)
+    }
 }
 
 /// What [`CreateStore::finish`] did.
