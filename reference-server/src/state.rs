@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::auth::Auth;
 use crate::faults::Faults;
-use crate::flaw::Behaviour;
+use crate::flaw::{Behaviour, Flaw};
 use crate::fleet::{CreateMode, Fleet, Operations};
 use crate::idempotency::{IdempotencyConfig, LayerState};
 use crate::metrics::Metrics;
@@ -34,6 +34,11 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// Whether `flaw` is on.
+    pub fn has(&self, flaw: Flaw) -> bool {
+        self.idempotency.flaws.has(flaw)
+    }
+
     /// What the idempotency layer works with, out of the shared state.
     pub fn idempotency_layer(&self) -> LayerState {
         LayerState {

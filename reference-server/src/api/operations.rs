@@ -60,14 +60,11 @@ fn self_link(op: &OperationRow) -> String {
     format!("/v1/operations/{}", op.id)
 }
 
-/// A create's `202`: the operation as it started, with its `Location` unless the
-/// `create-drops-location` flaw is on.
-pub(super) fn accepted(op: &OperationRow, location: bool) -> Response {
+/// A create's `202`: the operation as it started, with its `Location`.
+pub(super) fn accepted(op: &OperationRow) -> Response {
     let mut response = (StatusCode::ACCEPTED, Json(OperationView::from(op))).into_response();
-    if location {
-        if let Ok(value) = HeaderValue::from_str(&self_link(op)) {
-            response.headers_mut().insert(header::LOCATION, value);
-        }
+    if let Ok(value) = HeaderValue::from_str(&self_link(op)) {
+        response.headers_mut().insert(header::LOCATION, value);
     }
     response
 }

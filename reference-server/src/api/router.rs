@@ -1,11 +1,16 @@
 //! The public router.
 
-use axum::middleware::from_fn_with_state;
+use std::future::Future;
+
+use axum::extract::Request;
+use axum::middleware::{from_fn, from_fn_with_state, Next};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 
 use super::{operations, workers};
 use crate::edge::ApiError;
+use crate::flaw::{create_drops_location, replay_drops_headers, Flaw};
 use crate::fleet::CreateMode;
 use crate::idempotency::UnitOfWorkLayer;
 use crate::state::AppState;
@@ -27,7 +32,7 @@ pub fn app(state: AppState) -> Router {
             UnitOfWorkLayer {
                 layer: state.idempotency_layer(),
                 creates: state.stores.creates.clone(),
-                answer: workers::answer_for(state.behaviour.create_location),
+                answer: workers::answer_for(),
             },
             idempotency::enforce_in_unit_of_work,
         )),
@@ -36,6 +41,11 @@ pub fn app(state: AppState) -> Router {
             idempotency::enforce,
         )),
     };
+    let creates = wrap_if(
+        creates,
+        state.has(Flaw::CreateDropsLocation),
+        create_drops_location::strip,
+    );
     let api = Router::new()
         .route("/v1/workers", get(workers::list))
         .route(
@@ -48,14 +58,31 @@ pub fn app(state: AppState) -> Router {
             state.idempotency_layer(),
             idempotency::enforce,
         ))
-        .merge(creates)
-        .route_layer(from_fn_with_state(state.auth.clone(), auth::authenticate));
+        .merge(creates);
+    let api = wrap_if(
+        api,
+        state.has(Flaw::ReplayDropsHeaders),
+        replay_drops_headers::strip,
+    )
+    .route_layer(from_fn_with_state(state.auth.clone(), auth::authenticate));
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .merge(api)
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .with_state(state)
+}
+
+/// `router` with the flaw wrapper `strip` around its routes when `on` (see [`crate::flaw`]).
+fn wrap_if<F>(router: Router<AppState>, on: bool, strip: fn(Request, Next) -> F) -> Router<AppState>
+where
+    F: Future<Output = Response> + Send + 'static,
+{
+    if on {
+        router.route_layer(from_fn(strip))
+    } else {
+        router
+    }
 }
 
 pub(super) async fn not_found() -> ApiError {

@@ -129,18 +129,16 @@ fn seed_of(seed: Option<Extension<OpSeed>>) -> OpSeed {
     seed.map(|Extension(s)| s).unwrap_or_else(OpSeed::random)
 }
 
-/// A create's `201`: the worker as JSON, with its `Location` unless the `create-drops-location`
-/// flaw is on. As parts, so the idempotency layer can store exactly what is sent.
-fn created(worker: Worker, location: bool) -> (HeaderMap, Bytes) {
+/// A create's `201`: the worker as JSON, with its `Location`. As parts, so the idempotency layer can
+/// store exactly what is sent.
+fn created(worker: Worker) -> (HeaderMap, Bytes) {
     let mut headers = HeaderMap::new();
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    if location {
-        if let Ok(value) = HeaderValue::from_str(&format!("/v1/workers/{}", worker.id)) {
-            headers.insert(header::LOCATION, value);
-        }
+    if let Ok(value) = HeaderValue::from_str(&format!("/v1/workers/{}", worker.id)) {
+        headers.insert(header::LOCATION, value);
     }
     let body =
         serde_json::to_vec(&WorkerView::from(worker)).expect("a worker view always serialises");
@@ -149,9 +147,9 @@ fn created(worker: Worker, location: bool) -> (HeaderMap, Bytes) {
 
 /// The create route's answer for a new worker, as the idempotency layer's unit of work stores it
 /// (the handler sends the same, from [`created`]).
-pub(super) fn answer_for(location: bool) -> AnswerFor {
-    Arc::new(move |worker: &Worker| {
-        let (headers, body) = created(worker.clone(), location);
+pub(super) fn answer_for() -> AnswerFor {
+    Arc::new(|worker: &Worker| {
+        let (headers, body) = created(worker.clone());
         (StatusCode::CREATED, headers, body)
     })
 }
@@ -165,7 +163,6 @@ pub(super) async fn create(
     JsonBody(body): JsonBody<CreateWorker>,
 ) -> Result<Response, ApiError> {
     let spec = body.validate()?;
-    let location = state.behaviour.create_location;
     if state.creates == CreateMode::Async {
         let release = release.map(|Extension(r)| r);
         let started = state
@@ -177,7 +174,7 @@ pub(super) async fn create(
             Err(_) => CreateResult::Error,
         });
         let op = started?;
-        let mut response = operations::accepted(&op, location);
+        let mut response = operations::accepted(&op);
         AfterAnswer::attach(&mut response, Box::pin(state.operations.clone().finish(op)));
         return Ok(response);
     }
@@ -195,7 +192,7 @@ pub(super) async fn create(
         Err(_) => CreateResult::Error,
     };
     state.metrics.create(result);
-    let (headers, body) = created(created_worker?, location);
+    let (headers, body) = created(created_worker?);
     let mut response = (StatusCode::CREATED, body).into_response();
     *response.headers_mut() = headers;
     Ok(response)

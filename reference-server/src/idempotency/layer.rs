@@ -277,7 +277,7 @@ async fn act(
             let stored = record
                 .response
                 .ok_or_else(|| ApiError::Internal("completed record without a response".into()))?;
-            replay(&stored, !state.behaviour.replay_headers).map_err(ApiError::Internal)
+            replay(&stored).map_err(ApiError::Internal)
         }
         Decision::Refuse(err) => Err(err),
     }

@@ -58,9 +58,8 @@ pub(crate) fn encode(status: StatusCode, headers: &http::HeaderMap, body: &[u8])
     }
 }
 
-/// Rebuilds a stored response for replay, marked `Idempotent-Replayed: true`. With `drop_headers`
-/// (the `replay-drops-headers` flaw) the stored headers are left out.
-pub(crate) fn replay(stored: &StoredResponse, drop_headers: bool) -> Result<Response, String> {
+/// Rebuilds a stored response for replay, marked `Idempotent-Replayed: true`.
+pub(crate) fn replay(stored: &StoredResponse) -> Result<Response, String> {
     let status = StatusCode::from_u16(stored.status).map_err(|e| e.to_string())?;
     let pairs: Vec<(String, String)> =
         serde_json::from_str(&stored.headers_json).map_err(|e| e.to_string())?;
@@ -76,12 +75,10 @@ pub(crate) fn replay(stored: &StoredResponse, drop_headers: bool) -> Result<Resp
     let mut response = Response::new(Body::from(Bytes::from(body)));
     *response.status_mut() = status;
     let headers = response.headers_mut();
-    if !drop_headers {
-        for (name, value) in pairs {
-            let name = HeaderName::try_from(name).map_err(|e| e.to_string())?;
-            let value = HeaderValue::try_from(value).map_err(|e| e.to_string())?;
-            headers.insert(name, value);
-        }
+    for (name, value) in pairs {
+        let name = HeaderName::try_from(name).map_err(|e| e.to_string())?;
+        let value = HeaderValue::try_from(value).map_err(|e| e.to_string())?;
+        headers.insert(name, value);
     }
     headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
     Ok(response)
@@ -112,7 +109,7 @@ mod tests {
         let body = "x".repeat(10_000);
         let stored = encode(StatusCode::CREATED, &headers, body.as_bytes());
         assert!(stored.compressed && stored.body.len() < 1000);
-        let replayed = replay(&stored, false).unwrap();
+        let replayed = replay(&stored).unwrap();
         assert_eq!(replayed.status(), StatusCode::CREATED);
         assert_eq!(
             replayed.headers()[http::header::LOCATION],

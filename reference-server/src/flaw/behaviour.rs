@@ -1,81 +1,11 @@
-//! Deliberate flaws (`--flaw NAME`, repeatable): each breaks exactly one rule of the contract, so the
-//! suite can be proven to catch it. Without flaws the server is correct.
+//! The switches the idempotency layer and the fleet read, one per flaw that bends their own logic.
 
-use std::collections::BTreeSet;
+use super::{Flaw, Flaws};
 
-/// One deliberately broken rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
-pub enum Flaw {
-    /// The Idempotency-Key is ignored: every request runs, with fresh side-effect sub-keys.
-    NoIdempotency,
-    /// The fingerprint is not compared: a different request with a used key gets the old response.
-    NoFingerprint,
-    /// The claim is a read, a 250 ms pause, then a write: concurrent same-key requests all run
-    /// (each racer with side-effect sub-keys of its own, so the race shows as several workers; a retry
-    /// of one record still resumes).
-    CheckThenAct,
-    /// An in-flight record is never reclaimed: after a crash the key is locked out until retention ends.
-    NoInFlightTtl,
-    /// 5xx outcomes are stored and replayed instead of marking the record failed.
-    #[value(name = "cache-5xx")]
-    Cache5xx,
-    /// Records are keyed by (endpoint, key) without the principal: one principal's response leaks to another.
-    GlobalKeyspace,
-    /// DELETE is not covered by the idempotency layer: a retried DELETE gets 404.
-    NoDeleteReplay,
-    /// Side effects use fresh random sub-keys on every attempt: a retry after a partial failure
-    /// allocates a second node and leaks the first lease.
-    NonResumable,
-    /// A request finding its key in flight runs anyway (fresh sub-keys) instead of getting 409.
-    ProceedInFlight,
-    /// Replays drop `Location` and `Content-Type`.
-    ReplayDropsHeaders,
-    /// Records are keyed by (principal, key) without the endpoint, and a hit recorded on another
-    /// endpoint is replayed as this request's answer.
-    EndpointUnscoped,
-    /// A record reclaimed after the in-flight TTL gets a fresh nonce, so its side effects start
-    /// over: a handler still running past the TTL and the retry that reclaimed its key each make
-    /// a worker.
-    ReclaimReallocates,
-    /// A create's 201 carries no `Location`.
-    CreateDropsLocation,
-    /// A create whose boot fails still writes its worker: a failed request leaves a resource behind.
-    FailedCreateLeavesWorker,
-}
-
-impl Flaw {
-    /// The flag value, e.g. `check-then-act`.
-    pub fn name(self) -> String {
-        clap::ValueEnum::to_possible_value(&self)
-            .map(|v| v.get_name().to_owned())
-            .unwrap_or_default()
-    }
-}
-
-/// The set of active flaws.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Flaws(BTreeSet<Flaw>);
-
-impl Flaws {
-    /// The set of `flaws`.
-    pub fn new(flaws: impl IntoIterator<Item = Flaw>) -> Self {
-        Self(flaws.into_iter().collect())
-    }
-
-    /// Whether `flaw` is active.
-    pub fn has(&self, flaw: Flaw) -> bool {
-        self.0.contains(&flaw)
-    }
-
-    /// The active flaws, in a stable order.
-    pub fn iter(&self) -> impl Iterator<Item = Flaw> + '_ {
-        self.0.iter().copied()
-    }
-}
-
-/// What the idempotency layer does, derived once from the active flaws. Each switch is named for the
-/// correct behaviour and is `true` without flaws; each flaw turns exactly one off, so the layer reads
-/// as the correct implementation with a few `if` at the points a flaw breaks.
+/// What the idempotency layer and the fleet do, derived once from the active flaws. Each switch is
+/// named for the correct behaviour and is `true` without flaws; each flaw that is not a
+/// [wrapper](super::WRAPPERS) turns exactly one off, so the layer reads as the correct
+/// implementation with a few `if` at the points a flaw breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Behaviour {
     /// Requests with a key are recorded and replayed at all (`no-idempotency` turns it off).
@@ -100,13 +30,9 @@ pub struct Behaviour {
     /// Side effects are keyed by sub-keys derived from the record, so a retry resumes them
     /// (`non-resumable`: fresh random sub-keys every attempt).
     pub resumable_side_effects: bool,
-    /// Replays carry the stored `Location` and `Content-Type` (`replay-drops-headers`).
-    pub replay_headers: bool,
     /// A record reclaimed after the in-flight TTL keeps its nonce, so the retry resumes the
     /// running attempt's side effects (`reclaim-reallocates`: a fresh nonce).
     pub reclaim_resumes: bool,
-    /// A create's 201 carries `Location` (`create-drops-location`).
-    pub create_location: bool,
     /// A create whose boot fails writes no worker (`failed-create-leaves-worker`).
     pub failed_create_writes_nothing: bool,
 }
@@ -125,9 +51,7 @@ impl Behaviour {
         refuse_in_flight: true,
         fail_on_5xx: true,
         resumable_side_effects: true,
-        replay_headers: true,
         reclaim_resumes: true,
-        create_location: true,
         failed_create_writes_nothing: true,
     };
 
@@ -145,9 +69,7 @@ impl Behaviour {
             refuse_in_flight: correct(Flaw::ProceedInFlight),
             fail_on_5xx: correct(Flaw::Cache5xx),
             resumable_side_effects: correct(Flaw::NonResumable),
-            replay_headers: correct(Flaw::ReplayDropsHeaders),
             reclaim_resumes: correct(Flaw::ReclaimReallocates),
-            create_location: correct(Flaw::CreateDropsLocation),
             failed_create_writes_nothing: correct(Flaw::FailedCreateLeavesWorker),
         }
     }
@@ -155,23 +77,17 @@ impl Behaviour {
 
 #[cfg(test)]
 mod tests {
+    use super::super::WRAPPERS;
     use super::*;
-
-    #[test]
-    fn names_are_kebab_case() {
-        assert_eq!(Flaw::Cache5xx.name(), "cache-5xx");
-        assert_eq!(Flaw::CheckThenAct.name(), "check-then-act");
-        assert_eq!(Flaw::NoInFlightTtl.name(), "no-in-flight-ttl");
-        assert_eq!(Flaw::ReplayDropsHeaders.name(), "replay-drops-headers");
-    }
 
     #[test]
     fn no_flaws_is_the_correct_behaviour() {
         assert_eq!(Behaviour::of(&Flaws::default()), Behaviour::CORRECT);
     }
 
+    /// A wrapper turns off no switch; every other flaw exactly one, its own.
     #[test]
-    fn each_flaw_turns_off_exactly_one_switch() {
+    fn each_flaw_is_a_wrapper_or_turns_off_exactly_one_switch() {
         let switches = |b: Behaviour| {
             [
                 b.idempotency,
@@ -184,9 +100,7 @@ mod tests {
                 b.refuse_in_flight,
                 b.fail_on_5xx,
                 b.resumable_side_effects,
-                b.replay_headers,
                 b.reclaim_resumes,
-                b.create_location,
                 b.failed_create_writes_nothing,
             ]
         };
@@ -199,8 +113,21 @@ mod tests {
                 .filter(|(_, on)| !**on)
                 .map(|(i, _)| i)
                 .collect();
+            if WRAPPERS.contains(flaw) {
+                assert!(
+                    broken.is_empty(),
+                    "{} is a wrapper: {behaviour:?}",
+                    flaw.name()
+                );
+                continue;
+            }
             assert_eq!(broken.len(), 1, "{}: {behaviour:?}", flaw.name());
             assert!(off.insert(broken[0]), "{} shares its switch", flaw.name());
         }
+        assert_eq!(
+            off.len(),
+            switches(Behaviour::CORRECT).len(),
+            "a switch no flaw turns off"
+        );
     }
 }
