@@ -123,8 +123,8 @@ impl Args {
                 require_key_on_post: !self.key_optional,
                 require_key_on_delete: self.require_key_on_delete,
                 retry_after_secs: 1,
-                flaws: Flaws::new(self.flaws),
             },
+            flaws: Flaws::new(self.flaws),
             sweep_interval: self.sweep_interval,
             pool_size: self.pool_size,
             boot_latency: self.boot_latency,
@@ -151,7 +151,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if matches!(config.auth, Auth::Dev) {
         tracing::warn!("--dev: ANY bearer token is accepted as its own principal; never use this in production");
     }
-    for flaw in config.idempotency.flaws.iter() {
+    for flaw in config.flaws.iter() {
         tracing::warn!(
             "--flaw {}: this server DELIBERATELY BREAKS an idempotency rule (for proving the suite)",
             flaw.name()

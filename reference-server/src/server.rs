@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use crate::api::{admin_app, app};
 use crate::auth::Auth;
 use crate::faults::Faults;
-use crate::flaw::Behaviour;
+use crate::flaw::{failed_create_leaves_worker, Flaws};
 use crate::fleet::{CreateMode, Fleet, Hypervisor, Operations};
 use crate::idempotency::IdempotencyConfig;
 use crate::listener::{serve, Timeouts};
@@ -34,8 +34,10 @@ pub struct ServerConfig {
     pub max_connections: u32,
     /// Token checking.
     pub auth: Auth,
-    /// The idempotency layer's settings (retention, in-flight TTL, flaws…).
+    /// The idempotency layer's settings (retention, in-flight TTL, which keys are required).
     pub idempotency: IdempotencyConfig,
+    /// Deliberate flaws (`--flaw`; see [`crate::flaw`]).
+    pub flaws: Flaws,
     /// How often the sweeper runs.
     pub sweep_interval: Duration,
     /// Nodes in the pool.
@@ -127,12 +129,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     stores.fleet.seed_nodes(config.pool_size).await?;
     let faults = Arc::new(Faults::default());
     let hypervisor = Hypervisor::new(stores.fleet.clone(), faults.clone(), config.boot_latency);
-    let behaviour = Behaviour::of(&config.idempotency.flaws);
     let fleet = Arc::new(Fleet::new(
         stores.fleet.clone(),
         hypervisor,
         faults.clone(),
-        behaviour.failed_create_writes_nothing,
+        failed_create_leaves_worker::writes_nothing(&config.flaws),
     ));
     let operations = Arc::new(Operations::new(
         fleet.clone(),
@@ -145,7 +146,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         operations,
         creates: config.creates,
         idempotency: Arc::new(config.idempotency.clone()),
-        behaviour,
+        rules: config.flaws.rules(),
+        flaws: config.flaws.clone(),
         auth: Arc::new(config.auth.clone()),
         faults,
         metrics,

@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use crate::auth::Auth;
 use crate::faults::Faults;
-use crate::flaw::{Behaviour, Flaw};
+use crate::flaw::{Flaw, Flaws};
 use crate::fleet::{CreateMode, Fleet, Operations};
+use crate::idempotency::Rules;
 use crate::idempotency::{IdempotencyConfig, LayerState};
 use crate::metrics::Metrics;
 use crate::store::Stores;
@@ -23,8 +24,10 @@ pub struct AppState {
     pub creates: CreateMode,
     /// The idempotency layer's settings.
     pub idempotency: Arc<IdempotencyConfig>,
-    /// What the idempotency layer does, derived from `idempotency.flaws` at start.
-    pub behaviour: Behaviour,
+    /// The rules the idempotency layer follows (the contract, bent by `flaws`).
+    pub rules: Arc<dyn Rules>,
+    /// Deliberate flaws (the router reads the wrappers among them).
+    pub flaws: Flaws,
     /// Token checking.
     pub auth: Arc<Auth>,
     /// Injected hypervisor faults.
@@ -36,14 +39,14 @@ pub struct AppState {
 impl AppState {
     /// Whether `flaw` is on.
     pub fn has(&self, flaw: Flaw) -> bool {
-        self.idempotency.flaws.has(flaw)
+        self.flaws.has(flaw)
     }
 
     /// What the idempotency layer works with, out of the shared state.
     pub fn idempotency_layer(&self) -> LayerState {
         LayerState {
             config: self.idempotency.clone(),
-            behaviour: self.behaviour,
+            rules: self.rules.clone(),
             records: self.stores.records.clone(),
             faults: self.faults.clone(),
             metrics: self.metrics.clone(),

@@ -40,8 +40,8 @@ fn server() -> &'static Server {
                 require_key_on_post: true,
                 require_key_on_delete: false,
                 retry_after_secs: 1,
-                flaws: Flaws::default(),
             },
+            flaws: Flaws::default(),
             sweep_interval: Duration::from_secs(60),
             // Every body the create target finds valid takes a node; a pool this large outlasts a
             // long run, and an exhausted one is a documented 503, which `judge` accepts.

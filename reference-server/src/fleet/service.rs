@@ -110,7 +110,8 @@ pub struct Fleet {
 impl Fleet {
     /// A fleet over `store` and `hypervisor`, crashing where `faults` say;
     /// `failed_create_writes_nothing` is
-    /// [`Behaviour::failed_create_writes_nothing`](crate::flaw::Behaviour).
+    /// false only under the `failed-create-leaves-worker` flaw
+    /// ([`writes_nothing`](crate::flaw::failed_create_leaves_worker::writes_nothing)).
     pub fn new(
         store: Arc<dyn FleetStore>,
         hypervisor: Hypervisor,

@@ -25,24 +25,20 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use http::Method;
+use http::{Method, StatusCode};
 
 use super::after_answer::{AfterAnswer, KeyRelease};
 use super::record::{encode, replay};
+use super::rules::{ClaimOf, Claimed, Keyed, OnInFlight, OnMismatch, Rules};
 use super::unit_of_work::{AnswerFor, Progress, UnitOfWork, UnitSettings};
-use super::{is_storable, Fingerprint, IdempotencyKey, OpSeed};
+use super::{Fingerprint, IdempotencyKey, OpSeed};
 use crate::auth::Principal;
 use crate::clock::now_ms;
 use crate::edge::{read_body, ApiError};
 use crate::faults::CrashPoint;
 use crate::faults::Faults;
-use crate::flaw::{Behaviour, Flaws};
 use crate::metrics::{KeyOutcome, Metrics};
 use crate::store::{ClaimRequest, CreateStore, IdempotencyRecord, RecordState, RecordStore, Scope};
-
-/// The `check-then-act` flaw's pause between the read and the write: wide enough that simultaneous
-/// requests on a loaded machine all read "absent".
-const CHECK_THEN_ACT_WINDOW: Duration = Duration::from_millis(250);
 
 /// How the layer behaves.
 #[derive(Debug, Clone)]
@@ -57,8 +53,6 @@ pub struct IdempotencyConfig {
     pub require_key_on_delete: bool,
     /// The seconds sent in `Retry-After` with `request-in-progress`.
     pub retry_after_secs: u64,
-    /// Deliberate flaws (the server derives its [`Behaviour`] from them once, at start).
-    pub flaws: Flaws,
 }
 
 impl IdempotencyConfig {
@@ -84,7 +78,7 @@ enum Decision {
         how: KeyOutcome,
         first: bool,
     },
-    /// Run without owning the record (flaws only): fresh sub-keys, nothing recorded.
+    /// Run without owning the record (only where the rules are bent): fresh sub-keys, nothing recorded.
     RunUnowned,
     /// Replay a stored outcome.
     Replay(IdempotencyRecord),
@@ -92,14 +86,15 @@ enum Decision {
     Refuse(ApiError),
 }
 
-/// What the idempotency layer works with (cheap to clone): its settings, what the flaws make it
-/// do, the record store, the faults it crashes at, and its metrics.
+/// What the idempotency layer works with (cheap to clone): its settings, the rules it follows, the
+/// record store, the faults it crashes at, and its metrics.
 #[derive(Clone)]
 pub struct LayerState {
     /// The layer's settings.
     pub config: Arc<IdempotencyConfig>,
-    /// What the layer does, derived from `config.flaws` at start.
-    pub behaviour: Behaviour,
+    /// The rules at each point a server could bend them ([`Contract`](super::Contract), or
+    /// bent by the `--flaw`s).
+    pub rules: Arc<dyn Rules>,
     /// The idempotency records.
     pub records: Arc<dyn RecordStore>,
     /// The process's injected faults (a crash before the claim or the completion).
@@ -162,8 +157,8 @@ async fn handle(
         return Ok(next.run(req).await);
     }
     let cfg = state.config.clone();
-    let behaviour = state.behaviour;
-    if !behaviour.idempotency || (method == Method::DELETE && !behaviour.covers_delete) {
+    let rules = state.rules.clone();
+    if !rules.covers(&method) {
         req.extensions_mut().insert(OpSeed::random());
         return Ok(next.run(req).await);
     }
@@ -194,12 +189,14 @@ async fn handle(
         parts.uri.query().unwrap_or(""),
         &body,
     );
-    let (scope, fingerprint) = scope_of(behaviour, &principal, &endpoint, &key, &fingerprint);
-    let seed = if behaviour.resumable_side_effects {
-        OpSeed::derive(&principal.0, &endpoint, key.as_str())
-    } else {
-        OpSeed::random()
+    let keyed = Keyed {
+        principal: &principal.0,
+        endpoint: &endpoint,
+        key: key.as_str(),
+        fingerprint: fingerprint.as_str(),
     };
+    let (scope, fingerprint) = rules.scope(keyed);
+    let seed = rules.seed(keyed);
     let request = Held {
         parts,
         body,
@@ -208,20 +205,15 @@ async fn handle(
     };
 
     state.faults.crash_if(CrashPoint::BeforeClaim);
-    if let (Some(unit), true) = (unit, behaviour.atomic_claim) {
-        let claim = Claimed {
+    if let (Some(unit), true) = (unit, rules.claim_is_atomic()) {
+        let claim = ToClaim {
             scope,
             fingerprint,
             endpoint,
         };
         return run_in_unit_of_work(&state, unit, claim, request).await;
     }
-    let records = state.records.as_ref();
-    let decision = if behaviour.atomic_claim {
-        claim(records, &scope, &fingerprint, &endpoint, &cfg, behaviour).await?
-    } else {
-        check_then_act(records, &scope, &fingerprint, &cfg).await?
-    };
+    let decision = claim(&state, &scope, &fingerprint, &endpoint).await?;
     count(&state.metrics, &decision);
     act(&state, decision, scope, request).await
 }
@@ -263,7 +255,7 @@ async fn act(
             let seed = if first { seed.first_attempt() } else { seed };
             let mut req = held.request(seed);
             // Work that fails after the answer releases the key as a 5xx does (not kept).
-            if state.behaviour.fail_on_5xx {
+            if !state.rules.stores(StatusCode::INTERNAL_SERVER_ERROR) {
                 req.extensions_mut()
                     .insert(KeyRelease::of(&scope, started_at));
             }
@@ -284,7 +276,7 @@ async fn act(
 }
 
 /// What a request claims: its record's scope, the fingerprint to store, and its endpoint.
-struct Claimed {
+struct ToClaim {
     scope: Scope,
     fingerprint: String,
     endpoint: String,
@@ -295,10 +287,10 @@ struct Claimed {
 async fn run_in_unit_of_work(
     state: &LayerState,
     (creates, answer): (Arc<dyn CreateStore>, AnswerFor),
-    claimed: Claimed,
+    claimed: ToClaim,
     held: Held,
 ) -> Result<Response, ApiError> {
-    let Claimed {
+    let ToClaim {
         scope,
         fingerprint,
         endpoint,
@@ -316,7 +308,7 @@ async fn run_in_unit_of_work(
     let settings = UnitSettings {
         answer,
         retention_ms: retention,
-        store_5xx: !state.behaviour.fail_on_5xx,
+        rules: state.rules.clone(),
         faults: state.faults.clone(),
         metrics: state.metrics.clone(),
     };
@@ -357,30 +349,14 @@ async fn after_unit_of_work(
             completed: false,
         } => Ok(record_outcome(state, scope, started_at, response).await),
         Progress::Existing(record) => {
-            let decision = decide(
-                state.records.as_ref(),
-                record,
-                request,
-                endpoint,
-                &state.config,
-                state.behaviour,
-            )
-            .await?;
+            let decision = decide(state, record, request, endpoint).await?;
             count(&state.metrics, &decision);
             act(state, decision, scope.clone(), held).await
         }
         Progress::Unsent => {
             // The handler answered before its first write (a body it rejects): the answer depends on
             // the request alone, so it is what any run by the record's owner would answer.
-            let decision = claim(
-                state.records.as_ref(),
-                scope,
-                &request.fingerprint,
-                endpoint,
-                &state.config,
-                state.behaviour,
-            )
-            .await?;
+            let decision = claim(state, scope, &request.fingerprint, endpoint).await?;
             count(&state.metrics, &decision);
             match decision {
                 Decision::Run { started_at, .. } => {
@@ -406,58 +382,46 @@ fn count(metrics: &Metrics, decision: &Decision) {
     metrics.outcome(outcome);
 }
 
-/// The record's scope, (principal, endpoint, key), and the fingerprint to store. The
-/// `global-keyspace` and `endpoint-unscoped` flaws put `*` for the principal or the endpoint; without
-/// the endpoint in the scope it travels inside the stored fingerprint, so a hit from another route can
-/// be recognised (and wrongly replayed).
-fn scope_of(
-    behaviour: Behaviour,
-    principal: &Principal,
-    endpoint: &str,
-    key: &IdempotencyKey,
-    fingerprint: &Fingerprint,
-) -> (Scope, String) {
-    let principal = if behaviour.scope_by_principal {
-        &principal.0
-    } else {
-        "*"
-    };
-    let (scoped_endpoint, stored) = if behaviour.scope_by_endpoint {
-        (endpoint, fingerprint.as_str().to_owned())
-    } else {
-        ("*", format!("{endpoint}|{}", fingerprint.as_str()))
-    };
-    let scope = Scope {
-        principal: principal.to_owned(),
-        endpoint: scoped_endpoint.to_owned(),
-        key: key.as_str().to_owned(),
-    };
-    (scope, stored)
-}
-
-/// The atomic claim, then the state machine over the record it returns.
+/// The claim (as the rules make it: one atomic statement), then the state machine over the
+/// record it found.
 async fn claim(
-    store: &dyn RecordStore,
+    state: &LayerState,
     scope: &Scope,
     fingerprint: &str,
     endpoint: &str,
-    cfg: &IdempotencyConfig,
-    behaviour: Behaviour,
 ) -> Result<Decision, ApiError> {
+    let cfg = &state.config;
     let now = now_ms();
     let expires_at = now + ms(cfg.retention);
-    let claim = store
-        .claim(scope, fingerprint, now, expires_at)
+    let claimed = state
+        .rules
+        .claim(
+            state.records.as_ref(),
+            ClaimOf {
+                scope,
+                fingerprint,
+                now,
+                expires_at,
+                in_flight_ttl: cfg.in_flight_ttl,
+            },
+        )
         .await
         .map_err(ApiError::internal)?;
-    if claim.inserted {
-        return Ok(Decision::Run {
-            started_at: claim.record.started_at,
-            nonce: claim.record.nonce,
-            how: KeyOutcome::Claimed,
-            first: true,
-        });
-    }
+    let record = match claimed {
+        Claimed::Owned {
+            started_at,
+            nonce,
+            first,
+        } => {
+            return Ok(Decision::Run {
+                started_at,
+                nonce,
+                how: KeyOutcome::Claimed,
+                first,
+            })
+        }
+        Claimed::Found(record) => record,
+    };
     // The claim as `decide` reads it; the store chose the nonce, and `decide` takes none from here.
     let request = ClaimRequest {
         scope: scope.clone(),
@@ -466,20 +430,19 @@ async fn claim(
         now,
         expires_at,
     };
-    decide(store, claim.record, &request, endpoint, cfg, behaviour).await
+    decide(state, record, &request, endpoint).await
 }
 
 /// The state machine over an existing `record` that the claim `request` found (it did not insert);
 /// of `request`, its scope, fingerprint and times are used, not its nonce (a take-over decides its
 /// own from the record).
 async fn decide(
-    store: &dyn RecordStore,
+    state: &LayerState,
     record: IdempotencyRecord,
     request: &ClaimRequest,
     endpoint: &str,
-    cfg: &IdempotencyConfig,
-    behaviour: Behaviour,
 ) -> Result<Decision, ApiError> {
+    let (store, cfg, rules) = (state.records.as_ref(), &state.config, &state.rules);
     let ClaimRequest {
         scope,
         fingerprint,
@@ -531,85 +494,25 @@ async fn decide(
         };
         return take_over(nonce, KeyOutcome::Claimed).await;
     }
-    if record.fingerprint != fingerprint && behaviour.compare_fingerprint {
-        // Without the endpoint in the scope, a completed hit recorded on another route is replayed.
-        let other_endpoint = !behaviour.scope_by_endpoint
-            && !record.fingerprint.starts_with(&format!("{endpoint}|"));
-        if other_endpoint && record.state == RecordState::Completed {
-            return Ok(Decision::Replay(record));
+    if record.fingerprint != fingerprint {
+        match rules.on_mismatch(&record, endpoint) {
+            OnMismatch::Refuse => return Ok(Decision::Refuse(ApiError::KeyMismatch)),
+            OnMismatch::Replay => return Ok(Decision::Replay(record)),
+            OnMismatch::Ignore => {}
         }
-        return Ok(Decision::Refuse(ApiError::KeyMismatch));
     }
     match record.state {
         RecordState::Completed => Ok(Decision::Replay(record)),
         RecordState::Failed => take_over(record.nonce.clone(), KeyOutcome::Claimed).await,
         RecordState::InFlight => {
-            let expired = now - record.started_at >= ms(cfg.in_flight_ttl);
-            if expired && behaviour.in_flight_ttl {
-                let nonce = if behaviour.reclaim_resumes {
-                    record.nonce.clone()
-                } else {
-                    uuid::Uuid::new_v4().to_string()
-                };
-                take_over(nonce, KeyOutcome::Reclaimed).await
-            } else if behaviour.refuse_in_flight {
-                Ok(Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs)))
-            } else {
-                Ok(Decision::RunUnowned)
+            let past_ttl = now - record.started_at >= ms(cfg.in_flight_ttl);
+            match rules.on_in_flight(&record, past_ttl) {
+                OnInFlight::Reclaim { nonce } => take_over(nonce, KeyOutcome::Reclaimed).await,
+                OnInFlight::Refuse => {
+                    Ok(Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs)))
+                }
+                OnInFlight::RunUnowned => Ok(Decision::RunUnowned),
             }
-        }
-    }
-}
-
-/// The `check-then-act` flaw: read, pause, write. Every request that read "absent" (or a reclaimable
-/// record) runs, each with its own sub-keys, as a server relying on the key table alone would.
-async fn check_then_act(
-    store: &dyn RecordStore,
-    scope: &Scope,
-    fingerprint: &str,
-    cfg: &IdempotencyConfig,
-) -> Result<Decision, ApiError> {
-    let now = now_ms();
-    let found = store.find_record(scope).await.map_err(ApiError::internal)?;
-    let reclaimable = |r: &IdempotencyRecord| {
-        r.expires_at <= now
-            || r.state == RecordState::Failed
-            || (r.state == RecordState::InFlight && now - r.started_at >= ms(cfg.in_flight_ttl))
-    };
-    match found {
-        Some(record) if !reclaimable(&record) => {
-            if record.fingerprint != fingerprint {
-                Ok(Decision::Refuse(ApiError::KeyMismatch))
-            } else if record.state == RecordState::Completed {
-                Ok(Decision::Replay(record))
-            } else {
-                Ok(Decision::Refuse(ApiError::InProgress(cfg.retry_after_secs)))
-            }
-        }
-        found => {
-            // A racer that found nothing writes a nonce of its own (so the race shows as several
-            // workers); a retry of a failed or stuck record keeps the record's nonce and resumes.
-            let first = found.is_none();
-            let nonce = found.map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.nonce);
-            // The window between the check and the act, wide enough that simultaneous requests all pass.
-            tokio::time::sleep(CHECK_THEN_ACT_WINDOW).await;
-            let started_at = now_ms();
-            store
-                .overwrite_record(
-                    scope,
-                    fingerprint,
-                    &nonce,
-                    started_at,
-                    started_at + ms(cfg.retention),
-                )
-                .await
-                .map_err(ApiError::internal)?;
-            Ok(Decision::Run {
-                started_at,
-                nonce,
-                how: KeyOutcome::Claimed,
-                first,
-            })
         }
     }
 }
@@ -663,8 +566,7 @@ async fn record_outcome(
         }
     };
     state.faults.crash_if(CrashPoint::BeforeComplete);
-    let store_5xx = !state.behaviour.fail_on_5xx;
-    let recorded = if is_storable(parts.status) || (store_5xx && parts.status.is_server_error()) {
+    let recorded = if state.rules.stores(parts.status) {
         let stored = encode(parts.status, &parts.headers, &body);
         let expires_at = now_ms() + ms(state.config.retention);
         store.complete(scope, started_at, &stored, expires_at).await

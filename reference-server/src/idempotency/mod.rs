@@ -6,6 +6,7 @@ mod fingerprint;
 mod key;
 mod layer;
 mod record;
+mod rules;
 mod seed;
 mod unit_of_work;
 
@@ -14,5 +15,6 @@ pub use fingerprint::Fingerprint;
 pub use key::{IdempotencyKey, KeyError, IDEMPOTENCY_KEY, MAX_KEY_LEN};
 pub use layer::{enforce, enforce_in_unit_of_work, IdempotencyConfig, LayerState, UnitOfWorkLayer};
 pub use record::{is_storable, COMPRESS_ABOVE_BYTES};
+pub use rules::{Bend, Bent, ClaimOf, Claimed, Contract, Keyed, OnInFlight, OnMismatch, Rules};
 pub use seed::OpSeed;
 pub use unit_of_work::{AnswerFor, UnitOfWork};

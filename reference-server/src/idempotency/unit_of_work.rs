@@ -21,8 +21,8 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use http::{HeaderMap, StatusCode};
 
-use super::is_storable;
 use super::record::encode;
+use super::rules::Rules;
 use crate::faults::{CrashPoint, Faults};
 use crate::metrics::{KeyOutcome, Metrics};
 use crate::store::{
@@ -62,8 +62,7 @@ pub struct UnitOfWork {
     answer: AnswerFor,
     /// The completed record's retention, ms.
     retention_ms: i64,
-    /// Whether a 5xx is stored too (the `cache-5xx` flaw).
-    store_5xx: bool,
+    rules: Arc<dyn Rules>,
     faults: Arc<Faults>,
     metrics: Arc<Metrics>,
     progress: Mutex<Progress>,
@@ -75,8 +74,8 @@ pub(crate) struct UnitSettings {
     pub answer: AnswerFor,
     /// The completed record's retention, ms.
     pub retention_ms: i64,
-    /// Whether a 5xx is stored too (the `cache-5xx` flaw).
-    pub store_5xx: bool,
+    /// Which answers are stored.
+    pub rules: Arc<dyn Rules>,
     /// Where the process crashes (`before_complete`).
     pub faults: Arc<Faults>,
     /// Where a claim is counted.
@@ -93,7 +92,7 @@ impl UnitOfWork {
         let UnitSettings {
             answer,
             retention_ms,
-            store_5xx,
+            rules,
             faults,
             metrics,
         } = settings;
@@ -102,7 +101,7 @@ impl UnitOfWork {
             request,
             answer,
             retention_ms,
-            store_5xx,
+            rules,
             faults,
             metrics,
             progress: Mutex::new(Progress::Unsent),
@@ -140,7 +139,7 @@ impl UnitOfWork {
             return None;
         };
         let (status, headers, body) = (self.answer)(&worker.stored());
-        if !(is_storable(status) || (self.store_5xx && status.is_server_error())) {
+        if !self.rules.stores(status) {
             return None;
         }
         Some(Completion {

@@ -1,0 +1,19 @@
+//! `no-in-flight-ttl`: an in-flight record is never reclaimed, so after a crash its key is locked
+//! out until the retention window ends.
+
+use crate::idempotency::{Bend, OnInFlight, Rules};
+use crate::store::IdempotencyRecord;
+
+/// Treats every in-flight record as younger than the in-flight TTL.
+pub struct NoInFlightTtl;
+
+impl Bend for NoInFlightTtl {
+    fn on_in_flight(
+        &self,
+        inner: &dyn Rules,
+        record: &IdempotencyRecord,
+        _past_ttl: bool,
+    ) -> OnInFlight {
+        inner.on_in_flight(record, false)
+    }
+}
