@@ -12,6 +12,10 @@
 //!   with `Idempotent-Replayed: true`;
 //! - any state, different fingerprint: `409 key-reused-with-different-request`.
 //!
+//! At each point where a server could get this wrong, the layer asks its [`Rules`] (`rules.rs`):
+//! the [`Contract`](super::Contract) keeps them all; a `--flaw` bends one (`crate::flaw`), and
+//! the layer never knows which.
+//!
 //! A handler whose work outlives its answer (an asynchronous create) gets a
 //! [`KeyRelease`](super::KeyRelease) for its record and attaches the work as an
 //! [`AfterAnswer`](super::AfterAnswer), which the layer starts once the answer is recorded
