@@ -433,7 +433,14 @@ impl Scenario {
             );
         }
         if let Some(within) = &p.within {
-            if let Err(m) = step::within_step_limit("parameters.within", within.value.0) {
+            if within.value.0.is_zero() {
+                err(
+                    &within.referenced,
+                    "parameters.within must be positive: a storm with no time budget sends one \
+                     attempt per client and proves nothing about retries"
+                        .into(),
+                );
+            } else if let Err(m) = step::within_step_limit("parameters.within", within.value.0) {
                 err(&within.referenced, m);
             }
         }

@@ -188,7 +188,8 @@ impl KeySpec {
     }
 }
 
-/// A time limit, absolute (`10s`) or relative to the contract's in-flight TTL (`in_flight_ttl + 5s`).
+/// A time limit, absolute (`10s`, positive) or relative to the contract's in-flight TTL
+/// (`in_flight_ttl + 5s`, `in_flight_ttl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Within {
     /// Whether the contract's in-flight TTL is added.
@@ -213,6 +214,12 @@ impl<'de> Deserialize<'de> for Within {
                 ))
             })?
         };
+        if !ttl && extra.is_zero() {
+            return Err(serde::de::Error::custom(format!(
+                "the time limit `{text}` leaves no time to retry or to succeed; expected a \
+                 positive duration (`10s`) or `in_flight_ttl`"
+            )));
+        }
         Ok(Within {
             plus_in_flight_ttl: ttl,
             extra,

@@ -117,6 +117,12 @@ fn every_duration_is_bounded_with_a_located_error() {
     );
     let ok = LOST.replace("retry: {every: 100ms", "retry: {every: 10ms");
     Scenario::load("s.yaml", &ok).unwrap();
+    let none = LOST.replace("within: in_flight_ttl + 2s", "within: 0s");
+    let err = Scenario::load("s.yaml", &none).unwrap_err();
+    assert_eq!(err.line, 8, "{err}");
+    assert!(err.message.contains("`0s` leaves no time"), "{err}");
+    let ttl_only = LOST.replace("within: in_flight_ttl + 2s", "within: in_flight_ttl");
+    Scenario::load("s.yaml", &ttl_only).unwrap();
 }
 
 #[test]
@@ -166,6 +172,10 @@ fn storm_keys_are_bounded_by_the_clients() {
     );
     // At the value, on the `parameters:` line, not at the scenario's id.
     assert_eq!((err.line, err.column), (7, 32), "{err}");
+    let err =
+        Scenario::load("s.yaml", &format!("{STORM}parameters: {{within: 0s}}\n")).unwrap_err();
+    assert!(err.message.contains("within must be positive"), "{err}");
+    assert_eq!(err.line, 7, "{err}");
     let err = Scenario::load("s.yaml", &format!("{STORM}parameters: {{keys: 0}}\n")).unwrap_err();
     assert!(
         err.message.contains("keys needs parameters.clients"),
