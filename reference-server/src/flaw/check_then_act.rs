@@ -1,7 +1,8 @@
-//! `check-then-act`: the claim is a read, a pause, then a write, so concurrent same-key requests
-//! all run, each with side-effect sub-keys of its own (the race shows as several workers); a retry
-//! of one failed or stuck record still resumes it. Not atomic, so a create's own transaction cannot
-//! carry it: the create route claims as every other route does.
+//! `check-then-act`: the claim of a new key is a read, a pause, then a write, so concurrent
+//! same-key requests that all read "absent" all run, each with side-effect sub-keys of its own (the
+//! race shows as several workers). A key with a record is decided as the contract decides it (a
+//! retry of a failed or stuck record still resumes it). Not atomic, so a create's own transaction
+//! cannot carry it: the create route claims as every other route does.
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use futures::future::BoxFuture;
 
 use crate::clock::now_ms;
 use crate::idempotency::{Bend, ClaimOf, Claimed, Rules};
-use crate::store::{IdempotencyRecord, RecordState, RecordStore, StoreError};
+use crate::store::{RecordStore, StoreError};
 
 /// The pause between the read and the write: wide enough that simultaneous requests on a loaded
 /// machine all read "absent".
@@ -23,9 +24,8 @@ impl Bend for CheckThenAct {
         false
     }
 
-    /// Every request that read "absent" (or a reclaimable record) owns the record, as a server
-    /// relying on the key table alone would; any other record is found, for the state machine to
-    /// decide over.
+    /// Every request that read "absent" owns the record, as a server relying on the key table
+    /// alone would; a record found is left to the state machine.
     fn claim<'a>(
         &'a self,
         _inner: &'a dyn Rules,
@@ -33,23 +33,12 @@ impl Bend for CheckThenAct {
         claim: ClaimOf<'a>,
     ) -> BoxFuture<'a, Result<Claimed, StoreError>> {
         Box::pin(async move {
-            let now = now_ms();
-            let ttl = i64::try_from(claim.in_flight_ttl.as_millis()).unwrap_or(i64::MAX);
-            let reclaimable = |r: &IdempotencyRecord| {
-                r.expires_at <= now
-                    || r.state == RecordState::Failed
-                    || (r.state == RecordState::InFlight && now - r.started_at >= ttl)
-            };
-            let found = store.find_record(claim.scope).await?;
-            if let Some(record) = found.as_ref().filter(|r| !reclaimable(r)) {
-                return Ok(Claimed::Found(record.clone()));
+            if let Some(record) = store.find_record(claim.scope).await? {
+                return Ok(Claimed::Found(record));
             }
-            // A racer that found nothing writes a nonce of its own; a retry of a failed or stuck
-            // record keeps the record's nonce and resumes.
-            let first = found.is_none();
-            let nonce = found.map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.nonce);
             tokio::time::sleep(WINDOW).await;
             let started_at = now_ms();
+            let nonce = uuid::Uuid::new_v4().to_string();
             let retention = claim.expires_at - claim.now;
             store
                 .overwrite_record(
@@ -63,7 +52,7 @@ impl Bend for CheckThenAct {
             Ok(Claimed::Owned {
                 started_at,
                 nonce,
-                first,
+                first: true,
             })
         })
     }

@@ -1,5 +1,5 @@
 //! `no-in-flight-ttl`: an in-flight record is never reclaimed, so after a crash its key is locked
-//! out until the retention window ends.
+//! out for good (the sweeper removes only terminal records).
 
 use crate::idempotency::{Bend, OnInFlight, Rules};
 use crate::store::IdempotencyRecord;

@@ -1,6 +1,6 @@
 //! `replay-drops-headers`: a wrapper around the idempotency layer that sends a replay with none of
-//! its stored headers (no `Location`, no `Content-Type`), only the `Idempotent-Replayed` marker. The
-//! first answer is untouched, so `replay-fidelity` sees the difference.
+//! its stored headers (a create's `Location` and `Content-Type`), only the `Idempotent-Replayed`
+//! marker. The first answer is untouched, so `replay-fidelity` sees the difference.
 
 use axum::extract::Request;
 use axum::middleware::Next;

@@ -21,7 +21,7 @@ pub enum Flaw {
     /// (each racer with side-effect sub-keys of its own, so the race shows as several workers; a retry
     /// of one record still resumes).
     CheckThenAct,
-    /// An in-flight record is never reclaimed: after a crash the key is locked out until retention ends.
+    /// An in-flight record is never reclaimed: after a crash the key is locked out for good.
     NoInFlightTtl,
     /// 5xx outcomes are stored and replayed instead of marking the record failed.
     #[value(name = "cache-5xx")]
@@ -35,7 +35,7 @@ pub enum Flaw {
     NonResumable,
     /// A request finding its key in flight runs anyway (fresh sub-keys) instead of getting 409.
     ProceedInFlight,
-    /// Replays drop `Location` and `Content-Type`.
+    /// Replays carry none of their stored headers (`Location`, `Content-Type`).
     ReplayDropsHeaders,
     /// Records are keyed by (principal, key) without the endpoint, and a hit recorded on another
     /// endpoint is replayed as this request's answer.
@@ -44,7 +44,7 @@ pub enum Flaw {
     /// over: a handler still running past the TTL and the retry that reclaimed its key each make
     /// a worker.
     ReclaimReallocates,
-    /// A create's 201 carries no `Location`.
+    /// A create's answer (and its replay) carries no `Location`.
     CreateDropsLocation,
     /// A create whose boot fails still writes its worker: a failed request leaves a resource behind.
     FailedCreateLeavesWorker,
@@ -213,6 +213,21 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// One file per flaw, named after it (`flaw/check_then_act.rs` for `check-then-act`).
+    #[test]
+    fn each_flaw_has_its_file() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/flaw");
+        for flaw in <Flaw as clap::ValueEnum>::value_variants() {
+            let file = dir.join(format!("{}.rs", flaw.name().replace('-', "_")));
+            assert!(
+                file.is_file(),
+                "{} has no file {}",
+                flaw.name(),
+                file.display()
+            );
         }
     }
 

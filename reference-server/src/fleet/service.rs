@@ -134,6 +134,11 @@ impl Fleet {
     /// after it, written `through` the given store (the idempotency layer's
     /// [`UnitOfWork`](crate::idempotency::UnitOfWork), which carries the request's record in them),
     /// or the fleet's own.
+    ///
+    /// # Errors
+    /// [`FleetError::NotOwned`] when the unit of work's claim found the key's record someone
+    /// else's (nothing written); [`FleetError::PoolExhausted`]; [`FleetError::Hypervisor`] when the
+    /// boot failed; [`FleetError::Store`].
     pub async fn create(
         &self,
         principal: &str,
@@ -305,6 +310,9 @@ impl Fleet {
     }
 
     /// Deletes a worker, freeing its node and lease.
+    ///
+    /// # Errors
+    /// [`FleetError::NotFound`] when the principal has no worker `id`; [`FleetError::Store`].
     pub async fn delete(&self, principal: &str, id: &str) -> Result<(), FleetError> {
         if self.store.delete_worker(principal, id).await? {
             Ok(())
@@ -314,6 +322,9 @@ impl Fleet {
     }
 
     /// Reboots a worker once per seed (sub-key `reboot`).
+    ///
+    /// # Errors
+    /// [`FleetError::NotFound`] when the principal has no worker `id`; [`FleetError::Store`].
     pub async fn reboot(
         &self,
         principal: &str,
@@ -332,6 +343,9 @@ impl Fleet {
     }
 
     /// The principal's worker `id`.
+    ///
+    /// # Errors
+    /// [`FleetError::NotFound`]; [`FleetError::Store`].
     pub async fn get(&self, principal: &str, id: &str) -> Result<Worker, FleetError> {
         self.store
             .get_worker(principal, id)
@@ -340,6 +354,9 @@ impl Fleet {
     }
 
     /// The principal's workers.
+    ///
+    /// # Errors
+    /// [`FleetError::Store`].
     pub async fn list(&self, principal: &str) -> Result<Vec<Worker>, FleetError> {
         Ok(self.store.list_workers(principal).await?)
     }

@@ -3,8 +3,8 @@
 //!
 //! - The layer hands the handler a [`KeyRelease`] (a request extension) when the request owns an
 //!   idempotency record: how a later failure of that work releases the key, so that a retry runs
-//!   again, as after a 5xx. Under the `cache-5xx` flaw the layer hands none: the failure stays
-//!   answered by the stored `202`.
+//!   again, as after a 5xx. Where the rules store a 5xx ([`Rules::stores`](super::Rules::stores)),
+//!   the layer hands none: the failure stays answered by the stored `202`.
 //! - The handler attaches its work to its response as an [`AfterAnswer`]; the layer starts it only
 //!   once the answer is recorded (stored or not), so the work's failure cannot race the record's
 //!   completion.

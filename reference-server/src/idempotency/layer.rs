@@ -1,9 +1,9 @@
 //! The idempotency middleware: an axum `route_layer` on the mutating routes.
 //!
 //! validate the key → endpoint from `MatchedPath` → buffer the body (over 1 MiB → 413) → fingerprint →
-//! ONE atomic claim statement (on the create route, [`enforce_in_unit_of_work`], written in the
-//! create's first transaction by the [`UnitOfWork`](super::UnitOfWork) the handler writes through)
-//! → then, by the record found:
+//! ONE atomic claim statement (on the route of a synchronous create, [`enforce_in_unit_of_work`],
+//! written in the create's first transaction by the [`UnitOfWork`](super::UnitOfWork) the handler
+//! writes through) → then, by the record found:
 //! - inserted (or reclaimed): run the handler in its own task (a client that disconnects does not
 //!   cancel it), store a terminal outcome or mark the record failed; a panic marks it failed too;
 //! - in flight, younger than the in-flight TTL: `409 request-in-progress` + `Retry-After`, at once;
@@ -128,8 +128,8 @@ pub struct UnitOfWorkLayer {
 /// The middleware for a route whose handler writes through a unit of work (the create): the claim
 /// is not written here; the handler gets an `Arc<`[`UnitOfWork`]`>` (a request extension) to write
 /// through, which writes the claim with the create's first transaction and the completion with its
-/// last (`unit_of_work.rs`). Under the `check-then-act` flaw (no atomic claim to carry) it is
-/// [`enforce`].
+/// last (`unit_of_work.rs`). Where the rules' claim is not atomic
+/// ([`Rules::claim_is_atomic`]), no transaction can carry it, and this is [`enforce`].
 pub async fn enforce_in_unit_of_work(
     State(route): State<UnitOfWorkLayer>,
     req: Request,
@@ -373,7 +373,8 @@ async fn after_unit_of_work(
     }
 }
 
-/// Counts the decision's [`KeyOutcome`] (running without owning the record, a flaw's, counts nothing).
+/// Counts the decision's [`KeyOutcome`] (running without owning the record, which only bent rules
+/// decide, counts nothing).
 fn count(metrics: &Metrics, decision: &Decision) {
     let outcome = match decision {
         Decision::Run { how, .. } => *how,
@@ -386,8 +387,8 @@ fn count(metrics: &Metrics, decision: &Decision) {
     metrics.outcome(outcome);
 }
 
-/// The claim (as the rules make it: one atomic statement), then the state machine over the
-/// record it found.
+/// The claim as the rules make it ([`Rules::claim`]: the contract's is one atomic statement),
+/// then the state machine over the record it found.
 async fn claim(
     state: &LayerState,
     scope: &Scope,
@@ -406,7 +407,6 @@ async fn claim(
                 fingerprint,
                 now,
                 expires_at,
-                in_flight_ttl: cfg.in_flight_ttl,
             },
         )
         .await

@@ -8,7 +8,6 @@
 //! compose.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use http::{Method, StatusCode};
@@ -30,20 +29,18 @@ pub struct Keyed<'a> {
     pub fingerprint: &'a str,
 }
 
-/// The claim to make: a record of `scope` with `fingerprint`, at `now`, kept until `expires_at`
-/// once completed (ms since the epoch); an in-flight record older than `in_flight_ttl` is stuck.
+/// The claim to make: a record of `scope` with `fingerprint`, at `now`, that may be swept from
+/// `expires_at` once completed (both ms since the epoch).
 #[derive(Debug, Clone, Copy)]
 pub struct ClaimOf<'a> {
     /// The record's scope.
     pub scope: &'a Scope,
     /// The fingerprint to store.
     pub fingerprint: &'a str,
-    /// ms since the epoch.
+    /// The claim's time, ms since the epoch.
     pub now: i64,
-    /// When a new record may be swept.
+    /// When a new record may be swept once completed, ms since the epoch.
     pub expires_at: i64,
-    /// The in-flight TTL.
-    pub in_flight_ttl: Duration,
 }
 
 /// What a claim found.
@@ -52,7 +49,7 @@ pub enum Claimed {
     /// This request owns the record, claimed at `started_at` with `nonce`; `first`: the nonce is
     /// new (no attempt of this operation ran before, nothing to resume).
     Owned {
-        /// The claim token.
+        /// The claim token: when the claim was taken, ms since the epoch.
         started_at: i64,
         /// The salt of the side-effect sub-keys.
         nonce: String,
@@ -225,6 +222,9 @@ pub trait Bend: Send + Sync + 'static {
     }
 
     /// [`Rules::claim`].
+    ///
+    /// # Errors
+    /// The store's.
     fn claim<'a>(
         &'a self,
         inner: &'a dyn Rules,

@@ -11,9 +11,13 @@
 //! - [`CreateStore::finish`] carries the completion, the answer the route gives for the new worker
 //!   ([`AnswerFor`]), when the record is this request's and that answer is stored.
 //!
-//! Neither the API nor the fleet sees a claim. After the handler, the layer reads how far the unit
-//! of work got ([`Progress`]) and does what is left: claim itself (the handler answered before its
-//! first write), decide over a record someone else holds, record the outcome, or nothing.
+//! Neither the API nor the fleet writes or reads a claim: the fleet learns only that its reservation
+//! wrote nothing because the key's record is someone else's ([`Reserved::owned`]), and stops. After
+//! the handler, the layer reads how far the unit of work got ([`Progress`]) and does what is left:
+//! claim itself (the handler answered before its first write), decide over a record someone else
+//! holds, record the outcome, or nothing. Only a synchronous create with an atomic claim
+//! ([`Rules::claim_is_atomic`](super::Rules::claim_is_atomic)) goes this way; an asynchronous one
+//! writes its record as every other route does.
 
 use std::sync::{Arc, Mutex, PoisonError};
 

@@ -1,7 +1,7 @@
-//! A first attempt of a create as two transactions, the unit of work the idempotency layer and the
-//! fleet both write through: [`CreateStore::reserve`] (the layer's claim, when the request has a key,
-//! then the node allocation, the lease and the pending boot row) is committed before the hypervisor
-//! call; [`CreateStore::finish`] (the boot row completed, the worker, then the layer's completion: the
+//! A first attempt of a create as two transactions: [`CreateStore::reserve`] (the idempotency
+//! layer's claim, when the request writes through the layer's unit of work, then the node
+//! allocation, the lease and the pending boot row) is committed before the hypervisor call;
+//! [`CreateStore::finish`] (the boot row completed, the worker, then the layer's completion: the
 //! response it will replay) after it. No transaction is held across the call.
 //!
 //! A crash between the two leaves what a crash after the hypervisor call always left: an in-flight
@@ -109,6 +109,9 @@ pub trait CreateStore: Send + Sync + 'static {
     /// Transaction 1: the claim (if any), then, only if the claim inserted the record (or there is
     /// none), a free node for `allocation_id`, the lease and the pending boot row. Meant for a first
     /// attempt: its ids are new, so nothing is looked up first.
+    ///
+    /// # Errors
+    /// The database's (the transaction rolled back, claim included).
     fn reserve<'a>(
         &'a self,
         reservation: Reservation<'a>,
@@ -117,6 +120,10 @@ pub trait CreateStore: Send + Sync + 'static {
     /// Transaction 2: the boot row of `worker.boot_id` completed with `worker.instance_id`, the
     /// worker inserted (or the existing one with its id kept), and, only with a new worker,
     /// `completion`.
+    ///
+    /// # Errors
+    /// [`StoreError::Deleted`] when a concurrent attempt of the same operation wrote the worker
+    /// and it was deleted since; the database's otherwise.
     fn finish<'a>(
         &'a self,
         worker: &'a NewWorker,

@@ -456,3 +456,48 @@ async fn another_resource_is_not_called_a_replay_in_a_note() {
         o.notes
     );
 }
+
+/// slow-handler-outlives-ttl's steps with the `slow` request held 600 ms by the proxy, so that the
+/// retry reaches the target first and claims the key: `slow` is refused as in flight at once and
+/// never runs. Nothing outlived the in-flight TTL, so the check judged nothing.
+const SLOW_ARRIVES_LATE: &str = r#"version: 1
+id: slow-arrives-late
+title: The slow request reaches the target after its retry
+level: MUST
+reference: "a loaded machine's ordering, forced"
+requires: [in_flight_ttl, slow]
+faults:
+  - {name: late, match: {header: {name: x-idemspec-step, equals: slow}}, fault: {delay_request: {duration: 600ms}}}
+steps:
+  - {name: slow, op: create, key: K1, body: slow, background: true, timeout: 10m}
+  - {wait: {sent: slow, then: 100ms}}
+  - {name: reclaim, op: create, key: K1, body: slow, via: direct, timeout: 10m, retry: {every: 250ms, within: in_flight_ttl + 10s, until: [released]}}
+assert:
+  - overlapped: {step: reclaim, with: slow}
+    precondition: true
+  - status: {step: slow, in: [2xx, in_flight]}
+    precondition: true
+  - created: {equals: 1}
+"#;
+
+/// A handler refused on arrival is not a handler that outlived the TTL: UNKNOWN, naming the order,
+/// on the clean reference and on one whose retries start over (where a PASS would be false too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_request_refused_on_arrival_is_not_a_handler_that_outlived_the_ttl() {
+    for flaws in [&[][..], &["non-resumable"]] {
+        let mut opts = RunOptions::new(Target::Reference(crate::support::reference::reference(
+            flaws, None,
+        )));
+        opts.builtin = false;
+        opts.scenarios = vec![Scenario::load("late.yaml", SLOW_ARRIVES_LATE).expect("loads")];
+        let report = crate::support::reference::run_options(opts).await;
+        let o = outcome(&report, "slow-arrives-late");
+        assert_eq!(o.verdict, Verdict::Unknown, "{flaws:?}: {}", table(&report));
+        assert!(
+            o.summary.contains("`slow` was itself refused as in flight")
+                && o.summary.contains("`reclaim` reached the target first"),
+            "{flaws:?}: {}",
+            o.summary
+        );
+    }
+}
