@@ -130,6 +130,18 @@ mod tests {
         assert_eq!(Flaw::ReplayDropsHeaders.name(), "replay-drops-headers");
     }
 
+    /// A record of `state` with `fingerprint`, nonce `n`, started at 0, never expiring.
+    fn record(state: RecordState, fingerprint: &str) -> IdempotencyRecord {
+        IdempotencyRecord {
+            state,
+            fingerprint: fingerprint.into(),
+            nonce: "n".into(),
+            started_at: 0,
+            expires_at: i64::MAX,
+            response: None,
+        }
+    }
+
     /// What `rules` answer at each point a flaw may bend, one entry per rule (the claim's
     /// statement is run against a store elsewhere: the flaw matrix and `tests/it/flaws.rs`).
     fn answers(rules: &dyn Rules) -> [String; 7] {
@@ -138,14 +150,6 @@ mod tests {
             endpoint: "POST /v1/workers",
             key: "k",
             fingerprint: "f",
-        };
-        let record = |state, fingerprint: &str| IdempotencyRecord {
-            state,
-            fingerprint: fingerprint.into(),
-            nonce: "n".into(),
-            started_at: 0,
-            expires_at: i64::MAX,
-            response: None,
         };
         let in_flight = record(RecordState::InFlight, "f");
         let reclaim_keeps_nonce = |past_ttl| match rules.on_in_flight(&in_flight, past_ttl) {
@@ -234,14 +238,7 @@ mod tests {
     #[test]
     fn bends_stack() {
         let rules = Flaws::new([Flaw::NoInFlightTtl, Flaw::ProceedInFlight]).rules();
-        let record = IdempotencyRecord {
-            state: RecordState::InFlight,
-            fingerprint: "f".into(),
-            nonce: "n".into(),
-            started_at: 0,
-            expires_at: i64::MAX,
-            response: None,
-        };
+        let record = record(RecordState::InFlight, "f");
         // Never reclaimed (the TTL is ignored), and run where the contract would refuse.
         assert_eq!(rules.on_in_flight(&record, true), OnInFlight::RunUnowned);
     }

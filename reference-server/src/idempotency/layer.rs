@@ -210,12 +210,7 @@ async fn handle(
 
     state.faults.crash_if(CrashPoint::BeforeClaim);
     if let (Some(unit), true) = (unit, rules.claim_is_atomic()) {
-        let claim = ToClaim {
-            scope,
-            fingerprint,
-            endpoint,
-        };
-        return run_in_unit_of_work(&state, unit, claim, request).await;
+        return run_in_unit_of_work(&state, unit, (scope, fingerprint, endpoint), request).await;
     }
     let decision = claim(&state, &scope, &fingerprint, &endpoint).await?;
     count(&state.metrics, &decision);
@@ -279,26 +274,15 @@ async fn act(
     }
 }
 
-/// What a request claims: its record's scope, the fingerprint to store, and its endpoint.
-struct ToClaim {
-    scope: Scope,
-    fingerprint: String,
-    endpoint: String,
-}
-
-/// Runs the handler with a [`UnitOfWork`] (a new nonce, a first-attempt seed) in its own task,
+/// Runs the handler with a [`UnitOfWork`] claiming (scope, stored fingerprint, endpoint) with a
+/// new nonce and a first-attempt seed, in its own task,
 /// then does what the handler left to the layer (see [`Progress`]).
 async fn run_in_unit_of_work(
     state: &LayerState,
     (creates, answer): (Arc<dyn CreateStore>, AnswerFor),
-    claimed: ToClaim,
+    (scope, fingerprint, endpoint): (Scope, String, String),
     held: Held,
 ) -> Result<Response, ApiError> {
-    let ToClaim {
-        scope,
-        fingerprint,
-        endpoint,
-    } = claimed;
     let retention = ms(state.config.retention);
     let now = now_ms();
     let request = ClaimRequest {

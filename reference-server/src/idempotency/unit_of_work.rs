@@ -63,12 +63,7 @@ pub(crate) enum Progress {
 pub struct UnitOfWork {
     store: Arc<dyn CreateStore>,
     request: ClaimRequest,
-    answer: AnswerFor,
-    /// The completed record's retention, ms.
-    retention_ms: i64,
-    rules: Arc<dyn Rules>,
-    faults: Arc<Faults>,
-    metrics: Arc<Metrics>,
+    settings: UnitSettings,
     progress: Mutex<Progress>,
 }
 
@@ -93,21 +88,10 @@ impl UnitOfWork {
         request: ClaimRequest,
         settings: UnitSettings,
     ) -> Self {
-        let UnitSettings {
-            answer,
-            retention_ms,
-            rules,
-            faults,
-            metrics,
-        } = settings;
         Self {
             store,
             request,
-            answer,
-            retention_ms,
-            rules,
-            faults,
-            metrics,
+            settings,
             progress: Mutex::new(Progress::Unsent),
         }
     }
@@ -142,15 +126,15 @@ impl UnitOfWork {
         let Progress::Owned { started_at, .. } = *self.lock() else {
             return None;
         };
-        let (status, headers, body) = (self.answer)(&worker.stored());
-        if !self.rules.stores(status) {
+        let (status, headers, body) = (self.settings.answer)(&worker.stored());
+        if !self.settings.rules.stores(status) {
             return None;
         }
         Some(Completion {
             scope: self.request.scope.clone(),
             started_at,
             response: encode(status, &headers, &body),
-            expires_at: crate::clock::now_ms() + self.retention_ms,
+            expires_at: crate::clock::now_ms() + self.settings.retention_ms,
         })
     }
 }
@@ -175,7 +159,7 @@ impl CreateStore for UnitOfWork {
                 .await?;
             if let Some(claim) = &reserved.claim {
                 *self.lock() = if claim.inserted {
-                    self.metrics.outcome(KeyOutcome::Claimed);
+                    self.settings.metrics.outcome(KeyOutcome::Claimed);
                     Progress::Owned {
                         started_at: claim.record.started_at,
                         completed: false,
@@ -199,7 +183,7 @@ impl CreateStore for UnitOfWork {
             let Some(own) = self.completion(worker) else {
                 return self.store.finish(worker, completion).await;
             };
-            self.faults.crash_if(CrashPoint::BeforeComplete);
+            self.settings.faults.crash_if(CrashPoint::BeforeComplete);
             let finished = self.store.finish(worker, Some(&own)).await?;
             if finished.completed {
                 if let Progress::Owned { completed, .. } = &mut *self.lock() {
