@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::load::{from_yaml, LoadError, Location, Spanned};
-use crate::profile::{check_header, expand_env, Contract, ContractSpec};
+use crate::load::{check_version, LoadError, LoadErrors, Spanned};
+use crate::profile::{check_header, load_profile, Contract, ContractSpec};
 use crate::rules::HttpMethod;
 use crate::value::HumanDuration;
 use answers::{Answer, AnswerKind, AnswersPreset, AnswersSpec};
@@ -93,6 +93,20 @@ pub struct OperationSpec {
     /// segment (`/v1/servers/*/actions`); omitted, any path.
     #[serde(default)]
     pub path: Option<Spanned<String>>,
+}
+
+impl OperationSpec {
+    /// A path, where given, that starts with `/`.
+    fn check(&self, errors: &mut LoadErrors) {
+        if let Some(path) = &self.path {
+            if !path.value.starts_with('/') {
+                errors.at(
+                    &path.referenced,
+                    format!("operation.path `{}` must start with `/`", path.value),
+                );
+            }
+        }
+    }
 }
 
 /// The response the canned upstream gives every request.
@@ -237,6 +251,32 @@ pub struct RetryAfterHeader {
     pub unit: WaitUnit,
 }
 
+impl RetryAfterHeader {
+    /// Why it cannot carry the faults' wait, in words: a name HTTP cannot carry, a header that
+    /// frames the message, or `Retry-After` counted in milliseconds.
+    fn problem(&self) -> Option<String> {
+        let problem = check_header(&self.name, "1").err().or_else(|| {
+            let lower = self.name.to_ascii_lowercase();
+            [
+                "content-type",
+                "content-length",
+                "transfer-encoding",
+                "connection",
+            ]
+            .contains(&lower.as_str())
+            .then(|| format!("`{}` frames the message; it cannot carry a wait", self.name))
+        });
+        problem.or_else(|| {
+            (self.name.eq_ignore_ascii_case("retry-after") && self.unit == WaitUnit::Milliseconds)
+                .then(|| {
+                    "`Retry-After` counts whole seconds (RFC 9110 §10.2.3); a wait in \
+                     milliseconds travels in a vendor's own header"
+                        .to_owned()
+                })
+        })
+    }
+}
+
 /// The unit a wait header counts in.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 pub enum WaitUnit {
@@ -259,6 +299,35 @@ pub struct GivesUpSpec {
     /// …and an exit within this long (default: the run's `timeout`, which it may not exceed).
     #[serde(default)]
     pub within: Option<Spanned<HumanDuration>>,
+}
+
+impl GivesUpSpec {
+    /// 1 to 1000 attempts, and an exit within the run's `timeout`.
+    fn check(&self, timeout: Duration, errors: &mut LoadErrors) {
+        if let Some(n) = &self.after_attempts {
+            if !(1..=1000).contains(&n.value) {
+                errors.at(
+                &n.referenced,
+                format!(
+                    "gives_up.after_attempts: {} is out of range; expected 1 to 1000 (1: a client that never retries)",
+                    n.value
+                ),
+            );
+            }
+        }
+        if let Some(within) = &self.within {
+            if within.value.0 > timeout {
+                errors.at(
+                &within.referenced,
+                format!(
+                    "gives_up.within: `{}` is longer than the run's timeout `{}`; a run is killed at its timeout",
+                    humantime::format_duration(within.value.0),
+                    humantime::format_duration(timeout)
+                ),
+            );
+            }
+        }
+    }
 }
 
 /// The operation's method and path pattern, resolved.
@@ -307,10 +376,7 @@ impl ClientProfile {
         text: &str,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, LoadError> {
-        let expanded = expand_env(file, text, env)?;
-        let profile: ClientProfile = from_yaml(file, &expanded)?;
-        profile.validate(file)?;
-        Ok(profile)
+        load_profile(file, text, env, Self::validate)
     }
 
     /// Cross-field rules: version 1; a path that starts with `/`; a 2xx success with headers HTTP
@@ -322,25 +388,27 @@ impl ClientProfile {
     /// A located [`LoadError`] for the first rule broken, with every other one in
     /// [`LoadError::more`].
     pub fn validate(&self, file: &str) -> Result<(), LoadError> {
-        let mut errors = Vec::new();
-        let mut at = |loc: &Location, msg: String| errors.push(LoadError::at(file, loc, msg));
-        if self.version.value != 1 {
-            at(
-                &self.version.referenced,
-                format!("unsupported version {}; expected 1", self.version.value),
-            );
+        let mut errors = LoadErrors::new(file);
+        check_version(&self.version, &mut errors);
+        self.operation.check(&mut errors);
+        self.check_success(&mut errors);
+        self.check_answers(&mut errors);
+        self.check_routes(&mut errors);
+        self.check_run_bounds(&mut errors);
+        self.check_retry_after(&mut errors);
+        if let Some(contract) = &self.contract {
+            contract.value.check(&contract.referenced, &mut errors);
         }
-        if let Some(path) = &self.operation.path {
-            if !path.value.starts_with('/') {
-                at(
-                    &path.referenced,
-                    format!("operation.path `{}` must start with `/`", path.value),
-                );
-            }
-        }
+        errors.finish()
+    }
+
+    /// A 2xx success status, and a success answer HTTP can carry and a client can parse
+    /// ([`answer_problems`]); an error points at the field it is in, or at `version` where the
+    /// field is a default.
+    fn check_success(&self, errors: &mut LoadErrors) {
         if let Some(status) = &self.success.status {
             if !(200..=299).contains(&status.value) {
-                at(
+                errors.at(
                     &status.referenced,
                     format!(
                         "success.status {} is not a 2xx; the canned upstream answers success",
@@ -362,8 +430,14 @@ impl ClientProfile {
                 AnswerPart::ContentType => success.content_type.as_ref().map(|t| &t.referenced),
                 AnswerPart::Body => success.body.as_ref().map(|b| &b.referenced),
             };
-            at(written.unwrap_or(&self.version.referenced), m);
+            errors.at(written.unwrap_or(&self.version.referenced), m);
         }
+    }
+
+    /// Each answer the profile gives: its status in its kind's range, no wait header of its own,
+    /// a refusal the contract calls one ([`answers::problems`]), an answer HTTP can carry, a body
+    /// within [`ClientProfile::MAX_BODY`].
+    fn check_answers(&self, errors: &mut LoadErrors) {
         let contract = self.contract();
         for kind in AnswerKind::ALL {
             let Some(spec) = self.answers.of(kind) else {
@@ -387,11 +461,16 @@ impl ClientProfile {
                 ));
             }
             for m in found {
-                at(&spec.referenced, m);
+                errors.at(&spec.referenced, m);
             }
         }
+    }
+
+    /// At most [`ClientProfile::MAX_ROUTES`] routes, each one the canned upstream can answer
+    /// ([`RouteSpec::problems`]) and none the operation's own request.
+    fn check_routes(&self, errors: &mut LoadErrors) {
         if self.routes.len() > Self::MAX_ROUTES {
-            at(
+            errors.at(
                 &self.routes[Self::MAX_ROUTES].referenced,
                 format!(
                     "routes: {} listed; at most {}",
@@ -403,7 +482,7 @@ impl ClientProfile {
         let operation = self.operation();
         for route in &self.routes {
             for m in route.value.problems() {
-                at(&route.referenced, m);
+                errors.at(&route.referenced, m);
             }
             // The operation's requests are answered by `success` and the faults, never a route.
             let request = route.value.request();
@@ -414,7 +493,7 @@ impl ClientProfile {
                     .as_deref()
                     .is_none_or(|p| bare(p) == bare(&route.value.path))
             {
-                at(
+                errors.at(
                     &route.referenced,
                     format!(
                         "routes: `{} {}` is the operation's request (`operation`), which \
@@ -424,10 +503,15 @@ impl ClientProfile {
                 );
             }
         }
+    }
+
+    /// The run's bounds: 1 to 20 operations, a timeout of 1 s to 1 h, and the bound on giving up
+    /// ([`GivesUpSpec::check`]).
+    fn check_run_bounds(&self, errors: &mut LoadErrors) {
         let in_range = |v: u32, lo: u32, hi: u32| (lo..=hi).contains(&v);
         if let Some(n) = &self.operations {
             if !in_range(n.value, 1, 20) {
-                at(
+                errors.at(
                     &n.referenced,
                     format!("operations: {} is out of range; expected 1 to 20", n.value),
                 );
@@ -435,7 +519,7 @@ impl ClientProfile {
         }
         if let Some(t) = &self.timeout {
             if t.value.0 < Duration::from_secs(1) || t.value.0 > Duration::from_secs(3600) {
-                at(
+                errors.at(
                     &t.referenced,
                     format!(
                         "timeout: `{}` is out of range; expected 1s to 1h",
@@ -444,33 +528,16 @@ impl ClientProfile {
                 );
             }
         }
-        if let Some(n) = &self.gives_up.after_attempts {
-            if !in_range(n.value, 1, 1000) {
-                at(
-                    &n.referenced,
-                    format!(
-                        "gives_up.after_attempts: {} is out of range; expected 1 to 1000 (1: a client that never retries)",
-                        n.value
-                    ),
-                );
-            }
-        }
-        if let Some(within) = &self.gives_up.within {
-            if within.value.0 > self.timeout() {
-                at(
-                    &within.referenced,
-                    format!(
-                        "gives_up.within: `{}` is longer than the run's timeout `{}`; a run is killed at its timeout",
-                        humantime::format_duration(within.value.0),
-                        humantime::format_duration(self.timeout())
-                    ),
-                );
-            }
-        }
+        self.gives_up.check(self.timeout(), errors);
+    }
+
+    /// A `Retry-After` of whole seconds from 1 s to 1 h, a wait header that can carry it
+    /// ([`RetryAfterHeader::problem`]), and a cap shorter than it.
+    fn check_retry_after(&self, errors: &mut LoadErrors) {
         if let Some(ra) = &self.retry_after {
             let d = ra.value.0;
             if d.subsec_nanos() != 0 || d < Duration::from_secs(1) || d > Self::MAX_RETRY_AFTER {
-                at(
+                errors.at(
                     &ra.referenced,
                     format!(
                         "retry_after: `{}` must be whole seconds from 1s to 1h (Retry-After carries integer seconds)",
@@ -480,38 +547,13 @@ impl ClientProfile {
             }
         }
         if let Some(header) = &self.retry_after_header {
-            let problem = check_header(&header.value.name, "1").err().or_else(|| {
-                let lower = header.value.name.to_ascii_lowercase();
-                [
-                    "content-type",
-                    "content-length",
-                    "transfer-encoding",
-                    "connection",
-                ]
-                .contains(&lower.as_str())
-                .then(|| {
-                    format!(
-                        "`{}` frames the message; it cannot carry a wait",
-                        header.value.name
-                    )
-                })
-            });
-            let problem = problem.or_else(|| {
-                (header.value.name.eq_ignore_ascii_case("retry-after")
-                    && header.value.unit == WaitUnit::Milliseconds)
-                    .then(|| {
-                        "`Retry-After` counts whole seconds (RFC 9110 §10.2.3); a wait in \
-                         milliseconds travels in a vendor's own header"
-                            .to_owned()
-                    })
-            });
-            if let Some(m) = problem {
-                at(&header.referenced, format!("retry_after_header: {m}"));
+            if let Some(m) = header.value.problem() {
+                errors.at(&header.referenced, format!("retry_after_header: {m}"));
             }
         }
         if let Some(cap) = &self.retry_after_cap {
             if cap.value.0 >= self.retry_after() || cap.value.0.is_zero() {
-                at(
+                errors.at(
                     &cap.referenced,
                     format!(
                         "retry_after_cap: `{}` must be shorter than `retry_after` ({}) and more than 0, or no retry could show the cap",
@@ -521,15 +563,6 @@ impl ClientProfile {
                 );
             }
         }
-        if let Some(contract) = &self.contract {
-            for (loc, m) in contract.value.problems() {
-                at(
-                    loc.unwrap_or(&contract.referenced),
-                    format!("contract: {m}"),
-                );
-            }
-        }
-        LoadError::all(errors)
     }
 
     /// The contract with the preset's defaults and the profile's overrides applied.

@@ -63,6 +63,47 @@ impl LoadError {
     }
 }
 
+/// The errors a `validate()` pass finds in one file, gathered in the order the rules are asked
+/// (each type's rules beside the type, as [`crate::scenario::Step`]'s are), then returned as one
+/// [`LoadError`] carrying the rest in [`LoadError::more`].
+pub(crate) struct LoadErrors<'f> {
+    /// The file the rules read, as the user named it.
+    file: &'f str,
+    /// What was found, in order.
+    found: Vec<LoadError>,
+}
+
+impl<'f> LoadErrors<'f> {
+    /// None found yet in `file`.
+    pub(crate) fn new(file: &'f str) -> Self {
+        Self {
+            file,
+            found: Vec::new(),
+        }
+    }
+
+    /// A rule broken at `location`, said by `message`.
+    pub(crate) fn at(&mut self, location: &Location, message: impl Into<String>) {
+        self.found.push(LoadError::at(self.file, location, message));
+    }
+
+    /// `Ok` when nothing was found; otherwise the first error with the rest in
+    /// [`LoadError::more`] ([`LoadError::all`]).
+    pub(crate) fn finish(self) -> Result<(), LoadError> {
+        LoadError::all(self.found)
+    }
+}
+
+/// The file's `version` is 1, the only schema version there is (a profile's, a scenario's).
+pub(crate) fn check_version(version: &Spanned<u32>, errors: &mut LoadErrors) {
+    if version.value != 1 {
+        errors.at(
+            &version.referenced,
+            format!("unsupported version {}; expected 1", version.value),
+        );
+    }
+}
+
 /// A value with the position it was read from (re-exported from serde-saphyr), for cross-field
 /// validation errors that must still point at a line and column.
 pub use serde_saphyr::Spanned;

@@ -1,23 +1,39 @@
 //! Target profiles: how any API under test is described (base URLs, principals, operations, hooks,
-//! side-effect probe) and the idempotency contract it claims (a preset plus overrides).
+//! side-effect probe) and the idempotency contract it claims (a preset plus overrides). Each part
+//! is one file with its rules beside it; `target.rs` holds the whole profile and asks them.
 
+mod checks_at_once;
 mod contract;
+mod create;
 mod env;
+mod file;
+mod hooks;
 mod key_at;
+mod long_running;
+mod method;
+mod operations;
+mod principal;
+mod process;
 mod resource_path;
+mod side_effects;
 mod target;
 mod wire;
 
+pub use checks_at_once::{ChecksAtOnce, MAX_CHECKS_AT_ONCE};
 pub use contract::{
     BodyCondition, Contract, ContractSpec, Covered, KeyForm, MismatchAnswer, Preset, Refusal,
-    Replays,
+    Replays, StoredStatus, MAX_KEY_MAX_LEN,
 };
+pub use create::{CreateOp, SlowVariant, Variant, Variants};
 pub use env::expand_env;
+pub(crate) use file::load_profile;
+pub use hooks::{HookSpec, Hooks, HttpHook};
 pub use key_at::KeyAt;
+pub use long_running::{LongRunningOperation, PollAt};
+pub use operations::{id_in_body, ActionOp, GetOp, KeyUse, ListOp, Operations, PathOp, ID_IN_BODY};
+pub use principal::{CookieScope, Login, Principal};
+pub use process::{ProcessSpec, Readiness};
 pub use resource_path::ResourcePath;
-pub use target::{
-    id_in_body, ActionOp, ChecksAtOnce, CookieScope, CreateOp, GetOp, HookSpec, Hooks, HttpHook,
-    KeyUse, ListOp, Login, LongRunning, Operations, PathOp, PollAt, Principal, ProcessSpec,
-    Readiness, SideEffectsProbe, SlowVariant, TargetProfile, Variant, Variants, ID_IN_BODY,
-};
+pub use side_effects::SideEffectsProbe;
+pub use target::TargetProfile;
 pub use wire::{check_header, check_url};

@@ -51,6 +51,18 @@ pub fn check_header(name: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What HTTP cannot carry in a request idemspec makes beside the API (a hook's, the probe's): the
+/// URL ([`check_url`]), then each header ([`check_header`]), each problem in words.
+pub(crate) fn request_problems(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Vec<String> {
+    let headers = headers
+        .iter()
+        .filter_map(|(name, value)| check_header(name, value).err());
+    check_url(url).err().into_iter().chain(headers).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use idemspec_scenarios::profile::{LongRunning, PollAt};
+use idemspec_scenarios::profile::{LongRunningOperation, PollAt};
 use idemspec_scenarios::scenario::Operation;
 
 use super::CheckRun;
@@ -32,7 +32,10 @@ pub(crate) fn same_operation(run: &CheckRun, a: &Exchange, b: &Exchange) -> bool
 }
 
 /// The operation kind and long-running description of the request `e` answered, if it has one.
-fn long_running_of<'a>(run: &'a CheckRun, e: &Exchange) -> Option<(Operation, &'a LongRunning)> {
+fn long_running_of<'a>(
+    run: &'a CheckRun,
+    e: &Exchange,
+) -> Option<(Operation, &'a LongRunningOperation)> {
     if !e.is_success() {
         return None;
     }
@@ -42,7 +45,7 @@ fn long_running_of<'a>(run: &'a CheckRun, e: &Exchange) -> Option<(Operation, &'
 }
 
 /// Where `e` names its operation, as `long` says.
-fn reference(long: &LongRunning, e: &Exchange) -> Option<String> {
+fn reference(long: &LongRunningOperation, e: &Exchange) -> Option<String> {
     let found = match &long.poll {
         PollAt::Json(path) => path.first(e.json.as_ref()?)?.as_str()?.to_owned(),
         PollAt::Header(name) => e.header(name)?.to_owned(),
@@ -84,7 +87,8 @@ impl CheckRun {
             return Ok(());
         }
         let (exchanges, _) = self.paired();
-        let mut pending: Vec<(String, String, String, Operation, &LongRunning)> = Vec::new();
+        let mut pending: Vec<(String, String, String, Operation, &LongRunningOperation)> =
+            Vec::new();
         for e in &exchanges {
             let Some((op, long)) = long_running_of(self, e) else {
                 continue;
@@ -144,7 +148,7 @@ impl CheckRun {
         step: &str,
         principal: &str,
         op: Operation,
-        long: &LongRunning,
+        long: &LongRunningOperation,
     ) -> Result<bool, String> {
         let ctx = self.ctx();
         let who = ctx.principal(Some(principal))?;

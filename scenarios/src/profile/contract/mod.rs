@@ -1,0 +1,21 @@
+//! The idempotency contract a target claims: a named preset and the fields it overrides
+//! (`spec.rs`, as written), the presets' contracts (`presets.rs`), resolution into the contract
+//! checks judge against (`resolve.rs`, `resolved.rs`), and the contract's own rules
+//! (`problems.rs`).
+
+mod body_condition;
+mod presets;
+mod problems;
+mod resolve;
+mod resolved;
+mod spec;
+mod statuses;
+
+pub use body_condition::BodyCondition;
+pub use presets::Preset;
+pub use resolved::{Contract, MismatchAnswer, Refusal, Replays, MAX_KEY_MAX_LEN};
+pub use spec::{ContractSpec, Covered, KeyForm};
+pub use statuses::StoredStatus;
+
+#[cfg(test)]
+mod tests;

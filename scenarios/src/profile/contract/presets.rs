@@ -1,0 +1,173 @@
+//! The presets a contract starts from (`contract.preset:`): the name a profile writes, and each
+//! preset's contract, with the documentation each value comes from.
+
+use serde::{Deserialize, Serialize};
+
+use super::{BodyCondition, Contract, Covered, KeyForm, MismatchAnswer, Replays, StoredStatus};
+use crate::profile::KeyAt;
+
+/// A named starting point for a contract (README "Point it at your own API"; each preset's values
+/// in [`Preset::contract`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// The article's contract (leasebroker's): 409 for mismatch and in flight, 5xx never stored,
+    /// per-principal and per-endpoint scope, 400 for a missing key.
+    #[default]
+    Article,
+    /// draft-ietf-httpapi-idempotency-key-header: 400 missing key, 422 mismatch, 409 in flight,
+    /// Structured Fields string keys.
+    IetfDraft,
+    /// Stripe's API (stripe: idempotency): 400 mismatch, 409 in flight, a 500 is replayed,
+    /// `Idempotent-Replayed` on replays, keys optional.
+    StripeV1,
+    /// AWS's client token (EC2 "Ensuring idempotency", and the JSON-protocol services'
+    /// `clientToken`): in a JSON body, at most 64 ASCII characters, optional; a reused token with
+    /// other parameters is a 400 `IdempotentParameterMismatch`; no header marks a replay.
+    AwsClientToken,
+    /// Google Cloud's `requestId` (Compute Engine's API reference): a UUID in the query, optional;
+    /// a repeated one gets the original operation, other parameters ignored; no header marks a
+    /// replay.
+    GcpRequestId,
+}
+
+impl Preset {
+    /// The preset's name as written in profiles (`article`, `ietf-draft`, `stripe-v1`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Article => "article",
+            Preset::IetfDraft => "ietf-draft",
+            Preset::StripeV1 => "stripe-v1",
+            Preset::AwsClientToken => "aws-client-token",
+            Preset::GcpRequestId => "gcp-request-id",
+        }
+    }
+
+    /// The preset's contract, before any override: what a profile that names only the preset
+    /// claims.
+    pub fn contract(self) -> Contract {
+        match self {
+            Preset::Article => article(),
+            Preset::IetfDraft => ietf_draft(),
+            Preset::StripeV1 => stripe_v1(),
+            Preset::AwsClientToken => aws_client_token(),
+            Preset::GcpRequestId => gcp_request_id(),
+        }
+    }
+}
+
+/// The article's contract (leasebroker's), the one every other preset changes a few fields of.
+fn article() -> Contract {
+    Contract {
+        preset: Preset::Article,
+        header: "Idempotency-Key".into(),
+        key_at: KeyAt::Header("Idempotency-Key".into()),
+        mismatch_status: vec![409],
+        in_flight_status: vec![409],
+        missing_key_status: vec![400],
+        mismatch_body: None,
+        in_flight_body: None,
+        missing_key_body: None,
+        in_flight_ttl: None,
+        retention: None,
+        key_required: true,
+        replays_5xx: false,
+        stores: vec![StoredStatus::Class(2), StoredStatus::Class(4)],
+        per_principal: true,
+        per_endpoint: true,
+        sf_string_keys: false,
+        replayed_header: "Idempotent-Replayed".into(),
+        key_form: KeyForm::Opaque,
+        key_template: None,
+        key_max_len: 255,
+        mismatch_answer: MismatchAnswer::Reject,
+        empty_key_is_missing: false,
+        covers: vec![Covered::Create, Covered::Delete, Covered::Action],
+        replay_status: Vec::new(),
+        replay_body: None,
+        replay_envelope: None,
+        replays: Replays::Stored,
+        overridden: Vec::new(),
+    }
+}
+
+/// draft-ietf-httpapi-idempotency-key-header-07 §2.7: 422 for a reused key with a different
+/// request; §2.1: the key is an sf-string.
+fn ietf_draft() -> Contract {
+    Contract {
+        preset: Preset::IetfDraft,
+        mismatch_status: vec![422],
+        sf_string_keys: true,
+        // §2.2 asks a key be unique per request payload; across resources it says nothing.
+        per_endpoint: false,
+        ..article()
+    }
+}
+
+/// stripe: idempotency — 400 for a mismatch, keys optional, results (500s included) stored for
+/// 24 hours.
+fn stripe_v1() -> Contract {
+    Contract {
+        preset: Preset::StripeV1,
+        mismatch_status: vec![400],
+        retention: Some(std::time::Duration::from_secs(24 * 3600)),
+        key_required: false,
+        replays_5xx: true,
+        stores: vec![
+            StoredStatus::Class(2),
+            StoredStatus::Class(4),
+            StoredStatus::Class(5),
+        ],
+        // A key reused on another endpoint is refused as a reused key.
+        per_endpoint: false,
+        // Stripe accepts keys on POST requests; a DELETE is idempotent by its own nature.
+        covers: vec![Covered::Create, Covered::Action],
+        ..article()
+    }
+}
+
+/// EC2: the token is optional (an SDK fills one in), at most 64 ASCII characters, and the same
+/// token with other parameters fails with IdempotentParameterMismatch (a 400); the JSON-protocol
+/// services put it in the body as `clientToken` and name the error in `__type`. Nothing marks a
+/// replay.
+fn aws_client_token() -> Contract {
+    Contract {
+        preset: Preset::AwsClientToken,
+        replays: Replays::CurrentState,
+        key_at: KeyAt::Json("clientToken".into()),
+        key_max_len: 64,
+        key_required: false,
+        mismatch_status: vec![400],
+        mismatch_body: Some(BodyCondition {
+            at: crate::value::JsonPathExpr::parse("$.__type")
+                .expect("a JSONPath written here parses"),
+            is: vec![
+                "IdempotentParameterMismatch".into(),
+                "IdempotentParameterMismatchException".into(),
+            ],
+        }),
+        replayed_header: String::new(),
+        covers: vec![Covered::Create, Covered::Action],
+        // A token identifies one call of one action; reuse elsewhere is not documented.
+        per_endpoint: false,
+        ..article()
+    }
+}
+
+/// Compute Engine: `requestId` is an optional query parameter, a UUID (not the zero UUID); a
+/// request whose id the server has seen is ignored and the original operation returned, whatever
+/// else it carries. Nothing marks a replay.
+fn gcp_request_id() -> Contract {
+    Contract {
+        preset: Preset::GcpRequestId,
+        replays: Replays::CurrentState,
+        key_at: KeyAt::Query("requestId".into()),
+        key_form: KeyForm::Uuid,
+        key_required: false,
+        mismatch_answer: MismatchAnswer::Original,
+        replayed_header: String::new(),
+        // A request id is per request; reuse on another method is not documented.
+        per_endpoint: false,
+        ..article()
+    }
+}

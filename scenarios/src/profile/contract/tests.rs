@@ -1,0 +1,157 @@
+//! The contract's tests: presets, resolution, what a resolved contract says of an answer, and
+//! the contract's own rules.
+
+use super::*;
+use crate::profile::KeyAt;
+
+#[test]
+fn presets_differ_where_real_apis_do() {
+    let article = ContractSpec::default().resolve();
+    assert_eq!(
+        (article.mismatch_status.clone(), article.replays_5xx),
+        (vec![409], false)
+    );
+    let stripe = ContractSpec {
+        preset: Preset::StripeV1,
+        mismatch_status: Some(vec![422]),
+        ..Default::default()
+    }
+    .resolve();
+    assert_eq!(
+        (stripe.mismatch_status, stripe.replays_5xx),
+        (vec![422], true)
+    );
+}
+
+#[test]
+fn stores_lists_what_the_layer_keeps_and_replays_5xx_is_its_shorthand() {
+    let spec = |text: &str| serde_saphyr::from_str::<ContractSpec>(text);
+    let c = spec("stores: [200, 201]\n").expect("parses").resolve();
+    assert!(c.stores_status(201) && !c.stores_status(204) && !c.stores_status(422));
+    assert!(!c.replays_5xx);
+    let article = ContractSpec::default().resolve();
+    assert!(article.stores_status(422) && article.stores_status(204));
+    // A class never takes in the answers that ask the client to try again; a code does.
+    assert!(!article.stores_status(409) && !article.stores_status(429));
+    assert!(!article.stores_status(500));
+    let c = spec("stores: [2xx, 4xx, 409, \"500\"]\n")
+        .expect("parses")
+        .resolve();
+    assert!(c.stores_status(409) && c.stores_status(500) && !c.stores_status(502));
+    assert!(c.replays_5xx, "a 5xx code stores a 5xx");
+    assert_eq!(
+        serde_json::to_value(&c.stores).expect("serialises"),
+        serde_json::json!(["2xx", "4xx", "409", "500"])
+    );
+    let c = spec("stores: 2xx\n").expect("one class").resolve();
+    assert_eq!(c.stores, vec![StoredStatus::Class(2)]);
+    // `replays_5xx` alone adds the 5xx class, or takes every 5xx out of the preset's.
+    let c = spec("replays_5xx: true\n").expect("parses").resolve();
+    assert!(c.stores_status(503));
+    let c = spec("preset: stripe-v1\nreplays_5xx: false\n")
+        .expect("parses")
+        .resolve();
+    assert!(!c.stores_status(500) && c.stores_status(201));
+    for bad in [
+        "stores: []",
+        "stores: [3xx]",
+        "stores: [301]",
+        "stores: [2xx, 99]",
+    ] {
+        assert!(spec(bad).is_err(), "{bad}");
+    }
+    let both = spec("stores: [2xx]\nreplays_5xx: true\n").expect("parses");
+    let problems = both.problems();
+    assert!(
+        problems.iter().any(|(_, m)| m.contains("disagree")),
+        "{problems:?}"
+    );
+    assert!(spec("stores: [2xx, 5xx]\nreplays_5xx: true\n")
+        .expect("parses")
+        .problems()
+        .is_empty());
+}
+
+#[test]
+fn a_refusal_declared_by_its_body_is_known_by_status_and_body() {
+    let spec: ContractSpec = serde_saphyr::from_str(
+        "preset: stripe-v1\nmismatch_body: {at: $.error.type, is: idempotency_error}\n\
+         in_flight_body: {at: $.code, is: [1, busy]}\n",
+    )
+    .expect("parses");
+    let c = spec.resolve();
+    let body = |v: serde_json::Value| Some(v);
+    let reused = body(serde_json::json!({"error": {"type": "idempotency_error"}}));
+    let unreadable = body(serde_json::json!({"error": {"type": "invalid_request_error"}}));
+    assert!(c.refuses(Refusal::Mismatch, 400, reused.as_ref()));
+    assert!(
+        !c.refuses(Refusal::Mismatch, 400, unreadable.as_ref()),
+        "another 400"
+    );
+    assert!(
+        !c.refuses(Refusal::Mismatch, 400, None),
+        "a body that is not JSON"
+    );
+    assert!(
+        !c.refuses(Refusal::Mismatch, 409, reused.as_ref()),
+        "another status"
+    );
+    let numbered = body(serde_json::json!({"code": 1}));
+    assert!(
+        c.refuses(Refusal::InFlight, 409, numbered.as_ref()),
+        "a number as JSON writes it"
+    );
+    assert!(
+        c.refuses(Refusal::MissingKey, 400, None),
+        "status alone by default"
+    );
+    assert!(c.overridden.contains(&"mismatch_body"));
+    for bad in [
+        "mismatch_body: {at: $.x, is: []}",
+        "mismatch_body: {at: '$[', is: a}",
+        "mismatch_body: {at: $.x}",
+    ] {
+        assert!(
+            serde_saphyr::from_str::<ContractSpec>(bad).is_err(),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn the_cloud_presets_put_the_key_where_their_apis_document_it() {
+    let aws = serde_saphyr::from_str::<ContractSpec>("preset: aws-client-token")
+        .expect("parses")
+        .resolve();
+    assert_eq!(aws.key_at, KeyAt::Json("clientToken".into()));
+    assert_eq!((aws.key_max_len, aws.key_required), (64, false));
+    let body = serde_json::json!({"__type": "IdempotentParameterMismatch"});
+    assert!(aws.refuses(Refusal::Mismatch, 400, Some(&body)));
+    assert!(!aws.refuses(Refusal::Mismatch, 400, None), "any other 400");
+    let gcp = serde_saphyr::from_str::<ContractSpec>("preset: gcp-request-id")
+        .expect("parses")
+        .resolve();
+    assert_eq!(gcp.key_at, KeyAt::Query("requestId".into()));
+    assert_eq!(gcp.key_form, KeyForm::Uuid);
+    assert_eq!(gcp.mismatch_answer, MismatchAnswer::Original);
+    assert!(gcp.replayed_header.is_empty(), "nothing marks a replay");
+    // A header named in the profile still moves the key there.
+    let moved =
+        serde_saphyr::from_str::<ContractSpec>("preset: gcp-request-id\nheader: X-Request-Id")
+            .expect("parses")
+            .resolve();
+    assert_eq!(moved.key_at, KeyAt::Header("X-Request-Id".into()));
+    // A limit shorter than the UUIDs the checks send is refused, the preset's form included.
+    for yaml in [
+        "key_form: uuid\nkey_max_len: 30",
+        "preset: gcp-request-id\nkey_max_len: 30",
+    ] {
+        let spec = serde_saphyr::from_str::<ContractSpec>(yaml).expect("parses");
+        assert!(
+            spec.problems()
+                .iter()
+                .any(|(_, m)| m.contains("36 characters")),
+            "{yaml}"
+        );
+    }
+}

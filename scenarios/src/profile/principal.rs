@@ -1,0 +1,149 @@
+//! The principals a target profile names: who calls the API (`principals:`), the login that opens
+//! a principal's session, and whose cookie jar a request uses (`cookies:`), with their rules.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::check_header;
+use super::method::{http_method, json, post};
+use crate::load::{LoadErrors, Spanned};
+
+/// An authenticated caller.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Principal {
+    /// Name used in reports and by scenarios (`principal: alice`); scenarios may also say `A`/`B`
+    /// for the first and second principal.
+    pub name: String,
+    /// Headers sent with every request of this principal (e.g. `Authorization: Bearer …`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Values the profile's templates use as `{{principal.NAME}}` for this principal's requests:
+    /// the tenant an API keeps in its paths or bodies (`project: p-alpha`).
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
+    /// The request that opens this principal's session, where the API issues one: sent before
+    /// the principal's first request (once per cookie jar, see [`CookieScope`]), its answer's
+    /// `Set-Cookie` headers fill the jar.
+    #[serde(default)]
+    pub login: Option<Login>,
+}
+
+/// A login request: sent to the first base URL with the principal's headers and its own; a 2xx
+/// opens the session.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Login {
+    /// HTTP method (default `POST`).
+    #[serde(default = "post", deserialize_with = "http_method")]
+    pub method: String,
+    /// Path and query, from `/`.
+    pub path: String,
+    /// The body, sent as it is.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// The body's media type (default `application/json`).
+    #[serde(default = "json")]
+    pub content_type: String,
+    /// Headers besides the principal's.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// Whose cookie jar a request uses (`cookies:` at the top of a profile): none (`off`, a
+/// `Set-Cookie` is neither kept nor sent back), one per principal for the whole run
+/// (`per_principal`), or one per principal in each check (`per_check`: a check starts with a
+/// fresh session, logged in again, so two checks never share session state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CookieScope {
+    /// No jar.
+    Off,
+    /// One jar per principal for the run.
+    PerPrincipal,
+    /// One jar per principal and check.
+    PerCheck,
+}
+
+/// The principals' rules: at least two (cross-tenant checks need two), each name once, and each
+/// principal's own ([`Principal::problems`]); every error points at `principals`.
+pub(crate) fn check_principals(
+    principals: &Spanned<Vec<Principal>>,
+    cookies: Option<CookieScope>,
+    errors: &mut LoadErrors,
+) {
+    let list = &principals.value;
+    if list.len() < 2 {
+        errors.at(
+            &principals.referenced,
+            "expected at least two principals (cross-tenant checks need two)",
+        );
+    }
+    for (i, p) in list.iter().enumerate() {
+        if list[..i].iter().any(|q| q.name == p.name) {
+            errors.at(
+                &principals.referenced,
+                format!("principal name `{}` is used twice", p.name),
+            );
+        }
+        for m in p.problems(cookies) {
+            errors.at(
+                &principals.referenced,
+                format!("principal `{}`: {m}", p.name),
+            );
+        }
+    }
+}
+
+impl Principal {
+    /// What is wrong with this principal, each in words: a header HTTP cannot carry, then its
+    /// login's problems ([`Login::problems`]) under the profile's `cookies`.
+    fn problems(&self, cookies: Option<CookieScope>) -> Vec<String> {
+        let headers = self
+            .headers
+            .iter()
+            .filter_map(|(name, value)| check_header(name, value).err());
+        let login = self.login.iter().flat_map(|l| l.problems(cookies));
+        headers.chain(login).collect()
+    }
+}
+
+impl Login {
+    /// What is wrong with this login, each in words: a header (or its `content_type`) HTTP cannot
+    /// carry, a path that does not start with `/`, a `{{…}}` placeholder (a login is sent as
+    /// written), or `cookies: off`, under which the session it opens would never be sent.
+    fn problems(&self, cookies: Option<CookieScope>) -> Vec<String> {
+        let mut problems: Vec<String> = self
+            .headers
+            .iter()
+            .chain([(&"Content-Type".to_owned(), &self.content_type)])
+            .filter_map(|(name, value)| check_header(name, value).err())
+            .collect();
+        if !self.path.starts_with('/') {
+            problems.push(format!(
+                "login.path `{}` must start with `/` (it follows the base URL)",
+                self.path
+            ));
+        }
+        let templated = [Some(&self.path), self.body.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|text| text.contains("{{"));
+        if templated {
+            problems.push(
+                "login.path and login.body are sent as written: no `{{…}}` placeholder is filled \
+                 there (a value per principal comes from the environment, `${VAR}`)"
+                    .into(),
+            );
+        }
+        if cookies == Some(CookieScope::Off) {
+            problems.push(
+                "has a `login` but the profile says `cookies: off`, so the session it opens would \
+                 never be sent; say `cookies: per_principal` or `per_check`, or remove the login"
+                    .into(),
+            );
+        }
+        problems
+    }
+}
