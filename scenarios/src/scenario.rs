@@ -33,7 +33,7 @@ pub use assertion::{
 pub use isolation::{AloneReason, Isolation};
 pub use step::{BodyVariant, HookName, KeySpec, Operation, RetrySpec, Step, Via, Wait, Within};
 
-use crate::load::{from_yaml, LoadError, Spanned};
+use crate::load::{check_version, from_yaml, LoadError, LoadErrors, Spanned};
 use crate::rules::{duplicate_message, duplicate_name, Fault, Rule};
 use crate::value::HumanDuration;
 
@@ -123,6 +123,53 @@ pub struct Parameters {
 }
 
 impl Parameters {
+    /// Each parameter in its range, each error pointing at its value: 1 to 10000 clients, 1 to
+    /// `clients` keys, 1 to 1000 attempts, a `within` more than zero and within a step's limit.
+    fn check(&self, errors: &mut LoadErrors) {
+        if let Some(clients) = self
+            .clients
+            .as_ref()
+            .filter(|n| !(1..=10_000).contains(&n.value))
+        {
+            errors.at(&clients.referenced, "parameters.clients must be 1 to 10000");
+        }
+        match (&self.keys, &self.clients) {
+            (Some(keys), Some(clients)) if !(1..=clients.value).contains(&keys.value) => errors.at(
+                &keys.referenced,
+                format!(
+                    "parameters.keys must be 1 to parameters.clients ({}), not {}",
+                    clients.value, keys.value
+                ),
+            ),
+            (Some(keys), None) => errors.at(
+                &keys.referenced,
+                "parameters.keys needs parameters.clients (how many clients share the keys)",
+            ),
+            _ => {}
+        }
+        if let Some(attempts) = self
+            .attempts
+            .as_ref()
+            .filter(|n| !(1..=1_000).contains(&n.value))
+        {
+            errors.at(
+                &attempts.referenced,
+                "parameters.attempts must be 1 to 1000",
+            );
+        }
+        if let Some(within) = &self.within {
+            if within.value.0.is_zero() {
+                errors.at(
+                    &within.referenced,
+                    "parameters.within must be positive: a storm with no time budget sends one \
+                 attempt per client and proves nothing about retries",
+                );
+            } else if let Err(m) = step::within_step_limit("parameters.within", within.value.0) {
+                errors.at(&within.referenced, m);
+            }
+        }
+    }
+
     /// The names of the parameters given, in the order of the fields.
     pub fn given(&self) -> Vec<&'static str> {
         [
@@ -268,37 +315,41 @@ impl Scenario {
     /// A located [`LoadError`] for the first rule broken, with every other one in
     /// [`LoadError::more`].
     pub fn validate(&self, file: &str) -> Result<(), LoadError> {
-        let mut errors = Vec::new();
-        let mut err = |loc: &crate::load::Location, msg: String| {
-            errors.push(LoadError::at(file, loc, msg));
-        };
-        if self.version.value != 1 {
-            err(
-                &self.version.referenced,
-                format!("unsupported version {}; expected 1", self.version.value),
-            );
-        }
+        let mut errors = LoadErrors::new(file);
+        check_version(&self.version, &mut errors);
+        self.check_id_and_body(&mut errors);
+        let (names, requests) = self.check_steps(&mut errors);
+        self.check_assertions(&names, &requests, &mut errors);
+        self.check_twin_names(&names, &mut errors);
+        self.check_faults(&mut errors);
+        self.parameters.check(&mut errors);
+        errors.finish()
+    }
+
+    /// A kebab-case id, and either steps (with no `parameters`) or a procedure (with neither
+    /// steps nor assertions).
+    fn check_id_and_body(&self, errors: &mut LoadErrors) {
         let id = &self.id.value;
         if id.is_empty()
             || !id
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         {
-            err(
+            errors.at(
                 &self.id.referenced,
                 format!("id `{id}` must be kebab-case (a-z, 0-9, -)"),
             );
         }
         match &self.procedure {
-            None if self.steps.is_empty() => err(
+            None if self.steps.is_empty() => errors.at(
                 &self.id.referenced,
-                "a scenario needs `steps` or a `procedure`".into(),
+                "a scenario needs `steps` or a `procedure`",
             ),
-            None if self.parameters != Parameters::default() => err(
+            None if self.parameters != Parameters::default() => errors.at(
                 &self.id.referenced,
-                "`parameters` tune a `procedure`, and this scenario names none".into(),
+                "`parameters` tune a `procedure`, and this scenario names none",
             ),
-            Some(name) if !self.steps.is_empty() || !self.assertions.is_empty() => err(
+            Some(name) if !self.steps.is_empty() || !self.assertions.is_empty() => errors.at(
                 &name.referenced,
                 format!(
                     "a scenario that runs the procedure `{}` has no `steps` or `assert`: the \
@@ -308,6 +359,12 @@ impl Scenario {
             ),
             _ => {}
         }
+    }
+
+    /// Each step's rules ([`Step::validate`]) against the steps before it, and each name once;
+    /// returns every step's name and those of the steps that send requests (what a `wait:
+    /// {sent}` waits on and assertions judge).
+    fn check_steps(&self, errors: &mut LoadErrors) -> (Vec<String>, Vec<String>) {
         let mut names: Vec<String> = Vec::new();
         // The steps that send requests: what a `wait: {sent}` waits on and assertions judge.
         let mut requests: Vec<String> = Vec::new();
@@ -319,23 +376,30 @@ impl Scenario {
                 step.value.validate(&names, &requests).err()
             };
             if let Some(msg) = problem {
-                err(&step.referenced, msg);
+                errors.at(&step.referenced, msg);
             }
             if step.value.op.is_some() {
                 requests.push(name.clone());
             }
             names.push(name);
         }
+        (names, requests)
+    }
+
+    /// Each assertion's rules ([`Assertion::validate`]) against the step `names`; the steps it
+    /// judges send requests (`requests`), and a `lock_released` judges a retry that stops at
+    /// `released`.
+    fn check_assertions(&self, names: &[String], requests: &[String], errors: &mut LoadErrors) {
         for a in &self.assertions {
-            if let Err(m) = a.value.validate(&names) {
-                err(&a.referenced, m);
+            if let Err(m) = a.value.validate(names) {
+                errors.at(&a.referenced, m);
             } else if let Some(s) = a
                 .value
                 .steps()
                 .into_iter()
                 .find(|s| !requests.iter().any(|r| r == s) && self.procedure.is_none())
             {
-                err(
+                errors.at(
                     &a.referenced,
                     format!("assertion names step `{s}`, a wait or a hook, which sends no request to judge"),
                 );
@@ -347,7 +411,7 @@ impl Scenario {
                     .and_then(|s| s.retry.as_ref())
                     .is_some_and(|r| r.until.contains(&StatusPattern::Released));
                 if !released && names.contains(&l.step) {
-                    err(
+                    errors.at(
                         &a.referenced,
                         format!(
                             "lock_released judges step `{}`, which needs `retry: {{…, until: \
@@ -358,11 +422,16 @@ impl Scenario {
                 }
             }
         }
+    }
+
+    /// No step is named as another's twin (`<name>-twin`, the name a retried step's twins are
+    /// recorded under).
+    fn check_twin_names(&self, names: &[String], errors: &mut LoadErrors) {
         if let Some(name) = names.iter().find(|n| {
             n.strip_suffix("-twin")
                 .is_some_and(|of| names.contains(&of.to_owned()))
         }) {
-            err(
+            errors.at(
                 &self.id.referenced,
                 format!(
                     "step name `{name}` is taken: a retried step's twins are recorded under \
@@ -370,6 +439,10 @@ impl Scenario {
                 ),
             );
         }
+    }
+
+    /// Each fault rule's name once, and each delay within a step's limit.
+    fn check_faults(&self, errors: &mut LoadErrors) {
         if let Some((index, name)) =
             duplicate_name(self.faults.iter().map(|r| r.value.name.as_str()))
         {
@@ -378,7 +451,7 @@ impl Scenario {
                 .iter()
                 .position(|r| r.value.name == name)
                 .unwrap_or_default();
-            err(
+            errors.at(
                 &self.faults[index].referenced,
                 duplicate_message(index, name, first),
             );
@@ -390,61 +463,12 @@ impl Scenario {
                 _ => None,
             };
             if let Some(Err(m)) = delay.map(|(field, d)| step::within_step_limit(field, *d)) {
-                err(
+                errors.at(
                     &self.id.referenced,
                     format!("fault rule `{}`: {m}", rule.name),
                 );
             }
         }
-        // Each range error points at its value.
-        let p = &self.parameters;
-        if let Some(clients) = p
-            .clients
-            .as_ref()
-            .filter(|n| !(1..=10_000).contains(&n.value))
-        {
-            err(
-                &clients.referenced,
-                "parameters.clients must be 1 to 10000".into(),
-            );
-        }
-        match (&p.keys, &p.clients) {
-            (Some(keys), Some(clients)) if !(1..=clients.value).contains(&keys.value) => err(
-                &keys.referenced,
-                format!(
-                    "parameters.keys must be 1 to parameters.clients ({}), not {}",
-                    clients.value, keys.value
-                ),
-            ),
-            (Some(keys), None) => err(
-                &keys.referenced,
-                "parameters.keys needs parameters.clients (how many clients share the keys)".into(),
-            ),
-            _ => {}
-        }
-        if let Some(attempts) = p
-            .attempts
-            .as_ref()
-            .filter(|n| !(1..=1_000).contains(&n.value))
-        {
-            err(
-                &attempts.referenced,
-                "parameters.attempts must be 1 to 1000".into(),
-            );
-        }
-        if let Some(within) = &p.within {
-            if within.value.0.is_zero() {
-                err(
-                    &within.referenced,
-                    "parameters.within must be positive: a storm with no time budget sends one \
-                     attempt per client and proves nothing about retries"
-                        .into(),
-                );
-            } else if let Err(m) = step::within_step_limit("parameters.within", within.value.0) {
-                err(&within.referenced, m);
-            }
-        }
-        LoadError::all(errors)
     }
 
     /// The step with this name.
