@@ -1,0 +1,3 @@
+//! The scenarios crate's integration tests: one binary, one module per concern.
+
+mod function_length;
