@@ -60,7 +60,8 @@ pub struct ContractSpec {
     /// parameter), `{form: ClientToken}` (a field of a form body), `{json: clientToken}` (a member
     /// of a JSON body; `a.b` for one inside another), or `{header: X-Client-Token}`.
     pub key_at: Option<KeyAt>,
-    /// Statuses accepted for "same key, different request" (see [`refusals`] for the form).
+    /// Statuses accepted for "same key, different request": one code (`422`) or a list
+    /// (`[409, 423]`), each a 4xx or 5xx; a null keeps the preset's.
     #[serde(default, deserialize_with = "refusals")]
     pub mismatch_status: Option<Vec<u16>>,
     /// Statuses accepted for "same key while the first is in flight".
@@ -117,8 +118,8 @@ pub struct ContractSpec {
     /// than an invalid key (default `false`).
     pub empty_key_is_missing: Option<bool>,
     /// Statuses a replay of a completed success may come under besides the original's own (a
-    /// middleware that answers a completed key `409` with the original body): each a 2xx or 4xx
-    /// (see [`replay_statuses`]). Default: none (a replay keeps the original's status).
+    /// middleware that answers a completed key `409` with the original body): one code or a
+    /// list, each a 2xx or 4xx. Default: none (a replay keeps the original's status).
     #[serde(default, deserialize_with = "replay_statuses")]
     pub replay_status: Option<Vec<u16>>,
     /// What the body of a replay under `replay_status` says (`{at: $.cached, is: true}`), where
