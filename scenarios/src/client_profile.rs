@@ -11,19 +11,29 @@
 //! Load one with [`ClientProfile::load`]; every field has a default, so `version: 1` and a `name`
 //! make a profile ([`ClientProfile::DEFAULT`] is the one `idemspec client` uses without
 //! `--profile`).
+//!
+//! Each part is one file with its rules beside it: `operation.rs` (the requests under test),
+//! `upstream.rs` (what the canned upstream answers: the success, the routes), `retries.rs` (the
+//! bound on giving up, the wait header), `answers.rs` (what the faults answer).
 
 pub mod answers;
+mod operation;
+mod retries;
+mod upstream;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::load::{check_version, LoadError, LoadErrors, Spanned};
-use crate::profile::{check_header, load_profile, Contract, ContractSpec};
+use crate::profile::{load_profile, Contract, ContractSpec};
 use crate::rules::HttpMethod;
 use crate::value::HumanDuration;
 use answers::{Answer, AnswerKind, AnswersPreset, AnswersSpec};
+pub use operation::{OperationMatch, OperationSpec};
+pub use retries::{GivesUpSpec, RetryAfterHeader, WaitUnit};
+use upstream::{answer_problems, AnswerPart};
+pub use upstream::{RouteSpec, SuccessSpec};
 
 /// A client profile (`docs/client.md`, "The client profile").
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -80,270 +90,6 @@ pub struct ClientProfile {
     /// header. Shorter than `retry_after`, or it is never seen.
     #[serde(default)]
     pub retry_after_cap: Option<Spanned<HumanDuration>>,
-}
-
-/// The requests that are the operation under test.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct OperationSpec {
-    /// The method (default `POST`).
-    #[serde(default)]
-    pub method: Option<HttpMethod>,
-    /// The path without the query, exact (`/v1/customers`) or a glob where `*` stands for one
-    /// segment (`/v1/servers/*/actions`); omitted, any path.
-    #[serde(default)]
-    pub path: Option<Spanned<String>>,
-}
-
-impl OperationSpec {
-    /// A path, where given, that starts with `/`.
-    fn check(&self, errors: &mut LoadErrors) {
-        if let Some(path) = &self.path {
-            if !path.value.starts_with('/') {
-                errors.at(
-                    &path.referenced,
-                    format!("operation.path `{}` must start with `/`", path.value),
-                );
-            }
-        }
-    }
-}
-
-/// The response the canned upstream gives every request.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct SuccessSpec {
-    /// A 2xx status (default 201).
-    #[serde(default)]
-    pub status: Option<Spanned<u16>>,
-    /// Response headers besides `Content-Type` (e.g. `Location`).
-    #[serde(default)]
-    pub headers: Option<Spanned<BTreeMap<String, String>>>,
-    /// The body's type (default `application/json`).
-    #[serde(default)]
-    pub content_type: Option<Spanned<String>>,
-    /// The body, sent as is (default `{}`); a JSON type needs a JSON body, checked at load.
-    #[serde(default)]
-    pub body: Option<Spanned<String>>,
-}
-
-/// A request other than the operation, and what the canned upstream answers it with.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RouteSpec {
-    /// The method (default `GET`).
-    #[serde(default)]
-    pub method: Option<HttpMethod>,
-    /// The path without the query, exact or with `*` for one segment, as `operation.path`.
-    pub path: String,
-    /// The status (default 200; any from 100 to 599).
-    #[serde(default)]
-    pub status: Option<u16>,
-    /// Response headers besides `Content-Type`.
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    /// The body's type (default `application/json`).
-    #[serde(default)]
-    pub content_type: Option<String>,
-    /// The body, sent as is (default `{}`); a JSON type needs a JSON body.
-    #[serde(default)]
-    pub body: Option<String>,
-}
-
-impl RouteSpec {
-    /// The request it answers.
-    pub fn request(&self) -> OperationMatch {
-        OperationMatch {
-            method: self
-                .method
-                .clone()
-                .unwrap_or_else(|| HttpMethod::new("GET").expect("GET is a method token")),
-            path: Some(self.path.clone()),
-        }
-    }
-
-    /// The status it answers with.
-    pub fn status(&self) -> u16 {
-        self.status.unwrap_or(200)
-    }
-
-    /// The body's type.
-    pub fn content_type(&self) -> &str {
-        self.content_type.as_deref().unwrap_or("application/json")
-    }
-
-    /// The body.
-    pub fn body(&self) -> &str {
-        self.body.as_deref().unwrap_or("{}")
-    }
-
-    /// Why it cannot be answered, each problem in words.
-    fn problems(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if !self.path.starts_with('/') {
-            out.push(format!("routes: path `{}` must start with `/`", self.path));
-        }
-        if !(200..=599).contains(&self.status()) {
-            out.push(format!(
-                "routes: status {} is not 200 to 599 (a 1xx is not a final answer)",
-                self.status()
-            ));
-        }
-        let answer = answer_problems("routes", &self.headers, self.content_type(), self.body());
-        out.extend(answer.into_iter().map(|(_, m)| m));
-        if self.body().len() > ClientProfile::MAX_BODY {
-            out.push(format!(
-                "routes: body is {} bytes; at most {}",
-                self.body().len(),
-                ClientProfile::MAX_BODY
-            ));
-        }
-        out
-    }
-}
-
-/// The part of an answer a problem is in.
-enum AnswerPart {
-    Headers,
-    ContentType,
-    Body,
-}
-
-/// What is wrong with an answer the canned upstream gives (the success, a route's), each in
-/// words that start with `what`: a header HTTP cannot carry (or `Content-Type`, which is
-/// `content_type`'s), a type HTTP cannot carry, a body a client could not parse as its JSON type.
-fn answer_problems(
-    what: &str,
-    headers: &BTreeMap<String, String>,
-    content_type: &str,
-    body: &str,
-) -> Vec<(AnswerPart, String)> {
-    let mut out = Vec::new();
-    // The rule of a synthetic answer's headers: one place for the proxy's and the upstream's.
-    if let Err(m) = crate::rules::ResponseHeaders::new(headers.clone()) {
-        out.push((AnswerPart::Headers, format!("{what}.headers: {m}")));
-    }
-    if let Err(m) = check_header("Content-Type", content_type) {
-        out.push((AnswerPart::ContentType, format!("{what}.content_type: {m}")));
-    }
-    if content_type.contains("json") {
-        if let Err(e) = serde_json::from_str::<serde_json::Value>(body) {
-            out.push((
-                AnswerPart::Body,
-                format!(
-                    "{what}.body is not JSON ({e}), but its type is `{content_type}`; a client \
-                     could not parse it"
-                ),
-            ));
-        }
-    }
-    out
-}
-
-/// The header a vendor sends its wait in, and the wait's unit.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RetryAfterHeader {
-    /// The header's name (`Retry-After`, `x-ms-retry-after-ms`).
-    pub name: String,
-    /// Whole seconds (`s`, default) or milliseconds (`ms`).
-    #[serde(default)]
-    pub unit: WaitUnit,
-}
-
-impl RetryAfterHeader {
-    /// Why it cannot carry the faults' wait, in words: a name HTTP cannot carry, a header that
-    /// frames the message, or `Retry-After` counted in milliseconds.
-    fn problem(&self) -> Option<String> {
-        let problem = check_header(&self.name, "1").err().or_else(|| {
-            let lower = self.name.to_ascii_lowercase();
-            [
-                "content-type",
-                "content-length",
-                "transfer-encoding",
-                "connection",
-            ]
-            .contains(&lower.as_str())
-            .then(|| format!("`{}` frames the message; it cannot carry a wait", self.name))
-        });
-        problem.or_else(|| {
-            (self.name.eq_ignore_ascii_case("retry-after") && self.unit == WaitUnit::Milliseconds)
-                .then(|| {
-                    "`Retry-After` counts whole seconds (RFC 9110 §10.2.3); a wait in \
-                     milliseconds travels in a vendor's own header"
-                        .to_owned()
-                })
-        })
-    }
-}
-
-/// The unit a wait header counts in.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-pub enum WaitUnit {
-    /// Whole seconds, as `Retry-After`'s delay-seconds.
-    #[default]
-    #[serde(rename = "s")]
-    Seconds,
-    /// Milliseconds.
-    #[serde(rename = "ms")]
-    Milliseconds,
-}
-
-/// The bound on retries (the `bounded-retries` check).
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct GivesUpSpec {
-    /// At most this many attempts of one operation (default 10, 1 to 1000).
-    #[serde(default)]
-    pub after_attempts: Option<Spanned<u32>>,
-    /// …and an exit within this long (default: the run's `timeout`, which it may not exceed).
-    #[serde(default)]
-    pub within: Option<Spanned<HumanDuration>>,
-}
-
-impl GivesUpSpec {
-    /// 1 to 1000 attempts, and an exit within the run's `timeout`.
-    fn check(&self, timeout: Duration, errors: &mut LoadErrors) {
-        if let Some(n) = &self.after_attempts {
-            if !(1..=1000).contains(&n.value) {
-                errors.at(
-                &n.referenced,
-                format!(
-                    "gives_up.after_attempts: {} is out of range; expected 1 to 1000 (1: a client that never retries)",
-                    n.value
-                ),
-            );
-            }
-        }
-        if let Some(within) = &self.within {
-            if within.value.0 > timeout {
-                errors.at(
-                &within.referenced,
-                format!(
-                    "gives_up.within: `{}` is longer than the run's timeout `{}`; a run is killed at its timeout",
-                    humantime::format_duration(within.value.0),
-                    humantime::format_duration(timeout)
-                ),
-            );
-            }
-        }
-    }
-}
-
-/// The operation's method and path pattern, resolved.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OperationMatch {
-    /// The method, e.g. `POST`.
-    pub method: HttpMethod,
-    /// The path pattern; `None` for any path.
-    pub path: Option<String>,
-}
-
-impl OperationMatch {
-    /// Whether `path` (without its query) is a glob (`*` in it) rather than an exact path.
-    pub fn is_glob(&self) -> bool {
-        self.path.as_deref().is_some_and(|p| p.contains('*'))
-    }
 }
 
 impl ClientProfile {
