@@ -1,33 +1,32 @@
 //! The idempotency middleware: an axum `route_layer` on the mutating routes, one driver whose
-//! phases read top down (docs/design/leasebroker.md draws them):
+//! phases read top down (docs/design/leasebroker.md draws them, with the [`Rules`](super::Rules)
+//! method asked in each):
 //!
-//! 1. admit: a safe method, one the rules do not cover ([`Rules::covers`](super::Rules::covers)) or a request without a
+//! 1. admit: a safe method, one the rules do not cover (`Rules::covers`) or a request without a
 //!    key passes through; otherwise the key is validated, the endpoint read from `MatchedPath`,
-//!    the body buffered (over 1 MiB → 413), the fingerprint taken, and the rules give the
-//!    record's scope ([`Rules::scope`](super::Rules::scope)) and the sub-keys' seed ([`Rules::seed`](super::Rules::seed));
-//! 2. claim, where the route writes it ([`ClaimSite`]): one statement of its own
-//!    ([`Rules::claim`](super::Rules::claim)), or the create's first transaction, through the
-//!    [`UnitOfWork`] the handler writes through, which reports the claim's
-//!    outcome as that write returns. Either way: owned, found (someone else's record), or, on the
-//!    create, not written (the handler answered before its first write: the claim is then
-//!    written alone);
+//!    the body buffered (over 1 MiB → 413) and fingerprinted, and the rules give the record's
+//!    scope (`Rules::scope`) and the sub-keys' seed (`Rules::seed`);
+//! 2. claim, where the route writes it ([`ClaimSite`]): a statement of its own (`Rules::claim`),
+//!    or the create's first transaction, through the [`UnitOfWork`] the handler writes through,
+//!    which reports the claim's outcome as that write returns. Either way: owned, or found
+//!    (someone else's record); on the create also not written (the handler answered before its
+//!    first write: the claim is then written alone) or failed (its transaction rolled back);
 //! 3. decide (`decide.rs`): an owned claim runs; over a found record the state machine decides
-//!    ([`Rules::on_mismatch`](super::Rules::on_mismatch), [`Rules::on_in_flight`](super::Rules::on_in_flight));
+//!    (`Rules::on_mismatch`, `Rules::on_in_flight`);
 //! 4. run or replay: the owner runs the handler (on the create, it already has); a completed
 //!    record replays status, `Location`, `Content-Type` and body byte for byte with
-//!    `Idempotent-Replayed: true`; `409 request-in-progress` or `409
-//!    key-reused-with-different-request` refuses;
-//! 5. record (`completion.rs`): a terminal answer ([`Rules::stores`](super::Rules::stores)) is stored, anything else
-//!    marks the record failed; a panic marks it failed too.
+//!    `Idempotent-Replayed: true`; a refusal is `409 request-in-progress` or
+//!    `409 key-reused-with-different-request`;
+//! 5. record (`completion.rs`): a terminal answer (`Rules::stores`) is stored, anything else marks
+//!    the record failed; a panic marks it failed too.
 //!
 //! From the claim on, the request runs in a task of its own: a client that disconnects cancels
 //! none of it. The layer never knows which rules it follows: the
 //! [`ArticleRules`](super::ArticleRules) keep them all, a `--flaw` bends one (`crate::flaw`).
 //!
-//! A handler whose work outlives its answer (an asynchronous create) gets a
-//! [`KeyRelease`] for its record and attaches the work as an
-//! [`AfterAnswer`], which the layer starts once the answer is recorded
-//! (`after_answer.rs`).
+//! A handler whose work outlives its answer (an asynchronous create) gets a [`KeyRelease`] for its
+//! record and attaches the work as an [`AfterAnswer`], which the layer starts once the answer is
+//! recorded (`after_answer.rs`).
 
 use std::sync::Arc;
 
@@ -159,7 +158,7 @@ impl Held {
 }
 
 /// What a claim found, on either road.
-enum Claim {
+enum ClaimOutcome {
     /// The claim inserted the record: this request owns it.
     Owned(Owned),
     /// A record someone else holds, found by the claim `request` (its time and a new record's
@@ -181,7 +180,7 @@ async fn drive(state: LayerState, key: KeyedClaim, held: Held) -> Result<Respons
         ClaimSite::InCreate { creates, answer } if state.rules.claim_is_atomic() => {
             let (outcome, ran) = claim_in_create(&state, &key, &held, creates, answer).await;
             match outcome {
-                Ok(claim @ Claim::Owned(_)) => (claim, Some(ran)),
+                Ok(claim @ ClaimOutcome::Owned(_)) => (claim, Some(ran)),
                 // The fleet stopped, having written nothing: its answer is no one's.
                 Ok(found) => (found, None),
                 // The handler answered before its first write: the answer depends on the request
@@ -197,8 +196,10 @@ async fn drive(state: LayerState, key: KeyedClaim, held: Held) -> Result<Respons
 
     // 3. Decide.
     let decision = match claim {
-        Claim::Owned(owned) => Decision::Run(owned),
-        Claim::Found(record, request) => decide(&state, record, &request, &key.endpoint).await?,
+        ClaimOutcome::Owned(owned) => Decision::Run(owned),
+        ClaimOutcome::Found(record, request) => {
+            decide(&state, record, &request, &key.endpoint).await?
+        }
     };
     decision.count(&state.metrics);
 
@@ -235,9 +236,9 @@ async fn drive(state: LayerState, key: KeyedClaim, held: Held) -> Result<Respons
     Ok(state.record(owned.claim, response).await)
 }
 
-/// The claim in a statement of its own, as the rules make it ([`Rules::claim`](super::Rules::claim): the article's is
-/// one atomic statement).
-async fn claim_alone(state: &LayerState, key: &KeyedClaim) -> Result<Claim, ApiError> {
+/// The claim in a statement of its own, as the rules make it
+/// ([`Rules::claim`](super::Rules::claim): the article's is one atomic statement).
+async fn claim_alone(state: &LayerState, key: &KeyedClaim) -> Result<ClaimOutcome, ApiError> {
     let now = now_ms();
     let expires_at = now + state.config.retention_ms();
     let on = ClaimStores {
@@ -261,14 +262,14 @@ async fn claim_alone(state: &LayerState, key: &KeyedClaim) -> Result<Claim, ApiE
                 started_at,
                 nonce,
                 first,
-            } => Claim::Owned(Owned {
+            } => ClaimOutcome::Owned(Owned {
                 claim: OwnedClaim::new(state, key.scope.clone(), started_at),
                 nonce,
                 first,
                 how: KeyOutcome::Claimed,
             }),
             // The store chose the nonce; the state machine takes none from the request.
-            Claimed::Found(record) => Claim::Found(
+            Claimed::Found(record) => ClaimOutcome::Found(
                 record,
                 ClaimRequest {
                     scope: key.scope.clone(),
@@ -300,7 +301,7 @@ async fn claim_in_create(
     held: &Held,
     creates: &Arc<dyn CreateStore>,
     answer: &AnswerFor,
-) -> (Result<Claim, NoClaim>, Ran) {
+) -> (Result<ClaimOutcome, NoClaim>, Ran) {
     let now = now_ms();
     let request = ClaimRequest {
         scope: key.scope.clone(),
@@ -322,13 +323,13 @@ async fn claim_in_create(
     req.extensions_mut().insert(work.clone());
     let response = held.next.clone().run(req).await;
     let outcome = match reported.try_recv() {
-        Ok(Reported::Owned(claim)) => Ok(Claim::Owned(Owned {
+        Ok(Reported::Owned(claim)) => Ok(ClaimOutcome::Owned(Owned {
             claim,
             nonce: request.nonce,
             first: true,
             how: KeyOutcome::Claimed,
         })),
-        Ok(Reported::Found(record)) => Ok(Claim::Found(record, request)),
+        Ok(Reported::Found(record)) => Ok(ClaimOutcome::Found(record, request)),
         Ok(Reported::Failed) => Err(NoClaim::Failed),
         Err(_) => Err(NoClaim::NotWritten),
     };
