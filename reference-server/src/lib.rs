@@ -52,7 +52,7 @@
 //!   [`store::CreateStore`], [`store::OperationStore`], [`store::StatsStore`]), one implementation over SQLite and
 //!   PostgreSQL, migrations.
 //! - [`fleet`]: node pool, leases, the simulated hypervisor, the asynchronous creates' operations.
-//! - [`faults`]: what a process can be told to inject (failing, panicking or hanging boots, a crash
+//! - [`injection`]: what a process can be told to inject (failing, panicking or hanging boots, a crash
 //!   at a chosen point of a create); `clock`: the wall clock rows are stamped with.
 //! - [`metrics`]: the Prometheus metrics on the admin listener (`GET /metrics`).
 //! - [`sweeper`], [`flaw`], [`auth`]; `error_chain`: an error and its causes on one line.
@@ -68,10 +68,10 @@ pub mod cli;
 mod clock;
 pub mod edge;
 mod error_chain;
-pub mod faults;
 pub mod flaw;
 pub mod fleet;
 pub mod idempotency;
+pub mod injection;
 pub mod listener;
 pub mod metrics;
 pub mod server;

@@ -11,10 +11,10 @@ use tokio::task::JoinHandle;
 
 use crate::api::{admin_app, app};
 use crate::auth::Auth;
-use crate::faults::Faults;
 use crate::flaw::{failed_create_leaves_worker, Flaws};
 use crate::fleet::{CreateMode, Fleet, Hypervisor, Operations};
 use crate::idempotency::IdempotencyConfig;
+use crate::injection::Injections;
 use crate::listener::{serve, Timeouts};
 use crate::metrics::Metrics;
 use crate::state::AppState;
@@ -127,12 +127,16 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     )
     .await?;
     stores.fleet.seed_nodes(config.pool_size).await?;
-    let faults = Arc::new(Faults::default());
-    let hypervisor = Hypervisor::new(stores.fleet.clone(), faults.clone(), config.boot_latency);
+    let injections = Arc::new(Injections::default());
+    let hypervisor = Hypervisor::new(
+        stores.fleet.clone(),
+        injections.clone(),
+        config.boot_latency,
+    );
     let fleet = Arc::new(Fleet::new(
         stores.fleet.clone(),
         hypervisor,
-        faults.clone(),
+        injections.clone(),
         failed_create_leaves_worker::writes_nothing(&config.flaws),
     ));
     let operations = Arc::new(Operations::new(
@@ -149,7 +153,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         rules: config.flaws.rules(),
         flaws: config.flaws.clone(),
         auth: Arc::new(config.auth.clone()),
-        faults,
+        injections,
         metrics,
     };
     let bind = |addr: SocketAddr| async move {

@@ -3,11 +3,10 @@
 use std::sync::Arc;
 
 use crate::auth::Auth;
-use crate::faults::Faults;
 use crate::flaw::{Flaw, Flaws};
 use crate::fleet::{CreateMode, Fleet, Operations};
-use crate::idempotency::Rules;
-use crate::idempotency::{IdempotencyConfig, LayerState};
+use crate::idempotency::{ClaimSite, IdempotencyConfig, LayerState, Rules};
+use crate::injection::Injections;
 use crate::metrics::Metrics;
 use crate::store::Stores;
 
@@ -30,8 +29,8 @@ pub struct AppState {
     pub flaws: Flaws,
     /// Token checking.
     pub auth: Arc<Auth>,
-    /// Injected hypervisor faults.
-    pub faults: Arc<Faults>,
+    /// What the admin API injected (failing, panicking or hanging boots, a crash point).
+    pub injections: Arc<Injections>,
     /// The counters and histograms `GET /metrics` serves.
     pub metrics: Arc<Metrics>,
 }
@@ -42,14 +41,17 @@ impl AppState {
         self.flaws.has(flaw)
     }
 
-    /// What the idempotency layer works with, out of the shared state.
-    pub fn idempotency_layer(&self) -> LayerState {
+    /// What the idempotency layer works with on a route whose claim is written at `site`, out of
+    /// the shared state.
+    pub fn idempotency_layer(&self, site: ClaimSite) -> LayerState {
         LayerState {
             config: self.idempotency.clone(),
             rules: self.rules.clone(),
             records: self.stores.records.clone(),
-            faults: self.faults.clone(),
+            unguarded: self.stores.unguarded.clone(),
+            injections: self.injections.clone(),
             metrics: self.metrics.clone(),
+            site,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The admin router (only on `--admin-listen`): statistics, Prometheus metrics and hypervisor fault
+//! The admin router (only on `--admin-listen`): statistics, Prometheus metrics and hypervisor injection
 //! controls.
 
 use axum::extract::State;
@@ -8,18 +8,18 @@ use http::{header, StatusCode};
 
 use super::router::{method_not_allowed, not_found};
 use crate::edge::{ApiError, JsonBody};
-use crate::faults::FaultSettings;
+use crate::injection::InjectionSettings;
 use crate::metrics::CONTENT_TYPE;
 use crate::state::AppState;
 use crate::store::Stats;
 
 /// `GET /v1/admin/stats`, `GET /metrics` (the text exposition of [`crate::metrics`]) and
-/// `POST /v1/admin/faults` (body [`FaultSettings`], any subset → 204).
+/// `POST /v1/admin/faults` (body [`InjectionSettings`], any subset → 204).
 pub fn admin_app(state: AppState) -> Router {
     Router::new()
         .route("/v1/admin/stats", get(stats))
         .route("/metrics", get(metrics))
-        .route("/v1/admin/faults", post(faults))
+        .route("/v1/admin/faults", post(inject))
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .with_state(state)
@@ -45,11 +45,11 @@ async fn metrics(
     )
 }
 
-async fn faults(
+async fn inject(
     State(state): State<AppState>,
-    JsonBody(settings): JsonBody<FaultSettings>,
+    JsonBody(settings): JsonBody<InjectionSettings>,
 ) -> StatusCode {
-    tracing::warn!(?settings, "hypervisor faults changed");
-    state.faults.apply(&settings);
+    tracing::warn!(?settings, "injections changed");
+    state.injections.apply(&settings);
     StatusCode::NO_CONTENT
 }

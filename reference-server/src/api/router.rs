@@ -12,7 +12,7 @@ use super::{operations, workers};
 use crate::edge::ApiError;
 use crate::flaw::{create_drops_location, replay_drops_headers, Flaw};
 use crate::fleet::CreateMode;
-use crate::idempotency::UnitOfWorkLayer;
+use crate::idempotency::ClaimSite;
 use crate::state::AppState;
 use crate::{auth, idempotency};
 
@@ -21,26 +21,23 @@ use crate::{auth, idempotency};
 /// Unknown routes get 404 and wrong methods 405, both with problem bodies.
 pub fn app(state: AppState) -> Router {
     // route_layer: the later layer runs first, so auth sets the principal before the idempotency layer.
-    // A create's own transactions carry the layer's claim and completion (the layer's unit of
-    // work, which the handler writes through), so its route gets that variant of the layer; the
-    // other routes the generic one. An asynchronous create writes only its reservation and
-    // operation before it answers: the generic layer claims, and records the 202, before the boot
-    // runs.
-    let creates = Router::new().route("/v1/workers", post(workers::create));
-    let creates = match state.creates {
-        CreateMode::Sync => creates.route_layer(from_fn_with_state(
-            UnitOfWorkLayer {
-                layer: state.idempotency_layer(),
-                creates: state.stores.creates.clone(),
-                answer: workers::answer_for(),
-            },
-            idempotency::enforce_in_unit_of_work,
-        )),
-        CreateMode::Async => creates.route_layer(from_fn_with_state(
-            state.idempotency_layer(),
-            idempotency::enforce,
-        )),
+    // Where each route's claim is written is the router's choice: a synchronous create's own
+    // transactions carry the claim and the completion (the handler writes through the layer's
+    // unit of work); every other route, and an asynchronous create (which writes only its
+    // reservation and operation before it answers, and boots after), claims alone.
+    let create_site = match state.creates {
+        CreateMode::Sync => ClaimSite::InCreate {
+            creates: state.stores.creates.clone(),
+            answer: workers::answer_for(),
+        },
+        CreateMode::Async => ClaimSite::Alone,
     };
+    let creates = Router::new()
+        .route("/v1/workers", post(workers::create))
+        .route_layer(from_fn_with_state(
+            state.idempotency_layer(create_site),
+            idempotency::enforce,
+        ));
     let creates = wrap_if(
         creates,
         state.has(Flaw::CreateDropsLocation),
@@ -55,7 +52,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/workers/{id}/reboot", post(workers::reboot))
         .route("/v1/operations/{id}", get(operations::get_one))
         .route_layer(from_fn_with_state(
-            state.idempotency_layer(),
+            state.idempotency_layer(ClaimSite::Alone),
             idempotency::enforce,
         ))
         .merge(creates);

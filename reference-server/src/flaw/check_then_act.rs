@@ -9,8 +9,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use crate::clock::now_ms;
-use crate::idempotency::{Bend, ClaimOf, Claimed, Rules};
-use crate::store::{RecordStore, StoreError};
+use crate::idempotency::{Bend, ClaimOf, ClaimStores, Claimed, Rules};
+use crate::store::StoreError;
 
 /// The pause between the read and the write: wide enough that simultaneous requests on a loaded
 /// machine all read "absent".
@@ -29,18 +29,18 @@ impl Bend for CheckThenAct {
     fn claim<'a>(
         &'a self,
         _inner: &'a dyn Rules,
-        store: &'a dyn RecordStore,
+        on: ClaimStores<'a>,
         claim: ClaimOf<'a>,
     ) -> BoxFuture<'a, Result<Claimed, StoreError>> {
         Box::pin(async move {
-            if let Some(record) = store.find_record(claim.scope).await? {
+            if let Some(record) = on.unguarded.find_record(claim.scope).await? {
                 return Ok(Claimed::Found(record));
             }
             tokio::time::sleep(WINDOW).await;
             let started_at = now_ms();
             let nonce = uuid::Uuid::new_v4().to_string();
             let retention = claim.expires_at - claim.now;
-            store
+            on.unguarded
                 .overwrite_record(
                     claim.scope,
                     claim.fingerprint,

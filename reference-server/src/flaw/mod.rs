@@ -4,7 +4,7 @@
 //! three kinds:
 //! - a **bend** of the idempotency layer's [`Rules`](crate::idempotency::Rules): one rule bent, the
 //!   rest passed through, so the layer's state machine asks its rules and never knows of flaws
-//!   ([`Flaws::rules`] stacks the bends on the [`Contract`](crate::idempotency::Contract));
+//!   ([`Flaws::rules`] stacks the bends on the [`ArticleRules`](crate::idempotency::ArticleRules));
 //! - a **wrapper**, a middleware the router puts around a route only when the flaw is on
 //!   ([`WRAPPERS`]: `replay_drops_headers.rs`, `create_drops_location.rs`);
 //! - the fleet's one switch, `failed_create_leaves_worker.rs`.

@@ -8,7 +8,7 @@ use super::{
     no_fingerprint, no_idempotency, no_in_flight_ttl, non_resumable, proceed_in_flight,
     reclaim_reallocates,
 };
-use crate::idempotency::{Bend, Bent, Contract, Rules};
+use crate::idempotency::{ArticleRules, Bend, Bent, Rules};
 
 /// One deliberately broken rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
@@ -103,12 +103,12 @@ impl Flaws {
         self.0.iter().copied()
     }
 
-    /// The rules the idempotency layer follows with these flaws: the [`Contract`], bent by each
+    /// The rules the idempotency layer follows with these flaws: the [`ArticleRules`], bent by each
     /// active flaw that bends one.
     pub fn rules(&self) -> Arc<dyn Rules> {
         self.iter()
             .filter_map(Flaw::bend)
-            .fold(Arc::new(Contract), |inner, bend| {
+            .fold(Arc::new(ArticleRules), |inner, bend| {
                 Arc::new(Bent::new(inner, bend))
             })
     }
@@ -189,7 +189,7 @@ mod tests {
     /// layer's answers.
     #[test]
     fn each_bend_changes_one_rule_and_the_rest_are_wrappers_or_the_fleet_s() {
-        let contract = answers(&Contract);
+        let contract = answers(&ArticleRules);
         for flaw in <Flaw as clap::ValueEnum>::value_variants() {
             let rules = Flaws::new([*flaw]).rules();
             let changed: Vec<usize> = answers(rules.as_ref())

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::now_ms;
-use crate::faults::{CrashPoint, Faults};
+use crate::injection::{CrashPoint, Injections};
 use crate::store::{FleetStore, StoreError};
 
 /// Why a boot failed.
@@ -38,16 +38,20 @@ fn slow_by_image(image: &str) -> Option<Duration> {
 /// The simulated hypervisor client.
 pub struct Hypervisor {
     store: Arc<dyn FleetStore>,
-    faults: Arc<Faults>,
+    injections: Arc<Injections>,
     boot_latency: Duration,
 }
 
 impl Hypervisor {
     /// A hypervisor keeping its state in `store`, taking `boot_latency` per boot.
-    pub fn new(store: Arc<dyn FleetStore>, faults: Arc<Faults>, boot_latency: Duration) -> Self {
+    pub fn new(
+        store: Arc<dyn FleetStore>,
+        injections: Arc<Injections>,
+        boot_latency: Duration,
+    ) -> Self {
         Self {
             store,
-            faults,
+            injections,
             boot_latency,
         }
     }
@@ -84,13 +88,13 @@ impl Hypervisor {
         node_id: i64,
         image: &str,
     ) -> Result<String, HypervisorError> {
-        if self.faults.take_failed_boot() || self.fails_by_image(image) {
+        if self.injections.take_failed_boot() || self.fails_by_image(image) {
             return Err(HypervisorError::Injected);
         }
-        if self.faults.take_panicked_boot() {
+        if self.injections.take_panicked_boot() {
             panic!("injected fault: panic_next_boots");
         }
-        while self.faults.boots_hang() {
+        while self.injections.boots_hang() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         tokio::time::sleep(self.boot_latency).await;
@@ -104,7 +108,7 @@ impl Hypervisor {
                 now_ms(),
             )
             .await?;
-        self.faults.crash_if(CrashPoint::AfterBootCall);
+        self.injections.crash_if(CrashPoint::AfterBootCall);
         Ok(instance_id)
     }
 
@@ -113,7 +117,7 @@ impl Hypervisor {
         if image.starts_with("fail-always") {
             return true;
         }
-        image.starts_with("fail-once") && self.faults.first_failure_of(image)
+        image.starts_with("fail-once") && self.injections.first_failure_of(image)
     }
 
     /// The instances carrying `tag`, oldest first.

@@ -21,8 +21,8 @@ use super::service::{CreateIds, Fleet, FleetError, WorkerSpec};
 use super::HypervisorError;
 use crate::clock::now_ms;
 use crate::error_chain::error_chain;
-use crate::faults::CrashPoint;
 use crate::idempotency::{KeyRelease, OpSeed};
+use crate::injection::CrashPoint;
 use crate::store::{
     NewWorker, OperationRow, OperationState, OperationStore, RecordStore, StoreError,
 };
@@ -114,7 +114,7 @@ impl Operations {
             .ensure_lease(&ids.lease_id, node_id, principal, now)
             .await?;
         self.fleet.hypervisor().admit(&spec.image).await;
-        self.fleet.faults().crash_if(CrashPoint::AfterLease);
+        self.fleet.injections().crash_if(CrashPoint::AfterLease);
         let now = now_ms();
         let worker_id = ids.worker_id.clone();
         let work = Work { spec, node_id, ids };

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::{Hypervisor, HypervisorError};
 use crate::clock::now_ms;
-use crate::faults::{CrashPoint, Faults};
 use crate::idempotency::OpSeed;
+use crate::injection::{CrashPoint, Injections};
 use crate::store::{CreateStore, FleetStore, NewWorker, Reservation, StoreError, Worker};
 
 /// A validated worker request.
@@ -102,26 +102,26 @@ impl NewWorker {
 pub struct Fleet {
     store: Arc<dyn FleetStore>,
     hypervisor: Hypervisor,
-    faults: Arc<Faults>,
+    injections: Arc<Injections>,
     /// False only under the `failed-create-leaves-worker` flaw.
     failed_create_writes_nothing: bool,
 }
 
 impl Fleet {
-    /// A fleet over `store` and `hypervisor`, crashing where `faults` say;
+    /// A fleet over `store` and `hypervisor`, crashing where `injections` say;
     /// `failed_create_writes_nothing` is
     /// false only under the `failed-create-leaves-worker` flaw
     /// ([`writes_nothing`](crate::flaw::failed_create_leaves_worker::writes_nothing)).
     pub fn new(
         store: Arc<dyn FleetStore>,
         hypervisor: Hypervisor,
-        faults: Arc<Faults>,
+        injections: Arc<Injections>,
         failed_create_writes_nothing: bool,
     ) -> Self {
         Self {
             store,
             hypervisor,
-            faults,
+            injections,
             failed_create_writes_nothing,
         }
     }
@@ -168,7 +168,7 @@ impl Fleet {
             return Err(FleetError::NotOwned);
         }
         let node_id = reserved.node_id.ok_or(FleetError::PoolExhausted)?;
-        self.faults.crash_if(CrashPoint::AfterLease);
+        self.injections.crash_if(CrashPoint::AfterLease);
         let booted = self
             .hypervisor
             .boot(&ids.boot_id, node_id, &spec.image)
@@ -208,7 +208,7 @@ impl Fleet {
         self.store
             .ensure_lease(&ids.lease_id, node_id, principal, now)
             .await?;
-        self.faults.crash_if(CrashPoint::AfterLease);
+        self.injections.crash_if(CrashPoint::AfterLease);
         let booted = self
             .boot(&ids.boot_id, &worker_id, node_id, &spec.image, false)
             .await;
@@ -235,9 +235,9 @@ impl Fleet {
         &self.hypervisor
     }
 
-    /// The process's injected faults.
-    pub(super) fn faults(&self) -> &Faults {
-        &self.faults
+    /// The process's injections.
+    pub(super) fn injections(&self) -> &Injections {
+        &self.injections
     }
 
     /// A boot failed: nothing more is written, except under the `failed-create-leaves-worker` flaw,

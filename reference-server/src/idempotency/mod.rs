@@ -2,6 +2,9 @@
 //! middleware that runs the state machine (none → in flight → completed | failed).
 
 mod after_answer;
+mod completion;
+mod config;
+mod decide;
 mod fingerprint;
 mod key;
 mod layer;
@@ -11,10 +14,13 @@ mod seed;
 mod unit_of_work;
 
 pub use after_answer::{AfterAnswer, KeyRelease};
+pub use config::{AnswerFor, ClaimSite, IdempotencyConfig, LayerState};
 pub use fingerprint::Fingerprint;
 pub use key::{IdempotencyKey, KeyError, IDEMPOTENCY_KEY, MAX_KEY_LEN};
-pub use layer::{enforce, enforce_in_unit_of_work, IdempotencyConfig, LayerState, UnitOfWorkLayer};
+pub use layer::enforce;
 pub use record::{is_storable, COMPRESS_ABOVE_BYTES};
-pub use rules::{Bend, Bent, ClaimOf, Claimed, Contract, Keyed, OnInFlight, OnMismatch, Rules};
+pub use rules::{
+    ArticleRules, Bend, Bent, ClaimOf, ClaimStores, Claimed, Keyed, OnInFlight, OnMismatch, Rules,
+};
 pub use seed::OpSeed;
-pub use unit_of_work::{AnswerFor, UnitOfWork};
+pub use unit_of_work::UnitOfWork;

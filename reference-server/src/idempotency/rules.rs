@@ -2,8 +2,8 @@
 //! each: which requests are recorded, a record's scope, the seed of the side-effect sub-keys, the
 //! claim, and what a different fingerprint, a key in flight and an answer's status get.
 //!
-//! [`Contract`] keeps every rule (the `article` preset of docs/profile-reference.md); the state
-//! machine (`layer.rs`) asks it and never knows of flaws. A deliberate flaw (`crate::flaw`) is a
+//! [`ArticleRules`] keeps every rule (the `article` preset of docs/profile-reference.md); the layer
+//! (`layer.rs`, `decide.rs`, `completion.rs`) asks it and never knows of flaws. A deliberate flaw (`crate::flaw`) is a
 //! [`Bend`]: one rule bent, the rest passed through to the rules it wraps ([`Bent`]), so flaws
 //! compose.
 
@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use http::{Method, StatusCode};
 
 use super::{is_storable, OpSeed};
-use crate::store::{IdempotencyRecord, RecordStore, Scope, StoreError};
+use crate::store::{IdempotencyRecord, RecordStore, Scope, StoreError, UnguardedRecords};
 
 /// A keyed request as the rules see it: who sent it, to which endpoint (`METHOD /route`), with
 /// which key, and its fingerprint (hex SHA-256).
@@ -41,6 +41,16 @@ pub struct ClaimOf<'a> {
     pub now: i64,
     /// When a new record may be swept once completed, ms since the epoch.
     pub expires_at: i64,
+}
+
+/// The statements a claim may be made of: the records' ([`RecordStore::claim`], the atomic one)
+/// and the unguarded read and overwrite ([`UnguardedRecords`]) that only a bent claim uses.
+#[derive(Clone, Copy)]
+pub struct ClaimStores<'a> {
+    /// The idempotency records.
+    pub records: &'a dyn RecordStore,
+    /// The same records, read and overwritten without a claim.
+    pub unguarded: &'a dyn UnguardedRecords,
 }
 
 /// What a claim found.
@@ -100,13 +110,14 @@ pub trait Rules: Send + Sync + 'static {
     /// carry instead (the layer's unit of work).
     fn claim_is_atomic(&self) -> bool;
 
-    /// The claim: insert an in-flight record, or find the existing one.
+    /// The claim, made of the statements `on` offers: insert an in-flight record, or find the
+    /// existing one.
     ///
     /// # Errors
     /// The store's.
     fn claim<'a>(
         &'a self,
-        store: &'a dyn RecordStore,
+        on: ClaimStores<'a>,
         claim: ClaimOf<'a>,
     ) -> BoxFuture<'a, Result<Claimed, StoreError>>;
 
@@ -122,11 +133,13 @@ pub trait Rules: Send + Sync + 'static {
     fn stores(&self, status: StatusCode) -> bool;
 }
 
-/// The contract leasebroker implements: every rule kept.
+/// The rules leasebroker keeps: every rule of the article's contract (the `article` preset of
+/// docs/profile-reference.md), which a `--flaw` bends one at a time. Named for the article, not
+/// "contract": in the suite a `Contract` is what a target profile declares.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Contract;
+pub struct ArticleRules;
 
-impl Rules for Contract {
+impl Rules for ArticleRules {
     fn covers(&self, _method: &Method) -> bool {
         true
     }
@@ -154,11 +167,12 @@ impl Rules for Contract {
     /// callers inserts the record.
     fn claim<'a>(
         &'a self,
-        store: &'a dyn RecordStore,
+        on: ClaimStores<'a>,
         claim: ClaimOf<'a>,
     ) -> BoxFuture<'a, Result<Claimed, StoreError>> {
         Box::pin(async move {
-            let found = store
+            let found = on
+                .records
                 .claim(claim.scope, claim.fingerprint, claim.now, claim.expires_at)
                 .await?;
             Ok(if found.inserted {
@@ -228,10 +242,10 @@ pub trait Bend: Send + Sync + 'static {
     fn claim<'a>(
         &'a self,
         inner: &'a dyn Rules,
-        store: &'a dyn RecordStore,
+        on: ClaimStores<'a>,
         claim: ClaimOf<'a>,
     ) -> BoxFuture<'a, Result<Claimed, StoreError>> {
-        inner.claim(store, claim)
+        inner.claim(on, claim)
     }
 
     /// [`Rules::on_mismatch`].
@@ -292,10 +306,10 @@ impl Rules for Bent {
 
     fn claim<'a>(
         &'a self,
-        store: &'a dyn RecordStore,
+        on: ClaimStores<'a>,
         claim: ClaimOf<'a>,
     ) -> BoxFuture<'a, Result<Claimed, StoreError>> {
-        self.bend.claim(self.inner.as_ref(), store, claim)
+        self.bend.claim(self.inner.as_ref(), on, claim)
     }
 
     fn on_mismatch(&self, record: &IdempotencyRecord, endpoint: &str) -> OnMismatch {

@@ -2,60 +2,43 @@
 //! [`CreateStore`] that the layer wraps around the store for one keyed request.
 //!
 //! A keyed create would cost four commits if the layer wrote its claim and its completion apart
-//! from the create's two transactions (docs/BENCHMARKS.md, leasebroker). So on the create route the
-//! layer hands the handler a [`UnitOfWork`] instead of claiming first. The handler passes it to the
-//! fleet as the store to write through, and it does what the layer would have done, in the same
-//! round trips:
+//! from the create's two transactions (docs/BENCHMARKS.md, leasebroker). So on a route whose
+//! [`ClaimSite`](super::ClaimSite) is the create, the layer hands the handler a [`UnitOfWork`]
+//! instead of claiming first. The handler passes it to the fleet as the store to write through,
+//! and it does what the layer would have done, in the same round trips:
 //! - [`CreateStore::reserve`] carries the layer's claim: the reservation's rows are written only when
-//!   the claim inserts the record ([`Reserved::owned`]); otherwise nothing is written;
+//!   the claim inserts the record ([`Reserved::owned`]); otherwise nothing is written. The moment
+//!   that write returns, the unit of work reports the claim's outcome to the layer ([`Reported`]);
 //! - [`CreateStore::finish`] carries the completion, the answer the route gives for the new worker
-//!   ([`AnswerFor`]), when the record is this request's and that answer is stored.
+//!   ([`AnswerFor`]), built by the layer's one completion builder, when the record is this
+//!   request's and that answer is stored.
 //!
 //! Neither the API nor the fleet writes or reads a claim: the fleet learns only that its reservation
-//! wrote nothing because the key's record is someone else's ([`Reserved::owned`]), and stops. After
-//! the handler, the layer reads how far the unit of work got ([`Progress`]) and does what is left:
-//! claim itself (the handler answered before its first write), decide over a record someone else
-//! holds, record the outcome, or nothing. Only a synchronous create with an atomic claim
-//! ([`Rules::claim_is_atomic`](super::Rules::claim_is_atomic)) goes this way; an asynchronous one
-//! writes its record as every other route does.
+//! wrote nothing because the key's record is someone else's ([`Reserved::owned`]), and stops.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
-use bytes::Bytes;
 use futures::future::BoxFuture;
-use http::{HeaderMap, StatusCode};
+use tokio::sync::oneshot;
 
-use super::record::encode;
-use super::rules::Rules;
-use crate::faults::{CrashPoint, Faults};
-use crate::metrics::{KeyOutcome, Metrics};
+use super::completion::OwnedClaim;
+use super::config::{AnswerFor, LayerState};
 use crate::store::{
     ClaimRequest, Completion, CreateStore, Finished, IdempotencyRecord, NewWorker, Reservation,
-    Reserved, StoreError, Worker,
+    Reserved, StoreError,
 };
 
-/// The answer a route gives for a create that ended in a worker: status, headers and body, as the
-/// handler sends them (the layer stores exactly this, to replay it).
-pub type AnswerFor = Arc<dyn Fn(&Worker) -> (StatusCode, HeaderMap, Bytes) + Send + Sync>;
-
-/// How far a unit of work got.
-#[derive(Debug, Clone)]
-pub(crate) enum Progress {
-    /// The handler never reserved (it answered before its first write): nothing is written.
-    Unsent,
-    /// The reservation was sent but its result never came back: its transaction failed, so the
-    /// claim was rolled back with it (or, after an ambiguous commit, left in flight for the TTL).
-    Taken,
-    /// The claim inserted the record at `started_at`; the request owns it. `completed`: the last
-    /// transaction wrote the completion.
-    Owned {
-        /// The claim token.
-        started_at: i64,
-        /// Whether the completion was written.
-        completed: bool,
-    },
-    /// The claim found this existing record; nothing else was written.
-    Existing(IdempotencyRecord),
+/// What a unit of work reports of its claim, the moment the transaction carrying it returns.
+pub(crate) enum Reported {
+    /// The claim inserted the record: this request owns it (guarded from then on).
+    Owned(OwnedClaim),
+    /// The claim found this record, someone else's; nothing was written.
+    Found(IdempotencyRecord),
+    /// The transaction failed, and the claim with it (rolled back, or, after an ambiguous commit,
+    /// left in flight for the TTL); the handler answers the store's error.
+    Failed,
 }
 
 /// One keyed create's unit of work: the store's two create transactions with the layer's claim and
@@ -63,112 +46,88 @@ pub(crate) enum Progress {
 pub struct UnitOfWork {
     store: Arc<dyn CreateStore>,
     request: ClaimRequest,
-    settings: UnitSettings,
-    progress: Mutex<Progress>,
-}
-
-/// What a [`UnitOfWork`] is made of, besides the store and the claim.
-pub(crate) struct UnitSettings {
-    /// The route's answer for a new worker.
-    pub answer: AnswerFor,
-    /// The completed record's retention, ms.
-    pub retention_ms: i64,
-    /// Which answers are stored.
-    pub rules: Arc<dyn Rules>,
-    /// Where the process crashes (`before_complete`).
-    pub faults: Arc<Faults>,
-    /// Where a claim is counted.
-    pub metrics: Arc<Metrics>,
+    layer: LayerState,
+    answer: AnswerFor,
+    /// Where the claim's outcome goes; taken by the first reservation (a second one carries none).
+    report: Mutex<Option<oneshot::Sender<Reported>>>,
+    /// The claim token, once the claim inserted the record.
+    owned: OnceLock<i64>,
+    /// Whether the last transaction wrote the completion.
+    completed: AtomicBool,
 }
 
 impl UnitOfWork {
-    /// A unit of work writing `request`'s claim through `store`.
+    /// A unit of work writing `request`'s claim through `store`, for `layer`, whose completion is
+    /// the route's `answer`; the claim's outcome goes to `report`.
     pub(crate) fn new(
         store: Arc<dyn CreateStore>,
         request: ClaimRequest,
-        settings: UnitSettings,
+        layer: LayerState,
+        answer: AnswerFor,
+        report: oneshot::Sender<Reported>,
     ) -> Self {
         Self {
             store,
             request,
-            settings,
-            progress: Mutex::new(Progress::Unsent),
+            layer,
+            answer,
+            report: Mutex::new(Some(report)),
+            owned: OnceLock::new(),
+            completed: AtomicBool::new(false),
         }
     }
 
-    /// The claim as the layer would have written it.
-    pub(crate) fn request(&self) -> &ClaimRequest {
-        &self.request
-    }
-
-    /// How far the unit of work got.
-    pub(crate) fn progress(&self) -> Progress {
-        self.lock().clone()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Progress> {
-        self.progress.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Marks the claim sent; false once it was (a second reservation carries none).
-    fn take(&self) -> bool {
-        let mut progress = self.lock();
-        let first = matches!(*progress, Progress::Unsent);
-        if first {
-            *progress = Progress::Taken;
-        }
-        first
+    /// Whether the last transaction wrote the completion (the layer then records nothing).
+    pub(crate) fn completed(&self) -> bool {
+        self.completed.load(Ordering::SeqCst)
     }
 
     /// The completion for `worker`, when the record is this request's and the route's answer for
     /// it is stored (a terminal outcome).
     fn completion(&self, worker: &NewWorker) -> Option<Completion> {
-        let Progress::Owned { started_at, .. } = *self.lock() else {
-            return None;
-        };
-        let (status, headers, body) = (self.settings.answer)(&worker.stored());
-        if !self.settings.rules.stores(status) {
-            return None;
-        }
-        Some(Completion {
-            scope: self.request.scope.clone(),
-            started_at,
-            response: encode(status, &headers, &body),
-            expires_at: crate::clock::now_ms() + self.settings.retention_ms,
-        })
+        let started_at = *self.owned.get()?;
+        let (status, headers, body) = (self.answer)(&worker.stored());
+        self.layer
+            .completion(&self.request.scope, started_at, status, &headers, &body)
     }
 }
 
 impl CreateStore for UnitOfWork {
     /// The reservation with the layer's claim in it (the first one only); its rows are written only
-    /// when the claim inserts the record.
+    /// when the claim inserts the record. Reports the claim's outcome as soon as it returns.
     fn reserve<'a>(
         &'a self,
         reservation: Reservation<'a>,
     ) -> BoxFuture<'a, Result<Reserved, StoreError>> {
         Box::pin(async move {
-            if !self.take() {
+            let report = self
+                .report
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            let Some(report) = report else {
                 return self.store.reserve(reservation).await;
-            }
+            };
             let reserved = self
                 .store
                 .reserve(Reservation {
                     claim: Some(&self.request),
                     ..reservation
                 })
-                .await?;
-            if let Some(claim) = &reserved.claim {
-                *self.lock() = if claim.inserted {
-                    self.settings.metrics.outcome(KeyOutcome::Claimed);
-                    Progress::Owned {
-                        started_at: claim.record.started_at,
-                        completed: false,
-                    }
-                } else {
-                    Progress::Existing(claim.record.clone())
-                };
-            }
-            Ok(reserved)
+                .await;
+            let reported = match reserved.as_ref().map(|r| r.claim.as_ref()) {
+                Ok(Some(claim)) if claim.inserted => {
+                    let started_at = claim.record.started_at;
+                    let _ = self.owned.set(started_at);
+                    let scope = self.request.scope.clone();
+                    Reported::Owned(OwnedClaim::new(&self.layer, scope, started_at))
+                }
+                Ok(Some(claim)) => Reported::Found(claim.record.clone()),
+                Ok(None) | Err(_) => Reported::Failed,
+            };
+            // The layer waits for the handler before it reads the report; it never drops first.
+            let _ = report.send(reported);
+            reserved
         })
     }
 
@@ -183,12 +142,9 @@ impl CreateStore for UnitOfWork {
             let Some(own) = self.completion(worker) else {
                 return self.store.finish(worker, completion).await;
             };
-            self.settings.faults.crash_if(CrashPoint::BeforeComplete);
             let finished = self.store.finish(worker, Some(&own)).await?;
             if finished.completed {
-                if let Progress::Owned { completed, .. } = &mut *self.lock() {
-                    *completed = true;
-                }
+                self.completed.store(true, Ordering::SeqCst);
             }
             Ok(finished)
         })

@@ -6,7 +6,9 @@ use sqlx::{Postgres, Sqlite};
 
 use super::sql::Dialect;
 use super::sql_store::SqlStore;
-use super::{CreateStore, FleetStore, OperationStore, RecordStore, StatsStore, StoreError};
+use super::{
+    CreateStore, FleetStore, OperationStore, RecordStore, StatsStore, StoreError, UnguardedRecords,
+};
 use crate::metrics::StoreMetrics;
 
 /// A parsed `--database-url`: a `postgres://` URL, a `sqlite:` URL, or a plain file path (SQLite).
@@ -38,6 +40,8 @@ impl DatabaseUrl {
 pub struct Stores {
     /// The idempotency records.
     pub records: Arc<dyn RecordStore>,
+    /// The records read and overwritten without a claim (the `check-then-act` flaw's claim).
+    pub unguarded: Arc<dyn UnguardedRecords>,
     /// The fleet and the hypervisor's state.
     pub fleet: Arc<dyn FleetStore>,
     /// A first create attempt's two transactions (part of `fleet`), which the idempotency layer's
@@ -54,6 +58,7 @@ impl Stores {
         let store = Arc::new(store);
         Self {
             records: store.clone(),
+            unguarded: store.clone(),
             fleet: store.clone(),
             creates: store.clone(),
             operations: store.clone(),

@@ -15,11 +15,11 @@
 
 use futures::future::BoxFuture;
 
-use super::fleet::{worker_from_row, WORKER_BY_ID};
 use super::records::record_from_row;
 use super::sql::{until_claimed, CreateStatements, Dialect, Statement};
 use super::sql_store::SqlStore;
-use super::{Claim, NewWorker, Scope, StoreError, StoredResponse, Worker};
+use super::worker::{worker_from_row, NewWorker, Worker, WORKER_BY_ID};
+use super::{Claim, Scope, StoreError, StoredResponse};
 
 /// The idempotency layer's claim, carried by a create's first transaction: insert an in-flight
 /// record for `scope` with `nonce`, or find the existing one (the atomic claim, as
@@ -188,7 +188,7 @@ impl<D: Dialect> SqlStore<D> {
         })
         .await?;
         let record = record_from_row::<D>(&row)?;
-        let inserted = D::claim_inserted(&row, &record, &claim.nonce)?;
+        let inserted = D::claim_inserted(&row, &claim.nonce)?;
         Ok(Reserved {
             claim: Some(Claim { inserted, record }),
             node_id: D::opt_int(&row, "node_id")?,

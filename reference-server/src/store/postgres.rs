@@ -10,7 +10,7 @@ use sqlx::Postgres;
 use super::records::{insert_record, ClaimParams, RECORD_COLUMNS};
 use super::sql::{CreateStatements, Dialect};
 use super::sql_store::SqlStore;
-use super::{IdempotencyRecord, StoreError};
+use super::StoreError;
 use crate::metrics::StoreMetrics;
 
 impl SqlStore<Postgres> {
@@ -172,11 +172,7 @@ impl Dialect for Postgres {
 
     /// The `inserted` column: true from the insert's `RETURNING`, false from the read of the row
     /// that was there.
-    fn claim_inserted(
-        row: &PgRow,
-        _record: &IdempotencyRecord,
-        _nonce: &str,
-    ) -> Result<bool, StoreError> {
+    fn claim_inserted(row: &PgRow, _nonce: &str) -> Result<bool, StoreError> {
         Ok(sqlx::Row::try_get(row, "inserted")?)
     }
 

@@ -3,8 +3,6 @@
 //! [`RecordStore`] is what the idempotency layer and the sweeper ask of them; its SQL is below, the
 //! same text on both databases except the atomic claim and the batched sweeps ([`Dialect`]).
 
-use std::sync::LazyLock;
-
 use futures::future::BoxFuture;
 use futures::TryFutureExt;
 
@@ -121,22 +119,6 @@ pub trait RecordStore: Send + Sync + 'static {
         expires_at: i64,
     ) -> BoxFuture<'a, Result<Claim, StoreError>>;
 
-    /// Reads a record (used only by the deliberately non-atomic `check-then-act` flaw).
-    fn find_record<'a>(
-        &'a self,
-        scope: &'a Scope,
-    ) -> BoxFuture<'a, Result<Option<IdempotencyRecord>, StoreError>>;
-
-    /// Writes an in-flight record with `nonce` whatever is there (the `check-then-act` flaw's second half).
-    fn overwrite_record<'a>(
-        &'a self,
-        scope: &'a Scope,
-        fingerprint: &'a str,
-        nonce: &'a str,
-        now: i64,
-        expires_at: i64,
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
-
     /// Optimistic reclaim: `UPDATE … WHERE state = expected AND started_at = expected`; true for the
     /// one winner. The record becomes in flight with `started_at = max(now, old + 1)` and `nonce`.
     #[allow(clippy::too_many_arguments)]
@@ -189,7 +171,8 @@ pub trait RecordStore: Send + Sync + 'static {
 }
 
 /// The idempotency record's columns, the ones [`record_from_row`] decodes (by name): every
-/// statement that reads a record ([`FIND`], each dialect's claim) selects these.
+/// statement that reads a record (each dialect's claim, the unguarded read of `unguarded.rs`)
+/// selects these.
 pub(super) const RECORD_COLUMNS: &str =
     "state, fingerprint, claim_nonce, started_at, expires_at, status, headers, body, compressed";
 
@@ -255,24 +238,6 @@ pub(super) fn insert_record(p: &ClaimParams) -> String {
     )
 }
 
-/// Reads a record by its scope. Binds `$1` principal, `$2` endpoint, `$3` key.
-static FIND: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {RECORD_COLUMNS} FROM idempotency_records WHERE {}",
-        ClaimParams::ALONE.scope_condition()
-    )
-});
-
-/// Writes an in-flight record over whatever is there. Binds the scope (`$1`–`$3`), `$4` fingerprint,
-/// `$5` now, `$6` expires_at, `$7` nonce. Not a claim: two callers both "win" (the flaw it serves).
-const OVERWRITE: &str = "INSERT INTO idempotency_records \
-       (principal, endpoint, idem_key, fingerprint, state, claim_nonce, started_at, expires_at) \
-     VALUES ($1, $2, $3, $4, 'in_flight', $7, $5, $6) \
-     ON CONFLICT (principal, endpoint, idem_key) DO UPDATE SET \
-       fingerprint = EXCLUDED.fingerprint, state = 'in_flight', started_at = EXCLUDED.started_at, \
-       claim_nonce = EXCLUDED.claim_nonce, \
-       expires_at = EXCLUDED.expires_at, status = NULL, headers = NULL, body = NULL, compressed = 0";
-
 /// The optimistic reclaim: only the caller that read (`$7` state, `$8` started_at) wins. Binds `$1`
 /// fingerprint, `$2` the new started_at, `$3` expires_at, the scope (`$4`–`$6`), `$9` nonce.
 const TAKE_OVER: &str = "UPDATE idempotency_records SET state = 'in_flight', fingerprint = $1, \
@@ -309,7 +274,7 @@ impl<'q, D: Dialect> Statement<'q, D> {
     }
 }
 
-/// Decodes a record from a row of its columns (as [`FIND`] and [`Dialect::claim`] return them).
+/// Decodes a record from a row of its columns (as [`Dialect::claim`] returns them).
 pub(super) fn record_from_row<D: Dialect>(row: &D::Row) -> Result<IdempotencyRecord, StoreError> {
     let status = D::opt_int(row, "status")?;
     let headers = D::opt_text(row, "headers")?;
@@ -358,40 +323,10 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
             .await?;
             let record = record_from_row::<D>(&row)?;
             Ok(Claim {
-                inserted: D::claim_inserted(&row, &record, &nonce)?,
+                inserted: D::claim_inserted(&row, &nonce)?,
                 record,
             })
         })
-    }
-
-    fn find_record<'a>(
-        &'a self,
-        scope: &'a Scope,
-    ) -> BoxFuture<'a, Result<Option<IdempotencyRecord>, StoreError>> {
-        self.timed("find_record", async move {
-            let row = Statement::new(FIND.as_str())
-                .scope(scope)
-                .fetch_optional(self.db())
-                .await?;
-            row.as_ref().map(record_from_row::<D>).transpose()
-        })
-    }
-
-    fn overwrite_record<'a>(
-        &'a self,
-        scope: &'a Scope,
-        fingerprint: &'a str,
-        nonce: &'a str,
-        now: i64,
-        expires_at: i64,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let overwrite = Statement::new(OVERWRITE)
-            .scope(scope)
-            .text(fingerprint)
-            .int(now)
-            .int(expires_at)
-            .text(nonce);
-        self.timed("overwrite_record", self.changes(overwrite).map_ok(drop))
     }
 
     fn take_over<'a>(

@@ -18,7 +18,7 @@ use futures::TryStreamExt;
 use sqlx::Either;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Type};
 
-use super::{IdempotencyRecord, StoreError};
+use super::StoreError;
 
 /// A sqlx query with the database's own argument buffer.
 pub(super) type Query<'q, D> = sqlx::query::Query<'q, D, <D as Database>::Arguments<'q>>;
@@ -195,13 +195,9 @@ pub(super) trait Dialect: Driver {
     /// (PostgreSQL), or a script of statements run in one transaction (SQLite).
     fn create_statements() -> &'static CreateStatements;
 
-    /// Whether the [`Dialect::claim`] that returned `row` (decoded as `record`) inserted it, given the
-    /// `nonce` it bound.
-    fn claim_inserted(
-        row: &Self::Row,
-        record: &IdempotencyRecord,
-        nonce: &str,
-    ) -> Result<bool, StoreError>;
+    /// Whether the [`Dialect::claim`] that returned `row` (the record's columns) inserted it, given
+    /// the `nonce` it bound.
+    fn claim_inserted(row: &Self::Row, nonce: &str) -> Result<bool, StoreError>;
 
     /// The rows a statement changed.
     fn rows_affected(result: &Self::QueryResult) -> u64;

@@ -18,9 +18,9 @@ use sqlx::sqlite::{
 use sqlx::Sqlite;
 
 use super::records::{insert_record, ClaimParams, RECORD_COLUMNS};
-use super::sql::{CreateStatements, Dialect};
+use super::sql::{CreateStatements, Dialect, Driver};
 use super::sql_store::SqlStore;
-use super::{IdempotencyRecord, StoreError};
+use super::StoreError;
 use crate::metrics::StoreMetrics;
 
 impl SqlStore<Sqlite> {
@@ -142,7 +142,7 @@ pub fn sqlite_options(url_or_path: &str, is_url: bool) -> Result<SqliteConnectOp
 /// The free node a create takes. `INDEXED BY nodes_free` (migration 0003): without table statistics
 /// SQLite's planner takes the unique index on `allocation_id` instead, reads every free node and
 /// sorts them, per create.
-const FREE_NODE: &str = "(SELECT node_id FROM nodes INDEXED BY nodes_free \
+const FIRST_FREE_NODE: &str = "(SELECT node_id FROM nodes INDEXED BY nodes_free \
       WHERE allocation_id IS NULL ORDER BY node_id LIMIT 1)";
 
 /// The fleet's part of the first transaction, binding `$1`–`$6` as [`CreateStatements::reserve`]
@@ -150,7 +150,7 @@ const FREE_NODE: &str = "(SELECT node_id FROM nodes INDEXED BY nodes_free \
 /// `INSERT … SELECT` also keeps SQLite from reading the `ON CONFLICT` as a join's.
 fn reserve_script(claim_holds: &str) -> String {
     format!(
-        "UPDATE nodes SET allocation_id = $1, allocated_at = $2 WHERE node_id = {FREE_NODE} \
+        "UPDATE nodes SET allocation_id = $1, allocated_at = $2 WHERE node_id = {FIRST_FREE_NODE} \
            AND {claim_holds}; \
          INSERT INTO leases (lease_id, node_id, principal, created_at) \
            SELECT $3, node_id, $4, $2 FROM nodes WHERE allocation_id = $1 \
@@ -189,7 +189,7 @@ static CLAIM: LazyLock<String> = LazyLock::new(|| {
 /// [`Dialect::allocate_node`]'s text.
 static ALLOCATE_NODE: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "UPDATE nodes SET allocation_id = $1, allocated_at = $2 WHERE node_id = {FREE_NODE} \
+        "UPDATE nodes SET allocation_id = $1, allocated_at = $2 WHERE node_id = {FIRST_FREE_NODE} \
          RETURNING node_id"
     )
 });
@@ -264,12 +264,8 @@ impl Dialect for Sqlite {
     }
 
     /// Ours when the stored nonce is the one this claim bound.
-    fn claim_inserted(
-        _row: &SqliteRow,
-        record: &IdempotencyRecord,
-        nonce: &str,
-    ) -> Result<bool, StoreError> {
-        Ok(record.nonce == nonce)
+    fn claim_inserted(row: &SqliteRow, nonce: &str) -> Result<bool, StoreError> {
+        Ok(Self::text(row, "claim_nonce")? == nonce)
     }
 
     fn rows_affected(result: &SqliteQueryResult) -> u64 {

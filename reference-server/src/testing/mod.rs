@@ -8,4 +8,4 @@ mod process;
 pub mod soak;
 
 pub use database::{pg_base_url, TestDatabase, DEFAULT_PG_URL, PG_URL_VAR};
-pub use process::{ServerCommand, ServerProcess, StartError};
+pub use process::{ServerCommand, ServerProcess, SpawnError};

@@ -33,7 +33,7 @@ impl ServerCommand {
 
 /// Why a server process did not start.
 #[derive(Debug, thiserror::Error)]
-pub enum StartError {
+pub enum SpawnError {
     /// The program could not be run.
     #[error("run {program}")]
     Spawn {
@@ -66,7 +66,7 @@ impl ServerProcess {
         command: &ServerCommand,
         database_url: &str,
         flags: &[String],
-    ) -> Result<Self, StartError> {
+    ) -> Result<Self, SpawnError> {
         let mut child = Command::new(&command.program)
             .args(&command.args)
             .args(["--dev", "--listen", "127.0.0.1:0"])
@@ -78,24 +78,24 @@ impl ServerProcess {
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|source| StartError::Spawn {
+            .map_err(|source| SpawnError::Spawn {
                 program: command.program.display().to_string(),
                 source,
             })?;
         let stdout = child
             .stdout
             .take()
-            .ok_or_else(|| StartError::Addresses("no stdout".into()))?;
+            .ok_or_else(|| SpawnError::Addresses("no stdout".into()))?;
         let mut lines = BufReader::new(stdout).lines();
-        let mut addr = async |prefix: &str| -> Result<String, StartError> {
+        let mut addr = async |prefix: &str| -> Result<String, SpawnError> {
             let line = tokio::time::timeout(START_LIMIT, lines.next_line())
                 .await
-                .map_err(|_| StartError::Addresses(format!("nothing within {START_LIMIT:?}")))?
-                .map_err(|err| StartError::Addresses(err.to_string()))?
-                .ok_or_else(|| StartError::Addresses("it exited before listening".into()))?;
+                .map_err(|_| SpawnError::Addresses(format!("nothing within {START_LIMIT:?}")))?
+                .map_err(|err| SpawnError::Addresses(err.to_string()))?
+                .ok_or_else(|| SpawnError::Addresses("it exited before listening".into()))?;
             line.strip_prefix(prefix)
                 .map(str::to_owned)
-                .ok_or_else(|| StartError::Addresses(format!("unexpected line {line:?}")))
+                .ok_or_else(|| SpawnError::Addresses(format!("unexpected line {line:?}")))
         };
         let base = addr("leasebroker listening on ").await?;
         let admin = addr("leasebroker admin listening on ").await?;

@@ -26,8 +26,8 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{ServerCommand, ServerProcess, StartError};
-use crate::faults::CrashPoint;
+use super::{ServerCommand, ServerProcess, SpawnError};
+use crate::injection::CrashPoint;
 
 /// How long a refusal as in flight may outlast the in-flight TTL at a stretch: a client's retry
 /// interval, a request's time and the scheduling of a loaded machine.
@@ -155,7 +155,7 @@ impl std::fmt::Display for SoakReport {
 pub enum SoakError {
     /// A server process could not be started.
     #[error("start a leasebroker process")]
-    Start(#[from] StartError),
+    Start(#[from] SpawnError),
     /// A bound was exceeded: a crash point never reached, a client that never finished, the run.
     #[error("finish in time: {0}")]
     Stuck(String),
@@ -287,7 +287,7 @@ async fn kill_process(
 ) -> Result<(), SoakError> {
     match kill {
         Kill::Crash(point) => {
-            set_faults(http, process, json!({ "crash_at": point })).await?;
+            inject(http, process, json!({ "crash_at": point })).await?;
             let exited = tokio::time::timeout(CRASH_LIMIT, process.child.wait()).await;
             if exited.is_err() {
                 let _ = process.child.kill().await;
@@ -297,7 +297,7 @@ async fn kill_process(
             }
         }
         Kill::SigkillInBoot => {
-            set_faults(http, process, json!({ "hang_boots": true })).await?;
+            inject(http, process, json!({ "hang_boots": true })).await?;
             tokio::time::sleep(Duration::from_millis(rng.gen_range(50..300))).await;
             let _ = process.child.kill().await;
         }
@@ -310,14 +310,14 @@ async fn kill_process(
     Ok(())
 }
 
-async fn set_faults(
+async fn inject(
     http: &reqwest::Client,
     process: &ServerProcess,
-    faults: Value,
+    injections: Value,
 ) -> Result<(), SoakError> {
     let response = http
         .post(format!("{}/v1/admin/faults", process.admin))
-        .json(&faults)
+        .json(&injections)
         .send()
         .await
         .map_err(|err| SoakError::Admin(err.to_string()))?;
@@ -325,7 +325,7 @@ async fn set_faults(
         Ok(())
     } else {
         Err(SoakError::Admin(format!(
-            "faults {faults} answered {}",
+            "injections {injections} answered {}",
             response.status()
         )))
     }

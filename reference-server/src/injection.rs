@@ -1,12 +1,13 @@
-//! The faults a leasebroker process can be told to inject (`POST /v1/admin/faults`): boots that
-//! fail, panic or hang, and a crash at a chosen point of a create. The hypervisor, the fleet and
-//! the idempotency layer each read the ones at their own points.
+//! What a leasebroker process can be told to inject through its admin API (`POST
+//! /v1/admin/faults`, a path kept for its users): boots that fail, panic or hang, and a crash at a
+//! chosen point of a create. The hypervisor, the fleet and the idempotency layer each read the ones
+//! at their own points. "Injection", not "fault": a fault is one of the proxy's verbs.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
-/// Faults injected through `POST /v1/admin/faults` (per process).
+/// What `POST /v1/admin/faults` injected (per process).
 #[derive(Debug, Default)]
-pub struct Faults {
+pub struct Injections {
     fail_next_boots: AtomicU64,
     panic_next_boots: AtomicU64,
     hang_boots: AtomicBool,
@@ -16,7 +17,7 @@ pub struct Faults {
     failed_once: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
-/// A point in a create where an armed `crash_at` fault aborts the process, as a crash or a SIGKILL
+/// A point in a create where an armed `crash_at` injection aborts the process, as a crash or a SIGKILL
 /// would: no cleanup runs, and only what was committed before it survives. Each is a different
 /// resume path for the retry that follows: on a first attempt (two transactions, see
 /// [`CreateStore`](crate::store::CreateStore)) one leaves nothing, one a node, a lease and a pending
@@ -51,7 +52,7 @@ impl CrashPoint {
         Self::BeforeComplete,
     ];
 
-    /// The point's code in [`Faults`] (never 0).
+    /// The point's code in [`Injections`] (never 0).
     fn code(self) -> u8 {
         match self {
             Self::BeforeClaim => 1,
@@ -62,10 +63,10 @@ impl CrashPoint {
     }
 }
 
-/// A change to [`Faults`]; absent fields are left as they are.
+/// A change to [`Injections`]; absent fields are left as they are.
 #[derive(Debug, Clone, Default, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct FaultSettings {
+pub struct InjectionSettings {
     /// The next N boots fail with a 5xx (after the node and lease were written).
     pub fail_next_boots: Option<u64>,
     /// The next N boots panic inside the handler (after the node and lease were written), to prove
@@ -80,9 +81,9 @@ pub struct FaultSettings {
     pub crash_at: Option<CrashPoint>,
 }
 
-impl Faults {
+impl Injections {
     /// Applies `settings`.
-    pub fn apply(&self, settings: &FaultSettings) {
+    pub fn apply(&self, settings: &InjectionSettings) {
         if let Some(n) = settings.fail_next_boots {
             self.fail_next_boots.store(n, Ordering::SeqCst);
         }
@@ -106,14 +107,14 @@ impl Faults {
     }
 
     /// Aborts the process if a crash is armed at `point` (and disarms it, for the restarted process
-    /// has its own faults anyway).
+    /// has its own injections anyway).
     pub fn crash_if(&self, point: CrashPoint) {
         let armed = self
             .crash_at
             .compare_exchange(point.code(), 0, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok();
         if armed {
-            eprintln!("leasebroker: fault crash_at {point:?}: aborting");
+            eprintln!("leasebroker: injected crash_at {point:?}: aborting");
             std::process::abort();
         }
     }
