@@ -17,14 +17,15 @@ use crate::metrics::Metrics;
 /// drops and [`EventLog::clear`], so `since(seq)` stays a reliable cursor.
 #[derive(Debug)]
 pub struct EventLog {
-    inner: Mutex<Inner>,
+    kept: Mutex<Kept>,
     capacity: usize,
     /// Counts every event as it is pushed (`GET /metrics`).
     metrics: Metrics,
 }
 
+/// The events kept (oldest first, at most `capacity`) and the sequence number of the next one.
 #[derive(Debug, Default)]
-struct Inner {
+struct Kept {
     events: VecDeque<ProxyEvent>,
     next_seq: u64,
 }
@@ -33,7 +34,7 @@ impl EventLog {
     /// An empty log that keeps at most `capacity` events (at least 1).
     pub fn new(capacity: usize) -> Self {
         Self {
-            inner: Mutex::new(Inner {
+            kept: Mutex::new(Kept {
                 events: VecDeque::new(),
                 next_seq: 1,
             }),
@@ -51,24 +52,24 @@ impl EventLog {
     /// [`Metrics`]; returns the seq.
     pub fn push(&self, mut event: ProxyEvent) -> u64 {
         self.metrics.record(&event);
-        let mut inner = self.inner.lock().expect("event log lock is never poisoned");
-        event.seq = inner.next_seq;
-        inner.next_seq += 1;
-        if inner.events.len() == self.capacity {
-            inner.events.pop_front();
+        let mut kept = self.kept.lock().expect("event log lock is never poisoned");
+        event.seq = kept.next_seq;
+        kept.next_seq += 1;
+        if kept.events.len() == self.capacity {
+            kept.events.pop_front();
         }
-        inner.events.push_back(event);
-        inner.next_seq - 1
+        kept.events.push_back(event);
+        kept.next_seq - 1
     }
 
     /// Applies `f` to the retained event `seq`; nothing when it was evicted or cleared.
     pub(crate) fn update(&self, seq: u64, f: impl FnOnce(&mut ProxyEvent)) {
-        let mut inner = self.inner.lock().expect("event log lock is never poisoned");
-        let first = inner.events.front().map_or(0, |e| e.seq);
+        let mut kept = self.kept.lock().expect("event log lock is never poisoned");
+        let first = kept.events.front().map_or(0, |e| e.seq);
         let Some(index) = seq.checked_sub(first) else {
             return;
         };
-        if let Some(event) = inner.events.get_mut(index as usize) {
+        if let Some(event) = kept.events.get_mut(index as usize) {
             if event.seq == seq {
                 f(event);
             }
@@ -82,16 +83,16 @@ impl EventLog {
 
     /// The retained events with `seq > since`, oldest first.
     pub fn since(&self, since: u64) -> Vec<ProxyEvent> {
-        let inner = self.inner.lock().expect("event log lock is never poisoned");
+        let kept = self.kept.lock().expect("event log lock is never poisoned");
         // seqs are consecutive in the deque, so the start index is arithmetic.
-        let first = inner.events.front().map_or(0, |e| e.seq);
+        let first = kept.events.front().map_or(0, |e| e.seq);
         let skip = since.saturating_add(1).saturating_sub(first) as usize;
-        inner.events.iter().skip(skip).cloned().collect()
+        kept.events.iter().skip(skip).cloned().collect()
     }
 
     /// The seq of the newest event, 0 when none was ever recorded.
     pub fn last_seq(&self) -> u64 {
-        self.inner
+        self.kept
             .lock()
             .expect("event log lock is never poisoned")
             .next_seq
@@ -100,7 +101,7 @@ impl EventLog {
 
     /// Forgets the retained events; seqs continue where they were.
     pub fn clear(&self) {
-        self.inner
+        self.kept
             .lock()
             .expect("event log lock is never poisoned")
             .events

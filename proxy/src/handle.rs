@@ -18,11 +18,13 @@ use crate::matcher::{unique_names, CompiledRule, RuleSet, TcpRuleSet};
 /// The proxy runs until [`ProxyHandle::shutdown`] (dropping every handle does not stop it).
 #[derive(Debug, Clone)]
 pub struct ProxyHandle {
-    inner: Arc<Inner>,
+    running: Arc<RunningProxy>,
 }
 
+/// What every clone of a handle controls: the proxy's shared state, its addresses, its stop
+/// signal and its tasks.
 #[derive(Debug)]
-struct Inner {
+struct RunningProxy {
     shared: Arc<Shared>,
     addr: SocketAddr,
     control_addr: Option<SocketAddr>,
@@ -40,7 +42,7 @@ impl ProxyHandle {
         stop: watch::Sender<bool>,
     ) -> Self {
         Self {
-            inner: Arc::new(Inner {
+            running: Arc::new(RunningProxy {
                 shared,
                 addr,
                 control_addr,
@@ -53,7 +55,7 @@ impl ProxyHandle {
     /// Keeps the proxy's tasks, for [`ProxyHandle::shutdown`] to wait for.
     pub(crate) fn hold(&self, tasks: Vec<JoinHandle<()>>) {
         *self
-            .inner
+            .running
             .tasks
             .lock()
             .expect("task lock is never poisoned") = tasks;
@@ -61,27 +63,27 @@ impl ProxyHandle {
 
     /// The bound address downstream clients connect to.
     pub fn addr(&self) -> SocketAddr {
-        self.inner.addr
+        self.running.addr
     }
 
     /// The bound address of the control API, when one was asked for.
     pub fn control_addr(&self) -> Option<SocketAddr> {
-        self.inner.control_addr
+        self.running.control_addr
     }
 
     /// HTTP or TCP mode.
     pub fn mode(&self) -> Mode {
-        self.inner.shared.mode
+        self.running.shared.mode
     }
 
     /// The HTTP rules in force, in order.
     pub fn rules(&self) -> Vec<Rule> {
-        self.inner.shared.http_rules().to_rules()
+        self.running.shared.http_rules().to_rules()
     }
 
     /// The TCP rules in force, in order.
     pub fn tcp_rules(&self) -> Vec<TcpRule> {
-        self.inner.shared.tcp_rules().to_rules()
+        self.running.shared.tcp_rules().to_rules()
     }
 
     fn require(&self, mode: Mode, given: &'static str) -> Result<(), ProxyError> {
@@ -93,7 +95,7 @@ impl ProxyHandle {
     }
 
     fn replace_http(&self, set: RuleSet) {
-        let replaced: Result<(), ProxyError> = self.inner.shared.replace_http_rules(|_| Ok(set));
+        let replaced: Result<(), ProxyError> = self.running.shared.replace_http_rules(|_| Ok(set));
         replaced.expect("a replacement that cannot fail");
     }
 
@@ -110,7 +112,7 @@ impl ProxyHandle {
     pub fn add_rule(&self, rule: Rule) -> Result<(), ProxyError> {
         self.require(Mode::Http, "http")?;
         let compiled = Arc::new(CompiledRule::new(rule)?);
-        self.inner.shared.replace_http_rules(|current| {
+        self.running.shared.replace_http_rules(|current| {
             let names = current
                 .rules
                 .iter()
@@ -129,7 +131,7 @@ impl ProxyHandle {
         self.require(Mode::Tcp, "tcp")?;
         let set = TcpRuleSet::compile(rules)?;
         *self
-            .inner
+            .running
             .shared
             .tcp_rules
             .write()
@@ -142,7 +144,7 @@ impl ProxyHandle {
     pub fn add_tcp_rule(&self, rule: TcpRule) -> Result<(), ProxyError> {
         self.require(Mode::Tcp, "tcp")?;
         let mut guard = self
-            .inner
+            .running
             .shared
             .tcp_rules
             .write()
@@ -157,7 +159,7 @@ impl ProxyHandle {
     pub fn clear_rules(&self) {
         self.replace_http(RuleSet::default());
         *self
-            .inner
+            .running
             .shared
             .tcp_rules
             .write()
@@ -166,28 +168,28 @@ impl ProxyHandle {
 
     /// Every retained event, in order.
     pub fn events(&self) -> Vec<ProxyEvent> {
-        self.inner.shared.events.all()
+        self.running.shared.events.all()
     }
 
     /// The retained events with `seq > since`, in order.
     pub fn events_since(&self, since: u64) -> Vec<ProxyEvent> {
-        self.inner.shared.events.since(since)
+        self.running.shared.events.since(since)
     }
 
     /// The proxy's metrics in the OpenMetrics text format ([`crate::metrics`]).
     pub fn metrics_text(&self) -> String {
-        self.inner.shared.events.metrics().encode()
+        self.running.shared.events.metrics().encode()
     }
 
     /// The seq of the newest event (0 if none yet): a cursor for [`ProxyHandle::events_since`].
     pub fn last_seq(&self) -> u64 {
-        self.inner.shared.events.last_seq()
+        self.running.shared.events.last_seq()
     }
 
     /// Resets every rule's counters (`nth`, the seeded sequence, `times`) and forgets the
     /// retained events; seqs keep counting.
     pub fn reset(&self) {
-        let shared = &self.inner.shared;
+        let shared = &self.running.shared;
         for rule in &shared.http_rules().rules {
             rule.gate.reset();
         }
@@ -203,16 +205,16 @@ impl ProxyHandle {
     /// Bounded: what is still running when the grace period (plus a second) is over — a control
     /// API client that never finishes its request, say — is cut.
     pub async fn shutdown(&self) {
-        self.inner.stop.send_replace(true);
+        self.running.stop.send_replace(true);
         let tasks = std::mem::take(
             &mut *self
-                .inner
+                .running
                 .tasks
                 .lock()
                 .expect("task lock is never poisoned"),
         );
         let deadline =
-            tokio::time::Instant::now() + self.inner.shared.grace + Duration::from_secs(1);
+            tokio::time::Instant::now() + self.running.shared.grace + Duration::from_secs(1);
         for mut task in tasks {
             if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
                 tracing::warn!("shutdown grace period over, cutting the control API");

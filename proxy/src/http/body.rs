@@ -94,7 +94,7 @@ impl Body for RequestBody {
 #[derive(Debug)]
 struct Cut {
     limit: u64,
-    ctl: Arc<ConnSignals>,
+    signals: Arc<ConnSignals>,
     tripped: bool,
 }
 
@@ -124,7 +124,7 @@ impl ResponseBody {
         source: Source,
         mut ctx: RequestCtx,
         limit: u64,
-        ctl: Arc<ConnSignals>,
+        signals: Arc<ConnSignals>,
     ) -> Self {
         ctx.answered();
         // Never deliver the whole body: with a known length keep its last byte back.
@@ -138,7 +138,7 @@ impl ResponseBody {
             sent: 0,
             cut: Some(Cut {
                 limit,
-                ctl,
+                signals,
                 tripped: false,
             }),
         }
@@ -153,12 +153,12 @@ impl ResponseBody {
         if let Some(ctx) = &mut self.ctx {
             ctx.commit();
         }
-        cut.ctl.reset_after_flush();
+        cut.signals.reset_after_flush();
         // Should hyper not flush again (nothing left to write), reset anyway shortly.
-        let ctl = cut.ctl.clone();
+        let signals = cut.signals.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            ctl.abort(true);
+            signals.abort(true);
         });
     }
 }

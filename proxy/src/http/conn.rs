@@ -21,7 +21,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::conn_signals::{ConnRegistry, ConnSignals, ABORT, NEW_UPSTREAM, SHUTDOWN, SLOW_HEAD};
+use super::conn_signals::{ConnSignals, ABORT, NEW_UPSTREAM, SHUTDOWN, SLOW_HEAD};
 use super::head_clock::Expiry;
 use super::head_timer::Timed;
 use super::linger::{linger, LINGER};
@@ -45,7 +45,7 @@ struct Held {
 /// The downstream socket, with the hooks [`ConnSignals`] and the connection's edges need.
 struct FaultIo {
     stream: TcpStream,
-    ctl: Arc<ConnSignals>,
+    signals: Arc<ConnSignals>,
     held: Option<Held>,
     /// Bytes the fast path read and handed over, read before the socket's.
     prefix: BytesMut,
@@ -81,13 +81,13 @@ impl AsyncRead for FaultIo {
         if !self.prefix.is_empty() {
             let n = self.prefix.len().min(buf.remaining());
             buf.put_slice(&self.prefix.split_to(n));
-            self.ctl.head.read();
+            self.signals.head.read();
             return Poll::Ready(Ok(()));
         }
         let read = Pin::new(&mut self.stream).poll_read(cx, buf);
         // Ready means bytes or EOF; an EOF marks a head begun on a connection that is ending.
         if read.is_ready() {
-            self.ctl.head.read();
+            self.signals.head.read();
         }
         read
     }
@@ -123,8 +123,8 @@ impl AsyncWrite for FaultIo {
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let ready = Pin::new(&mut self.stream).poll_flush(cx);
         // hyper flushes after writing each batch; once the truncated body is out, reset.
-        if ready.is_ready() && self.ctl.take_abort_after_flush() {
-            self.ctl.abort(true);
+        if ready.is_ready() && self.signals.take_abort_after_flush() {
+            self.signals.abort(true);
         }
         ready
     }
@@ -140,7 +140,7 @@ impl AsyncWrite for FaultIo {
 
 impl Drop for FaultIo {
     fn drop(&mut self) {
-        if self.ctl.wants_reset() {
+        if self.signals.wants_reset() {
             // SO_LINGER 0: the close sends RST instead of FIN.
             let _ = self.stream.set_zero_linger();
         }
@@ -223,7 +223,7 @@ struct ConnTask<S: HttpService<Incoming>> {
     upstream: Option<Upstreams>,
     /// The header-read timeout.
     head: Option<Duration>,
-    ctl: Arc<ConnSignals>,
+    signals: Arc<ConnSignals>,
     graceful: bool,
 }
 
@@ -238,7 +238,7 @@ where
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Ended> {
         let this = &mut *self;
-        let flags = this.ctl.poll_flags(cx.waker());
+        let flags = this.signals.poll_flags(cx.waker());
         if flags & ABORT != 0 {
             return Poll::Ready(Ended::Aborted);
         }
@@ -248,7 +248,7 @@ where
         }
         if let Some(up) = &mut this.upstream {
             if flags & NEW_UPSTREAM != 0 {
-                this.ctl.clear(NEW_UPSTREAM);
+                this.signals.clear(NEW_UPSTREAM);
                 up.link.drain(&mut up.conns, false);
             }
             while let Poll::Ready(Some(result)) = up.conns.poll_next_unpin(cx) {
@@ -258,10 +258,10 @@ where
             }
         }
         if flags & SLOW_HEAD != 0 {
-            this.ctl.clear(SLOW_HEAD);
+            this.signals.clear(SLOW_HEAD);
             // Checked again: the head may have completed since the sweep looked.
             if let Some(timeout) = this.head {
-                if let Expiry::Expired { started } = this.ctl.head.check(timeout) {
+                if let Expiry::Expired { started } = this.signals.head.check(timeout) {
                     tracing::debug!(started, "request head too slow, closing the connection");
                     return Poll::Ready(Ended::SlowHead { started });
                 }
@@ -287,7 +287,7 @@ async fn serve<S, B>(
     stream: TcpStream,
     prefix: BytesMut,
     shared: Arc<Shared>,
-    ctl: Arc<ConnSignals>,
+    signals: Arc<ConnSignals>,
     service: S,
     link: Option<Arc<UpstreamLink>>,
     who: Speaker,
@@ -297,10 +297,10 @@ async fn serve<S, B>(
     B: http_body::Body + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let _registration = ConnRegistry::register(&shared, &ctl);
+    let _registration = shared.http_conns.register(&signals);
     let io = TokioIo::new(FaultIo {
         stream,
-        ctl: ctl.clone(),
+        signals: signals.clone(),
         held: None,
         prefix,
     });
@@ -319,7 +319,7 @@ async fn serve<S, B>(
             link,
         }),
         head: timeout,
-        ctl,
+        signals,
         graceful: false,
     };
     let ended = (&mut task).await;
@@ -356,26 +356,26 @@ async fn serve<S, B>(
 /// Serves one downstream connection of the proxy until the client closes it, a fault ends it, a
 /// head is too slow, or the proxy shuts down: on the fast path while it can, then on hyper's.
 pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
-    let ctl = Arc::new(ConnSignals::default());
+    let signals = Arc::new(ConnSignals::default());
     let Upstream::Http(fwd) = &shared.upstream else {
         unreachable!("HTTP connections are only served in HTTP mode")
     };
-    let (stream, prefix) = match super::fast::serve(stream, &shared, &ctl, fwd).await {
+    let (stream, prefix) = match super::fast::serve(stream, &shared, &signals, fwd).await {
         Exit::Done => return,
         Exit::Handoff(stream, prefix) => (stream, prefix),
     };
-    let link = Arc::new(UpstreamLink::new(ctl.clone()));
+    let link = Arc::new(UpstreamLink::new(signals.clone()));
     let service = {
-        let (shared, ctl, link) = (shared.clone(), ctl.clone(), link.clone());
+        let (shared, signals, link) = (shared.clone(), signals.clone(), link.clone());
         service_fn(move |req| {
-            super::service::handle(shared.clone(), ctl.clone(), link.clone(), req)
+            super::service::handle(shared.clone(), signals.clone(), link.clone(), req)
         })
     };
     serve(
         stream,
         prefix,
         shared,
-        ctl,
+        signals,
         service,
         Some(link),
         Speaker::Proxy,
@@ -385,13 +385,13 @@ pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
 
 /// Serves one connection of the control API with `router`, at the same edges as the proxy's.
 pub(crate) async fn serve_control(stream: TcpStream, shared: Arc<Shared>, router: axum::Router) {
-    let ctl = Arc::new(ConnSignals::default());
-    let service = Timed::new(TowerToHyperService::new(router), ctl.clone());
+    let signals = Arc::new(ConnSignals::default());
+    let service = Timed::new(TowerToHyperService::new(router), signals.clone());
     serve(
         stream,
         BytesMut::new(),
         shared,
-        ctl,
+        signals,
         service,
         None,
         Speaker::Control,

@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex, Weak};
 use futures::task::AtomicWaker;
 
 use super::head_clock::HeadClock;
-use crate::http::Shared;
 
 /// End the connection now.
 pub(super) const ABORT: u8 = 1;
@@ -120,29 +119,29 @@ pub(crate) struct ConnRegistry {
 /// A connection's place in the registry; leaves it on drop.
 #[derive(Debug)]
 pub(super) struct Registration {
-    shared: Arc<Shared>,
+    registry: Arc<ConnRegistry>,
     id: u64,
 }
 
 impl ConnRegistry {
-    /// Adds `ctl` for as long as the registration lives. A connection registered after the
+    /// Adds `signals` for as long as the registration lives. A connection registered after the
     /// shutdown began is told at once.
-    pub(super) fn register(shared: &Arc<Shared>, ctl: &Arc<ConnSignals>) -> Registration {
-        let registry = &shared.http_conns;
+    pub(super) fn register(self: &Arc<Self>, signals: &Arc<ConnSignals>) -> Registration {
+        let registry = self;
         let id = registry.next.fetch_add(1, Ordering::Relaxed);
         let closed = {
             let mut live = registry
                 .live
                 .lock()
                 .expect("registry lock is never poisoned");
-            live.insert(id, Arc::downgrade(ctl));
+            live.insert(id, Arc::downgrade(signals));
             registry.closed.load(Ordering::Acquire)
         };
         if closed {
-            ctl.shutdown();
+            signals.shutdown();
         }
         Registration {
-            shared: shared.clone(),
+            registry: self.clone(),
             id,
         }
     }
@@ -150,8 +149,8 @@ impl ConnRegistry {
     /// Calls `f` with every live connection's signals (under the registry's lock: keep it short).
     pub(crate) fn each(&self, mut f: impl FnMut(&ConnSignals)) {
         let live = self.live.lock().expect("registry lock is never poisoned");
-        for ctl in live.values().filter_map(Weak::upgrade) {
-            f(&ctl);
+        for signals in live.values().filter_map(Weak::upgrade) {
+            f(&signals);
         }
     }
 
@@ -162,16 +161,15 @@ impl ConnRegistry {
             self.closed.store(true, Ordering::Release);
             live.values().filter_map(Weak::upgrade).collect()
         };
-        for ctl in live {
-            ctl.shutdown();
+        for signals in live {
+            signals.shutdown();
         }
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.shared
-            .http_conns
+        self.registry
             .live
             .lock()
             .expect("registry lock is never poisoned")

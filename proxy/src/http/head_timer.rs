@@ -49,9 +49,9 @@ pub(crate) async fn sweep(shared: Arc<Shared>, timeout: Duration) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = ticks.tick() => shared.http_conns.each(|ctl| {
-                if let Expiry::Expired { .. } = ctl.head.check(timeout) {
-                    ctl.slow_head();
+            _ = ticks.tick() => shared.http_conns.each(|signals| {
+                if let Expiry::Expired { .. } = signals.head.check(timeout) {
+                    signals.slow_head();
                 }
             }),
             () = shared.shutting_down() => return,

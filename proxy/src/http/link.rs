@@ -24,16 +24,16 @@ pub(crate) struct UpstreamLink {
     idle: Mutex<Option<SendRequest<RequestBody>>>,
     /// Connections opened but not yet taken by the task; `None` once the task is gone.
     pending: Mutex<Option<Vec<UpstreamConn>>>,
-    ctl: Arc<ConnSignals>,
+    signals: Arc<ConnSignals>,
 }
 
 impl UpstreamLink {
-    /// A link whose new connections the task behind `ctl` drives.
-    pub(super) fn new(ctl: Arc<ConnSignals>) -> Self {
+    /// A link whose new connections the task behind `signals` drives.
+    pub(super) fn new(signals: Arc<ConnSignals>) -> Self {
         Self {
             idle: Mutex::new(None),
             pending: Mutex::new(Some(Vec::new())),
-            ctl,
+            signals,
         }
     }
 
@@ -62,7 +62,7 @@ impl UpstreamLink {
             }
         }
         drop(pending);
-        self.ctl.new_upstream();
+        self.signals.new_upstream();
     }
 
     /// Moves the connections handed over so far into `into`; with `close`, later ones get a

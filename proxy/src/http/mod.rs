@@ -1,10 +1,10 @@
-//! HTTP mode: a downstream connection starts on the fast path (`fast`: plain requests while no
-//! rule is in force, forwarded without hyper) and moves, when a request needs more, to a hyper 1
-//! HTTP/1.1 server, hyper's HTTP/1.1 client for the upstream, and a request's fault in between.
-//! `docs/design/proxy.md` walks through it.
+//! HTTP mode: a downstream connection starts on the fast path (`fast`: plain requests whose
+//! method, path and headers fit no rule's conditions, forwarded without hyper) and moves, when a
+//! request needs more, to a hyper 1 HTTP/1.1 server, hyper's HTTP/1.1 client for the upstream,
+//! and a request's fault in between. `docs/design/proxy.md` walks through it.
 //!
 //! ```text
-//! downstream ──► fast: plain head, no rule ─► forwarded as bytes (RequestCtx, event) ─► upstream
+//! downstream ──► fast: plain head, no rule fits ─► forwarded as bytes (RequestCtx, event) ─► upstream
 //!                  │ anything else: handoff, with the bytes read so far
 //!                  ▼
 //!                conn (FaultIo; ConnSignals) ──► service: RequestCtx, match rule, prepare head
@@ -18,12 +18,17 @@
 //!                 └─► Reply: send | send_cut | send_buffered | discard | no_response | abort
 //! ```
 //!
-//! - `conn`, `conn_signals`: the downstream connection's task, and the signals (close, reset, shutdown,
-//!   new upstream connection, slow head) that reach it. The control API's connections are
-//!   served by `conn` too, for the same edges: `rejections` (hyper's own answers to unparseable
-//!   or slow heads, given a problem body), `head_clock` and `head_timer` (a connection's place in reading heads, and the header-read timeout: one sweep per
-//!   proxy, no timer per request or connection), `linger` (a close that lets a client still
-//!   sending read its answer).
+//! - `fast/`: the fast path (`wire`: reading a head and judging it plain; `serve`: forwarding
+//!   plain exchanges as bytes until a head needs hyper's path).
+//! - `conn`, `conn_signals`: the downstream connection's task, and its `ConnSignals` (close,
+//!   reset, shutdown, new upstream connection, slow head) with the `ConnRegistry` a shutdown
+//!   reaches them through. The control API's connections are served by `conn` too, for the same
+//!   edges: `rejections` (hyper's own answers to unparseable or slow heads, given a problem
+//!   body), `head_clock` and `head_timer` (a connection's place in reading heads, and the
+//!   header-read timeout: one sweep per proxy, no timer per request or connection), `linger` (a
+//!   close that lets a client still sending read its answer).
+//! - `key`: where a request's idempotency key is (`RequestKey`: a header, the query, or the
+//!   body's first 64 KiB).
 //! - `service`: one request: its [`ctx::RequestCtx`], its rule, and the dispatch.
 //! - `flight`: what a fault works with: [`flight::Flight`] (the request, not yet forwarded) and
 //!   [`flight::Reply`] (the way back to the client).

@@ -20,7 +20,7 @@ use crate::http::{Shared, Upstream};
 /// Handles one request from a downstream connection.
 pub(super) async fn handle(
     shared: Arc<Shared>,
-    ctl: Arc<ConnSignals>,
+    signals: Arc<ConnSignals>,
     link: Arc<UpstreamLink>,
     req: Request<Incoming>,
 ) -> Result<Response<ResponseBody>, Infallible> {
@@ -29,7 +29,7 @@ pub(super) async fn handle(
     };
     let (mut parts, body) = req.into_parts();
     let key = shared.key.in_head(&parts);
-    let mut ctx = RequestCtx::new(shared.events.clone(), &parts, key, ctl);
+    let mut ctx = RequestCtx::new(shared.events.clone(), &parts, key, signals);
     let body = if shared.key.in_body() {
         match shared.key.read_body(&parts, body).await {
             Ok((key, body)) => {

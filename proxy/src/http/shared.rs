@@ -39,7 +39,7 @@ pub(crate) struct Shared {
     /// Where each request's key is ([`crate::ProxyConfig::key_at`]).
     pub(crate) key: RequestKey,
     /// The live HTTP downstream connections, told when the proxy shuts down.
-    pub(crate) http_conns: ConnRegistry,
+    pub(crate) http_conns: Arc<ConnRegistry>,
 }
 
 /// Where requests or bytes go.
@@ -74,7 +74,7 @@ impl Shared {
             header_read_timeout,
             io_threads,
             key,
-            http_conns: ConnRegistry::default(),
+            http_conns: Arc::default(),
         }
     }
 

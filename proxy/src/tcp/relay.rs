@@ -28,7 +28,7 @@ pub(crate) struct Piece {
 
 /// What follows a chunk passed on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum After {
+pub(crate) enum AfterChunk {
     /// Read on.
     Continue,
     /// Close both sides (FIN).
@@ -39,14 +39,14 @@ pub(crate) enum After {
 
 /// What the relay does with one chunk read in one direction.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Plan {
+pub(crate) enum ChunkPlan {
     /// Wait `delay`, write the chunk's first `take` bytes (as `pieces`, or in one write when
     /// `pieces` is empty), then do `then`.
     Pass {
         delay: Duration,
         take: usize,
         pieces: Vec<Piece>,
-        then: After,
+        then: AfterChunk,
     },
     /// Drop the chunk and read on.
     Discard,
@@ -54,14 +54,14 @@ pub(crate) enum Plan {
     Reset(Duration),
 }
 
-impl Plan {
+impl ChunkPlan {
     /// The whole chunk of `n` bytes, at once.
     pub(crate) fn pass(n: usize) -> Self {
         Self::Pass {
             delay: Duration::ZERO,
             take: n,
             pieces: Vec::new(),
-            then: After::Continue,
+            then: AfterChunk::Continue,
         }
     }
 }
@@ -70,7 +70,7 @@ impl Plan {
 /// call it, concurrently (hence `Sync`).
 pub(crate) trait Transform: Sync {
     /// The plan for a chunk of `n` bytes read in `dir` (`Upstream`: from the client).
-    fn chunk(&self, dir: Direction, n: usize) -> Plan;
+    fn chunk(&self, dir: Direction, n: usize) -> ChunkPlan;
 
     /// How long an end of stream read in `dir` waits before it is passed on.
     fn eof_delay(&self, _dir: Direction) -> Duration {
@@ -161,12 +161,12 @@ where
             Err(_) => return End::Failed(from_side),
         };
         let (delay, take, pieces, then) = match transform.chunk(dir, n) {
-            Plan::Discard => continue,
-            Plan::Reset(wait) => {
+            ChunkPlan::Discard => continue,
+            ChunkPlan::Reset(wait) => {
                 pause(wait).await;
                 return End::Reset;
             }
-            Plan::Pass {
+            ChunkPlan::Pass {
                 delay,
                 take,
                 pieces,
@@ -179,9 +179,9 @@ where
         }
         passed.fetch_add(take as u64, Ordering::Relaxed);
         let end = match then {
-            After::Continue => continue,
-            After::Close => End::Close,
-            After::Reset => End::Reset,
+            AfterChunk::Continue => continue,
+            AfterChunk::Close => End::Close,
+            AfterChunk::Reset => End::Reset,
         };
         let _ = to.flush().await;
         return end;

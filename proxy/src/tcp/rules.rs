@@ -9,7 +9,7 @@ use idemspec_scenarios::rules::{Direction, TcpFault};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
-use super::relay::{self, After, Plan, Transform};
+use super::relay::{self, AfterChunk, ChunkPlan, Transform};
 use crate::event::ProxyEvent;
 use crate::http::{Shared, Upstream};
 use crate::matcher::SplitMix64;
@@ -61,14 +61,14 @@ impl Policy {
 }
 
 impl Transform for Policy {
-    fn chunk(&self, dir: Direction, n: usize) -> Plan {
+    fn chunk(&self, dir: Direction, n: usize) -> ChunkPlan {
         let (take, spent) = self.take(dir, n);
         let then = match (spent, self.reset) {
-            (false, _) => After::Continue,
-            (true, false) => After::Close,
-            (true, true) => After::Reset,
+            (false, _) => AfterChunk::Continue,
+            (true, false) => AfterChunk::Close,
+            (true, true) => AfterChunk::Reset,
         };
-        Plan::Pass {
+        ChunkPlan::Pass {
             delay: self.delay(dir),
             take,
             pieces: Vec::new(),

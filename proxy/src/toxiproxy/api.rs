@@ -23,10 +23,8 @@ pub const VERSION: &str = "2.12.0";
 /// The largest request body read, bytes (1 MiB).
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
-type Shared = Arc<Registry>;
-
 /// The routes, over `registry`.
-pub(crate) fn router(registry: Shared) -> Router {
+pub(crate) fn router(registry: Arc<Registry>) -> Router {
     Router::new()
         .route("/reset", post(reset))
         .route("/proxies", get(list).post(create))
@@ -163,15 +161,15 @@ fn no_content(result: Result<(), ApiError>) -> Response {
     }
 }
 
-async fn reset(State(r): State<Shared>) -> Response {
+async fn reset(State(r): State<Arc<Registry>>) -> Response {
     no_content(r.reset().await)
 }
 
-async fn list(State(r): State<Shared>) -> Response {
+async fn list(State(r): State<Arc<Registry>>) -> Response {
     Json(r.list().await).into_response()
 }
 
-async fn create(State(r): State<Shared>, body: Body) -> Response {
+async fn create(State(r): State<Arc<Registry>>, body: Body) -> Response {
     let created = async { r.create(spec(&object_body(body).await?, "")?).await };
     match created.await {
         Ok(value) => (StatusCode::CREATED, Json(value)).into_response(),
@@ -179,7 +177,7 @@ async fn create(State(r): State<Shared>, body: Body) -> Response {
     }
 }
 
-async fn populate(State(r): State<Shared>, body: Body) -> Response {
+async fn populate(State(r): State<Arc<Registry>>, body: Body) -> Response {
     let specs = async {
         let Value::Array(items) = json_body(body).await? else {
             return Err(ApiError::bad_request(
@@ -217,11 +215,11 @@ async fn populate(State(r): State<Shared>, body: Body) -> Response {
     }
 }
 
-async fn show(State(r): State<Shared>, Path(proxy): Path<String>) -> Response {
+async fn show(State(r): State<Arc<Registry>>, Path(proxy): Path<String>) -> Response {
     reply(r.get(&proxy).await)
 }
 
-async fn update(State(r): State<Shared>, Path(proxy): Path<String>, body: Body) -> Response {
+async fn update(State(r): State<Arc<Registry>>, Path(proxy): Path<String>, body: Body) -> Response {
     // A missing proxy is a 404 before the body is looked at, as in Toxiproxy.
     if let Err(err) = r.get(&proxy).await {
         return err.into_response();
@@ -230,15 +228,19 @@ async fn update(State(r): State<Shared>, Path(proxy): Path<String>, body: Body) 
     reply(updated.await)
 }
 
-async fn remove(State(r): State<Shared>, Path(proxy): Path<String>) -> Response {
+async fn remove(State(r): State<Arc<Registry>>, Path(proxy): Path<String>) -> Response {
     no_content(r.delete(&proxy).await)
 }
 
-async fn toxics(State(r): State<Shared>, Path(proxy): Path<String>) -> Response {
+async fn toxics(State(r): State<Arc<Registry>>, Path(proxy): Path<String>) -> Response {
     reply(r.toxics(&proxy).await)
 }
 
-async fn add_toxic(State(r): State<Shared>, Path(proxy): Path<String>, body: Body) -> Response {
+async fn add_toxic(
+    State(r): State<Arc<Registry>>,
+    Path(proxy): Path<String>,
+    body: Body,
+) -> Response {
     if let Err(err) = r.get(&proxy).await {
         return err.into_response();
     }
@@ -247,14 +249,14 @@ async fn add_toxic(State(r): State<Shared>, Path(proxy): Path<String>, body: Bod
 }
 
 async fn show_toxic(
-    State(r): State<Shared>,
+    State(r): State<Arc<Registry>>,
     Path((proxy, toxic)): Path<(String, String)>,
 ) -> Response {
     reply(r.toxic(&proxy, &toxic).await)
 }
 
 async fn update_toxic(
-    State(r): State<Shared>,
+    State(r): State<Arc<Registry>>,
     Path((proxy, toxic)): Path<(String, String)>,
     body: Body,
 ) -> Response {
@@ -269,7 +271,7 @@ async fn update_toxic(
 }
 
 async fn remove_toxic(
-    State(r): State<Shared>,
+    State(r): State<Arc<Registry>>,
     Path((proxy, toxic)): Path<(String, String)>,
 ) -> Response {
     no_content(r.delete_toxic(&proxy, &toxic).await)
@@ -278,7 +280,7 @@ async fn remove_toxic(
 /// `GET /events?since=SEQ` (idemspec's, not Toxiproxy's): one event per connection of the
 /// proxies, `proxy` naming the proxy, as the control API's `GET /events`.
 async fn events(
-    State(r): State<Shared>,
+    State(r): State<Arc<Registry>>,
     query: Result<Query<EventsQuery>, QueryRejection>,
 ) -> Response {
     crate::control::events_reply(|since| r.events_since(since), query)
@@ -286,7 +288,7 @@ async fn events(
 
 /// `GET /metrics`: the proxies' metrics, the names and labels of the control API's
 /// ([`crate::metrics`]): each connection is one exchange, and the toxic that acted is the rule.
-async fn metrics(State(r): State<Shared>) -> Response {
+async fn metrics(State(r): State<Arc<Registry>>) -> Response {
     crate::control::metrics_reply(r.metrics_text())
 }
 

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use super::toxics::{Kind, Stream, Toxic};
 use crate::event::ProxyEvent;
-use crate::tcp::relay::{After, Piece, Plan, Transform};
+use crate::tcp::relay::{AfterChunk, ChunkPlan, Piece, Transform};
 
 /// The toxics of a proxy, as its connections see them.
 pub(crate) type Toxics = watch::Receiver<Arc<Vec<Toxic>>>;
@@ -180,19 +180,19 @@ impl Chain {
 impl Transform for Chain {
     /// In this order: `timeout` (drop), `reset_peer`, the sum of the `latency` delays,
     /// `limit_data`, then the writes, cut by the `slicer` and paced by the slowest `bandwidth`.
-    fn chunk(&self, dir: Direction, n: usize) -> Plan {
+    fn chunk(&self, dir: Direction, n: usize) -> ChunkPlan {
         let chain = self.acting_on(stream_of(dir));
         if chain.is_empty() {
-            return Plan::pass(n);
+            return ChunkPlan::pass(n);
         }
         if chain.iter().any(|t| matches!(t.kind, Kind::Timeout(_))) {
-            return Plan::Discard;
+            return ChunkPlan::Discard;
         }
         if let Some(wait) = chain.iter().find_map(|t| match &t.kind {
             Kind::ResetPeer(r) => Some(r.after()),
             _ => None,
         }) {
-            return Plan::Reset(wait);
+            return ChunkPlan::Reset(wait);
         }
         let delay = chain
             .iter()
@@ -202,14 +202,14 @@ impl Transform for Chain {
             })
             .sum();
         let (take, reached) = self.admit(&chain, n);
-        Plan::Pass {
+        ChunkPlan::Pass {
             delay,
             take,
             pieces: self.pieces(&chain, take),
             then: if reached {
-                After::Close
+                AfterChunk::Close
             } else {
-                After::Continue
+                AfterChunk::Continue
             },
         }
     }
@@ -286,9 +286,9 @@ mod tests {
         ]);
         assert_eq!(
             c.chunk(Direction::Upstream, 100),
-            Plan::Reset(Duration::from_millis(5))
+            ChunkPlan::Reset(Duration::from_millis(5))
         );
-        let Plan::Pass {
+        let ChunkPlan::Pass {
             delay, take, then, ..
         } = c.chunk(Direction::Downstream, 6)
         else {
@@ -296,12 +296,16 @@ mod tests {
         };
         assert_eq!(
             (delay, take, then),
-            (Duration::from_millis(50), 6, After::Continue)
+            (Duration::from_millis(50), 6, AfterChunk::Continue)
         );
-        let Plan::Pass { take, then, .. } = c.chunk(Direction::Downstream, 6) else {
+        let ChunkPlan::Pass { take, then, .. } = c.chunk(Direction::Downstream, 6) else {
             panic!("passed")
         };
-        assert_eq!((take, then), (4, After::Close), "10 bytes, then the close");
+        assert_eq!(
+            (take, then),
+            (4, AfterChunk::Close),
+            "10 bytes, then the close"
+        );
         let mut event = ProxyEvent::starting_now();
         c.record(&mut event);
         assert_eq!(
@@ -316,8 +320,8 @@ mod tests {
             serde_json::json!({"type": "reset_peer"}),
             serde_json::json!({"type": "timeout"}),
         ]);
-        assert_eq!(timeout.chunk(Direction::Downstream, 1), Plan::Discard);
-        assert_eq!(timeout.chunk(Direction::Upstream, 1), Plan::pass(1));
+        assert_eq!(timeout.chunk(Direction::Downstream, 1), ChunkPlan::Discard);
+        assert_eq!(timeout.chunk(Direction::Upstream, 1), ChunkPlan::pass(1));
     }
 
     #[test]
@@ -327,7 +331,7 @@ mod tests {
             // 100 bytes per 100 ms piece.
             serde_json::json!({"type": "bandwidth", "attributes": {"rate": 1}}),
         ]);
-        let Plan::Pass { pieces, .. } = c.chunk(Direction::Downstream, 1000) else {
+        let ChunkPlan::Pass { pieces, .. } = c.chunk(Direction::Downstream, 1000) else {
             panic!("passed")
         };
         assert_eq!(pieces.last().map(|p| p.end), Some(1000));

@@ -1,5 +1,6 @@
-//! Hostile tests of the fast path (plain requests while no rule is in force), each also run
-//! against hyper's path (a rule every request satisfies but that never applies is in force) where the two should agree.
+//! Hostile tests of the fast path (plain requests that no rule's conditions fit), each also run
+//! against hyper's path (a rule every request satisfies but that never applies is in force)
+//! where the two should agree.
 //! Where the two paths differ by design (docs/design/proxy.md, "The pass-through path"), the
 //! fast path's own behaviour is asserted (`mod differences`).
 

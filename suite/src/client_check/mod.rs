@@ -14,23 +14,23 @@
 //! - [`run`] with [`ClientOptions`] (`options`): the whole run, emitting
 //!   [`RunEvent`](crate::model::RunEvent)s (`run`).
 //! - `checks/`: the catalogue, one file per check behind [`checks::ClientCheck`].
-//! - `situation`: one run of the command under planned faults, and what it [`Observed`].
+//! - `situation`: one run of the command under planned faults, and what it [`CommandRun`].
 //! - `command`: running the command (bounded, its process group killed at the deadline).
 //! - `canned`: the canned upstream. `attempt`: attempts read from proxy events.
 //! - `discover`: `--discover`, where a client puts its key.
 //! - `outcome`: evidence, notes and timeline. Findings and grading are the engine's
 //!   ([`crate::engine`]).
 
+pub mod assemble;
 pub mod attempt;
 pub mod canned;
 pub mod checks;
 pub mod command;
 pub mod discover;
 mod options;
-pub mod outcome;
 mod run;
 pub mod situation;
 
 pub use options::{ClientError, ClientOptions, Ctx};
 pub use run::{discover, run};
-pub use situation::Observed;
+pub use situation::CommandRun;

@@ -9,9 +9,9 @@ use idemspec_scenarios::profile::KeyAt;
 
 use super::checks::{self, ClientCheck};
 use super::discover::Discovery;
-use super::situation::{Observed, Situation};
-use super::{canned, command, outcome, ClientError, ClientOptions, Ctx};
-use crate::engine::{self, About, EventSink, Finding, Graded, Hold, Judgement, RunRecord};
+use super::situation::{CommandRun, Situation};
+use super::{assemble, canned, command, ClientError, ClientOptions, Ctx};
+use crate::engine::{self, About, EventSink, Finding, Graded, Hold, Judgement, RunRecord, Weight};
 use crate::model::{CheckOutcome, RunReport};
 
 /// Runs the selected client checks with `options`, sending progress to `events`.
@@ -60,29 +60,27 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
         ctx.contract.preset.name(),
         selected.len(),
     );
-    let preflight = ctx.observe(&Situation::new("preflight", Vec::new())).await;
+    let preflight = ctx
+        .run_command(&Situation::new("preflight", Vec::new()))
+        .await;
     // A client that persists its keys shares its journal between runs of the command: they run
     // one at a time.
-    let permits = if ctx.profile.persists_keys() {
+    let slots = if ctx.profile.persists_keys() {
         1
     } else {
-        options.parallelism.clamp(1, 1024) as u32
+        options.parallelism.clamp(1, 1024)
     };
-    let shared = Arc::new(Shared {
-        blocked: preflight_problem(&ctx, &preflight).map(|why| (why, preflight)),
-        limit: tokio::sync::Semaphore::new(permits as usize),
-        permits,
-    });
-    let checks: Vec<ClientRun> = selected
+    let blocked = Arc::new(preflight_problem(&ctx, &preflight).map(|why| (why, preflight)));
+    let checks: Vec<SelectedCheck> = selected
         .into_iter()
-        .map(|(about, check)| ClientRun {
+        .map(|(about, check)| SelectedCheck {
             about,
             check,
-            shared: shared.clone(),
+            blocked: blocked.clone(),
         })
         .collect();
-    // Every check at once: `limit` bounds the runs of the command, which are what costs.
-    let checks = engine::drive(checks, ctx.clone(), &record, usize::MAX).await;
+    // Every check at once: the slots bound the runs of the command, which are what costs.
+    let checks = engine::drive(checks, ctx.clone(), &record, slots).await;
     drop(canned);
     Ok(record.finish(checks, None))
 }
@@ -102,44 +100,41 @@ pub async fn discover(options: ClientOptions) -> Discovery {
     ctx.discover().await
 }
 
-/// What every client check of a run shares: why none can run (the preflight's problem and run),
-/// and the bound on the command's runs at once.
-struct Shared {
-    blocked: Option<(String, Observed)>,
-    limit: tokio::sync::Semaphore,
-    /// `limit`'s permits: a restart takes them all, so no other run of the command (which may
-    /// share the client's key journal) overlaps it.
-    permits: u32,
-}
-
 /// A client check as the engine runs it.
-struct ClientRun {
+struct SelectedCheck {
     about: About,
     check: Box<dyn ClientCheck>,
-    shared: Arc<Shared>,
+    /// Why no check can run (the preflight's problem and run), shared by every check.
+    blocked: Arc<Option<(String, CommandRun)>>,
 }
 
-impl engine::Check for ClientRun {
+impl engine::Check for SelectedCheck {
     type Ctx = Ctx;
 
     fn about(&self) -> &About {
         &self.about
     }
 
+    /// A client check's cost is its runs of the command, each of which takes its own slots
+    /// (see [`run_and_grade`]); the check itself holds none, so every check starts at once.
+    fn weight(&self) -> Weight {
+        Weight::Slots(0)
+    }
+
     /// Every client check runs beside the others: each situation has a proxy of its own.
-    fn run(self: Arc<Self>, ctx: Arc<Ctx>, _hold: Hold) -> BoxFuture<'static, CheckOutcome> {
+    fn run(self: Arc<Self>, ctx: Arc<Ctx>, hold: Hold) -> BoxFuture<'static, CheckOutcome> {
         Box::pin(async move {
             let about = self.about.clone();
-            match &self.shared.blocked {
+            match self.blocked.as_ref() {
                 Some((why, preflight)) => unrunnable(&ctx, about, why, preflight),
-                None => judge(&ctx, about, self.check.as_ref(), &self.shared).await,
+                None => run_and_grade(&ctx, about, self.check.as_ref(), &hold).await,
             }
         })
     }
 }
 
 /// Why the command, run without faults, cannot be judged; `None` when it can.
-fn preflight_problem(ctx: &Ctx, run: &Observed) -> Option<String> {
+fn preflight_problem(ctx: &Ctx, run: &CommandRun) -> Option<String> {
     use command::Exit;
     let operation = ctx.operation_label();
     let sent = if run.others.is_empty() {
@@ -172,32 +167,41 @@ fn preflight_problem(ctx: &Ctx, run: &Observed) -> Option<String> {
 }
 
 /// The outcome of a check that could not run because the preflight failed.
-fn unrunnable(ctx: &Ctx, about: About, why: &str, preflight: &Observed) -> CheckOutcome {
+fn unrunnable(ctx: &Ctx, about: About, why: &str, preflight: &CommandRun) -> CheckOutcome {
     let graded = Graded {
         verdict: crate::model::Verdict::Unknown,
         summary: format!("not judged: {why}"),
         notes: Vec::new(),
         support: vec![preflight.situation.to_owned()],
     };
-    outcome::outcome(ctx, about, graded, std::slice::from_ref(preflight), 0)
+    assemble::outcome(ctx, about, graded, std::slice::from_ref(preflight), 0)
 }
 
-/// Runs one check's situations (each holding one of `limit`'s permits while its command runs)
-/// and grades it.
-async fn judge(ctx: &Ctx, about: About, check: &dyn ClientCheck, shared: &Shared) -> CheckOutcome {
+/// Runs one check's situations and grades it. Each run of the command takes one of the run's
+/// slots from `hold` while it runs; a restart takes them all, so no other run of the command
+/// (which may share the client's key journal) overlaps it.
+async fn run_and_grade(
+    ctx: &Ctx,
+    about: About,
+    check: &dyn ClientCheck,
+    hold: &Hold,
+) -> CheckOutcome {
     let started = Instant::now();
-    let observe_all = |situations: Vec<Situation>| async move {
+    let run_all = |situations: Vec<Situation>| async move {
         futures::future::join_all(situations.iter().map(|s| async move {
-            // The semaphore is never closed, so acquiring only waits.
-            let needs = if s.restart { shared.permits } else { 1 };
-            let _permit = shared.limit.acquire_many(needs).await;
-            ctx.observe(s).await
+            let weight = if s.restart {
+                Weight::All
+            } else {
+                Weight::Slots(1)
+            };
+            let _slots = hold.take(weight).await;
+            ctx.run_command(s).await
         }))
         .await
     };
-    let mut runs: Vec<Observed> = observe_all(check.situations(ctx)).await;
+    let mut runs: Vec<CommandRun> = run_all(check.situations(ctx)).await;
     let more = check.follow_up(ctx, &runs);
-    runs.extend(observe_all(more).await);
+    runs.extend(run_all(more).await);
     let mut found: Vec<Judgement> = runs
         .iter()
         .filter(|r| !r.attempted())
@@ -213,10 +217,10 @@ async fn judge(ctx: &Ctx, about: About, check: &dyn ClientCheck, shared: &Shared
             )
         })
         .collect();
-    let attempted: Vec<Observed> = runs.iter().filter(|r| r.attempted()).cloned().collect();
+    let attempted: Vec<CommandRun> = runs.iter().filter(|r| r.attempted()).cloned().collect();
     found.extend(check.judge(ctx, &attempted));
     let graded = engine::grade(&found, &about);
-    outcome::outcome(
+    assemble::outcome(
         ctx,
         about,
         graded,

@@ -61,7 +61,7 @@ impl Situation {
 /// The second run of a restart situation.
 #[derive(Debug, Clone)]
 pub struct Restarted {
-    /// How many of [`Observed::attempts`] the first run made; the rest are the second run's.
+    /// How many of [`CommandRun::attempts`] the first run made; the rest are the second run's.
     pub first_run: usize,
     /// How the second run ended.
     pub output: RunOutput,
@@ -70,7 +70,7 @@ pub struct Restarted {
 /// What a run of the command did: the operation's attempts, the other requests it made, how the
 /// command ended.
 #[derive(Debug, Clone)]
-pub struct Observed {
+pub struct CommandRun {
     /// The situation's name.
     pub situation: &'static str,
     /// The operation's attempts, in the order they were sent.
@@ -85,7 +85,7 @@ pub struct Observed {
     pub restarted: Option<Restarted>,
 }
 
-impl Observed {
+impl CommandRun {
     /// Whether the command made at least one attempt of the operation.
     pub fn attempted(&self) -> bool {
         !self.attempts.is_empty()
@@ -198,14 +198,14 @@ impl Ctx {
     /// Runs the command once behind a fresh proxy with `situation`'s faults, and reads what the
     /// proxy saw once the command and every one of its connections has ended; for a restart
     /// situation, twice (see [`Situation::restart`]).
-    pub async fn observe(&self, situation: &Situation) -> Observed {
+    pub async fn run_command(&self, situation: &Situation) -> CommandRun {
         if situation.restart {
-            return self.observe_restart(situation).await;
+            return self.run_restart(situation).await;
         }
         let seen = self
             .once(situation, &self.upstream, std::future::pending())
             .await;
-        Observed {
+        CommandRun {
             situation: situation.name,
             attempts: seen.attempts,
             others: seen.others,
@@ -218,8 +218,8 @@ impl Ctx {
     /// A restart: the first run against a canned upstream of its own, killed as soon as that
     /// upstream has answered the operation (the proxy holds the answer back), then a second run
     /// without faults against the same upstream, in the same working directory.
-    async fn observe_restart(&self, situation: &Situation) -> Observed {
-        let not_run = |why: String| Observed {
+    async fn run_restart(&self, situation: &Situation) -> CommandRun {
+        let not_run = |why: String| CommandRun {
             situation: situation.name,
             attempts: Vec::new(),
             others: Vec::new(),
@@ -255,7 +255,7 @@ impl Ctx {
         attempts.extend(second.attempts);
         let mut others = first.others;
         others.extend(second.others);
-        Observed {
+        CommandRun {
             situation: situation.name,
             attempts,
             others,

@@ -1,5 +1,6 @@
 //! One driver for every kind of check: which run alone and which beside others, how many at
-//! once, the events around each, and the outcomes back in catalogue order.
+//! once (each check's [`Weight`] on the run's one semaphore, `slots.rs`), the events around each,
+//! and the outcomes back in catalogue order.
 
 use std::sync::Arc;
 
@@ -7,7 +8,7 @@ use futures::future::BoxFuture;
 use futures::StreamExt;
 use idemspec_scenarios::scenario::Isolation;
 
-use super::quiet::{Hold, Quiet};
+use super::slots::{Hold, Slots, Weight};
 use super::{About, RunRecord};
 use crate::model::CheckOutcome;
 
@@ -26,32 +27,39 @@ pub trait Check: Send + Sync + 'static {
         Isolation::Shared
     }
 
+    /// How many of the run's slots it holds while it runs: by default what its isolation asks
+    /// ([`Weight::of`]); a check whose cost is in parts holds none and takes each part's weight
+    /// from its [`Hold`].
+    fn weight(&self) -> Weight {
+        Weight::of(self.isolation())
+    }
+
     /// Whether, among the checks that share the target, it starts first because it waits long
     /// (out the in-flight TTL), so that the others overlap its wait.
     fn waits_long(&self) -> bool {
         false
     }
 
-    /// Runs it to its graded outcome, holding `hold` on the run's quiet lock as its isolation
-    /// asked (a check alone only through its crash may [`Hold::share`] it after).
+    /// Runs it to its graded outcome, holding `hold`, the slots its weight asked (a check alone
+    /// only through its crash may [`Hold::share`] them after).
     fn run(self: Arc<Self>, ctx: Arc<Self::Ctx>, hold: Hold) -> BoxFuture<'static, CheckOutcome>;
 }
 
-/// Runs `checks` with `ctx`, `jobs` at a time except while one disturbs the others, announcing
-/// each to `record`; returns their outcomes in the order given.
+/// Runs `checks` with `ctx` on `slots` slots (each check holding its [`Check::weight`]),
+/// announcing each to `record`; returns their outcomes in the order given.
 ///
 /// Checks alone from start to end ([`Isolation::Alone`]) run first, one at a time, while nothing
 /// else has touched the target; then the checks alone only through a crash
 /// ([`Isolation::AloneThrough`]), so that every other check overlaps their wait for the TTL; then
-/// the shared ones, those that wait long first. A check's time starts when it holds the quiet
-/// lock, not while it waits for it.
+/// the shared ones, those that wait long first, each waiting for its slots in that order. A
+/// check's time starts when it holds its slots, not while it waits for them.
 pub async fn drive<C: Check>(
     checks: Vec<C>,
     ctx: Arc<C::Ctx>,
     record: &RunRecord,
-    jobs: usize,
+    slots: usize,
 ) -> Vec<CheckOutcome> {
-    let quiet = Quiet::default();
+    let run_slots = Slots::new(slots);
     let mut order: Vec<(usize, Arc<C>)> = checks.into_iter().map(Arc::new).enumerate().collect();
     order.sort_by_key(|(i, c)| {
         let phase = match c.isolation() {
@@ -66,9 +74,9 @@ pub async fn drive<C: Check>(
         .into_iter()
         .partition(|(_, c)| matches!(c.isolation(), Isolation::Alone(_)));
     let one = |(i, check): (usize, Arc<C>)| {
-        let (ctx, quiet) = (ctx.clone(), quiet.clone());
+        let (ctx, run_slots) = (ctx.clone(), run_slots.clone());
         async move {
-            let hold = quiet.hold(check.isolation()).await;
+            let hold = run_slots.hold(check.weight()).await;
             record.check_started(&check.about().id);
             let outcome = check.run(ctx, hold).await;
             record.check_finished(&outcome);
@@ -79,9 +87,10 @@ pub async fn drive<C: Check>(
     for check in alone {
         outcomes.push(one(check).await);
     }
+    // Every check is started in order and waits for its slots: the semaphore bounds how many run.
     let rest: Vec<_> = futures::stream::iter(rest)
         .map(one)
-        .buffer_unordered(jobs.max(1))
+        .buffer_unordered(usize::MAX)
         .collect()
         .await;
     outcomes.extend(rest);

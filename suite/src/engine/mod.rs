@@ -1,7 +1,7 @@
 //! The one check engine of `idemspec run` and `idemspec client`: what a check is ([`About`], the
 //! [`Check`] trait), the verdict model and its one grader (`grade`), the selection by `--only` and
-//! `--skip` (`select`), the driver that runs checks alone or side by side (`drive`, over the run's
-//! quiet lock, `quiet`), and the bookkeeping of a run from its first event to its report
+//! `--skip` (`select`), the driver that runs checks alone or side by side (`drive`, each check
+//! holding its weight of the run's one semaphore, `slots`), and the bookkeeping of a run from its first event to its report
 //! (`record`).
 //!
 //! `runner` (an API) and `client_check` (an HTTP client) differ in what a check sends and
@@ -10,15 +10,15 @@
 
 mod drive;
 mod grade;
-mod quiet;
 mod record;
 mod select;
+mod slots;
 
 pub use drive::{drive, Check};
 pub use grade::{grade, Finding, Graded, Judgement};
-pub use quiet::{Hold, Quiet};
 pub use record::{EventSink, RunRecord};
 pub use select::{select, SelectError};
+pub use slots::{Hold, Slots, Weight};
 
 use idemspec_scenarios::Level;
 

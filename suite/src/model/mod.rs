@@ -20,4 +20,4 @@ pub use exit::ExitCode;
 pub use outcome::{CheckOutcome, Evidence, ProxyAction, RequestRecord, ResponseRecord, Verdict};
 pub use report::RunReport;
 pub use stats::{ExitPolicy, RunStats};
-pub use timeline::{Attempt, AttemptEnd, Bucket, Lane, Timeline};
+pub use timeline::{AttemptEnd, Bucket, Lane, Span, Timeline};

@@ -1,3 +1,7 @@
+//! One check's outcome as every report shows it: its [`Verdict`], its [`Evidence`] (the
+//! requests and responses, with what the proxy did to each) and the [`CheckOutcome`] that carries
+//! them.
+
 use idemspec_scenarios::Level;
 use serde::{Deserialize, Serialize};
 

@@ -58,7 +58,7 @@ impl AttemptEnd {
 
 /// One request as the timeline shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Attempt {
+pub struct Span {
     /// When it was sent, in ms from the check's first request.
     pub start_ms: u64,
     /// How long until the response ended or the request failed, in ms.
@@ -80,7 +80,7 @@ pub struct Lane {
     /// The step's name.
     pub name: String,
     /// Its attempts.
-    pub attempts: Vec<Attempt>,
+    pub attempts: Vec<Span>,
 }
 
 /// Attempts that started in one slice of time, counted by how they ended.

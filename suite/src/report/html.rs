@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::format::{checks, counts};
-use super::{evidence, human_duration};
+use super::{evidence_text, human_duration};
 use crate::model::{
     AttemptEnd, CheckOutcome, ExitCode, ExitPolicy, Lane, RunReport, Timeline, Verdict,
 };
@@ -131,7 +131,7 @@ fn section(c: &CheckOutcome) -> String {
     }
     out.push_str(&timeline(&c.timeline));
     if !c.evidence.is_empty() {
-        let lines = evidence::lines(c);
+        let lines = evidence_text::lines(c);
         let _ = write!(
             out,
             "<details{}><summary>evidence: {} exchange{}, in the order sent</summary><pre>{}</pre></details>",

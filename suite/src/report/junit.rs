@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::evidence;
+use super::evidence_text;
 use crate::model::{CheckOutcome, RunReport, Verdict};
 
 /// Renders `report` as JUnit XML.
@@ -36,9 +36,9 @@ fn test_case(report: &RunReport, check: &CheckOutcome) -> TestCase {
         check.id,
         check.level,
         report.contract,
-        evidence::text(check, "  ")
+        evidence_text::text(check, "  ")
     );
-    let message = format!("{}{}", check.summary, evidence::source_suffix(check));
+    let message = format!("{}{}", check.summary, evidence_text::source_suffix(check));
     let status = match check.verdict {
         Verdict::Fail | Verdict::Unknown => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::format::{checks, counts};
-use super::{evidence, human_duration, terminal::has_details};
+use super::{evidence_text, human_duration, terminal::has_details};
 use crate::model::{ExitCode, ExitPolicy, RunReport, Verdict};
 
 /// Renders `report` as GitHub-flavoured Markdown; `policy` (`--allow-unknown`,
@@ -48,7 +48,7 @@ pub fn render(report: &RunReport, policy: ExitPolicy) -> String {
             check.id,
             check.level,
             html(&check.summary),
-            evidence::text(check, "").replace("```", "'''")
+            evidence_text::text(check, "").replace("```", "'''")
         );
     }
     out

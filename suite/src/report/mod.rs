@@ -15,7 +15,7 @@
 //! - [`progress`]: the indicatif progress bar, shown only on a terminal.
 //! - [`files`]: writes the requested report files.
 
-pub mod evidence;
+pub mod evidence_text;
 pub mod files;
 mod format;
 pub mod html;

@@ -10,7 +10,7 @@ use tabled::settings::object::{Cell, Columns};
 use tabled::settings::{Alignment, Color, Style, Width};
 
 use super::format::{checks, counts};
-use super::{evidence, human_duration, Palette};
+use super::{evidence_text, human_duration, Palette};
 use crate::model::{CheckOutcome, ExitCode, ExitPolicy, RunReport, Verdict};
 
 /// Widest title shown in the table, in characters.
@@ -63,7 +63,7 @@ pub fn render(report: &RunReport, options: TerminalOptions) -> String {
                 .iter()
                 .map(|note| format!("  note: {note}\n"))
                 .collect(),
-            _ => evidence::text(check, "  "),
+            _ => evidence_text::text(check, "  "),
         };
         out.push('\n');
         let _ = writeln!(

@@ -226,7 +226,7 @@ impl ApiCtx {
     /// lacks the hooks that would: a `fails_once` create fails by itself (no `fail_next`); a
     /// `hangs` create is abandoned mid-flight without a crash (no `crash` and `restart` pair), so
     /// neither hook runs. Hooks come first where the profile has them (`check/send.rs`,
-    /// `create_templates`); the scenario steps and the quiet lock both read it here.
+    /// `create_templates`); the scenario steps and the check's weight both read it here.
     pub(crate) fn variant_does(&self, hook: HookName) -> bool {
         let variants = &self.profile.operations.create.variants;
         match hook {

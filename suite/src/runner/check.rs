@@ -13,7 +13,7 @@ use super::api_ctx::ApiCtx;
 use super::context::{evidence, CheckRun};
 use super::observe;
 use super::proxy::FaultProxy;
-use super::{assert, procedures, select, steps};
+use super::{assert, capabilities, procedures, steps};
 use crate::engine::{grade, About, Check, Finding, Hold, Judgement};
 use crate::http_client::Exchange;
 use crate::model::{CheckOutcome, Verdict};
@@ -77,8 +77,8 @@ impl Check for ScenarioCheck {
     }
 }
 
-/// Runs `scenario` against the target in `ctx`, within `limit`, holding `hold` on the run's
-/// quiet lock as `isolation` says: a check still running then is UNKNOWN, naming the deadline,
+/// Runs `scenario` against the target in `ctx`, within `limit`, holding `hold`, the run's slots
+/// `isolation` asks: a check still running then is UNKNOWN, naming the deadline,
 /// with the evidence it had sent.
 async fn run_check(
     ctx: Arc<ApiCtx>,
@@ -93,7 +93,7 @@ async fn run_check(
         let j = Judgement::new(Finding::Undecided(why.into()));
         return outcome(&scenario, &[j], &[], started);
     }
-    if let Some(reason) = select::missing_capability(&ctx, &scenario) {
+    if let Some(reason) = capabilities::missing_capability(&ctx, &scenario) {
         let skip = Judgement::new(Finding::Skipped(reason));
         return outcome(&scenario, &[skip], &[], started);
     }
@@ -110,7 +110,7 @@ async fn run_check(
             }
         }
     };
-    let uncovered = select::uncovered(&ctx, &scenario);
+    let uncovered = capabilities::uncovered(&ctx, &scenario);
     let mut run = CheckRun::new(ctx, scenario.clone(), proxy, hold, isolation);
     let judgements = match tokio::time::timeout(limit, judge(&mut run)).await {
         Ok(judgements) => judgements,

@@ -13,6 +13,7 @@
 
 mod api_ctx;
 mod assert;
+mod capabilities;
 mod check;
 mod context;
 mod observe;
@@ -20,7 +21,6 @@ mod options;
 mod procedures;
 mod proxy;
 mod run;
-mod select;
 mod steps;
 
 pub use crate::engine::EventSink;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::api_ctx::ApiCtx;
 use super::check::{Limits, ScenarioCheck};
-use super::{observe, select, RunError, RunOptions, Target, Unreachable};
+use super::{capabilities, observe, RunError, RunOptions, Target, Unreachable};
 use crate::engine::EventSink;
 use crate::engine::{self, RunRecord};
 use crate::hooks::{HookRunner, ProfileHooks};
@@ -32,7 +32,7 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
     } else {
         Vec::new()
     };
-    let selected = select::select(builtin, opts.scenarios, &opts.only, &opts.skip)?;
+    let selected = capabilities::select(builtin, opts.scenarios, &opts.only, &opts.skip)?;
     let mut target_process = None;
     let (profile, hooks, reference): (_, Arc<dyn HookRunner>, _) = match opts.target {
         Target::Profile(p) if p.process.is_some() => {

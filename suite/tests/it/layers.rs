@@ -1,7 +1,9 @@
 //! The modules of a folder import one way: no two of a folder's child modules reach each other,
 //! directly or round a longer circle. Read from the sources, as a reader follows `use` lines: an
 //! edge x → y is any `crate::…::y` or `super::y` path (grouped `{y, z}` too) written in x's files
-//! outside comments and test modules.
+//! outside comments and test modules, and any `crate::…::Name` or `super::Name` where the folder's
+//! `mod.rs` (or `lib.rs`) re-exports `Name` from y (`pub use y::Name`, `pub(crate) use`,
+//! `pub(super) use`): a re-export hides the module a name lives in, not the edge.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -63,6 +65,35 @@ fn the_reader_sees_a_circle_where_there_is_one() {
     assert_eq!(found, ["b", "c", "e", "super"].map(str::to_owned).into());
 }
 
+#[test]
+fn the_reader_follows_a_re_export_to_the_module_that_defines_it() {
+    let mod_rs = "mod a;\nmod b;\npub use a::{A, inner::{Y as Z}};\npub(crate) use self::b::B;\npub(super) use b::f as g;\npub use crate::elsewhere::E;\nuse a::Private;";
+    let exported = re_exports(mod_rs);
+    let expected: BTreeMap<String, String> = [("A", "a"), ("Z", "a"), ("B", "b"), ("g", "b")]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    assert_eq!(exported, expected);
+    // a names b's item through the folder's re-export, b names a directly: a circle only a reader
+    // of re-exports sees.
+    let names: BTreeSet<String> = ["a", "b"].map(str::to_owned).into();
+    let a_src = "use crate::m::{B, Other};\nfn x() -> super::g {}";
+    let b_src = "use super::a::helper;";
+    let edges = |exported: &BTreeMap<String, String>| -> BTreeMap<String, BTreeSet<String>> {
+        [("a", a_src), ("b", b_src)]
+            .into_iter()
+            .map(|(child, src)| {
+                let mut found = BTreeSet::new();
+                references(src, "crate::m", &mut found);
+                references(src, "super", &mut found);
+                (child.to_owned(), siblings(child, found, &names, exported))
+            })
+            .collect()
+    };
+    assert_eq!(cycles(&edges(&exported)), vec![vec!["a", "b"]]);
+    assert!(cycles(&edges(&BTreeMap::new())).is_empty());
+}
+
 /// Child module → the sibling modules its files name.
 fn imports(dir: &Path, path: &str) -> BTreeMap<String, BTreeSet<String>> {
     let mut children: BTreeMap<String, Vec<(PathBuf, usize)>> = BTreeMap::new();
@@ -80,6 +111,11 @@ fn imports(dir: &Path, path: &str) -> BTreeMap<String, BTreeSet<String>> {
         }
     }
     let names: BTreeSet<String> = children.keys().cloned().collect();
+    let exported = ["mod.rs", "lib.rs"]
+        .iter()
+        .find_map(|f| std::fs::read_to_string(dir.join(f)).ok())
+        .map(|src| re_exports(&src))
+        .unwrap_or_default();
     children
         .iter()
         .map(|(child, files)| {
@@ -89,10 +125,69 @@ fn imports(dir: &Path, path: &str) -> BTreeMap<String, BTreeSet<String>> {
                 references(&src, path, &mut found);
                 references(&src, &vec!["super"; depth + 1].join("::"), &mut found);
             }
-            found.retain(|n| n != child && names.contains(n));
-            (child.clone(), found)
+            (child.clone(), siblings(child, found, &names, &exported))
         })
         .collect()
+}
+
+/// The sibling modules among the names `child`'s files use: a module's own name, or the module
+/// that defines a name the folder re-exports.
+fn siblings(
+    child: &str,
+    found: BTreeSet<String>,
+    names: &BTreeSet<String>,
+    exported: &BTreeMap<String, String>,
+) -> BTreeSet<String> {
+    found
+        .into_iter()
+        .filter_map(|n| {
+            if names.contains(&n) {
+                Some(n)
+            } else {
+                exported.get(&n).cloned()
+            }
+        })
+        .filter(|n| n != child)
+        .collect()
+}
+
+/// Name → the child module it comes from, for every `pub use`, `pub(crate) use` and `pub(super)
+/// use` of a child (`self::child::…` too) in a folder's `mod.rs` or `lib.rs`; a renamed item
+/// (`x as y`) is known by its new name. Re-exports of other folders' items are left out.
+fn re_exports(mod_src: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for statement in mod_src.split(';') {
+        let statement = statement
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let statement = statement.trim();
+        let Some(rest) = ["pub use ", "pub(crate) use ", "pub(super) use "]
+            .iter()
+            .find_map(|p| statement.strip_prefix(p))
+        else {
+            continue;
+        };
+        let rest = rest.trim().strip_prefix("self::").unwrap_or(rest.trim());
+        let Some((module, items)) = rest.split_once("::") else {
+            continue;
+        };
+        if ["crate", "super"].contains(&module) || ident(module).as_deref() != Some(module) {
+            continue;
+        }
+        for item in items.split(['{', '}', ',']) {
+            let item = item.trim();
+            let name = match item.split_once(" as ") {
+                Some((_, alias)) => alias.trim(),
+                None => item.rsplit("::").next().unwrap_or(""),
+            };
+            if let Some(name) = ident(name).filter(|n| n == name && n != "self") {
+                out.insert(name, module.to_owned());
+            }
+        }
+    }
+    out
 }
 
 /// The `.rs` files under `dir`, each with how far below the folder's children it sits (`mod.rs`

@@ -13,6 +13,7 @@ mod replicas;
 mod report;
 mod storm_keys;
 mod support;
+mod tidy;
 mod toxiproxy_clients;
 mod trust;
 mod user_scenarios;

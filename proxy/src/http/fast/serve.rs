@@ -11,9 +11,9 @@ use http::StatusCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::wire::{self, Answer, Framing, Plan, Request, Response};
+use super::wire::{self, Answer, Framing, PlainRequest, Request, Response};
 use crate::event::Side;
-use crate::http::conn_signals::{ConnRegistry, ConnSignals, ABORT, SHUTDOWN, SLOW_HEAD};
+use crate::http::conn_signals::{ConnSignals, ABORT, SHUTDOWN, SLOW_HEAD};
 use crate::http::ctx::RequestCtx;
 use crate::http::linger::{linger, LINGER};
 use crate::http::receipt::Receipt;
@@ -35,7 +35,7 @@ pub(in crate::http) enum Exit {
 }
 
 /// What one exchange leaves of the connection.
-enum After {
+enum AfterExchange {
     KeepAlive,
     /// Close it the polite way (see `linger`): the response said `connection: close`.
     Close,
@@ -66,7 +66,7 @@ struct Conn<'a> {
     shared: &'a Arc<Shared>,
     /// The header that carries the idempotency key (lowercase).
     key_header: &'a str,
-    ctl: &'a Arc<ConnSignals>,
+    signals: &'a Arc<ConnSignals>,
     fwd: &'a Forwarder,
     down: TcpStream,
     /// Read from the client, not yet handled.
@@ -77,22 +77,22 @@ struct Conn<'a> {
 }
 
 /// Serves `stream`'s requests on the fast path until the connection ends or hyper's path must
-/// take it. `ctl`: the connection's signals, which hyper's path goes on with.
+/// take it. `signals`: the connection's signals, which hyper's path goes on with.
 pub(in crate::http) async fn serve(
     stream: TcpStream,
     shared: &Arc<Shared>,
-    ctl: &Arc<ConnSignals>,
+    signals: &Arc<ConnSignals>,
     fwd: &Forwarder,
 ) -> Exit {
     // The fast path reads a key only from a header; a key elsewhere is hyper's path's to find.
     let Some(key_header) = shared.key.header() else {
         return Exit::Handoff(stream, BytesMut::new());
     };
-    let _registration = ConnRegistry::register(shared, ctl);
+    let _registration = shared.http_conns.register(signals);
     let mut conn = Conn {
         shared,
         key_header,
-        ctl,
+        signals,
         fwd,
         down: stream,
         buf: BytesMut::with_capacity(READ),
@@ -101,8 +101,8 @@ pub(in crate::http) async fn serve(
     };
     loop {
         match conn.exchange().await {
-            After::KeepAlive => {}
-            After::Close => {
+            AfterExchange::KeepAlive => {}
+            AfterExchange::Close => {
                 let _ = tokio::time::timeout(
                     LINGER,
                     linger(&mut conn.down, conn.shared.shutting_down()),
@@ -110,16 +110,16 @@ pub(in crate::http) async fn serve(
                 .await;
                 return Exit::Done;
             }
-            After::Gone => return Exit::Done,
-            After::Handoff => return Exit::Handoff(conn.down, conn.buf),
+            AfterExchange::Gone => return Exit::Done,
+            AfterExchange::Handoff => return Exit::Handoff(conn.down, conn.buf),
         }
     }
 }
 
 /// Resolves with the connection's flags once one of `bits` is raised.
-async fn raised(ctl: &ConnSignals, bits: u8) -> u8 {
+async fn raised(signals: &ConnSignals, bits: u8) -> u8 {
     poll_fn(|cx| {
-        let flags = ctl.poll_flags(cx.waker());
+        let flags = signals.poll_flags(cx.waker());
         if flags & bits != 0 {
             Poll::Ready(flags)
         } else {
@@ -192,10 +192,10 @@ fn body_part(framing: &mut Framing, bytes: &[u8]) -> Part {
 impl Conn<'_> {
     /// Reads the next plain request head, its body whole behind it, or says how the connection
     /// goes on instead.
-    async fn read_head(&mut self) -> Result<Plan, After> {
+    async fn read_head(&mut self) -> Result<PlainRequest, AfterExchange> {
         if !self.buf.is_empty() {
             // Bytes of the next head came with the last exchange: they start its clock.
-            self.ctl.head.read();
+            self.signals.head.read();
         }
         loop {
             if !self.buf.is_empty() {
@@ -213,28 +213,28 @@ impl Conn<'_> {
                     Request::Plain(plan)
                         if plan.body_len > (self.buf.len() - plan.head_len) as u64 =>
                     {
-                        return Err(After::Handoff)
+                        return Err(AfterExchange::Handoff)
                     }
                     Request::Plain(plan) => return Ok(plan),
-                    Request::Handoff => return Err(After::Handoff),
+                    Request::Handoff => return Err(AfterExchange::Handoff),
                     Request::Partial => {}
                 }
             }
             let up = self.up.is_some();
             tokio::select! {
                 biased;
-                flags = raised(self.ctl, ABORT | SHUTDOWN | SLOW_HEAD) => {
+                flags = raised(self.signals, ABORT | SHUTDOWN | SLOW_HEAD) => {
                     // hyper's path sees the same flags at once and ends the connection its way
                     // (a 408 for a slow head, a graceful close for a shutdown).
-                    return Err(if flags & ABORT != 0 { After::Gone } else { After::Handoff });
+                    return Err(if flags & ABORT != 0 { AfterExchange::Gone } else { AfterExchange::Handoff });
                 }
                 // Until the next request is sent, the upstream connection may say nothing.
                 () = unusable(self.up.as_ref()), if up => self.up = None,
                 read = fill(&mut self.down, &mut self.buf) => match read {
-                    Ok(true) => self.ctl.head.read(),
-                    Ok(false) if self.buf.is_empty() => return Err(After::Gone),
-                    Ok(false) => return Err(After::Handoff),
-                    Err(_) => return Err(After::Gone),
+                    Ok(true) => self.signals.head.read(),
+                    Ok(false) if self.buf.is_empty() => return Err(AfterExchange::Gone),
+                    Ok(false) => return Err(AfterExchange::Handoff),
+                    Err(_) => return Err(AfterExchange::Gone),
                 },
             }
         }
@@ -263,12 +263,12 @@ impl Conn<'_> {
     }
 
     /// Serves one request, from its head to the end of its response.
-    async fn exchange(&mut self) -> After {
+    async fn exchange(&mut self) -> AfterExchange {
         let plan = match self.read_head().await {
             Ok(plan) => plan,
             Err(after) => return after,
         };
-        let Plan {
+        let PlainRequest {
             head_len,
             body_len,
             close,
@@ -285,7 +285,7 @@ impl Conn<'_> {
             path,
             key,
             step,
-            self.ctl.clone(),
+            self.signals.clone(),
         );
         let body_len = body_len as usize;
         self.out
@@ -296,7 +296,7 @@ impl Conn<'_> {
             match self.connect().await {
                 Ok(()) => {}
                 // Its context records the departure.
-                Err(None) => return After::Gone,
+                Err(None) => return AfterExchange::Gone,
                 Err(Some(err)) => {
                     return self.bad_gateway(ctx, &err.to_string(), false, close).await
                 }
@@ -314,7 +314,7 @@ impl Conn<'_> {
             Err(Wait::Failed(why)) => return self.bad_gateway(ctx, &why, true, close).await,
             Err(Wait::ClientLeft) => {
                 self.orphan(ctx, receipt, head_method);
-                return After::Gone;
+                return AfterExchange::Gone;
             }
         };
         ctx.waited(asked.elapsed());
@@ -348,7 +348,7 @@ impl Conn<'_> {
     /// Whether the client's connection closes after this exchange: it asked, or the proxy
     /// shuts down.
     fn closing(&self, close: bool) -> bool {
-        close || self.ctl.raised(SHUTDOWN)
+        close || self.signals.raised(SHUTDOWN)
     }
 
     /// Waits for the final response head (forwarding 1xx heads), written to `out`.
@@ -392,7 +392,7 @@ impl Conn<'_> {
     }
 
     /// Sends the response head in `out` and copies the body as it comes.
-    async fn forward_body(&mut self, mut ctx: RequestCtx, answer: Answer) -> After {
+    async fn forward_body(&mut self, mut ctx: RequestCtx, answer: Answer) -> AfterExchange {
         let Answer {
             head_len,
             mut framing,
@@ -414,7 +414,7 @@ impl Conn<'_> {
         }
         if self.down.write_all(&self.out).await.is_err() {
             self.up = None;
-            return After::Gone;
+            return AfterExchange::Gone;
         }
         loop {
             let up = self.up.as_mut().expect("connected before");
@@ -430,7 +430,7 @@ impl Conn<'_> {
                         }
                         if self.down.write_all(&up.buf[..part.used]).await.is_err() {
                             self.up = None;
-                            return After::Gone;
+                            return AfterExchange::Gone;
                         }
                         up.buf.advance(part.used);
                         continue;
@@ -444,7 +444,7 @@ impl Conn<'_> {
             ctx.failed(Side::Upstream, format!("upstream body failed: {failure}"));
             ctx.commit();
             self.up = None;
-            return After::Gone;
+            return AfterExchange::Gone;
         }
         // A body that ran to the upstream's close ends here (the others were recorded already).
         ctx.complete();
@@ -453,9 +453,9 @@ impl Conn<'_> {
             self.up = None;
         }
         if close_down || until_close {
-            After::Close
+            AfterExchange::Close
         } else {
-            After::KeepAlive
+            AfterExchange::KeepAlive
         }
     }
 
@@ -467,7 +467,7 @@ impl Conn<'_> {
         cause: &str,
         sent: bool,
         close: bool,
-    ) -> After {
+    ) -> AfterExchange {
         self.up = None;
         ctx.event.upstream_sends = u8::from(sent);
         let detail = no_response_detail(&format!("{}: {cause}", self.fwd.base()));
@@ -480,12 +480,12 @@ impl Conn<'_> {
         ctx.event.client_bytes = body as u64;
         ctx.complete();
         if self.down.write_all(&bytes).await.is_err() {
-            return After::Gone;
+            return AfterExchange::Gone;
         }
         if close {
-            After::Close
+            AfterExchange::Close
         } else {
-            After::KeepAlive
+            AfterExchange::KeepAlive
         }
     }
 

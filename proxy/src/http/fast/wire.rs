@@ -31,12 +31,12 @@ pub(super) enum Request {
     /// Not the plain case: hyper's path takes the connection from this head on.
     Handoff,
     /// A plain request: its upstream head was written to the output buffer.
-    Plain(Plan),
+    Plain(PlainRequest),
 }
 
 /// A plain request, as the fast path forwards and records it.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Plan {
+pub(super) struct PlainRequest {
     /// Bytes of the head in the buffer, its final CRLF included.
     pub(super) head_len: usize,
     /// The request body's length (`Content-Length`, 0 without one).
@@ -113,7 +113,7 @@ pub(super) fn analyse_request(
     {
         return Request::Handoff;
     }
-    let mut plan = Plan {
+    let mut plan = PlainRequest {
         head_len,
         body_len: 0,
         close: false,

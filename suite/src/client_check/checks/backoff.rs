@@ -16,7 +16,7 @@ use std::time::Duration;
 use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
-use super::{about, delays, delays_text, ClientCheck, Ctx, Judgement, Observed, Situation};
+use super::{about, delays, delays_text, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::client_check::command::Exit;
 use crate::client_check::situation::Times;
 use crate::engine::About;
@@ -73,7 +73,7 @@ impl ClientCheck for Backoff {
 
     /// The answers with a wait, sent once the plain runs measured the client's own back-off, so
     /// that the wait is longer than it ([`wait_for`]).
-    fn follow_up(&self, ctx: &Ctx, first: &[Observed]) -> Vec<Situation> {
+    fn follow_up(&self, ctx: &Ctx, first: &[CommandRun]) -> Vec<Situation> {
         let wait = wait_for(ctx, own_back_off(first));
         // Named by what they answer, whose status the profile's `answers` may change.
         let after = |name, kind| {
@@ -89,8 +89,8 @@ impl ClientCheck for Backoff {
         ]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
-        let plain: Vec<(&Observed, Vec<Duration>)> = runs
+    fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
+        let plain: Vec<(&CommandRun, Vec<Duration>)> = runs
             .iter()
             .filter(|r| PLAIN.contains(&r.situation))
             .map(|r| (r, delays(&r.attempts)))
@@ -107,7 +107,7 @@ impl ClientCheck for Backoff {
 /// The client's own first back-off: the longest first delay after a plain 502, over the plain
 /// runs (`None` when it never retried one). A wait this long after a `Retry-After` is no evidence
 /// that it read the header.
-fn own_back_off(runs: &[Observed]) -> Option<Duration> {
+fn own_back_off(runs: &[CommandRun]) -> Option<Duration> {
     runs.iter()
         .filter(|r| PLAIN.contains(&r.situation))
         .filter_map(|r| delays(&r.attempts).first().copied())
@@ -130,7 +130,7 @@ const LONGEST_WAIT: Duration = Duration::from_secs(60);
 /// What a client did after an answer with `Retry-After` (or the vendor's header): waited it out,
 /// capped it (at the number it documents, or at one it does not), ignored it; and whether its own
 /// back-off (`own`, its longest first delay after a plain 502) leaves that unshown.
-fn judge_retry_after(ctx: &Ctx, run: &Observed, own: Option<Duration>) -> Judgement {
+fn judge_retry_after(ctx: &Ctx, run: &CommandRun, own: Option<Duration>) -> Judgement {
     let status = run.attempts[0].client_status.unwrap_or_default();
     let wait = wait_for(ctx, own);
     let (header, value) = ctx.profile.retry_after_field(wait);
@@ -215,9 +215,9 @@ fn judge_retry_after(ctx: &Ctx, run: &Observed, own: Option<Duration>) -> Judgem
 }
 
 /// Backoff, growth and jitter over the plain-502 runs.
-fn judge_plain(plain: &[(&Observed, Vec<Duration>)]) -> Vec<Judgement> {
+fn judge_plain(plain: &[(&CommandRun, Vec<Duration>)]) -> Vec<Judgement> {
     let names: Vec<&'static str> = plain.iter().map(|(r, _)| r.situation).collect();
-    let retried: Vec<&(&Observed, Vec<Duration>)> =
+    let retried: Vec<&(&CommandRun, Vec<Duration>)> =
         plain.iter().filter(|(_, d)| !d.is_empty()).collect();
     let on = |finding| Judgement::new(finding).on_steps(names.iter().copied());
     if retried.is_empty() {

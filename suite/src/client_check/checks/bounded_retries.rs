@@ -6,7 +6,7 @@ use std::time::Duration;
 use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
-use super::{about, attempts, delays, ClientCheck, Ctx, Judgement, Observed, Situation};
+use super::{about, attempts, delays, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::client_check::command::Exit;
 use crate::client_check::situation::Times;
 use crate::engine::About;
@@ -35,7 +35,7 @@ impl ClientCheck for BoundedRetries {
         vec![situation]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
+    fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
         let max = ctx.profile.max_attempts() as usize;
         runs.iter()
             .map(|run| {
@@ -88,7 +88,7 @@ const LINGER_MIN: Duration = Duration::from_secs(2);
 /// For a run killed at its deadline: how long it had been quiet since its last attempt ended, and
 /// its longest wait between attempts, where the quiet was longer than three times that wait and
 /// than [`LINGER_MIN`]: the client had stopped retrying, but its process had not exited.
-fn lingered(run: &Observed) -> Option<(Duration, Duration)> {
+fn lingered(run: &CommandRun) -> Option<(Duration, Duration)> {
     let last = run.attempts.last()?;
     let killed = run.output.started + run.output.elapsed;
     let idle: Duration = (killed - last.end()).try_into().ok()?;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use idemspec_scenarios::Level;
 
-use super::{about, ClientCheck, Ctx, Judgement, Observed, Situation};
+use super::{about, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::client_check::attempt::operations;
 use crate::engine::About;
 use crate::engine::Finding;
@@ -30,7 +30,7 @@ impl ClientCheck for DistinctKeys {
         ]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
+    fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
         let mut seen: BTreeMap<&str, String> = BTreeMap::new();
         let mut found = Vec::new();
         let mut count = 0;

@@ -5,7 +5,7 @@
 use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
-use super::{about, delays, ClientCheck, Ctx, Judgement, Observed, Situation};
+use super::{about, delays, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::client_check::command::Exit;
 use crate::client_check::situation::Times;
 use crate::engine::About;
@@ -32,7 +32,7 @@ impl ClientCheck for InFlight {
         )]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
+    fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
         let wait = ctx.profile.retry_after();
         runs.iter()
             .map(|run| {
@@ -77,7 +77,7 @@ impl ClientCheck for InFlight {
 }
 
 /// The last line the command wrote (stderr, else stdout), at most 160 characters.
-fn last_words(run: &Observed) -> Option<String> {
+fn last_words(run: &CommandRun) -> Option<String> {
     let excerpt = run.output.excerpt()?;
     let line = excerpt.rsplit(" ⏎ ").next()?.trim();
     let line: String = line.chars().take(160).collect();

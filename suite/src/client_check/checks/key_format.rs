@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use idemspec_scenarios::Level;
 
-use super::{about, ClientCheck, Ctx, Judgement, Observed, Situation};
+use super::{about, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::engine::About;
 use crate::engine::Finding;
 
@@ -26,7 +26,7 @@ impl ClientCheck for KeyFormat {
         vec![Situation::new("clean", Vec::new())]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
+    fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
         let mut found = Vec::new();
         for run in runs {
             let keys: BTreeSet<Option<&str>> =

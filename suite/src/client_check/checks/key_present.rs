@@ -5,7 +5,7 @@ use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::rules::Fault;
 use idemspec_scenarios::Level;
 
-use super::{about, ClientCheck, Ctx, Judgement, Observed, Situation};
+use super::{about, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::client_check::situation::Times;
 use crate::engine::About;
 use crate::engine::Finding;
@@ -46,7 +46,7 @@ impl ClientCheck for KeyPresent {
         ]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
+    fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
         let header = ctx.key_words();
         runs.iter()
             .map(|run| {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use idemspec_scenarios::Level;
 
 use super::attempt::Attempt;
-use super::situation::{Observed, Situation};
+use super::situation::{CommandRun, Situation};
 use super::Ctx;
 use crate::engine::{About, Judgement};
 
@@ -29,13 +29,13 @@ pub trait ClientCheck: Send + Sync {
     fn situations(&self, ctx: &Ctx) -> Vec<Situation>;
     /// Situations that depend on what the first ones showed, run after them (`backoff` sends a
     /// `Retry-After` longer than the back-off it measured); none by default.
-    fn follow_up(&self, _ctx: &Ctx, _first: &[Observed]) -> Vec<Situation> {
+    fn follow_up(&self, _ctx: &Ctx, _first: &[CommandRun]) -> Vec<Situation> {
         Vec::new()
     }
     /// What it finds in the situations where the command made at least one attempt (a situation
     /// without any is undecided before this is called); a finding is at the check's level and
     /// source unless it says otherwise, and names the situations behind it.
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement>;
+    fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement>;
 }
 
 /// Every client check, in the order they are reported.

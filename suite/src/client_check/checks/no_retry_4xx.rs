@@ -4,7 +4,7 @@
 use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
-use super::{about, ClientCheck, Ctx, Judgement, Observed, Situation};
+use super::{about, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::client_check::situation::Times;
 use crate::engine::About;
 use crate::engine::Finding;
@@ -35,7 +35,7 @@ impl ClientCheck for NoRetry4xx {
         ]
     }
 
-    fn judge(&self, _ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
+    fn judge(&self, _ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
         let mut found = Vec::new();
         for run in runs {
             let status = run.attempts[0].client_status.unwrap_or_default();

@@ -7,7 +7,7 @@
 use idemspec_scenarios::rules::Fault;
 use idemspec_scenarios::Level;
 
-use super::{about, key_text, ClientCheck, Ctx, Judgement, Observed, Situation};
+use super::{about, key_text, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::client_check::command::Exit;
 use crate::client_check::situation::Times;
 use crate::engine::About;
@@ -38,7 +38,7 @@ impl ClientCheck for RestartKey {
         vec![restart]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
+    fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
         if !ctx.canned {
             return vec![Judgement::new(Finding::Skipped(
                 "against `--upstream` idemspec cannot tell when the server did the work, so it \
@@ -50,7 +50,7 @@ impl ClientCheck for RestartKey {
     }
 }
 
-fn judge_restart(ctx: &Ctx, run: &Observed) -> Judgement {
+fn judge_restart(ctx: &Ctx, run: &CommandRun) -> Judgement {
     let on = |finding| Judgement::on(run.situation, finding);
     let Some(restarted) = &run.restarted else {
         return on(Finding::Undecided("the command was not restarted".into()));

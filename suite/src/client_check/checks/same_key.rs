@@ -5,7 +5,7 @@ use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::rules::Fault;
 use idemspec_scenarios::Level;
 
-use super::{about, key_text, ClientCheck, Ctx, Judgement, Observed, Situation};
+use super::{about, key_text, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::client_check::attempt::operations;
 use crate::client_check::situation::Times;
 use crate::engine::About;
@@ -45,7 +45,7 @@ impl ClientCheck for SameKey {
         ]
     }
 
-    fn judge(&self, ctx: &Ctx, runs: &[Observed]) -> Vec<Judgement> {
+    fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
         runs.iter()
             .map(|run| {
                 // The faults hit the first operation; with several per run, the others are clean.

@@ -5,9 +5,9 @@
 //! locked at the run's lockout bound is a broken SHOULD, with the time and the article's advice.
 //! Only a refusal seen past the limit breaks the rule: where the first retry came late (a target
 //! that took longer than the TTL to restart) and found the key free, no lock past the TTL was seen.
-//! A retry that got no answer (timed out, reset, a 5xx) counts as the key free only
-//! when its twin (the same request sent beside it, see `steps::twin_step`) was refused as in flight
-//! while the retry was still unanswered: the retry held the key. A twin that was not refused is
+//! A retry that got no answer (timed out, reset, a 5xx) counts as the key free only when its twin
+//! (the same request sent beside it, see `crate::runner::context::twin_step`) was refused as in
+//! flight while the retry was still unanswered: the retry held the key. A twin that was not refused is
 //! itself where the key was seen free.
 //! Otherwise it is UNKNOWN: an API that makes same-key requests wait on the abandoned record answers
 //! neither (its key stays locked for as long as that wait), and nor does one with no in-flight lock

@@ -34,7 +34,7 @@ pub(crate) struct CheckRun {
     events: Vec<ProxyEvent>,
     /// What was seen behind the API, as the assertions asked.
     pub observed: Observed,
-    /// The check's hold on the run's quiet lock (`quiet.rs`).
+    /// The run's slots the check holds (`engine/slots.rs`).
     hold: Option<Hold>,
     /// The 0-based step after which the check lets others run beside it
     /// ([`Isolation::AloneThrough`]).
@@ -104,7 +104,7 @@ impl<'a> StepView<'a> {
 
 impl CheckRun {
     /// The context of `scenario` in `ctx`, sending through `proxy` when it has one, holding
-    /// `hold` on the run's quiet lock as `isolation` says.
+    /// `hold`, the run's slots `isolation` asks.
     pub(crate) fn new(
         ctx: Arc<ApiCtx>,
         scenario: Arc<Scenario>,

@@ -6,7 +6,7 @@ use idemspec_proxy::ProxyEvent;
 use idemspec_scenarios::profile::{Contract, Refusal};
 
 use crate::http_client::Exchange;
-use crate::model::{Attempt, AttemptEnd, Evidence, Lane, ProxyAction, Timeline};
+use crate::model::{AttemptEnd, Evidence, Lane, ProxyAction, Span, Timeline};
 
 /// Most exchanges shown as evidence for one check.
 const MAX_EVIDENCE: usize = 24;
@@ -66,7 +66,7 @@ pub(crate) fn timeline(exchanges: &[Exchange], contract: &Contract) -> Timeline 
     };
     let mut lanes: Vec<Lane> = Vec::new();
     for ex in exchanges {
-        let attempt = Attempt {
+        let attempt = Span {
             start_ms: ex.started.duration_since(first).as_millis() as u64,
             duration_ms: ex.elapsed.as_millis() as u64,
             end: end_of(ex, contract),

@@ -14,7 +14,7 @@ pub(crate) struct Needs {
     /// Probe the list just before the first DELETE, for this principal's count after it (after a
     /// delete an empty list proves nothing about the profile's `list`).
     pub list_before_delete: Option<Option<String>>,
-    /// Retried steps whose unanswered attempts get a twin (see `steps::twin_step`): the steps a
+    /// Retried steps whose unanswered attempts get a twin (see [`twin_step`]): the steps a
     /// `lock_released` judges.
     pub twins: Vec<String>,
 }

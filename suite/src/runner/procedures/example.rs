@@ -1,3 +1,6 @@
+//! A worked example of a procedure: a create retried with its key names the resource the first
+//! one made (CONTRIBUTING.md shows this file as it is).
+
 use futures::future::BoxFuture;
 use idemspec_scenarios::scenario::{KeySpec, Operation};
 

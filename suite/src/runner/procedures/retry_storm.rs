@@ -67,7 +67,7 @@ const BASE_BACKOFF_MS: u64 = 40;
 const MAX_BACKOFF_MS: u64 = 640;
 
 /// What one client ended with.
-struct ClientRun {
+struct StormClient {
     /// The client's step name (`storm-N`), which tags its requests.
     step: String,
     /// Which of the storm's keys the client uses (0-based; client N uses N mod keys).
@@ -78,7 +78,7 @@ struct ClientRun {
     confirm: Option<Exchange>,
 }
 
-impl ClientRun {
+impl StormClient {
     /// The permanent refusal this client ended with, if it ended with one.
     fn refusal(&self, contract: &Contract) -> Option<&Exchange> {
         match self.exchanges.last() {
@@ -171,7 +171,7 @@ async fn retry<F: std::future::Future<Output = Exchange>>(
 /// One client: retries its create with exponential backoff and jitter, keeping its key, until a
 /// 2xx, its attempts or its time run out; then asks again, direct, whether the key still names
 /// the same resource, until a definitive answer.
-async fn client(sender: &Sender, index: u32, plan: Plan) -> ClientRun {
+async fn client(sender: &Sender, index: u32, plan: Plan) -> StormClient {
     let mut rng = rand::rngs::StdRng::seed_from_u64(plan.seed.wrapping_add(u64::from(index)));
     let step = format!("storm-{index}");
     let key_index = index % plan.keys;
@@ -198,7 +198,7 @@ async fn client(sender: &Sender, index: u32, plan: Plan) -> ClientRun {
             .pop(),
         None => None,
     };
-    ClientRun {
+    StormClient {
         key: sender.key_value(&key).unwrap_or_default(),
         key_index,
         step,
@@ -210,7 +210,7 @@ async fn client(sender: &Sender, index: u32, plan: Plan) -> ClientRun {
 
 /// What the clients of one key ended with, together.
 struct KeyRun<'a> {
-    clients: Vec<&'a ClientRun>,
+    clients: Vec<&'a StormClient>,
 }
 
 impl KeyRun<'_> {
@@ -284,7 +284,7 @@ fn cut<T>(items: &[T]) -> (&[T], usize) {
     (named, items.len() - named.len())
 }
 
-async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) -> Vec<Judgement> {
+async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<StormClient>) -> Vec<Judgement> {
     let contract = run.contract();
     let mut judgements = Vec::new();
     let sent: usize = runs.iter().map(|r| r.exchanges.len()).sum();
@@ -300,7 +300,7 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
         .collect();
     // A client refused with a permanent 4xx got a definitive answer: it stops, as a client should,
     // and its key must have created nothing.
-    let refused: Vec<&ClientRun> = runs
+    let refused: Vec<&StormClient> = runs
         .iter()
         .filter(|r| r.refusal(contract).is_some())
         .collect();
@@ -342,7 +342,7 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
         let steps = refused.iter().map(|r| r.step.clone());
         judgements.push(Judgement::new(finding).on_steps(steps));
     }
-    let unfinished: Vec<&ClientRun> = runs
+    let unfinished: Vec<&StormClient> = runs
         .iter()
         .filter(|r| r.id.is_none() && r.refusal(contract).is_none())
         .collect();
@@ -358,7 +358,7 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<ClientRun>) ->
     let mut inconsistent_steps = Vec::new();
     // A confirmation that never got a definitive answer says nothing about the key.
     let definitive = |c: &Exchange| c.is_success() || is_permanent_refusal(c, contract);
-    let unconfirmed: Vec<&ClientRun> = runs
+    let unconfirmed: Vec<&StormClient> = runs
         .iter()
         .filter(|r| r.id.is_some() && !r.confirm.as_ref().is_some_and(definitive))
         .collect();

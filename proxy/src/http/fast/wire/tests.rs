@@ -1,3 +1,5 @@
+//! The fast path's reading of request and response heads, case by case.
+
 use super::*;
 
 fn request(head: &str) -> (Request, String) {
@@ -6,7 +8,7 @@ fn request(head: &str) -> (Request, String) {
     (verdict, String::from_utf8(out).unwrap())
 }
 
-fn plain(head: &str) -> (Plan, String) {
+fn plain(head: &str) -> (PlainRequest, String) {
     match request(head) {
         (Request::Plain(plan), out) => (plan, out),
         (other, _) => panic!("{head:?} is plain, got {other:?}"),

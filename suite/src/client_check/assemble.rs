@@ -6,7 +6,7 @@
 use idemspec_scenarios::rules::Fault;
 
 use super::attempt::Attempt;
-use super::situation::Observed;
+use super::situation::CommandRun;
 use super::Ctx;
 use crate::engine::{About, Graded};
 use crate::model::{
@@ -23,14 +23,14 @@ pub fn outcome(
     ctx: &Ctx,
     about: About,
     graded: Graded,
-    runs: &[Observed],
+    runs: &[CommandRun],
     duration_ms: u64,
 ) -> CheckOutcome {
     let mut graded = graded;
     let mut notes = std::mem::take(&mut graded.notes);
     let mut evidence = Vec::new();
     if graded.verdict != Verdict::Pass {
-        let shown = |o: &&Observed| {
+        let shown = |o: &&CommandRun| {
             graded.support.is_empty() || graded.support.iter().any(|s| s == o.situation)
         };
         for run in runs.iter().filter(shown) {
@@ -46,7 +46,7 @@ pub fn outcome(
 }
 
 /// How one run of the command went, in a sentence: its attempts and keys, its exit, its output.
-pub fn run_note(ctx: &Ctx, run: &Observed) -> String {
+pub fn run_note(ctx: &Ctx, run: &CommandRun) -> String {
     let keys: Vec<String> = run
         .attempts
         .iter()
@@ -80,7 +80,7 @@ pub fn run_note(ctx: &Ctx, run: &Observed) -> String {
     note
 }
 
-fn exchange(ctx: &Ctx, run: &Observed, number: usize, attempt: &Attempt) -> Evidence {
+fn exchange(ctx: &Ctx, run: &CommandRun, number: usize, attempt: &Attempt) -> Evidence {
     let planned = attempt.rule.as_deref().and_then(|r| run.planned(r));
     let response = attempt.client_status.map(|status| {
         let (headers, body) = match planned.map(|p| &p.fault) {
@@ -163,7 +163,7 @@ fn transport_error(attempt: &Attempt) -> Option<String> {
 }
 
 /// One lane per situation, each attempt from the check's first request.
-fn timeline(runs: &[Observed]) -> Timeline {
+fn timeline(runs: &[CommandRun]) -> Timeline {
     let first = runs
         .iter()
         .flat_map(|r| r.attempts.first())
@@ -180,7 +180,7 @@ fn timeline(runs: &[Observed]) -> Timeline {
             attempts: run
                 .attempts
                 .iter()
-                .map(|a| crate::model::Attempt {
+                .map(|a| crate::model::Span {
                     start_ms: u64::try_from((a.start - first).whole_milliseconds()).unwrap_or(0),
                     duration_ms: a.duration_ms,
                     end: end_of(a),
