@@ -60,6 +60,11 @@ pub struct ProxyEvent {
     pub client_bytes: u64,
     /// Whether the client got the complete response.
     pub client_complete: bool,
+    /// Body bytes the proxy read and did not pass on: the upstream's answer a `drop_response`
+    /// read to its end, or the second copy's answer of a `duplicate` (bodies are read a frame at
+    /// a time and never held whole). Absent when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub discarded_bytes: u64,
     /// Whether the client went away before the exchange was over (not because of a fault).
     pub client_disconnected: bool,
     /// Milliseconds from the request's arrival until the event was recorded.
@@ -90,6 +95,7 @@ impl ProxyEvent {
         client_status: None,
         client_bytes: 0,
         client_complete: false,
+        discarded_bytes: 0,
         client_disconnected: false,
         duration_ms: 0,
         proxy: None,
@@ -102,4 +108,9 @@ impl ProxyEvent {
             .unwrap_or_default();
         Self { at, ..Self::EMPTY }
     }
+}
+
+/// Whether a count is zero (serde's `skip_serializing_if`).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

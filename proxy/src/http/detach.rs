@@ -5,14 +5,13 @@
 //! upstream connection, and an upstream built on hyper or axum would then cancel its handler
 //! half-way: a crash, not the "server keeps working" a client timeout is about. [`Detached`]
 //! instead hands the rest of the exchange to a task of its own, which reads the response to the
-//! end; the downstream connection's task hands over its upstream connections likewise.
+//! end a frame at a time, keeping none of it; the downstream connection's task hands over its upstream connections likewise.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::Response;
 
@@ -68,7 +67,7 @@ impl<E: Send + 'static> Drop for Detached<E> {
         runtime.spawn(async move {
             if let Ok(resp) = exchange.await {
                 receipt.answered(resp.status().as_u16());
-                let _ = resp.into_body().collect().await;
+                let _ = super::sink::discard(resp.into_body()).await;
             }
         });
     }

@@ -11,13 +11,13 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::body::{RequestBody, ResponseBody, Source};
 use super::ctx::RequestCtx;
 use super::headers::downstream_head;
 use super::link::UpstreamLink;
+use super::sink::{self, Uncollected};
 use super::synthetic;
 use super::upstream::{Forwarder, NoResponse};
 use crate::event::{ProxyEvent, Side};
@@ -58,9 +58,18 @@ impl Buffered {
     }
 }
 
-/// Reads a whole body into memory.
-async fn collect(body: Incoming) -> Result<Bytes, hyper::Error> {
-    Ok(body.collect().await?.to_bytes())
+/// The most request body `duplicate` holds to send twice, and the most of the first copy's
+/// answer it holds while the second is sent (sequential mode): 8 MiB, the bound the runner's own
+/// client reads an answer to. A longer request is answered 413 without being forwarded.
+pub(super) const BUFFER_LIMIT: u64 = 8 * 1024 * 1024;
+
+/// Why [`Flight::buffer`] holds no copy of the request.
+#[derive(Debug)]
+pub(super) enum Unbuffered {
+    /// The body from the client failed.
+    Broken(NoResponse),
+    /// The body is longer than [`BUFFER_LIMIT`]: this many bytes had come when reading stopped.
+    TooLong(u64),
 }
 
 impl<'a> Flight<'a> {
@@ -121,23 +130,20 @@ impl<'a> Flight<'a> {
     /// that leaves.
     pub(super) async fn drain(self) -> Reply<'a> {
         if let Source::Stream(body) = self.req.into_body().0 {
-            let _ = collect(body).await;
+            let _ = sink::discard(body).await;
         }
         self.reply
     }
 
-    /// Reads the whole request body (to send copies), or says why it could not be read (the
-    /// client's fault).
-    pub(super) async fn buffer(self) -> (Reply<'a>, Result<Buffered, NoResponse>) {
+    /// Reads the whole request body (to send copies) when it has at most [`BUFFER_LIMIT`] bytes,
+    /// or says why it holds none (the client's body failed, or is longer).
+    pub(super) async fn buffer(self) -> (Reply<'a>, Result<Buffered, Unbuffered>) {
         let (parts, body) = self.req.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map_err(|err| NoResponse::body_unread(&err));
-        let buffered = body.map(|collected| Buffered {
-            parts,
-            body: collected.to_bytes(),
-        });
+        let buffered = match sink::collect_within(body, BUFFER_LIMIT).await {
+            Ok(body) => Ok(Buffered { parts, body }),
+            Err(Uncollected::Failed(err)) => Err(Unbuffered::Broken(NoResponse::body_unread(&err))),
+            Err(Uncollected::TooLong(read)) => Err(Unbuffered::TooLong(read)),
+        };
         (self.reply, buffered)
     }
 
@@ -200,6 +206,17 @@ impl Reply<'_> {
         Response::from_parts(parts, ResponseBody::new(Source::Full(Some(body)), self.ctx))
     }
 
+    /// Answers with a problem response of the proxy's own (`status`, `detail`), recording the
+    /// failure on `side`.
+    pub(super) fn problem(
+        self,
+        status: StatusCode,
+        side: Side,
+        detail: String,
+    ) -> Response<ResponseBody> {
+        synthetic::problem(self.ctx, status, side, detail)
+    }
+
     /// Answers a request that got no upstream response: 502 when the upstream failed, 400 when
     /// the request's body from the client did (and the event says whether the client left).
     pub(super) fn no_response(self, err: NoResponse) -> Response<ResponseBody> {
@@ -209,13 +226,20 @@ impl Reply<'_> {
         }
     }
 
-    /// Reads the upstream's whole response and discards it, so that the upstream has finished
-    /// the work; a failure (no response, or a broken body) goes into the event.
+    /// Reads the upstream's whole response a frame at a time and discards it, so that the
+    /// upstream has finished the work; the bytes read and a failure (no response, or a broken
+    /// body) go into the event.
     pub(super) async fn discard(&mut self, answer: Result<Response<Incoming>, NoResponse>) {
         let (side, failure) = match answer {
-            Ok(resp) => match collect(resp.into_body()).await {
-                Ok(_) => return,
-                Err(err) => (Side::Upstream, format!("upstream body failed: {err}")),
+            Ok(resp) => match sink::discard(resp.into_body()).await {
+                Ok(read) => {
+                    self.ctx.event.discarded_bytes += read;
+                    return;
+                }
+                Err((err, read)) => {
+                    self.ctx.event.discarded_bytes += read;
+                    (Side::Upstream, format!("upstream body failed: {err}"))
+                }
             },
             Err(err) => {
                 self.ctx.event.client_disconnected |= err.client_left;
@@ -225,22 +249,14 @@ impl Reply<'_> {
         self.ctx.failed(side, failure);
     }
 
-    /// Sends one buffered copy of the request upstream and reads its whole response. Not
-    /// recorded in the event: the caller counts the copies, and tells [`Reply::waited`] how long
-    /// they took (copies may overlap).
+    /// Sends one buffered copy of the request upstream and returns its response, body unread.
+    /// Not recorded in the event: the caller counts the copies, and tells [`Reply::waited`] how
+    /// long they took (copies may overlap).
     pub(super) async fn exchange(
         &self,
         req: Request<RequestBody>,
-    ) -> Result<(http::response::Parts, Bytes), NoResponse> {
-        let resp = self.fwd.send(self.link, self.ctx.receipt(), req).await?;
-        let (parts, body) = downstream_head(resp);
-        let body = collect(body).await.map_err(|e| NoResponse {
-            sent: true,
-            side: Side::Upstream,
-            client_left: false,
-            message: format!("response body failed: {e}"),
-        })?;
-        Ok((parts, body))
+    ) -> Result<Response<Incoming>, NoResponse> {
+        self.fwd.send(self.link, self.ctx.receipt(), req).await
     }
 
     /// Adds `wait` to the time the request spent waiting for the upstream (not the proxy's).

@@ -61,6 +61,7 @@ mod receipt;
 mod rejections;
 mod service;
 mod shared;
+mod sink;
 mod synthetic;
 mod upstream;
 

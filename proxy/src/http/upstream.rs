@@ -48,6 +48,16 @@ pub(super) struct NoResponse {
 }
 
 impl NoResponse {
+    /// The upstream's response body failed (`err`) after its head came.
+    pub(super) fn body_failed(err: &hyper::Error) -> Self {
+        Self {
+            sent: true,
+            side: Side::Upstream,
+            client_left: false,
+            message: format!("response body failed: {err}"),
+        }
+    }
+
     /// The request's body from the client failed (`err`): nothing was sent upstream.
     pub(super) fn body_unread(err: &hyper::Error) -> Self {
         Self {

@@ -10,6 +10,7 @@ mod faults;
 mod fuzz;
 mod malformed;
 mod matching;
+mod memory;
 mod metrics;
 mod passthrough;
 mod slow_clients;
