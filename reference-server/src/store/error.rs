@@ -1,6 +1,6 @@
 //! The one error type of every store trait.
 
-/// A storage failure. Its details go to the log, never to a client (see `api::problem`).
+/// A storage failure. Its details go to the log, never to a client (see `edge::ApiError`).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database rejected or could not run a statement.

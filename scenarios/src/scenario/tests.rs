@@ -1,3 +1,6 @@
+//! Tests of the scenario loader: located errors, the key and step vocabulary, and the rules a
+//! scenario's steps and assertions must keep.
+
 use super::*;
 
 const LOST: &str = r#"version: 1
