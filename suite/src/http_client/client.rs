@@ -1,7 +1,7 @@
 //! The client itself: a reqwest client with the runner's defaults that sends a [`RequestSpec`]
 //! and records what happened as an [`Exchange`], with the excerpts and headers evidence shows.
 
-use super::{xml, Exchange, RequestSpec, SentMark};
+use super::{parse, Exchange, RequestSpec, SentMark};
 use std::time::{Duration, Instant};
 
 use crate::model::{Evidence, RequestRecord, ResponseRecord};
@@ -87,16 +87,11 @@ impl Client {
         match result {
             Ok((status, headers, body)) => {
                 // An XML answer reads as JSON too (`xml`), so one path language reads both.
-                let json = serde_json::from_slice::<serde_json::Value>(&body)
-                    .ok()
-                    .or_else(|| {
-                        let content_type = headers
-                            .get(http::header::CONTENT_TYPE)
-                            .and_then(|v| v.to_str().ok());
-                        xml::is_xml(content_type, &body)
-                            .then(|| xml::to_json(&body))
-                            .flatten()
-                    });
+                let content_type = headers
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok());
+                let parsed = parse::parse(&body, content_type);
+                let json = parsed.json;
                 let problem_type = json
                     .as_ref()
                     .and_then(|j| j.get("type"))
@@ -122,6 +117,7 @@ impl Client {
                     headers,
                     body,
                     json,
+                    parse_note: parsed.note,
                     started,
                     elapsed: started.elapsed(),
                     declared_replay: false,
@@ -136,6 +132,7 @@ impl Client {
                     headers: http::HeaderMap::new(),
                     body: bytes::Bytes::new(),
                     json: None,
+                    parse_note: None,
                     started,
                     elapsed: started.elapsed(),
                     declared_replay: false,

@@ -74,8 +74,12 @@ pub struct Exchange {
     pub headers: http::HeaderMap,
     /// The whole response body.
     pub body: bytes::Bytes,
-    /// The body as JSON, when it parses.
-    pub json: Option<serde_json::Value>,
+    /// The body as JSON (an XML body through its mapping), when it parses: parsed once and
+    /// shared by every reader (`super::parse`).
+    pub json: Option<std::sync::Arc<serde_json::Value>>,
+    /// Set when the body was read only in part, or not at all, because it holds more values
+    /// than idemspec reads (`super::MAX_VALUES`): the sentence saying so.
+    pub parse_note: Option<String>,
     /// When the request was started.
     pub started: Instant,
     /// How long until the response (or the failure).
@@ -112,6 +116,7 @@ impl Exchange {
             headers: http::HeaderMap::new(),
             body: bytes::Bytes::new(),
             json: None,
+            parse_note: None,
             started: Instant::now(),
             elapsed: Duration::ZERO,
             declared_replay: false,

@@ -262,7 +262,7 @@ impl ApiCtx {
     /// string is no id: in a path it would name the collection (`DELETE /machines/`), not a
     /// resource.
     pub(crate) fn created_id(&self, exchange: &Exchange) -> Option<String> {
-        let json = exchange.json.as_ref()?;
+        let json = exchange.json.as_deref()?;
         let create = &self.profile.operations.create;
         let id = match create.id.first(json)? {
             serde_json::Value::String(s) => s.clone(),

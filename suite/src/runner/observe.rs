@@ -84,7 +84,11 @@ pub(crate) fn unreadable_list(
         // A 204, or an empty body: an empty list as some APIs say it.
         return None;
     }
-    let Some(json) = ex.json.as_ref() else {
+    if let Some(why) = &ex.parse_note {
+        // A list read in part cannot be counted.
+        return Some(why.clone());
+    }
+    let Some(json) = ex.json.as_deref() else {
         let start: String = String::from_utf8_lossy(&ex.body[..ex.body.len().min(40)])
             .chars()
             .map(|c| if c.is_control() { ' ' } else { c })
@@ -328,8 +332,11 @@ fn json_of<'a>(ex: &'a Exchange, what: &str) -> Result<&'a serde_json::Value, St
             ex.describe()
         ));
     }
+    if let Some(why) = &ex.parse_note {
+        return Err(format!("{what} {}: {why}", ex.evidence.request.path));
+    }
     ex.json
-        .as_ref()
+        .as_deref()
         .ok_or_else(|| format!("{what} {} did not answer JSON", ex.evidence.request.path))
 }
 

@@ -243,7 +243,7 @@ fn unopened_envelope(run: &CheckRun, replay: &Exchange) -> Option<String> {
     let at = contract.replay_envelope.as_deref()?;
     let marker = &contract.replayed_header;
     let marked = !marker.is_empty() && replay.marks_replay(marker);
-    (contract.envelops(marked, replay.json.as_ref()) && member_bytes(&replay.body, at).is_none())
+    (contract.envelops(marked, replay.json.as_deref()) && member_bytes(&replay.body, at).is_none())
         .then(|| {
             format!(
                 " (the replay is marked as the declared envelope but has no `{at}` member, so it \

@@ -76,7 +76,7 @@ fn refusal_of<'r>(
 /// error code in a JSON body (`code`, `error.code`, `error.type`, or `error` as a string, as
 /// vendors write them), and whether `Retry-After` says "come back later".
 fn tells(e: &Exchange) -> (Option<u16>, Option<String>, Option<String>, bool) {
-    let code = e.json.as_ref().and_then(|json| {
+    let code = e.json.as_deref().and_then(|json| {
         ["/code", "/error/code", "/error/type", "/error"]
             .iter()
             .find_map(|p| json.pointer(p).and_then(|v| v.as_str()).map(str::to_owned))

@@ -94,13 +94,17 @@ fn end_of(ex: &Exchange, contract: &Contract) -> AttemptEnd {
         Some(200..=299) if ex.marks_replay(&contract.replayed_header) => AttemptEnd::Replay,
         Some(200..=299) => AttemptEnd::Success,
         Some(s)
-            if contract.refuses(Refusal::InFlight, s, ex.json.as_ref())
-                && contract.refuses(Refusal::Mismatch, s, ex.json.as_ref()) =>
+            if contract.refuses(Refusal::InFlight, s, ex.json.as_deref())
+                && contract.refuses(Refusal::Mismatch, s, ex.json.as_deref()) =>
         {
             AttemptEnd::Conflict
         }
-        Some(s) if contract.refuses(Refusal::InFlight, s, ex.json.as_ref()) => AttemptEnd::InFlight,
-        Some(s) if contract.refuses(Refusal::Mismatch, s, ex.json.as_ref()) => AttemptEnd::Mismatch,
+        Some(s) if contract.refuses(Refusal::InFlight, s, ex.json.as_deref()) => {
+            AttemptEnd::InFlight
+        }
+        Some(s) if contract.refuses(Refusal::Mismatch, s, ex.json.as_deref()) => {
+            AttemptEnd::Mismatch
+        }
         Some(500..) => AttemptEnd::ServerError,
         Some(_) => AttemptEnd::ClientError,
     }

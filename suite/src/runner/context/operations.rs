@@ -47,7 +47,7 @@ fn long_running_of<'a>(
 /// Where `e` names its operation, as `long` says.
 fn reference(long: &LongRunningOperation, e: &Exchange) -> Option<String> {
     let found = match &long.poll {
-        PollAt::Json(path) => path.first(e.json.as_ref()?)?.as_str()?.to_owned(),
+        PollAt::Json(path) => path.first(e.json.as_deref()?)?.as_str()?.to_owned(),
         PollAt::Header(name) => e.header(name)?.to_owned(),
     };
     (!found.is_empty()).then_some(found)
@@ -173,7 +173,7 @@ impl CheckRun {
                     sent: None,
                 })
                 .await;
-            let json = ex.json.as_ref();
+            let json = ex.json.as_deref();
             if ex.is_success() {
                 if long.failed.as_ref().is_some_and(|f| f.holds(json)) {
                     return Ok(true);

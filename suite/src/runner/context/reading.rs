@@ -35,7 +35,7 @@ pub(crate) fn answer_matches(pattern: StatusPattern, e: &Exchange, contract: &Co
         }
     }
     e.status
-        .is_some_and(|s| status_matches(pattern, s, e.json.as_ref(), contract))
+        .is_some_and(|s| status_matches(pattern, s, e.json.as_deref(), contract))
 }
 
 /// Whether `status` with `body` (its JSON, if it parsed) matches `pattern` under `contract`.

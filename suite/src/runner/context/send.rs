@@ -407,14 +407,14 @@ fn read_replay(exchange: &mut Exchange, contract: &Contract) {
     };
     let marker = &contract.replayed_header;
     let marked = !marker.is_empty() && exchange.marks_replay(marker);
-    exchange.declared_replay = contract.replays_under(status, marked, exchange.json.as_ref());
+    exchange.declared_replay = contract.replays_under(status, marked, exchange.json.as_deref());
     let inner = contract
         .replay_envelope
         .as_deref()
-        .filter(|_| contract.envelops(marked, exchange.json.as_ref()))
+        .filter(|_| contract.envelops(marked, exchange.json.as_deref()))
         .and_then(|at| member_bytes(&exchange.body, at));
     if let Some(inner) = inner {
-        exchange.json = serde_json::from_slice(&inner).ok();
+        exchange.json = serde_json::from_slice(&inner).ok().map(std::sync::Arc::new);
         exchange.body = inner;
     }
 }

@@ -203,7 +203,7 @@ fn missing_finding(ex: &Exchange, contract: &Contract, what: &str) -> (Finding, 
         None => Finding::Undecided(format!("{what} got no response: {}", ex.describe())),
         Some(s)
             if contract.key_required
-                && contract.refuses(Refusal::MissingKey, s, ex.json.as_ref()) =>
+                && contract.refuses(Refusal::MissingKey, s, ex.json.as_deref()) =>
         {
             Finding::Held(format!("{what} got {}", ex.describe()))
         }
