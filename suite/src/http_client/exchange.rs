@@ -149,6 +149,20 @@ impl Exchange {
         })
     }
 
+    /// How long the answer's `Retry-After` asks to wait (RFC 9110 §10.2.3): delta-seconds, or an
+    /// HTTP-date from now (zero when it has passed); `None` when absent or unreadable.
+    pub fn retry_after(&self) -> Option<Duration> {
+        let value = self.header("retry-after")?.trim();
+        if let Ok(seconds) = value.parse::<u64>() {
+            return Some(Duration::from_secs(seconds));
+        }
+        let at = httpdate::parse_http_date(value).ok()?;
+        Some(
+            at.duration_since(std::time::SystemTime::now())
+                .unwrap_or(Duration::ZERO),
+        )
+    }
+
     /// Whether the request succeeded: a 2xx arrived, or a replay of a completed success under the
     /// other status the contract declares for one ([`Exchange::declared_replay`]), and the
     /// operation it named, if any, did not fail ([`Exchange::operation_failed`]).

@@ -640,6 +640,35 @@ async fn a_create_that_answers_an_operation_is_judged_once_it_settles() {
     }
 }
 
+/// Every request a check makes about a long-running operation goes the one way its principal's
+/// requests go: an API whose principals are cookie sessions and whose creates answer operations
+/// is judged PASS (its polls carry the session, or they get `401` and every check is UNKNOWN); an
+/// operation that answers `Retry-After: 1` while it runs is polled that late, not every 100 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn polls_go_through_the_session_and_wait_as_the_operation_asks() {
+    let api = alt_api::start_with(alt_api::Options {
+        operations: true,
+        sessions: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, |t| in_sessions(&polled(t), None)), &[]).await;
+    assert_passes(&report, 14);
+    let api = alt_api::start_with(alt_api::Options {
+        operations: true,
+        operation_retry_after: Some(1),
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, polled), &["lost-response"]).await;
+    assert_passes(&report, 1);
+    let polls = api.polls();
+    assert!(!polls.is_empty(), "the operation was polled");
+    // It runs 300 ms: polled at once (RUNNING, `Retry-After: 1`), then once it is done; at every
+    // 100 ms it would take four polls.
+    assert!(polls[0] <= 2, "at most two polls per operation: {polls:?}");
+}
+
 /// A contract that answers a reused key with another request by the original (Google Cloud's
 /// `requestId`: `mismatch_answer: original`) is judged by what it says: fingerprint-mismatch
 /// PASSes on an API that does so, FAILs on one that refuses instead (naming the contract), and

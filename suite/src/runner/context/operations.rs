@@ -10,7 +10,7 @@ use idemspec_scenarios::scenario::Operation;
 use super::CheckRun;
 use crate::http_client::{Exchange, RequestSpec};
 
-/// How often a pending operation is polled.
+/// How often a pending operation is polled, unless its answer's `Retry-After` asks for longer.
 const POLL_EVERY: Duration = Duration::from_millis(100);
 
 /// How long one poll may take.
@@ -74,8 +74,9 @@ fn poll_path(reference: &str, base_url: &str) -> String {
 
 impl CheckRun {
     /// Waits until every operation the check's answers named so far has settled (done or failed,
-    /// as the profile says), polling each as the principal that started it, straight to the
-    /// target, and remembers which failed ([`CheckRun::mark_failed_operations`]).
+    /// as the profile says), polling each as the principal that started it (through its session,
+    /// as every request of the check goes: `ApiCtx::send`), straight to the target, and remembers
+    /// which failed ([`CheckRun::mark_failed_operations`]).
     ///
     /// # Errors
     /// Which operation did not settle within its bound, or could not be polled, naming the step
@@ -141,7 +142,8 @@ impl CheckRun {
     }
 
     /// Polls `reference` until `long` says it is done or failed, or its bound passes; true when
-    /// it failed.
+    /// it failed. Polls come every [`POLL_EVERY`], or as late as an answer's `Retry-After` asks,
+    /// never past the bound.
     async fn wait_for(
         &self,
         reference: &str,
@@ -157,22 +159,20 @@ impl CheckRun {
         let started = Instant::now();
         let field = format!("operations.{}.operation", op.name());
         loop {
-            let ex = ctx
-                .client
-                .send(RequestSpec {
-                    step: "operation".into(),
-                    base_url: base_url.clone(),
-                    method: "GET".into(),
-                    path: path.clone(),
-                    principal: who.name.clone(),
-                    headers: who.headers.clone().into_iter().collect(),
-                    key: None,
-                    body: None,
-                    timeout: POLL_TIMEOUT,
-                    via_proxy: false,
-                    sent: None,
-                })
-                .await;
+            let spec = RequestSpec {
+                step: "operation".into(),
+                base_url: base_url.clone(),
+                method: "GET".into(),
+                path: path.clone(),
+                principal: who.name.clone(),
+                headers: who.headers.clone().into_iter().collect(),
+                key: None,
+                body: None,
+                timeout: POLL_TIMEOUT,
+                via_proxy: false,
+                sent: None,
+            };
+            let ex = ctx.send(spec, self.marker()).await;
             let json = ex.json.as_deref();
             if ex.is_success() {
                 if long.failed.as_ref().is_some_and(|f| f.holds(json)) {
@@ -182,16 +182,23 @@ impl CheckRun {
                     return Ok(false);
                 }
             }
-            if started.elapsed() >= long.bound() {
+            let left = long.bound().saturating_sub(started.elapsed());
+            if left.is_zero() {
+                let last = match ex.status {
+                    Some(_) => format!("answered {}", ex.describe()),
+                    None => format!("got no answer: {}", ex.describe()),
+                };
                 return Err(format!(
                     "the operation `{reference}` that `{step}` started did not settle within {} \
-                     (its last poll, GET {path}, answered {}; `{field}` says when it is done: {})",
+                     (its last poll, GET {path}, {last}; `{field}` says when it is done: {})",
                     humantime::format_duration(long.bound()),
-                    ex.describe(),
                     long.done.describe()
                 ));
             }
-            tokio::time::sleep(POLL_EVERY).await;
+            let wait = ex
+                .retry_after()
+                .map_or(POLL_EVERY, |asked| asked.max(POLL_EVERY));
+            tokio::time::sleep(wait.min(left)).await;
         }
     }
 }

@@ -81,6 +81,13 @@ impl AltApi {
     pub fn logins(&self) -> u64 {
         self.app.lock().logins
     }
+
+    /// With `operations`: how many answered polls each operation got, most first.
+    pub fn polls(&self) -> Vec<u64> {
+        let mut polls: Vec<u64> = self.app.lock().polls.values().copied().collect();
+        polls.sort_unstable_by(|a, b| b.cmp(a));
+        polls
+    }
 }
 
 impl Drop for AltApi {
@@ -226,6 +233,9 @@ pub struct Options {
     /// The layer stores only answers with these statuses (as a middleware that documents storing
     /// only `200` and `201`): any other is not kept, and its key's retry runs again.
     pub stores_only: Option<&'static [u16]>,
+    /// With `operations`: an operation still running answers its poll with `Retry-After: N`
+    /// (seconds), as Google Cloud's and Azure's long-running operations may.
+    pub operation_retry_after: Option<u64>,
 }
 
 /// A planted defect of the alt API's idempotency layer (`Options::flaw`).
@@ -326,6 +336,8 @@ struct Inner {
     sessions: HashMap<String, String>,
     /// With `sessions`: how many logins opened one.
     logins: u64,
+    /// With `operations`: how many polls of an operation were answered, by its name.
+    polls: HashMap<String, u64>,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -396,10 +408,18 @@ async fn get_operation(
         .get("name")
         .and_then(|n| n.strip_prefix("op-"))
         .unwrap_or_default();
-    match app.lock().machines.get(uuid).filter(|m| m.owner == owner) {
-        Some(machine) => Json(operation_of(machine, app.options.tenant_in_path)).into_response(),
-        None => problem(StatusCode::NOT_FOUND, "not-found", "no such operation"),
+    let mut inner = app.lock();
+    let Some(machine) = inner.machines.get(uuid).filter(|m| m.owner == owner) else {
+        return problem(StatusCode::NOT_FOUND, "not-found", "no such operation");
+    };
+    let running = !machine.ready();
+    let mut resp = Json(operation_of(machine, app.options.tenant_in_path)).into_response();
+    *inner.polls.entry(uuid.to_owned()).or_default() += 1;
+    if let Some(seconds) = app.options.operation_retry_after.filter(|_| running) {
+        resp.headers_mut()
+            .insert("retry-after", HeaderValue::from(seconds));
     }
+    resp
 }
 
 impl Machine {
