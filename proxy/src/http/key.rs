@@ -1,13 +1,14 @@
 //! Where the proxy finds each request's idempotency key ([`crate::ProxyConfig::key_at`]): a header
 //! or a query parameter, read from the head; a form field or a JSON member, read from the first
-//! [`BODY_LIMIT`] bytes of the body, which then go upstream ahead of the rest, unchanged.
+//! [`BODY_LIMIT`] bytes of the body (undone of its `Content-Encoding`), which then go upstream
+//! ahead of the rest, unchanged.
 
 use bytes::{Bytes, BytesMut};
 use http::header::HeaderName;
 use http::request::Parts;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use idemspec_scenarios::profile::KeyAt;
+use idemspec_scenarios::profile::{content_coding, KeyAt};
 
 use super::body::Source;
 
@@ -86,7 +87,11 @@ impl RequestKey {
             }
         }
         let kept: Bytes = kept.freeze();
-        let key = self.at.find(target(parts), |_| None, Some(&kept));
+        // The key is read from the body as sent, undone of its Content-Encoding; the bytes go
+        // upstream as they came.
+        let encoding = parts.headers.get(http::header::CONTENT_ENCODING);
+        let key = content_coding::decoded(encoding.map(|v| v.as_bytes()), &kept)
+            .and_then(|body| self.at.find(target(parts), |_| None, Some(&body)));
         Ok((key, Source::Full(Some(kept))))
     }
 }

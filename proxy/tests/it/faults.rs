@@ -578,6 +578,61 @@ async fn a_body_past_the_key_limit_is_forwarded_whole_without_a_key() {
     proxy.shutdown().await;
 }
 
+/// A body sent compressed is read as sent: the key in a gzip form body is recorded (and the body
+/// goes upstream compressed, as it came); a body that decodes to more than the proxy reads (a
+/// decompression bomb) and a JSON body naming its key twice have no key, each with the reason.
+#[tokio::test]
+async fn a_compressed_body_is_read_as_sent_and_an_ambiguous_one_is_named() {
+    use idemspec_scenarios::profile::KeyAt;
+    use std::io::Write;
+    let gzip = |data: &[u8]| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    };
+    let form = gzip(b"Action=RunInstances&ClientToken=tok-1");
+    let bomb = gzip(&vec![b'a'; 8 * 1024 * 1024]);
+    let twice = br#"{"clientToken":"first","image":"debian","clientToken":"second"}"#.to_vec();
+    let cases: [(KeyAt, Vec<u8>, Option<&str>); 3] = [
+        (KeyAt::Form("ClientToken".into()), form, Some("gzip")),
+        (KeyAt::Form("ClientToken".into()), bomb, Some("gzip")),
+        (KeyAt::Json("clientToken".into()), twice, None),
+    ];
+    let mut events = Vec::new();
+    for (key_at, body, encoding) in cases {
+        let upstream = Upstream::start().await;
+        let proxy = idemspec_proxy::start(idemspec_proxy::ProxyConfig {
+            upstream: upstream.url(),
+            key_at,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let mut req = http()
+            .post(format!("http://{}/echo", proxy.addr()))
+            .body(body.clone());
+        if let Some(encoding) = encoding {
+            req = req.header("Content-Encoding", encoding);
+        }
+        assert_eq!(req.send().await.unwrap().status(), 200);
+        assert_eq!(upstream.seen()[0].body, body, "forwarded as it came");
+        events.push(proxy.events()[0].clone());
+        proxy.shutdown().await;
+    }
+    assert_eq!(events[0].idempotency_key.as_deref(), Some("tok-1"));
+    assert_eq!(events[1].idempotency_key, None);
+    let why = events[1].key_unread.clone().unwrap_or_default();
+    assert!(why.contains("decompression bomb"), "{why}");
+    assert_eq!(events[2].idempotency_key, None);
+    let why = events[2].key_unread.clone().unwrap_or_default();
+    assert!(
+        why.contains("names `clientToken` 2 times")
+            && why.contains("\"first\"")
+            && why.contains("\"second\""),
+        "{why}"
+    );
+}
+
 /// A key header that HTTP cannot carry is refused at start, by name.
 #[tokio::test]
 async fn a_key_header_http_cannot_carry_is_refused() {

@@ -3,6 +3,7 @@
 //! which records them.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 /// Where a request carries its idempotency key (`contract.key_at`). A request without a key
 /// leaves the header, parameter or member out altogether.
@@ -166,7 +167,8 @@ impl KeyAt {
     ///
     /// # Errors
     /// Why the key could not be read at all, as opposed to being absent: a JSON member's body
-    /// that is not JSON.
+    /// that is not JSON, or that names the member (or an object on its path) twice — which one
+    /// an API reads is its parser's choice, so neither is chosen here.
     pub fn find<'h>(
         &self,
         target: &str,
@@ -182,18 +184,11 @@ impl KeyAt {
                 form_field(query.as_bytes(), name)
             }
             (KeyAt::Form(name), Some(body)) => form_field(body, name),
-            (KeyAt::Json(dotted), Some(body)) => {
-                let value: serde_json::Value = serde_json::from_slice(body)
-                    .map_err(|e| format!("the body is not JSON ({e})"))?;
-                let member = dotted
-                    .split('.')
-                    .try_fold(&value, |node, name| node.as_object()?.get(name));
-                match member {
-                    None | Some(serde_json::Value::Null) => None,
-                    Some(serde_json::Value::String(s)) => Some(s.clone()),
-                    Some(other) => Some(other.to_string()),
-                }
-            }
+            (KeyAt::Json(dotted), Some(body)) => match json_member(body, dotted)? {
+                None | Some(serde_json::Value::Null) => None,
+                Some(serde_json::Value::String(s)) => Some(s),
+                Some(other) => Some(other.to_string()),
+            },
             (KeyAt::Form(_) | KeyAt::Json(_), None) => None,
         })
     }
@@ -250,6 +245,81 @@ impl KeyAt {
             Err(_) => {}
         }
         out
+    }
+}
+
+/// The member at `dotted` of the JSON object `body`: `Ok(None)` where it has none.
+///
+/// # Errors
+/// The body is not JSON, or names a member on the path more than once (with the values).
+fn json_member(body: &[u8], dotted: &str) -> Result<Option<serde_json::Value>, String> {
+    let not_json = |e: serde_json::Error| format!("the body is not JSON ({e})");
+    let mut raw: &RawValue = serde_json::from_slice(body).map_err(not_json)?;
+    let mut path = String::new();
+    for name in dotted.split('.') {
+        let Ok(Entries(entries)) = serde_json::from_str::<Entries>(raw.get()) else {
+            // Not an object here: no member (a JSON body that is not valid fails above).
+            return Ok(None);
+        };
+        path = if path.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{path}.{name}")
+        };
+        let named: Vec<&RawValue> = entries
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+            .collect();
+        match named.as_slice() {
+            [] => return Ok(None),
+            [one] => raw = one,
+            [first, .., last] => {
+                return Err(format!(
+                    "the body names `{path}` {} times ({} first, {} last): which one the API reads \
+                     is its parser's choice, so the key is not read",
+                    named.len(),
+                    cut(first.get()),
+                    cut(last.get())
+                ))
+            }
+        }
+    }
+    serde_json::from_str(raw.get()).map(Some).map_err(not_json)
+}
+
+/// A JSON value's text for a message: at most 40 characters.
+fn cut(text: &str) -> String {
+    let mut out: String = text.chars().take(40).collect();
+    if out.len() < text.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// A JSON object's members in the order written, names repeated as they are.
+struct Entries<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Entries<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Entries<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Entries<'a>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
+                    out.push(entry);
+                }
+                Ok(Entries(out))
+            }
+        }
+        de.deserialize_map(Visit(std::marker::PhantomData))
     }
 }
 
@@ -357,6 +427,25 @@ fn form_field(form: &[u8], name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A member named twice on the key's path is not read, the two values named; once, it is.
+    #[test]
+    fn a_key_member_named_twice_is_not_chosen() {
+        let at = KeyAt::Json("params.token".into());
+        let find = |body: &str| at.find("/", |_| None, Some(body.as_bytes()));
+        assert_eq!(
+            find(r#"{"params": {"token": "a", "x": 1}}"#),
+            Ok(Some("a".into()))
+        );
+        let twice = find(r#"{"params": {"token": "a", "token": "b"}}"#).unwrap_err();
+        assert!(twice.contains("names `params.token` 2 times"), "{twice}");
+        assert!(twice.contains(r#""a" first, "b" last"#), "{twice}");
+        let outer = find(r#"{"params": {"token": "a"}, "params": {"token": "b"}}"#).unwrap_err();
+        assert!(outer.contains("names `params` 2 times"), "{outer}");
+        assert_eq!(find(r#"{"params": 3, "other": {"token": "x"}}"#), Ok(None));
+        assert_eq!(find(r#"[1, 2]"#), Ok(None));
+        assert!(find("not json").unwrap_err().contains("not JSON"));
+    }
 
     #[test]
     fn every_place_a_request_carries_a_value_is_found_as_find_reads_it() {

@@ -3,6 +3,7 @@
 //! is one file with its rules beside it; `target.rs` holds the whole profile and asks them.
 
 mod checks_at_once;
+pub mod content_coding;
 mod contract;
 mod create;
 mod env;

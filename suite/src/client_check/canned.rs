@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use idemspec_scenarios::client_profile::{ClientProfile, OperationMatch};
-use idemspec_scenarios::profile::KeyAt;
+use idemspec_scenarios::profile::{content_coding, KeyAt};
 use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
@@ -189,6 +189,14 @@ impl Answers {
         let (parts, body) = request.into_parts();
         // A body too long or cut off is read as none: the key is then absent, the answer given.
         let body = axum::body::to_bytes(body, MAX_REQUEST_BODY).await.ok();
+        // The key is read from the body as sent, undone of its Content-Encoding (a body that
+        // cannot be decoded is read as none).
+        let encoding = parts.headers.get(http::header::CONTENT_ENCODING);
+        let body = body.and_then(|b| {
+            content_coding::decoded(encoding.map(|v| v.as_bytes()), &b)
+                .ok()
+                .map(|d| bytes::Bytes::from(d.into_owned()))
+        });
         let target = parts
             .uri
             .path_and_query()

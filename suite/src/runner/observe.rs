@@ -202,23 +202,56 @@ pub(crate) async fn read_counters(ctx: &ApiCtx) -> Result<Counters, String> {
         .side_effects
         .as_ref()
         .ok_or("the target profile has no `side_effects` probe")?;
-    let mut req = reqwest::Client::new()
-        .get(&probe.url.value)
-        .timeout(OBSERVE_TIMEOUT);
-    for (n, v) in &probe.headers {
-        req = req.header(n, v);
-    }
-    let resp = req
-        .send()
-        .await
+    // Through the run's one client, as every request of the run: its answer read within the
+    // client's bounds (8 MiB, the first values of a wide body).
+    let url = reqwest::Url::parse(&probe.url.value)
         .map_err(|e| format!("side-effects probe {}: {e}", probe.url.value))?;
-    let status = resp.status();
-    let json: serde_json::Value = resp.json().await.map_err(|e| {
-        format!(
-            "side-effects probe {} answered {status} without JSON: {e}",
-            probe.url.value
-        )
-    })?;
+    let path = match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_owned(),
+    };
+    let ex = ctx
+        .client
+        .send(RequestSpec {
+            step: "side-effects".into(),
+            base_url: url.origin().ascii_serialization(),
+            method: "GET".into(),
+            path,
+            principal: String::new(),
+            headers: probe
+                .headers
+                .iter()
+                .map(|(n, v)| (n.clone(), v.clone()))
+                .collect(),
+            key: None,
+            body: None,
+            timeout: OBSERVE_TIMEOUT,
+            via_proxy: false,
+            sent: None,
+        })
+        .await;
+    let Some(status) = ex.status else {
+        return Err(format!(
+            "side-effects probe {}: {}",
+            probe.url.value,
+            ex.describe()
+        ));
+    };
+    let json = match (ex.json.as_deref(), &ex.parse_note) {
+        (Some(json), None) => json,
+        (_, Some(why)) => {
+            return Err(format!(
+                "side-effects probe {} answered {status}: {why}",
+                probe.url.value
+            ))
+        }
+        (None, None) => {
+            return Err(format!(
+                "side-effects probe {} answered {status} without JSON",
+                probe.url.value
+            ))
+        }
+    };
     let mut out = BTreeMap::new();
     for (name, path) in &probe.counters {
         let v = path
