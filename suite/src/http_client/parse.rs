@@ -5,7 +5,7 @@
 //! [`Exchange::parse_note`] says so. A 7 MB answer of 1.8 M small members
 //! would otherwise parse into hundreds of megabytes per exchange; the ids and refusals a check
 //! reads come first in the answers real APIs send, and a list read in part is not counted. An
-//! XML body with more than [`MAX_VALUES`] elements is not read at all (and the note says why).
+//! XML body is read to at most [`MAX_VALUES`] elements, the same way.
 //!
 //! [`Exchange::json`]: super::Exchange::json
 //! [`Exchange::parse_note`]: super::Exchange::parse_note
@@ -20,8 +20,8 @@ use serde_json::{Map, Value};
 
 use super::xml;
 
-/// The most JSON values (objects, arrays, members' values, items) kept of one body, and the most
-/// XML elements a body may have to be read: a list of 4,000 resources of 25 fields each.
+/// The most JSON values (objects, arrays, members' values, items) or XML elements read of one
+/// body: a list of 4,000 resources of 25 fields each.
 pub const MAX_VALUES: usize = 100_000;
 
 /// A body as JSON (an XML body through [`xml`]'s mapping), and a note when it was read only in
@@ -62,20 +62,18 @@ pub(super) fn parse(body: &[u8], content_type: Option<&str>) -> Parsed {
     if !xml::is_xml(content_type, body) {
         return Parsed::default();
     }
-    let elements = xml_elements(body);
-    if elements > MAX_VALUES {
-        return Parsed {
-            json: None,
-            note: Some(format!(
-                "its body was not read: about {elements} XML elements, more than the \
-                 {MAX_VALUES} idemspec reads ({} bytes)",
-                body.len()
-            )),
-        };
-    }
-    Parsed {
-        json: xml::to_json(body).map(Arc::new),
-        note: None,
+    match xml::to_json_within(body, MAX_VALUES) {
+        Some((json, cut)) => Parsed {
+            json: Some(Arc::new(json)),
+            note: cut.then(|| {
+                format!(
+                    "its body was read in part: idemspec reads the first {MAX_VALUES} XML \
+                     elements of an answer, and this one has more ({} bytes)",
+                    body.len()
+                )
+            }),
+        },
+        None => Parsed::default(),
     }
 }
 
@@ -198,14 +196,6 @@ impl<'de> Visitor<'de> for Bounded<'_> {
     }
 }
 
-/// An upper bound on the elements an XML text holds: its `<` not opening an end tag, a comment,
-/// a declaration or a processing instruction.
-fn xml_elements(body: &[u8]) -> usize {
-    body.windows(2)
-        .filter(|w| w[0] == b'<' && !matches!(w[1], b'/' | b'!' | b'?'))
-        .count()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,14 +232,21 @@ mod tests {
         assert!(parsed.note.is_none());
         assert_eq!(parsed.json.unwrap().as_array().unwrap().len(), MAX_VALUES);
 
-        let xml_body = format!("<r>{}</r>", "<item>1</item>".repeat(MAX_VALUES + 1));
+        let xml_body = format!(
+            "<r><id>x-1</id><set>{}</set><after>1</after></r>",
+            "<item>1</item>".repeat(MAX_VALUES + 1)
+        );
         let parsed = parse(xml_body.as_bytes(), Some("text/xml"));
-        assert!(parsed.json.is_none());
+        let json = parsed.json.expect("read in part");
+        assert_eq!(json["r"]["id"], "x-1");
+        assert_eq!(
+            json["r"]["set"]["item"].as_array().unwrap().len(),
+            MAX_VALUES - 3
+        );
+        assert!(json["r"].get("after").is_none());
         assert!(parsed.note.unwrap().contains("XML elements"));
-        assert_eq!(xml_elements(b"<r><!-- c --><item>1</item></r>"), 2);
-        assert!(parse(b"<r><!-- c --><item>1</item></r>", Some("text/xml"))
-            .json
-            .is_some());
+        let small = parse(b"<r><!-- c --><item>1</item></r>", Some("text/xml"));
+        assert!(small.json.is_some() && small.note.is_none());
         assert!(parse(b"not json", None).json.is_none());
     }
 }

@@ -99,11 +99,27 @@ fn local(name: &[u8]) -> String {
 /// `body` as JSON by the module's mapping; `None` where it is no well-formed XML document (or has
 /// a document type declaration, or nests deeper than [`MAX_DEPTH`]).
 pub fn to_json(body: &[u8]) -> Option<Value> {
+    to_json_within(body, usize::MAX).map(|(json, _)| json)
+}
+
+/// [`to_json`] of at most `elements` elements: past them the reading stops, every element still
+/// open is closed with what it read, and the flag says the document was read in part (then it is
+/// not checked for well-formedness past that point).
+pub fn to_json_within(body: &[u8], elements: usize) -> Option<(Value, bool)> {
     let mut reader = quick_xml::Reader::from_reader(body);
     let mut open: Vec<Open> = Vec::new();
     let mut root = None;
+    let mut left = elements;
+    let mut cut = false;
     loop {
         let event = reader.read_event().ok()?;
+        if matches!(event, Event::Start(_) | Event::Empty(_)) {
+            if left == 0 && root.is_none() {
+                cut = true;
+                break;
+            }
+            left = left.saturating_sub(1);
+        }
         let closed = match event {
             Event::Start(start) => {
                 if open.len() >= MAX_DEPTH || root.is_some() {
@@ -165,11 +181,21 @@ pub fn to_json(body: &[u8]) -> Option<Value> {
             }
         }
     }
-    if !open.is_empty() {
+    if cut {
+        // Close what is open, innermost first, as if the document ended here.
+        while let Some(element) = open.pop() {
+            let name = element.name.clone();
+            let value = element.value();
+            match open.last_mut() {
+                Some(parent) => parent.children.push((name, value)),
+                None => root = Some((name, value)),
+            }
+        }
+    } else if !open.is_empty() {
         return None;
     }
     let (name, value) = root?;
-    Some(Value::Object(Map::from_iter([(name, value)])))
+    Some((Value::Object(Map::from_iter([(name, value)])), cut))
 }
 
 /// Whether an answer with `content_type` and `body` is XML: an XML media type (`application/xml`,
