@@ -669,6 +669,54 @@ async fn polls_go_through_the_session_and_wait_as_the_operation_asks() {
     assert!(polls[0] <= 2, "at most two polls per operation: {polls:?}");
 }
 
+/// The process's peak resident memory so far, in bytes (`VmHWM`); one process per test under
+/// nextest, as CI runs them.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM")
+        * 1024
+}
+
+/// An API whose every answer to a write is 7 MB wide (3.5 M JSON values; 500 k XML elements) is
+/// judged as the same API with plain answers: the same verdicts, each answer parsed once and only
+/// its first values read, the process's peak memory bounded (it grew to 14 GB over a catalogue
+/// when every answer was parsed whole and copied per read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn answers_megabytes_wide_are_judged_as_plain_ones() {
+    for (xml, n) in [(false, 3_500_000), (true, 500_000)] {
+        let options = |wide| alt_api::Options {
+            xml_answers: xml,
+            wide_answers: wide,
+            ..alt_api::Options::default()
+        };
+        let verdicts = |report: &RunReport| -> Vec<(String, Verdict)> {
+            report
+                .checks
+                .iter()
+                .map(|c| (c.id.clone(), c.verdict))
+                .collect()
+        };
+        let plain = alt_api::start_with(options(None)).await;
+        let shape = |t: &str| if xml { as_xml_profile(t) } else { t.to_owned() };
+        let plain = run_profile(profile(&plain, shape), &[]).await;
+        let wide = alt_api::start_with(options(Some(n))).await;
+        let wide = run_profile(profile(&wide, shape), &[]).await;
+        assert_eq!(
+            verdicts(&wide),
+            verdicts(&plain),
+            "xml: {xml}\n{}",
+            table(&wide)
+        );
+    }
+    let peak = peak_rss();
+    eprintln!("peak resident memory: {} MiB", peak >> 20);
+    assert!(peak < 1536 << 20, "peak resident memory {} MiB", peak >> 20);
+}
+
 /// A contract that answers a reused key with another request by the original (Google Cloud's
 /// `requestId`: `mismatch_answer: original`) is judged by what it says: fingerprint-mismatch
 /// PASSes on an API that does so, FAILs on one that refuses instead (naming the contract), and
@@ -2184,6 +2232,32 @@ async fn a_planted_flaw_in_each_shape_fails_the_check_that_owns_it(
     }
 }
 
+/// The alt-api profile for its XML answers (`Options::xml_answers`): the id, the list's items, the
+/// action's counter and a mismatch's body read through the XML-as-JSON mapping.
+fn as_xml_profile(t: &str) -> String {
+    let mut t = t.to_owned();
+    for (json, xml) in [
+        ("    id: $.data.uuid\n", "    id: $.Response.data.uuid\n"),
+        (
+            "    items: \"$.data[*]\"\n",
+            "    items: \"$.Response.data.item[*]\"\n",
+        ),
+        (
+            "effect: $.data.restarts}",
+            "effect: $.Response.data.restarts}",
+        ),
+        (
+            "  mismatch_status: [422]\n",
+            "  mismatch_status: [400, 422]\n  mismatch_body: {at: $.Response.type, is: \
+             \"https://alt-api.test/problems/key-reused-with-different-request\"}\n",
+        ),
+    ] {
+        assert!(t.contains(json), "the fixture's {json}");
+        t = t.replace(json, xml);
+    }
+    t
+}
+
 /// An API that answers in XML (as EC2's Query protocol does) is read through the XML-as-JSON
 /// mapping: the created id, the list's items, the action's counter and a refusal's body are all
 /// JSONPaths over it, and the catalogue passes (but for key-validation's SHOULD of RFC 9457
@@ -2191,29 +2265,7 @@ async fn a_planted_flaw_in_each_shape_fails_the_check_that_owns_it(
 /// verdicts are read from the XML, not defaulted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_api_answering_xml_is_read_through_its_mapping() {
-    let xml = |t: &str| {
-        let mut t = t.to_owned();
-        for (json, xml) in [
-            ("    id: $.data.uuid\n", "    id: $.Response.data.uuid\n"),
-            (
-                "    items: \"$.data[*]\"\n",
-                "    items: \"$.Response.data.item[*]\"\n",
-            ),
-            (
-                "effect: $.data.restarts}",
-                "effect: $.Response.data.restarts}",
-            ),
-            (
-                "  mismatch_status: [422]\n",
-                "  mismatch_status: [400, 422]\n  mismatch_body: {at: $.Response.type, is: \
-                 \"https://alt-api.test/problems/key-reused-with-different-request\"}\n",
-            ),
-        ] {
-            assert!(t.contains(json), "the fixture's {json}");
-            t = t.replace(json, xml);
-        }
-        t
-    };
+    let xml = as_xml_profile;
     let api = alt_api::start_with(alt_api::Options {
         xml_answers: true,
         ..alt_api::Options::default()

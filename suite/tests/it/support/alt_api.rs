@@ -236,6 +236,10 @@ pub struct Options {
     /// With `operations`: an operation still running answers its poll with `Retry-After: N`
     /// (seconds), as Google Cloud's and Azure's long-running operations may.
     pub operation_retry_after: Option<u64>,
+    /// Every answer to a write (any method but `GET`) that is a JSON object or an XML document
+    /// carries this many more values after its own members: a `"pad": [1, 1, …]` member, or a
+    /// `<pad>` element of as many `<item>1</item>` (a hostile API's 7 MB answers).
+    pub wide_answers: Option<usize>,
 }
 
 /// A planted defect of the alt API's idempotency layer (`Options::flaw`).
@@ -464,6 +468,12 @@ impl App {
         };
         let api = if self.options.xml_answers {
             api.layer(axum::middleware::map_response(as_xml))
+        } else {
+            api
+        };
+        let api = if self.options.wide_answers.is_some() {
+            // Outside `as_xml`, so an XML answer is widened as XML.
+            api.layer(axum::middleware::from_fn_with_state(self.clone(), widen))
         } else {
             api
         };
@@ -1012,6 +1022,45 @@ async fn query_action(request: axum::extract::Request, next: axum::middleware::N
         axum::body::Body::from(bytes),
     ))
     .await
+}
+
+/// With `wide_answers`: a write's answer widened (see `Options::wide_answers`).
+async fn widen(
+    State(app): State<App>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let write = request.method() != Method::GET;
+    let response = next.run(request).await;
+    let Some(n) = app.options.wide_answers.filter(|n| write && *n > 0) else {
+        return response;
+    };
+    let (mut parts, body) = response.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .unwrap_or_default();
+    let wide = if body.starts_with(b"{") && body.ends_with(b"}") {
+        let mut out = body[..body.len() - 1].to_vec();
+        out.extend_from_slice(b",\"pad\":[");
+        out.extend_from_slice(&b"1,".repeat(n - 1));
+        out.extend_from_slice(b"1]}");
+        out
+    } else if let Some(end) = body
+        .iter()
+        .rposition(|b| *b == b'<')
+        .filter(|_| body.starts_with(b"<"))
+    {
+        let mut out = body[..end].to_vec();
+        out.extend_from_slice(b"<pad>");
+        out.extend_from_slice(&b"<item>1</item>".repeat(n));
+        out.extend_from_slice(b"</pad>");
+        out.extend_from_slice(&body[end..]);
+        out
+    } else {
+        body.to_vec()
+    };
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(wide))
 }
 
 /// With `xml_answers`: a JSON answer as XML (see `Options::xml_answers`).
