@@ -255,12 +255,13 @@ pub(crate) async fn read_counters(ctx: &ApiCtx) -> Result<Counters, String> {
     let mut out = BTreeMap::new();
     for (name, path) in &probe.counters {
         let v = path
-            .first(&json)
+            .first(json)
             .and_then(serde_json::Value::as_i64)
             .ok_or_else(|| {
                 format!(
-                    "side-effects counter `{name}` ({}) is not an integer in {json}",
-                    path.source()
+                    "side-effects counter `{name}` ({}) is not an integer in {}",
+                    path.source(),
+                    crate::http_client::excerpt(&ex.body)
                 )
             })?;
         out.insert(name.clone(), v);
