@@ -43,8 +43,11 @@ impl ClientCheck for BoundedRetries {
                 let took = human_duration(run.output.elapsed.as_millis() as u64);
                 let bound = ctx.profile.give_up_within();
                 let finding = match (&run.output.exit, lingered(run)) {
-                    // The run's deadline (`--command-timeout`) came before the profile's bound.
-                    (Exit::TimedOut(after), None) if *after < bound => Finding::Undecided(format!(
+                    // The run's deadline (`--command-timeout`) came before the profile's bound:
+                    // the client still had time, so a quiet spell may be its next back-off wait
+                    // (a jittered doubling can be several times its longest wait so far), not a
+                    // process that stopped retrying and lingers.
+                    (Exit::TimedOut(after), _) if *after < bound => Finding::Undecided(format!(
                         "killed after {}, the run's deadline (`--command-timeout`), before the \
                          profile's bound `gives_up.within: {}` ({}): whether it gives up within \
                          its bound is not seen",
@@ -87,7 +90,8 @@ const LINGER_MIN: Duration = Duration::from_secs(2);
 
 /// For a run killed at its deadline: how long it had been quiet since its last attempt ended, and
 /// its longest wait between attempts, where the quiet was longer than three times that wait and
-/// than [`LINGER_MIN`]: the client had stopped retrying, but its process had not exited.
+/// than [`LINGER_MIN`]: the client had stopped retrying, but its process had not exited. Asked
+/// only of a run killed at the profile's bound, when it should have exited either way.
 fn lingered(run: &CommandRun) -> Option<(Duration, Duration)> {
     let last = run.attempts.last()?;
     let killed = run.output.started + run.output.elapsed;
