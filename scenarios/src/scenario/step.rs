@@ -311,6 +311,13 @@ impl Step {
     /// # Errors
     /// A message for the first problem.
     pub fn validate(&self, earlier: &[String], requests: &[String]) -> Result<(), String> {
+        self.check_shape()?;
+        self.check_references(earlier, requests)?;
+        self.check_timings()
+    }
+
+    /// One kind of step, with only its kind's fields, and a `concurrency` and `retry` that fit.
+    fn check_shape(&self) -> Result<(), String> {
         let kinds = [self.op.is_some(), self.wait.is_some(), self.hook.is_some()];
         if kinds.iter().filter(|k| **k).count() != 1 {
             return Err("a step needs exactly one of `op`, `wait` or `hook`".into());
@@ -344,6 +351,11 @@ impl Step {
                 "`retry` repeats one request; it cannot be combined with `concurrency`".into(),
             );
         }
+        Ok(())
+    }
+
+    /// `on` and `wait: {sent: …}` name earlier steps of the right kind.
+    fn check_references(&self, earlier: &[String], requests: &[String]) -> Result<(), String> {
         let needs_target = matches!(
             self.op,
             Some(Operation::Get | Operation::Delete | Operation::Action)
@@ -368,6 +380,11 @@ impl Step {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// Each duration within the step limit, and `retry.every` no tighter than the least interval.
+    fn check_timings(&self) -> Result<(), String> {
         if let Some(every) = self.retry.as_ref().map(|r| r.every.0) {
             if every < RETRY_EVERY_MIN {
                 return Err(format!(
