@@ -149,12 +149,14 @@ impl Exchange {
         })
     }
 
-    /// How long the answer's `Retry-After` asks to wait (RFC 9110 §10.2.3): delta-seconds, or an
-    /// HTTP-date from now (zero when it has passed); `None` when absent or unreadable.
+    /// How long the answer's `Retry-After` asks to wait (RFC 9110 §10.2.3): delta-seconds (digits
+    /// only; past `u64`, `u64::MAX` seconds), or an HTTP-date from now (zero when it has passed);
+    /// `None` when absent or unreadable.
     pub fn retry_after(&self) -> Option<Duration> {
         let value = self.header("retry-after")?.trim();
-        if let Ok(seconds) = value.parse::<u64>() {
-            return Some(Duration::from_secs(seconds));
+        if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+            // delta-seconds is digits only (no sign); more than u64 holds is simply very long.
+            return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
         }
         let at = httpdate::parse_http_date(value).ok()?;
         Some(
@@ -230,5 +232,30 @@ mod tests {
         e.operation_failed = Some("/ops/1".into());
         assert!(!e.is_success() && e.is_server_failure());
         assert_eq!(e.describe(), "202 (its operation `/ops/1` failed)");
+    }
+
+    /// `Retry-After` is digits or an HTTP-date: a sign or garbage is unreadable, and a number
+    /// past `u64` is as long as can be.
+    #[test]
+    fn retry_after_reads_delta_seconds_and_dates() {
+        let with = |v: &str| {
+            let mut e = Exchange::failed("s", String::new());
+            e.headers
+                .insert("retry-after", HeaderValue::from_str(v).unwrap());
+            e.retry_after()
+        };
+        assert_eq!(with("2"), Some(std::time::Duration::from_secs(2)));
+        assert_eq!(with("+2"), None);
+        assert_eq!(with("-5"), None);
+        assert_eq!(with("garbage"), None);
+        assert_eq!(
+            with("99999999999999999999"),
+            Some(std::time::Duration::from_secs(u64::MAX))
+        );
+        assert_eq!(
+            with("Thu, 01 Jan 1970 00:00:00 GMT"),
+            Some(std::time::Duration::ZERO)
+        );
+        assert!(with("Fri, 31 Dec 9999 23:59:59 GMT").is_some_and(|d| d.as_secs() > 1 << 30));
     }
 }
