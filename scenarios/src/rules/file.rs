@@ -277,4 +277,19 @@ mod tests {
             assert!(check_upstream(Mode::Http, bad).is_err(), "{bad}");
         }
     }
+
+    #[test]
+    fn tls_settings_in_tcp_mode_are_an_error_at_their_line() {
+        let text =
+            "version: 1\nupstream: a:1\nmode: tcp\nlisten_tls: {cert_file: c, key_file: k}\n";
+        let err = ProxyFile::load("p.yaml", text).unwrap_err().to_string();
+        assert!(
+            err.contains("p.yaml:4:") && err.contains("mode: http"),
+            "{err}"
+        );
+        let text = "version: 1\nupstream: https://a\nupstream_tls: {ca_file: ca.pem}\n";
+        let file = ProxyFile::load("p.yaml", text).unwrap();
+        let tls = file.upstream_tls.unwrap();
+        assert_eq!(tls.ca_file.as_deref(), Some("ca.pem"));
+    }
 }
