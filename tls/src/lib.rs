@@ -1,4 +1,44 @@
 //! TLS for every edge idemspec speaks on, in one place: the trust a client extends
-//! ([`TrustOptions`]), the certificate it shows ([`IdentityFiles`]), the configs rustls is given,
-//! throwaway certificate authorities for tests and `--tls` runs, and handshake failures told in
-//! words that say what to do. rustls on the ring provider; no OpenSSL.
+//! ([`TrustOptions`]), the certificate it shows ([`IdentityFiles`]), the configs rustls is given
+//! ([`client_config`], [`server_config`], [`server_config_pem`]), throwaway certificate
+//! authorities for tests and `--tls` runs ([`ThrowawayCa`]), one handshake's facts for a report
+//! ([`probe`], [`HandshakeFacts`]), and handshake failures told in words that say what to do
+//! ([`explain`], [`explain_plain_answer`]). rustls on the ring provider; no OpenSSL.
+//!
+//! Every config speaks ALPN `http/1.1` only: idemspec's HTTP edges are HTTP/1.1.
+
+mod error;
+mod explain;
+mod identity;
+mod pem;
+mod probe;
+mod server;
+mod throwaway;
+mod trust;
+
+pub use error::TlsError;
+pub use explain::{explain, explain_peer, explain_plain_answer};
+pub use identity::IdentityFiles;
+pub use probe::{probe, HandshakeFacts};
+pub use server::{server_config, server_config_pem};
+pub use throwaway::{write_identity, ThrowawayCa};
+pub use trust::{client_config, TrustOptions};
+
+/// rustls itself, so callers name its types (`ClientConfig`, `ServerConfig`, `pki_types`) in the
+/// version this crate builds with.
+pub use rustls;
+/// tokio-rustls, the async streams over a `ClientConfig` or `ServerConfig`.
+pub use tokio_rustls;
+
+/// The ALPN protocols every config of this crate offers: HTTP/1.1 only.
+pub(crate) fn alpn() -> Vec<Vec<u8>> {
+    vec![b"http/1.1".to_vec()]
+}
+
+/// The one crypto provider every config is built on: ring, the workspace's choice (no C toolchain
+/// beyond ring's own). rustls 0.23.48 deprecates it for lacking post-quantum key exchange, which
+/// aws-lc-rs would bring with a heavier build; X25519 and the NIST curves remain.
+#[allow(deprecated)]
+pub(crate) fn provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
+    std::sync::Arc::new(rustls::crypto::ring::default_provider())
+}

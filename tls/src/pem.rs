@@ -1,0 +1,48 @@
+//! PEM certificates and keys, from a file or a text, with errors that name where they came from.
+
+use std::path::Path;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::TlsError;
+
+/// Reads a file whole, the error naming it.
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|source| TlsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Every `CERTIFICATE` block of `pem`, in order; at least one. `what` names the source.
+pub(crate) fn certificates(
+    pem: &[u8],
+    what: &str,
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs: Vec<_> = CertificateDer::pem_slice_iter(pem)
+        .filter_map(Result::ok)
+        .collect();
+    if certs.is_empty() {
+        return Err(TlsError::NoCertificate {
+            what: what.to_string(),
+        });
+    }
+    Ok(certs)
+}
+
+/// The first private key of `pem` (PKCS#8, PKCS#1 RSA or SEC1). `what` names the source.
+pub(crate) fn private_key(pem: &[u8], what: &str) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_slice(pem).map_err(|err| TlsError::BadKey {
+        what: what.to_string(),
+        reason: match err {
+            rustls::pki_types::pem::Error::NoItemsFound => "it holds no private key".to_string(),
+            other => other.to_string(),
+        },
+    })
+}
+
+/// The certificates of the PEM file at `path`.
+pub(crate) fn certificates_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    certificates(&read(path)?, &path.display().to_string())
+}

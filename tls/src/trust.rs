@@ -1,0 +1,135 @@
+//! What a client trusts and shows: [`TrustOptions`] and [`client_config`].
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use crate::{pem, IdentityFiles, TlsError};
+
+/// The trust a client extends to the servers it reaches.
+///
+/// Trusted: the platform's roots (rustls-native-certs: `SSL_CERT_FILE`, `SSL_CERT_DIR` or the
+/// system store) plus every PEM certificate of `ca_file`. `insecure_skip_verify` accepts any
+/// certificate of any name (the handshake's signatures are still checked); callers say so
+/// loudly. `server_name` replaces the URL's host as the name checked and sent as SNI.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustOptions {
+    /// A PEM file of CA certificates trusted besides the platform's roots.
+    pub ca_file: Option<PathBuf>,
+    /// The name the server's certificate must carry (and SNI), instead of the URL's host.
+    pub server_name: Option<String>,
+    /// Accept any server certificate: no chain, name or validity check.
+    pub insecure_skip_verify: bool,
+}
+
+impl TrustOptions {
+    /// The name to check and send for a connection to `host` (a URL's host, IPv6 in brackets or
+    /// not): `server_name` when set, else `host`.
+    ///
+    /// # Errors
+    /// [`TlsError::ServerName`] when the name is neither a DNS name nor an IP address.
+    pub fn server_name_for(&self, host: &str) -> Result<ServerName<'static>, TlsError> {
+        let name = self.server_name.as_deref().unwrap_or(host);
+        let bare = name.trim_start_matches('[').trim_end_matches(']');
+        ServerName::try_from(bare.to_string()).map_err(|_| TlsError::ServerName {
+            name: name.to_string(),
+        })
+    }
+}
+
+/// A client config: `trust` as above, `identity` shown when a server asks for a client
+/// certificate (none: the client shows none). ALPN `http/1.1`; TLS 1.2 and 1.3; ring.
+///
+/// # Errors
+/// The CA file or identity files unreadable or without what they should hold; a key that does
+/// not fit its certificate.
+pub fn client_config(
+    trust: &TrustOptions,
+    identity: Option<&IdentityFiles>,
+) -> Result<Arc<ClientConfig>, TlsError> {
+    let provider = crate::provider();
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = if trust.insecure_skip_verify {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+    } else {
+        builder.with_root_certificates(roots(trust)?)
+    };
+    let mut config = match identity {
+        Some(files) => {
+            let (chain, key) = files.load()?;
+            builder.with_client_auth_cert(chain, key)?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = crate::alpn();
+    Ok(Arc::new(config))
+}
+
+/// The platform's roots plus `ca_file`'s certificates.
+fn roots(trust: &TrustOptions) -> Result<RootCertStore, TlsError> {
+    let mut store = RootCertStore::empty();
+    store.add_parsable_certificates(platform_roots().iter().cloned());
+    if let Some(path) = &trust.ca_file {
+        for cert in pem::certificates_file(path)? {
+            store.add(cert).map_err(|err| {
+                TlsError::Config(format!("trust a certificate of {}: {err}", path.display()))
+            })?;
+        }
+    }
+    Ok(store)
+}
+
+/// The platform's roots, read once per process; unreadable ones are left out.
+fn platform_roots() -> &'static [CertificateDer<'static>] {
+    static ROOTS: OnceLock<Vec<CertificateDer<'static>>> = OnceLock::new();
+    ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
+}
+
+/// `insecure_skip_verify`: every certificate is accepted; handshake signatures are still
+/// verified with the provider's algorithms, so the peer holds the key it presented.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.0.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.0.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

@@ -1,0 +1,109 @@
+//! A handshake that succeeds states its facts; each certificate failure is named with what to do.
+
+use idemspec_tls::{client_config, probe, server_config_pem, TrustOptions};
+
+use crate::support::{serve, Pki};
+
+#[tokio::test]
+async fn a_trusted_server_is_described_by_version_subject_and_issuer() {
+    let pki = Pki::new();
+    let addr = serve(pki.server()).await;
+    let config = client_config(&pki.trust(), None).unwrap();
+    let facts = probe(&addr.to_string(), &config, "localhost")
+        .await
+        .unwrap();
+    assert_eq!(facts.version, "TLS 1.3");
+    assert_eq!(facts.subject, "CN=localhost");
+    assert_eq!(facts.issuer, "CN=idemspec throwaway CA");
+}
+
+#[tokio::test]
+async fn a_certificate_of_an_untrusted_ca_is_an_unknown_issuer_with_the_setting_to_use() {
+    let pki = Pki::new();
+    let addr = serve(pki.server()).await;
+    let config = client_config(&TrustOptions::default(), None).unwrap();
+    let err = probe(&addr.to_string(), &config, "localhost")
+        .await
+        .unwrap_err();
+    assert!(err.contains("unknown issuer"), "{err}");
+    assert!(err.contains("tls.ca_file"), "{err}");
+}
+
+#[tokio::test]
+async fn insecure_skip_verify_accepts_a_certificate_of_an_untrusted_ca() {
+    let pki = Pki::new();
+    let addr = serve(pki.server()).await;
+    let trust = TrustOptions {
+        insecure_skip_verify: true,
+        ..TrustOptions::default()
+    };
+    let config = client_config(&trust, None).unwrap();
+    let facts = probe(&addr.to_string(), &config, "elsewhere.example")
+        .await
+        .unwrap();
+    assert_eq!(facts.subject, "CN=localhost");
+}
+
+#[tokio::test]
+async fn a_name_mismatch_names_the_names_the_certificate_carries() {
+    let pki = Pki::new();
+    let (cert, key) = pki.ca.server_cert(&["api.internal.example"]).unwrap();
+    let addr = serve(server_config_pem(&cert, &key, None, false).unwrap()).await;
+    let config = client_config(&pki.trust(), None).unwrap();
+    let err = probe(&addr.to_string(), &config, "localhost")
+        .await
+        .unwrap_err();
+    assert!(err.contains("name mismatch"), "{err}");
+    assert!(err.contains("api.internal.example"), "{err}");
+    assert!(err.contains("tls.server_name"), "{err}");
+}
+
+#[tokio::test]
+async fn the_server_name_override_is_the_name_checked() {
+    let pki = Pki::new();
+    let (cert, key) = pki.ca.server_cert(&["api.internal.example"]).unwrap();
+    let addr = serve(server_config_pem(&cert, &key, None, false).unwrap()).await;
+    let trust = TrustOptions {
+        server_name: Some("api.internal.example".into()),
+        ..pki.trust()
+    };
+    let name = trust.server_name_for("127.0.0.1").unwrap();
+    let config = client_config(&trust, None).unwrap();
+    let facts = probe(&addr.to_string(), &config, &name.to_str())
+        .await
+        .unwrap();
+    assert_eq!(facts.subject, "CN=api.internal.example");
+}
+
+#[tokio::test]
+async fn an_expired_certificate_says_when_it_expired() {
+    let pki = Pki::new();
+    let (cert, key) = pki.ca.expired_server_cert(&["localhost"]).unwrap();
+    let addr = serve(server_config_pem(&cert, &key, None, false).unwrap()).await;
+    let config = client_config(&pki.trust(), None).unwrap();
+    let err = probe(&addr.to_string(), &config, "localhost")
+        .await
+        .unwrap_err();
+    assert!(err.contains("expired at 2001-01-01T00:00:00Z"), "{err}");
+}
+
+#[test]
+fn a_server_name_is_the_override_or_the_host_without_brackets() {
+    let trust = TrustOptions::default();
+    assert_eq!(trust.server_name_for("[::1]").unwrap().to_str(), "::1");
+    assert_eq!(
+        trust.server_name_for("localhost").unwrap().to_str(),
+        "localhost"
+    );
+    let named = TrustOptions {
+        server_name: Some("api.example".into()),
+        ..trust
+    };
+    assert_eq!(
+        named.server_name_for("127.0.0.1").unwrap().to_str(),
+        "api.example"
+    );
+    assert!(TrustOptions::default()
+        .server_name_for("not a name")
+        .is_err());
+}
