@@ -14,16 +14,10 @@ use crate::support::alt_api::{self, AltApi, Flaw, Options};
 use crate::support::reference::table;
 use crate::support::tls_edge::TlsEdge;
 
-/// The alt API's profile with `tls` (a YAML flow mapping) at the top, written beside `dir`'s
-/// certificates and loaded from there, so its relative paths name them.
-fn profile(api: &AltApi, dir: &Path, tls: &str, principals: Option<&str>) -> TargetProfile {
-    let mut text = alt_api::PROFILE.to_owned();
-    if let Some(principals) = principals {
-        let start = text.find("principals:").expect("principals");
-        let end = text.find("operations:").expect("operations");
-        text.replace_range(start..end, principals);
-    }
-    text.push_str(&format!("tls: {tls}\n"));
+/// The alt API's profile with `tls` (a YAML flow mapping) at the top, written to `dir` and loaded
+/// from there, so its relative paths name `dir`'s certificates.
+fn profile(api: &AltApi, dir: &Path, tls: &str) -> TargetProfile {
+    let text = format!("{}tls: {tls}\n", alt_api::PROFILE);
     let env = api.env();
     let file = dir.join("alt-api.yaml");
     std::fs::write(&file, &text).expect("write the profile");
@@ -68,7 +62,7 @@ async fn faulted_checks_pass_through_the_proxy_over_tls() {
     let ca = ThrowawayCa::new().expect("a CA");
     let api = alt_api::start_tls(Options::default(), TlsEdge::new(&ca, &[])).await;
     let dir = pki(&ca);
-    let profile = profile(&api, dir.path(), "{ca_file: ca.pem}", None);
+    let profile = profile(&api, dir.path(), "{ca_file: ca.pem}");
     let only = ["never-processed", "lost-response", "fingerprint-mismatch"];
     let report = run_checks(profile, &only).await.expect("the run starts");
     for check in &report.checks {
@@ -93,7 +87,7 @@ async fn each_tls_failure_is_named_before_any_check() {
     let only = ["cross-tenant"];
     let trusted = TlsEdge::new(&ca, &[]);
     let api = alt_api::start_tls(Options::default(), trusted).await;
-    let cause = tls_cause(run_checks(profile(&api, dir.path(), "{}", None), &only).await);
+    let cause = tls_cause(run_checks(profile(&api, dir.path(), "{}"), &only).await);
     assert!(
         cause.contains("unknown issuer") && cause.contains("tls.ca_file"),
         "{cause}"
@@ -105,7 +99,7 @@ async fn each_tls_failure_is_named_before_any_check() {
         TlsEdge::with_cert(&ca, &other_name, &[]),
     )
     .await;
-    let p = profile(&api, dir.path(), "{ca_file: ca.pem}", None);
+    let p = profile(&api, dir.path(), "{ca_file: ca.pem}");
     let cause = tls_cause(run_checks(p, &only).await);
     assert!(
         cause.contains("name mismatch") && cause.contains("api.internal"),
@@ -116,14 +110,14 @@ async fn each_tls_failure_is_named_before_any_check() {
         .expired_server_cert(&["localhost", "127.0.0.1"])
         .expect("a certificate");
     let api = alt_api::start_tls(Options::default(), TlsEdge::with_cert(&ca, &expired, &[])).await;
-    let p = profile(&api, dir.path(), "{ca_file: ca.pem}", None);
+    let p = profile(&api, dir.path(), "{ca_file: ca.pem}");
     let cause = tls_cause(run_checks(p, &only).await);
     assert!(cause.contains("expired"), "{cause}");
 
     let (alpha, _) = ca.client_cert("alpha").expect("a client certificate");
     let mutual = TlsEdge::new(&ca, &[(alpha, "alpha-key")]);
     let api = alt_api::start_tls(Options::default(), mutual).await;
-    let p = profile(&api, dir.path(), "{ca_file: ca.pem}", None);
+    let p = profile(&api, dir.path(), "{ca_file: ca.pem}");
     let cause = tls_cause(run_checks(p, &only).await);
     assert!(
         cause.contains("client certificate") && cause.contains("tls:"),
@@ -132,13 +126,13 @@ async fn each_tls_failure_is_named_before_any_check() {
 
     let plain = alt_api::start().await;
     let https = plain.base_url().replace("http://", "https://");
-    let mut p = profile(&plain, dir.path(), "{ca_file: ca.pem}", None);
+    let mut p = profile(&plain, dir.path(), "{ca_file: ca.pem}");
     p.base_urls.value = vec![https];
     let cause = tls_cause(run_checks(p, &only).await);
     assert!(cause.contains("plain HTTP"), "{cause}");
 
     let tls_port = alt_api::start_tls(Options::default(), TlsEdge::new(&ca, &[])).await;
-    let mut p = profile(&tls_port, dir.path(), "{ca_file: ca.pem}", None);
+    let mut p = profile(&tls_port, dir.path(), "{ca_file: ca.pem}");
     p.base_urls.value = vec![tls_port.base_url().replace("https://", "http://")];
     let cause = tls_cause(run_checks(p, &only).await);
     assert!(cause.contains("speaks TLS: use an https:// URL"), "{cause}");
@@ -151,7 +145,7 @@ async fn an_unverified_target_is_reached_and_said_loudly() {
     let ca = ThrowawayCa::new().expect("a CA");
     let api = alt_api::start_tls(Options::default(), TlsEdge::new(&ca, &[])).await;
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let p = profile(&api, dir.path(), "{insecure_skip_verify: true}", None);
+    let p = profile(&api, dir.path(), "{insecure_skip_verify: true}");
     let report = run_checks(p, &["cross-tenant"])
         .await
         .expect("the run starts");
@@ -178,32 +172,38 @@ async fn an_unverified_target_is_reached_and_said_loudly() {
     }
 }
 
-/// Principals named by their client certificates alone (no header): cross-tenant PASSes on a
-/// correct API and FAILs where keys are not scoped per principal, so each principal's own
-/// certificate went with its requests, direct and through the proxy.
+/// The worked mTLS profile of docs/profiles/.
+const MTLS_INTERNAL: &str = include_str!("../../../docs/profiles/mtls-internal.yaml");
+
+/// Principals named by their client certificates alone (no header; the worked mTLS profile):
+/// cross-tenant PASSes on a correct API and FAILs where keys are not scoped per principal, and
+/// lost-response PASSes through the proxy, so each principal's own certificate went with its
+/// requests, direct and through the proxy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn principals_named_by_client_certificates_and_a_cross_tenant_leak_caught() {
     let ca = ThrowawayCa::new().expect("a CA");
-    let dir = pki(&ca);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let pki = dir.path().join("pki");
+    std::fs::create_dir(&pki).expect("pki");
+    ca.write_ca(&pki).expect("write the CA");
     let mut certs = Vec::new();
     for (name, key) in [("alpha", "alpha-key"), ("beta", "beta-key")] {
         let pair = ca.client_cert(name).expect("a client certificate");
-        idemspec_tls::write_identity(dir.path(), name, &pair).expect("write the identity");
+        idemspec_tls::write_identity(&pki, name, &pair).expect("write the identity");
         certs.push((pair.0, key));
     }
-    let principals = "principals:\n  \
-        - {name: alpha, tls: {cert_file: alpha.pem, key_file: alpha-key.pem}}\n  \
-        - {name: beta, tls: {cert_file: beta.pem, key_file: beta-key.pem}}\n";
-    for (flaw, verdict) in [
-        (None, Verdict::Pass),
-        (Some(Flaw::KeysNotPerPrincipal), Verdict::Fail),
-    ] {
+    let file = dir.path().join("mtls-internal.yaml");
+    let leak = Some(Flaw::KeysNotPerPrincipal);
+    for (flaw, verdict) in [(None, Verdict::Pass), (leak, Verdict::Fail)] {
         let options = Options {
             flaw,
             ..Options::default()
         };
         let api = alt_api::start_tls(options, TlsEdge::new(&ca, &certs)).await;
-        let p = profile(&api, dir.path(), "{ca_file: ca.pem}", Some(principals));
+        let url = api.base_url();
+        let vars = |name: &str| (name == "API_URL").then(|| url.clone());
+        let p = TargetProfile::load(&file.display().to_string(), MTLS_INTERNAL, &vars)
+            .expect("the worked profile loads");
         let report = run_checks(p, &["cross-tenant", "lost-response"])
             .await
             .expect("runs");
