@@ -18,6 +18,7 @@ mod process;
 mod resource_path;
 mod side_effects;
 mod target;
+mod tls;
 mod wire;
 
 pub use checks_at_once::{ChecksAtOnce, MAX_CHECKS_AT_ONCE};
@@ -37,4 +38,5 @@ pub use process::{ProcessSpec, Readiness};
 pub use resource_path::ResourcePath;
 pub use side_effects::SideEffectsProbe;
 pub use target::TargetProfile;
+pub use tls::{profile_dir, resolve, ClientIdentity, TlsSpec};
 pub use wire::{check_header, check_url};

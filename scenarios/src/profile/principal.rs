@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::check_header;
 use super::method::{http_method, json, post};
+use super::tls::ClientIdentity;
 use crate::load::{LoadErrors, Spanned};
 
 /// An authenticated caller.
@@ -28,6 +29,10 @@ pub struct Principal {
     /// `Set-Cookie` headers fill the jar.
     #[serde(default)]
     pub login: Option<Login>,
+    /// The client certificate this principal presents to an mTLS target, on direct requests and
+    /// through the fault proxy alike (the target tells principals apart by it).
+    #[serde(default)]
+    pub tls: Option<ClientIdentity>,
 }
 
 /// A login request: sent to the first base URL with the principal's headers and its own; a 2xx
@@ -67,10 +72,12 @@ pub enum CookieScope {
 }
 
 /// The principals' rules: at least two (cross-tenant checks need two), each name once, and each
-/// principal's own ([`Principal::problems`]); every error points at `principals`.
+/// principal's own ([`Principal::problems`]), every such error pointing at `principals`; then its
+/// client certificate's files (relative to `dir`, the profile's directory), each error at its path.
 pub(crate) fn check_principals(
     principals: &Spanned<Vec<Principal>>,
     cookies: Option<CookieScope>,
+    dir: &std::path::Path,
     errors: &mut LoadErrors,
 ) {
     let list = &principals.value;
@@ -92,6 +99,9 @@ pub(crate) fn check_principals(
                 &principals.referenced,
                 format!("principal `{}`: {m}", p.name),
             );
+        }
+        if let Some(tls) = &p.tls {
+            tls.check(dir, &p.name, errors);
         }
     }
 }

@@ -2,14 +2,17 @@
 //! rules (they live beside the part: `principal.rs`, `operations.rs`, `create.rs`, `hooks.rs`,
 //! `process.rs`, `contract/problems.rs` …) in the order its errors are reported.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use super::checks_at_once::ChecksAtOnce;
 use super::file::load_profile;
 use super::principal::check_principals;
+use super::tls::{profile_dir, resolve};
 use super::{
     check_url, Contract, ContractSpec, CookieScope, Hooks, KeyAt, Operations, Principal,
-    ProcessSpec, SideEffectsProbe,
+    ProcessSpec, SideEffectsProbe, TlsSpec,
 };
 use crate::load::{check_version, LoadError, LoadErrors, Spanned};
 use crate::scenario::Operation;
@@ -52,25 +55,48 @@ pub struct TargetProfile {
     /// `login`, else `off`).
     #[serde(default)]
     pub cookies: Option<CookieScope>,
+    /// How an `https://` target is trusted (default: the platform's root certificates, the URL's
+    /// host as the name to verify).
+    #[serde(default)]
+    pub tls: Option<TlsSpec>,
+    /// The directory the profile's relative file paths (`tls.ca_file`, `principals[].tls`) start
+    /// from: the profile file's own, set by [`TargetProfile::load`].
+    #[serde(skip)]
+    pub dir: PathBuf,
 }
 
 impl TargetProfile {
-    /// Expands `${VAR}` with `env`, parses `text` (the contents of `file`) and validates it.
+    /// Expands `${VAR}` with `env`, parses `text` (the contents of `file`, a path whose directory
+    /// relative file paths start from) and validates it.
     ///
     /// # Errors
     /// A [`LoadError`] with file, line and column for syntax errors, unknown fields, bad JSONPaths
-    /// or templates, unset variables, and cross-field problems.
+    /// or templates, unset variables, TLS files that are missing or not PEM, and cross-field
+    /// problems.
     pub fn load(
         file: &str,
         text: &str,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, LoadError> {
-        load_profile(file, text, env, Self::validate)
+        let mut profile: Self = load_profile(file, text, env, Self::validate)?;
+        profile.dir = profile_dir(file);
+        Ok(profile)
+    }
+
+    /// `written`, a file path as the profile has it, resolved against the profile's directory.
+    pub fn file_path(&self, written: &str) -> PathBuf {
+        resolve(&self.dir, written)
+    }
+
+    /// Whether a principal presents a client certificate (the target is mTLS).
+    pub fn has_client_certificates(&self) -> bool {
+        self.principals.value.iter().any(|p| p.tls.is_some())
     }
 
     /// Cross-field rules: version 1; at least one base URL, each a URL HTTP can use (scheme, host,
     /// port 1–65535); two principals with distinct names; header fields HTTP can carry (no CR/LF);
-    /// hook and probe URLs that HTTP can use; `{id}` in every per-resource path.
+    /// hook and probe URLs that HTTP can use; `{id}` in every per-resource path; TLS files
+    /// (relative to `file`'s directory) that exist and hold PEM of the right kind.
     ///
     /// # Errors
     /// A located [`LoadError`] for the first rule broken, with every other one in
@@ -79,7 +105,11 @@ impl TargetProfile {
         let mut errors = LoadErrors::new(file);
         check_version(&self.version, &mut errors);
         self.check_base_urls(&mut errors);
-        check_principals(&self.principals, self.cookies, &mut errors);
+        let dir = profile_dir(file);
+        if let Some(tls) = &self.tls {
+            tls.check(&dir, &mut errors);
+        }
+        check_principals(&self.principals, self.cookies, &dir, &mut errors);
         self.operations.check(&self.principals, &mut errors);
         if let Some(process) = &self.process {
             process.check(&self.base_urls.referenced, &mut errors);

@@ -24,10 +24,55 @@ pub struct RunReport {
     /// The log of a target idemspec started itself (the profile's `process`), if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_log: Option<String>,
+    /// How the target was reached over TLS: one entry per `https://` base URL, from the handshake
+    /// before any check (none for a plain-HTTP target).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tls: Vec<TlsReached>,
+    /// Warnings about the whole run that every report format shows above the checks: that the
+    /// target's certificates went unverified ([`RunReport::UNVERIFIED_WARNING`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// One `https://` base URL as its TLS handshake before the checks found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsReached {
+    /// The base URL.
+    pub url: String,
+    /// The protocol version agreed, e.g. `TLS 1.3`.
+    pub version: String,
+    /// The subject of the certificate the target presented, e.g. `CN=api.internal`.
+    pub subject: String,
+    /// Its issuer, e.g. `CN=idemspec throwaway CA`.
+    pub issuer: String,
+}
+
+impl TlsReached {
+    /// The line every report format shows: `reached https://… over TLS 1.3, certificate CN=…
+    /// (issuer CN=…)`.
+    pub fn line(&self) -> String {
+        format!(
+            "reached {} over {}, certificate {} (issuer {})",
+            self.url, self.version, self.subject, self.issuer
+        )
+    }
 }
 
 impl RunReport {
     /// The schema version this build writes in [`RunReport::version`]; bumped on incompatible
     /// changes (fields are only ever added within a version; `docs/reading-reports.md`).
     pub const VERSION: u32 = 1;
+
+    /// The warning every report format shows when the target's certificates were not verified.
+    pub const UNVERIFIED_WARNING: &'static str = "WARNING: TLS certificates were NOT verified \
+         (`tls.insecure_skip_verify: true`): anyone on the path could have answered for the target";
+
+    /// The lines every report format shows above the checks: the run's [`warnings`] first, then
+    /// one line per `https://` base URL reached ([`TlsReached::line`]).
+    ///
+    /// [`warnings`]: RunReport::warnings
+    pub fn header_lines(&self) -> Vec<String> {
+        let reached = self.tls.iter().map(TlsReached::line);
+        self.warnings.iter().cloned().chain(reached).collect()
+    }
 }

@@ -51,6 +51,16 @@ pub fn render(report: &RunReport, options: TerminalOptions) -> String {
             palette.dim(&format!("target started by idemspec; its log: {log}"))
         );
     }
+    let warn = palette.verdict_style(Verdict::Warn);
+    for warning in &report.warnings {
+        let _ = writeln!(out, "{}", palette.paint(warn, warning));
+    }
+    for reached in &report.tls {
+        let _ = writeln!(out, "{}", palette.dim(&reached.line()));
+    }
+    if !report.warnings.is_empty() || !report.tls.is_empty() {
+        out.push('\n');
+    }
     out.push_str(&table(&report.checks, palette));
     out.push('\n');
 
