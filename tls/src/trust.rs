@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
@@ -58,6 +59,20 @@ pub fn client_config(
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+    } else if let Some(name) = &trust.server_name {
+        let name = trust.server_name_for(name)?;
+        let verifier =
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots(trust)?), provider)
+                .build()
+                .map_err(|err| {
+                    TlsError::Config(format!("build the certificate verifier: {err}"))
+                })?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NamedVerifier {
+                inner: verifier,
+                name,
+            }))
     } else {
         builder.with_root_certificates(roots(trust)?)
     };
@@ -90,6 +105,51 @@ fn roots(trust: &TrustOptions) -> Result<RootCertStore, TlsError> {
 fn platform_roots() -> &'static [CertificateDer<'static>] {
     static ROOTS: OnceLock<Vec<CertificateDer<'static>>> = OnceLock::new();
     ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
+}
+
+/// `server_name`: the certificate is verified as usual (chain, validity) but for the configured
+/// name, whatever host the connection was opened to; a client that sets SNI from its URL (reqwest)
+/// still checks the name the profile gives.
+#[derive(Debug)]
+struct NamedVerifier {
+    inner: Arc<WebPkiServerVerifier>,
+    name: ServerName<'static>,
+}
+
+impl ServerCertVerifier for NamedVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.inner
+            .verify_server_cert(end_entity, intermediates, &self.name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// `insecure_skip_verify`: every certificate is accepted; handshake signatures are still

@@ -76,6 +76,16 @@ async fn the_server_name_override_is_the_name_checked() {
         .await
         .unwrap();
     assert_eq!(facts.subject, "CN=api.internal.example");
+    // A client that names the URL's host (reqwest does) is checked for the override all the same.
+    let facts = probe(&addr.to_string(), &config, "localhost")
+        .await
+        .unwrap();
+    assert_eq!(facts.subject, "CN=api.internal.example");
+    let plain = client_config(&pki.trust(), None).unwrap();
+    let err = probe(&addr.to_string(), &plain, "localhost")
+        .await
+        .unwrap_err();
+    assert!(err.contains("name mismatch"), "{err}");
 }
 
 #[tokio::test]
