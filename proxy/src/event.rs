@@ -54,6 +54,12 @@ pub struct ProxyEvent {
     pub upstream_error: Option<String>,
     /// Which side `upstream_error` happened on.
     pub error_side: Option<Side>,
+    /// The limit the upstream's response head broke (`more than 100 headers`), when the upstream
+    /// answered with a head the proxy refuses: it answered, but nothing of its answer was passed
+    /// on (`upstream_status` stays empty; the client got a `502` saying so). The limits:
+    /// docs/RELIABILITY.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_head_refused: Option<String>,
     /// The status the downstream client was sent, if a response head was sent at all.
     pub client_status: Option<u16>,
     /// Body bytes delivered to the client (TCP mode: all bytes sent to the client).
@@ -92,6 +98,7 @@ impl ProxyEvent {
         upstream_status: None,
         upstream_error: None,
         error_side: None,
+        upstream_head_refused: None,
         client_status: None,
         client_bytes: 0,
         client_complete: false,

@@ -17,3 +17,4 @@ mod slow_clients;
 mod support;
 mod tcp;
 mod toxiproxy;
+mod upstream_heads;
