@@ -37,8 +37,8 @@ pub struct ProxyFile {
     pub listen: Option<String>,
     /// HTTP mode: a base URL `http://host:port`, optionally with a path prefix that is put in
     /// front of every forwarded path (HTTPS is not proxied in HTTP mode; use TCP mode). TCP mode:
-    /// `host:port`.
-    pub upstream: String,
+    /// `host:port`. Optional: `idemspec proxy --upstream` gives it (and wins over the file's).
+    pub upstream: Option<String>,
     /// HTTP or TCP mode.
     pub mode: Mode,
     /// HTTP-mode rules, in order.
@@ -53,7 +53,8 @@ struct RawProxyFile {
     version: Spanned<u32>,
     #[serde(default)]
     listen: Option<Spanned<String>>,
-    upstream: Spanned<String>,
+    #[serde(default)]
+    upstream: Option<Spanned<String>>,
     #[serde(default)]
     mode: Option<Spanned<Mode>>,
     #[serde(default)]
@@ -101,8 +102,10 @@ impl ProxyFile {
             ));
         }
         let mode = raw.mode.as_ref().map(|m| m.value).unwrap_or_default();
-        check_upstream(mode, &raw.upstream.value)
-            .map_err(|msg| LoadError::at(file, &raw.upstream.referenced, msg))?;
+        if let Some(upstream) = &raw.upstream {
+            check_upstream(mode, &upstream.value)
+                .map_err(|msg| LoadError::at(file, &upstream.referenced, msg))?;
+        }
         if let Some(listen) = &raw.listen {
             listen.value.parse::<std::net::SocketAddr>().map_err(|_| {
                 LoadError::at(
@@ -132,7 +135,7 @@ impl ProxyFile {
         Ok(Self {
             version: 1,
             listen: raw.listen.map(|l| l.value),
-            upstream: raw.upstream.value,
+            upstream: raw.upstream.map(|u| u.value),
             mode,
             rules: unique(file, raw.rules, |r: &Rule| &r.name)?,
             tcp_rules: unique(file, raw.tcp_rules, |r: &TcpRule| &r.name)?,
