@@ -9,5 +9,5 @@ pub mod xml;
 
 pub use client::{excerpt, Client, MAX_RESPONSE_BODY};
 pub use exchange::{Exchange, RequestSpec, SentMark};
-pub use parse::MAX_VALUES;
+pub use parse::{MAX_JSON_DEPTH, MAX_VALUES};
 pub use session::Session;

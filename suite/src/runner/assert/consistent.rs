@@ -61,6 +61,18 @@ impl Judge for Consistent {
             ));
         };
         let ids: Vec<Option<String>> = successes.iter().map(|e| run.ctx().created_id(e)).collect();
+        let unread = successes
+            .iter()
+            .zip(&ids)
+            .find(|(e, id)| id.is_none() && e.parse_note.is_some());
+        if let Some((e, _)) = unread {
+            // Its id may be past what idemspec read: no comparison can be made of it.
+            return Undecided(format!(
+                "a request of `{step}` got {} with {}",
+                e.describe(),
+                run.ctx().missing_id(e)
+            ));
+        }
         if let Some(other) = ids.iter().find(|id| **id != ids[0]) {
             return Broken(format!(
                 "requests with one key got different resources: {} and {}",
