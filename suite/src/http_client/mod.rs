@@ -9,5 +9,6 @@ pub mod xml;
 
 pub use client::{excerpt, Client, MAX_RESPONSE_BODY};
 pub use exchange::{Exchange, RequestSpec, SentMark};
+pub(crate) use parse::too_deep as json_too_deep;
 pub use parse::{MAX_JSON_DEPTH, MAX_VALUES};
 pub use session::Session;
