@@ -5,14 +5,15 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use idemspec_scenarios::rules::{ListenTlsFile, Mode, ProxyFile, UpstreamTlsFile};
+use idemspec_scenarios::rules::{check_upstream, ListenTlsFile, Mode, ProxyFile, UpstreamTlsFile};
 
 use crate::toxiproxy::ToxiproxyServer;
 use crate::{start, ProxyConfig};
 
 /// `idemspec proxy`: run the fault-injecting proxy until Ctrl-C.
 ///
-/// Flags override the scenario file's `listen`, `upstream` and `mode`.
+/// Flags override the scenario file's `listen`, `upstream` and `mode`: a flag given wins over
+/// the file's field, and a field the file leaves out (`upstream:` among them) is the flag's.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ProxyArgs {
     /// Address to accept downstream connections on (default: the file's `listen`, else
@@ -20,7 +21,8 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
     /// Upstream: `http://host:port[/prefix]` or `https://host[:port][/prefix]` (reached over
-    /// TLS, see `--tls-ca-file`) in HTTP mode, `host:port` in TCP mode (default: the file's).
+    /// TLS, see `--tls-ca-file`) in HTTP mode, `host:port` in TCP mode. Wins over the --scenario
+    /// file's `upstream:`, which may then be left out; one of the two is needed.
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
     /// A proxy file (`version: 1`, `listen`, `upstream`, `mode`, `rules` / `tcp_rules`).
@@ -268,11 +270,19 @@ pub fn config(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
             .with_context(|| format!("listen address `{text}` is not ip:port"))?,
         (None, None) => ProxyConfig::default().listen,
     };
-    let upstream = args
-        .upstream
-        .clone()
-        .or_else(|| file.as_ref().map(|f| f.upstream.clone()))
-        .context("no upstream: pass --upstream or give `upstream:` in the --scenario file")?;
+    let upstream = match (
+        &args.upstream,
+        file.as_ref().and_then(|f| f.upstream.clone()),
+    ) {
+        (Some(flag), _) => {
+            check_upstream(mode, flag).map_err(|m| anyhow::anyhow!("--upstream: {m}"))?;
+            flag.clone()
+        }
+        (None, Some(from_file)) => from_file,
+        (None, None) => {
+            anyhow::bail!("no upstream: pass --upstream or give `upstream:` in the --scenario file")
+        }
+    };
     let dir = args
         .scenario
         .as_deref()
@@ -400,6 +410,47 @@ mod tests {
         assert_eq!(toxi.map(|a| a.port()), Some(8474));
         assert!(Cli::try_parse_from(["x", "--toxiproxy-api", "8474"]).is_err());
         std::fs::remove_file(path).unwrap();
+    }
+
+    /// A file without `upstream:` takes `--upstream`'s, and the proxy it describes forwards
+    /// there; without either, the error names both ways to give one.
+    #[tokio::test]
+    async fn a_file_without_upstream_takes_the_flags() {
+        let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let at = upstream.local_addr().unwrap();
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let (mut s, _) = upstream.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nup";
+            let _ = s.write_all(answer).await;
+        });
+        let path = scenario_file(
+            "no-upstream.yaml",
+            "version: 1\nrules:\n  - name: never\n    match: {path: /never}\n    fault: refuse\n",
+        );
+        let file = path.to_str().unwrap();
+        let err = config(&parse(&["--scenario", file])).unwrap_err();
+        assert!(err.to_string().contains("--upstream"), "{err:#}");
+        let err = config(&parse(&["--scenario", file, "--upstream", "a:1"])).unwrap_err();
+        assert!(
+            err.to_string().contains("--upstream: upstream `a:1`"),
+            "{err:#}"
+        );
+        let url = format!("http://{at}");
+        let config = config(&parse(&["--scenario", file, "--upstream", &url])).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            (config.upstream.as_str(), config.rules.len()),
+            (url.as_str(), 1)
+        );
+        let proxy = start(config).await.expect("the proxy starts");
+        let got = reqwest::get(format!("http://{}/v1/x", proxy.addr()))
+            .await
+            .expect("an answer through the proxy");
+        assert_eq!(got.text().await.unwrap(), "up", "forwarded to --upstream");
+        proxy.shutdown().await;
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! | `PUT /rules` | replace them with the JSON array in the body (fresh counters) → the new list |
 //! | `POST /rules` | append the one rule in the body → the new list |
 //! | `DELETE /rules` | remove every rule → 204 |
-//! | `GET /events?since=SEQ` | the events with `seq > SEQ` (all without `since`), oldest first |
+//! | `GET /events?since=SEQ&limit=N` | the first N events with `seq > SEQ` (from the oldest kept without `since`), oldest first: N is [`EVENTS_PAGE`] without `limit`, at most [`EVENTS_PAGE_MAX`]; the next page is `since=` the last one's `seq` |
 //! | `POST /reset` | reset rule counters and forget events (seqs keep counting) → 204 |
 //! | `GET /metrics` | Prometheus metrics, OpenMetrics text ([`crate::metrics`]) |
 //!
@@ -282,28 +282,44 @@ async fn clear_rules(State(handle): State<ProxyHandle>) -> StatusCode {
     StatusCode::NO_CONTENT
 }
 
+/// The events one `GET /events` answers without `limit`.
+pub const EVENTS_PAGE: usize = 1000;
+/// The most events one `GET /events` answers (`limit` above it is refused).
+pub const EVENTS_PAGE_MAX: usize = 10_000;
+
 /// The query of `GET /events`.
 #[derive(Deserialize)]
 pub(crate) struct EventsQuery {
     since: Option<u64>,
+    limit: Option<usize>,
 }
 
-/// `GET /events?since=SEQ`: the events `since` returns for SEQ (0 without it), as a JSON array;
-/// `400` with a problem body for a query that is not `since=` a non-negative integer. Served by
-/// the control API and the Toxiproxy API.
+/// `GET /events?since=SEQ&limit=N`: the page `page(SEQ, N)` returns (SEQ 0 and N
+/// [`EVENTS_PAGE`] when not given), as a JSON array; `400` with a problem body for a query that
+/// is not `since=` a non-negative integer and `limit=` one from 1 to [`EVENTS_PAGE_MAX`]. Served
+/// by the control API and the Toxiproxy API.
 pub(crate) fn events_reply(
-    since: impl FnOnce(u64) -> Vec<crate::ProxyEvent>,
+    page: impl FnOnce(u64, usize) -> Vec<crate::ProxyEvent>,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    match query {
-        Ok(Query(q)) => Json(since(q.since.unwrap_or(0))).into_response(),
-        Err(err) => Refusal {
+    let expected = format!(
+        "expected ?since=SEQ&limit=N, SEQ a non-negative integer, N from 1 to {EVENTS_PAGE_MAX}"
+    );
+    let invalid = |detail: String| {
+        Refusal {
             status: StatusCode::BAD_REQUEST,
             title: "invalid query",
-            detail: format!("{err} (expected ?since=SEQ, a non-negative integer)"),
+            detail,
             at: None,
         }
-        .into_response(),
+        .into_response()
+    };
+    match query {
+        Ok(Query(q)) => match q.limit.unwrap_or(EVENTS_PAGE) {
+            limit @ 1..=EVENTS_PAGE_MAX => Json(page(q.since.unwrap_or(0), limit)).into_response(),
+            limit => invalid(format!("limit {limit} is out of range ({expected})")),
+        },
+        Err(err) => invalid(format!("{err} ({expected})")),
     }
 }
 
@@ -311,7 +327,7 @@ async fn events(
     State(handle): State<ProxyHandle>,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    events_reply(|since| handle.events_since(since), query)
+    events_reply(|since, limit| handle.events_page(since, limit), query)
 }
 
 async fn reset(State(handle): State<ProxyHandle>) -> StatusCode {
@@ -327,4 +343,27 @@ async fn metrics(State(handle): State<ProxyHandle>) -> Response {
 /// text; the control API's and the Toxiproxy API's.
 pub(crate) fn metrics_reply(text: String) -> Response {
     ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event_log::EventLog;
+
+    /// Without `limit`, a page is [`EVENTS_PAGE`] events, whatever the log holds.
+    #[tokio::test]
+    async fn a_page_without_limit_is_the_default_size() {
+        let log = EventLog::new(5000);
+        for _ in 0..EVENTS_PAGE + 5 {
+            log.push(crate::ProxyEvent::starting_now());
+        }
+        let query: EventsQuery = serde_json::from_str("{}").unwrap();
+        let resp = events_reply(|since, limit| log.page(since, limit), Ok(Query(query)));
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let events: Vec<serde_json::Value> = serde_json::from_slice(&body).unwrap();
+        assert_eq!(events.len(), EVENTS_PAGE);
+        assert_eq!(events[0]["seq"], 1);
+    }
 }

@@ -28,16 +28,20 @@ pub struct ProxyEvent {
     pub at: String,
     /// The request method (`POST`); empty in TCP mode.
     pub method: String,
-    /// The request path and query as sent by the client; empty in TCP mode.
+    /// The request path and query as sent by the client; empty in TCP mode. At most
+    /// [`MAX_EVENT_PATH`] bytes are kept: a longer one is cut and marked (`…[cut: N bytes,
+    /// sha256 …]`).
     pub path: String,
     /// The idempotency key where [`crate::ProxyConfig::key_at`] puts it (the `Idempotency-Key`
-    /// header by default), as sent, if any; bytes that are not UTF-8 shown as `\xNN`.
+    /// header by default), as sent, if any; bytes that are not UTF-8 shown as `\xNN`. At most
+    /// [`MAX_EVENT_KEY`] bytes are kept, a longer key cut and marked as the path is.
     pub idempotency_key: Option<String>,
     /// Why the key could not be read from the request, where it could not (a body longer than the
     /// proxy reads, or not JSON): the request may carry one nobody saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_unread: Option<String>,
-    /// The value of the `X-Idemspec-Step` control header, if any (stripped before forwarding).
+    /// The value of the `X-Idemspec-Step` control header, if any (stripped before forwarding);
+    /// at most [`MAX_EVENT_STEP`] bytes kept, cut and marked as the path is.
     pub step: Option<String>,
     /// The name of the rule that applied, if any.
     pub rule: Option<String>,
@@ -54,6 +58,12 @@ pub struct ProxyEvent {
     pub upstream_error: Option<String>,
     /// Which side `upstream_error` happened on.
     pub error_side: Option<Side>,
+    /// The limit the upstream's response head broke (`more than 100 headers`), when the upstream
+    /// answered with a head the proxy refuses: it answered, but nothing of its answer was passed
+    /// on (`upstream_status` stays empty; the client got a `502` saying so). The limits:
+    /// docs/RELIABILITY.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_head_refused: Option<String>,
     /// The status the downstream client was sent, if a response head was sent at all.
     pub client_status: Option<u16>,
     /// Body bytes delivered to the client (TCP mode: all bytes sent to the client).
@@ -92,6 +102,7 @@ impl ProxyEvent {
         upstream_status: None,
         upstream_error: None,
         error_side: None,
+        upstream_head_refused: None,
         client_status: None,
         client_bytes: 0,
         client_complete: false,
@@ -108,6 +119,51 @@ impl ProxyEvent {
             .unwrap_or_default();
         Self { at, ..Self::EMPTY }
     }
+}
+
+/// The most bytes of a request's idempotency key an event keeps: any key the IETF draft allows
+/// (1–255 characters) is kept whole.
+pub const MAX_EVENT_KEY: usize = 256;
+/// The most bytes of a request's path and query an event keeps (2 KiB).
+pub const MAX_EVENT_PATH: usize = 2048;
+/// The most bytes of an `X-Idemspec-Step` value an event keeps.
+pub const MAX_EVENT_STEP: usize = 256;
+
+impl ProxyEvent {
+    /// Cuts what the event keeps of the request's own text (path, key, step) to
+    /// [`MAX_EVENT_PATH`], [`MAX_EVENT_KEY`] and [`MAX_EVENT_STEP`] bytes, so an event log of
+    /// 100,000 events has a bound whatever clients send. The log does it as it takes an event;
+    /// rules match the whole key before.
+    pub(crate) fn bound(&mut self) {
+        cut(&mut self.path, MAX_EVENT_PATH);
+        for (text, max) in [
+            (&mut self.idempotency_key, MAX_EVENT_KEY),
+            (&mut self.step, MAX_EVENT_STEP),
+        ] {
+            if let Some(text) = text {
+                cut(text, max);
+            }
+        }
+    }
+}
+
+/// `text` cut to at most `max` bytes (at a character boundary) and marked as cut with its whole
+/// length and the first 8 bytes of its SHA-256, so two long values that differ after the cut
+/// still differ: `abc…[cut: 300 bytes, sha256 0123456789abcdef]`.
+fn cut(text: &mut String, max: usize) {
+    use sha2::Digest as _;
+    if text.len() <= max {
+        return;
+    }
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let whole = text.len();
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&format!("…[cut: {whole} bytes, sha256 {hex}]"));
 }
 
 /// Whether a count is zero (serde's `skip_serializing_if`).

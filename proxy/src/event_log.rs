@@ -49,9 +49,11 @@ impl EventLog {
     }
 
     /// Appends `event`, assigning its `seq` (the first event gets 1), and counts it in the
-    /// [`Metrics`]; returns the seq.
+    /// [`Metrics`]; returns the seq. What the event keeps of the request's own text is cut to
+    /// its bounds first ([`ProxyEvent::bound`]).
     pub fn push(&self, mut event: ProxyEvent) -> u64 {
         self.metrics.record(&event);
+        event.bound();
         let mut kept = self.kept.lock().expect("event log lock is never poisoned");
         event.seq = kept.next_seq;
         kept.next_seq += 1;
@@ -83,11 +85,17 @@ impl EventLog {
 
     /// The retained events with `seq > since`, oldest first.
     pub fn since(&self, since: u64) -> Vec<ProxyEvent> {
+        self.page(since, usize::MAX)
+    }
+
+    /// The first `limit` retained events with `seq > since`, oldest first: a page, the next one
+    /// from the last one's `seq`.
+    pub fn page(&self, since: u64, limit: usize) -> Vec<ProxyEvent> {
         let kept = self.kept.lock().expect("event log lock is never poisoned");
         // seqs are consecutive in the deque, so the start index is arithmetic.
         let first = kept.events.front().map_or(0, |e| e.seq);
         let skip = since.saturating_add(1).saturating_sub(first) as usize;
-        kept.events.iter().skip(skip).cloned().collect()
+        kept.events.iter().skip(skip).take(limit).cloned().collect()
     }
 
     /// The seq of the newest event, 0 when none was ever recorded.

@@ -176,6 +176,11 @@ impl ProxyHandle {
         self.running.shared.events.since(since)
     }
 
+    /// The first `limit` retained events with `seq > since`, in order (`GET /events`'s page).
+    pub fn events_page(&self, since: u64, limit: usize) -> Vec<ProxyEvent> {
+        self.running.shared.events.page(since, limit)
+    }
+
     /// The proxy's metrics in the OpenMetrics text format ([`crate::metrics`]).
     pub fn metrics_text(&self) -> String {
         self.running.shared.events.metrics().encode()

@@ -15,6 +15,7 @@ use hyper::body::Incoming;
 
 use super::body::{RequestBody, ResponseBody, Source};
 use super::ctx::RequestCtx;
+use super::head_limit::HeadRefused;
 use super::headers::downstream_head;
 use super::link::UpstreamLink;
 use super::sink::{self, Uncollected};
@@ -223,7 +224,7 @@ impl Reply<'_> {
     /// the request's body from the client did (and the event says whether the client left).
     pub(super) fn no_response(self, err: NoResponse) -> Response<ResponseBody> {
         match err.side {
-            Side::Upstream => synthetic::bad_gateway(self.ctx, err.message),
+            Side::Upstream => synthetic::bad_gateway(self.ctx, err),
             Side::Downstream => synthetic::bad_request(self.ctx, err),
         }
     }
@@ -245,6 +246,7 @@ impl Reply<'_> {
             },
             Err(err) => {
                 self.ctx.event.client_disconnected |= err.client_left;
+                self.ctx.event.upstream_head_refused = err.head_refused.map(HeadRefused::limit);
                 (err.side, err.message)
             }
         };

@@ -52,6 +52,7 @@ mod fast;
 mod faults;
 mod flight;
 mod head_clock;
+mod head_limit;
 mod head_timer;
 mod headers;
 mod key;

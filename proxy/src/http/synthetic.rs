@@ -8,6 +8,7 @@ use http::{Response, StatusCode};
 
 use super::body::{ResponseBody, Source};
 use super::ctx::RequestCtx;
+use super::upstream::NoResponse;
 use crate::event::Side;
 
 /// The media type of an RFC 9457 problem body.
@@ -48,10 +49,7 @@ pub(super) fn response(
 
 /// The answer to a request whose body from the client failed (`err`, downstream): 400, and the
 /// event says whether the client left.
-pub(super) fn bad_request(
-    mut ctx: RequestCtx,
-    err: super::upstream::NoResponse,
-) -> Response<ResponseBody> {
+pub(super) fn bad_request(mut ctx: RequestCtx, err: NoResponse) -> Response<ResponseBody> {
     ctx.event.client_disconnected |= err.client_left;
     problem(ctx, StatusCode::BAD_REQUEST, Side::Downstream, err.message)
 }
@@ -79,12 +77,16 @@ pub(super) fn no_response_detail(message: &str) -> String {
     format!("idemspec-proxy got no response from the upstream {message}")
 }
 
-/// 502 with a problem body: the upstream could not be reached or failed before answering.
-pub(super) fn bad_gateway(ctx: RequestCtx, message: String) -> Response<ResponseBody> {
-    problem(
-        ctx,
-        StatusCode::BAD_GATEWAY,
-        Side::Upstream,
-        no_response_detail(&message),
-    )
+/// The `502` for a request that got no upstream answer the proxy passes on (`err`, on the
+/// upstream's side): none came, or one came with a head over the proxy's limits (recorded in the
+/// event as `upstream_head_refused`, and said in the detail).
+pub(super) fn bad_gateway(mut ctx: RequestCtx, err: NoResponse) -> Response<ResponseBody> {
+    let detail = match err.head_refused {
+        Some(limit) => {
+            ctx.event.upstream_head_refused = Some(limit.limit());
+            err.message
+        }
+        None => no_response_detail(&err.message),
+    };
+    problem(ctx, StatusCode::BAD_GATEWAY, Side::Upstream, detail)
 }

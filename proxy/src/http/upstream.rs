@@ -14,6 +14,7 @@ use tokio::net::TcpStream;
 
 use super::body::RequestBody;
 use super::detach::Detached;
+use super::head_limit::{HeadRefused, MAX_RESPONSE_HEADERS, MAX_RESPONSE_HEAD_BYTES};
 use super::headers;
 use super::link::UpstreamLink;
 use super::originate::{Identity, Originate};
@@ -51,6 +52,8 @@ pub(super) struct NoResponse {
     pub(super) side: Side,
     /// The client closed its side before its body was whole (downstream failures only).
     pub(super) client_left: bool,
+    /// The upstream answered with a head over a limit of [`super::head_limit`]: which one.
+    pub(super) head_refused: Option<HeadRefused>,
     pub(super) message: String,
 }
 
@@ -61,6 +64,7 @@ impl NoResponse {
             sent: true,
             side: Side::Upstream,
             client_left: false,
+            head_refused: None,
             message: format!("response body failed: {err}"),
         }
     }
@@ -71,6 +75,7 @@ impl NoResponse {
             sent: false,
             side: Side::Downstream,
             client_left: client_left(err),
+            head_refused: None,
             message: format!("the request body from the client could not be read: {err}"),
         }
     }
@@ -189,7 +194,19 @@ impl Forwarder {
             sent,
             side: Side::Upstream,
             client_left: false,
+            head_refused: None,
             message: format!("{}: {cause}", self.base),
+        }
+    }
+
+    /// The upstream answered with a head over `limit`: the request was sent.
+    pub(super) fn refused(&self, limit: HeadRefused) -> NoResponse {
+        NoResponse {
+            sent: true,
+            side: Side::Upstream,
+            client_left: false,
+            head_refused: Some(limit),
+            message: limit.detail(&self.base),
         }
     }
 
@@ -206,12 +223,16 @@ impl Forwarder {
                 sent,
                 side: Side::Downstream,
                 client_left: client_left(cause),
+                head_refused: None,
                 message: format!(
                     "the request body from the client is malformed or incomplete: {}",
                     error_chain(cause)
                 ),
             },
-            None => self.failed(sent, err),
+            None => match HeadRefused::of_hyper(err) {
+                Some(limit) => self.refused(limit),
+                None => self.failed(sent, err),
+            },
         }
     }
 
@@ -236,6 +257,8 @@ impl Forwarder {
         };
         let (sender, conn) = http1::Builder::new()
             .writev(false)
+            .max_headers(MAX_RESPONSE_HEADERS)
+            .max_buf_size(MAX_RESPONSE_HEAD_BYTES)
             .handshake(TokioIo::new(stream))
             .await
             .map_err(|e| self.failed(false, &e))?;

@@ -277,13 +277,13 @@ async fn remove_toxic(
     no_content(r.delete_toxic(&proxy, &toxic).await)
 }
 
-/// `GET /events?since=SEQ` (idemspec's, not Toxiproxy's): one event per connection of the
+/// `GET /events?since=SEQ&limit=N` (idemspec's, not Toxiproxy's): one event per connection of the
 /// proxies, `proxy` naming the proxy, as the control API's `GET /events`.
 async fn events(
     State(r): State<Arc<Registry>>,
     query: Result<Query<EventsQuery>, QueryRejection>,
 ) -> Response {
-    crate::control::events_reply(|since| r.events_since(since), query)
+    crate::control::events_reply(|since, limit| r.events_page(since, limit), query)
 }
 
 /// `GET /metrics`: the proxies' metrics, the names and labels of the control API's

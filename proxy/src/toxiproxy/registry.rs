@@ -232,9 +232,9 @@ impl Registry {
         }
     }
 
-    /// The events of the proxies' connections with `seq > since`, oldest first.
-    pub(crate) fn events_since(&self, since: u64) -> Vec<ProxyEvent> {
-        self.host.events.since(since)
+    /// The first `limit` events of the proxies' connections with `seq > since`, oldest first.
+    pub(crate) fn events_page(&self, since: u64, limit: usize) -> Vec<ProxyEvent> {
+        self.host.events.page(since, limit)
     }
 
     /// The metrics counted from the proxies' events ([`crate::metrics`]), as OpenMetrics text.

@@ -248,3 +248,73 @@ async fn unknown_paths_and_methods_get_a_problem_body() {
     }
     proxy.shutdown().await;
 }
+
+/// An event keeps at most 256 bytes of a key and 2 KiB of a path, cut and marked with the whole
+/// length and a digest (two keys alike in their first 256 bytes still differ); `GET /events`
+/// answers pages of `limit` events, paged by `since`, and refuses a limit out of range.
+#[tokio::test]
+async fn events_keep_bounded_keys_and_paths_and_are_read_in_pages() {
+    let (proxy, _upstream) = proxied_with(with_control()).await;
+    let control = control_url(&proxy);
+    let client = http();
+    let long_path = format!("/v1/{}", "p".repeat(10_000));
+    for tail in ["a", "b"] {
+        let key = format!("{}{tail}", "k".repeat(1000));
+        let resp = client
+            .get(format!("http://{}{long_path}", proxy.addr()))
+            .header("idempotency-key", key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+    }
+    for i in 0..5 {
+        let url = format!("http://{}/v1/short/{i}", proxy.addr());
+        assert_eq!(status(client.get(url)).await, 200);
+    }
+    let events: Vec<Value> = get_json(&client, format!("{control}/events")).await;
+    assert_eq!(events.len(), 7, "{events:?}");
+    let (first, second) = (&events[0], &events[1]);
+    let key = first["idempotency_key"].as_str().unwrap();
+    let path = first["path"].as_str().unwrap();
+    assert!(
+        key.starts_with(&"k".repeat(256)) && key.contains("…[cut: 1001 bytes, sha256 "),
+        "{key}"
+    );
+    assert!(key.len() < 256 + 64, "{} bytes kept of the key", key.len());
+    assert_ne!(
+        first["idempotency_key"], second["idempotency_key"],
+        "the digests differ"
+    );
+    assert!(
+        path.starts_with("/v1/ppp") && path.contains("…[cut: 10004 bytes, sha256 "),
+        "{path}"
+    );
+    assert!(
+        path.len() < 2048 + 64,
+        "{} bytes kept of the path",
+        path.len()
+    );
+    let seqs =
+        |page: &[Value]| -> Vec<u64> { page.iter().map(|e| e["seq"].as_u64().unwrap()).collect() };
+    let page: Vec<Value> = get_json(&client, format!("{control}/events?limit=3")).await;
+    assert_eq!(seqs(&page), [1, 2, 3]);
+    let next: Vec<Value> = get_json(&client, format!("{control}/events?since=3&limit=3")).await;
+    assert_eq!(seqs(&next), [4, 5, 6]);
+    let last: Vec<Value> = get_json(&client, format!("{control}/events?since=6&limit=3")).await;
+    assert_eq!(seqs(&last), [7], "a short page is the last");
+    for bad in ["limit=0", "limit=10001", "limit=-1"] {
+        let resp = client
+            .get(format!("{control}/events?{bad}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400, "{bad}");
+        let problem: Value = resp.json().await.unwrap();
+        assert!(
+            problem["detail"].as_str().unwrap().contains("1 to 10000"),
+            "{problem}"
+        );
+    }
+    proxy.shutdown().await;
+}

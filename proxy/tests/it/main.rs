@@ -19,3 +19,4 @@ mod tcp;
 mod tls_downstream;
 mod tls_upstream;
 mod toxiproxy;
+mod upstream_heads;

@@ -42,7 +42,8 @@ pub struct ProxyFile {
     pub listen: Option<String>,
     /// HTTP mode: a base URL `http://host[:port]` or `https://host[:port]`, optionally with a
     /// path prefix that is put in front of every forwarded path. TCP mode: `host:port`.
-    pub upstream: String,
+    /// Optional: `idemspec proxy --upstream` gives it (and wins over the file's).
+    pub upstream: Option<String>,
     /// How an `https://` upstream is reached (HTTP mode).
     pub upstream_tls: Option<UpstreamTlsFile>,
     /// TLS on the proxy's port (HTTP mode).
@@ -88,7 +89,8 @@ struct RawProxyFile {
     version: Spanned<u32>,
     #[serde(default)]
     listen: Option<Spanned<String>>,
-    upstream: Spanned<String>,
+    #[serde(default)]
+    upstream: Option<Spanned<String>>,
     #[serde(default)]
     upstream_tls: Option<Spanned<UpstreamTlsFile>>,
     #[serde(default)]
@@ -140,8 +142,10 @@ impl ProxyFile {
             ));
         }
         let mode = raw.mode.as_ref().map(|m| m.value).unwrap_or_default();
-        check_upstream(mode, &raw.upstream.value)
-            .map_err(|msg| LoadError::at(file, &raw.upstream.referenced, msg))?;
+        if let Some(upstream) = &raw.upstream {
+            check_upstream(mode, &upstream.value)
+                .map_err(|msg| LoadError::at(file, &upstream.referenced, msg))?;
+        }
         if let Some(listen) = &raw.listen {
             listen.value.parse::<std::net::SocketAddr>().map_err(|_| {
                 LoadError::at(
@@ -172,7 +176,7 @@ impl ProxyFile {
         Ok(Self {
             version: 1,
             listen: raw.listen.map(|l| l.value),
-            upstream: raw.upstream.value,
+            upstream: raw.upstream.map(|u| u.value),
             upstream_tls: raw.upstream_tls.map(|t| t.value),
             listen_tls: raw.listen_tls.map(|t| t.value),
             mode,
@@ -196,13 +200,17 @@ fn check_tls(file: &str, raw: &RawProxyFile, mode: Mode) -> Result<(), LoadError
             return Err(LoadError::at(file, at, msg));
         }
     }
-    match &raw.upstream_tls {
-        Some(tls) if !raw.upstream.value.starts_with("https://") => Err(LoadError::at(
+    let plain = raw
+        .upstream
+        .as_ref()
+        .filter(|u| !u.value.starts_with("https://"));
+    match (&raw.upstream_tls, plain) {
+        (Some(tls), Some(upstream)) => Err(LoadError::at(
             file,
             &tls.referenced,
             format!(
                 "`upstream_tls` applies to an https:// upstream; `{}` is plain HTTP",
-                raw.upstream.value
+                upstream.value
             ),
         )),
         _ => Ok(()),

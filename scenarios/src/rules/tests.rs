@@ -183,7 +183,7 @@ fn proxy_file_errors_are_located() {
     assert!(default_port.is_ok(), "the scheme's port: {default_port:?}");
     let ok = ProxyFile::load("p.yaml", "version: 1\nupstream: http://a:1/api/\n")
         .expect("a path prefix is fine");
-    assert_eq!(ok.upstream, "http://a:1/api/");
+    assert_eq!(ok.upstream.as_deref(), Some("http://a:1/api/"));
     let e = ProxyFile::load(
         "p.yaml",
         "version: 1\nmode: tcp\nupstream: a:1\nrules:\n  - name: a\n    fault: refuse\n",

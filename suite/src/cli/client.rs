@@ -58,6 +58,9 @@ fn discover(
     Ok(exit)
 }
 
+/// The most places `--discover` prints, most key-like first; the rest are counted.
+const MAX_SHOWN: usize = 20;
+
 /// What `--discover` found, in lines, and the exit code: 0 when a place was found.
 fn discovery_text(found: &Discovery) -> (String, ExitCode) {
     if let Some(problem) = &found.problem {
@@ -67,11 +70,20 @@ fn discovery_text(found: &Discovery) -> (String, ExitCode) {
         );
     }
     if found.candidates.is_empty() {
-        return (
-            "discover: no place carried a value fresh per operation and kept across the retry: \
-             the client sends no key, or a new one on each attempt, or the same one for every \
-             operation\n"
+        let why = match &found.unread_bodies {
+            Some(unread) => format!(
+                "idemspec could not read {unread}; a key in a body was not seen, so where the \
+                 client puts its key is not known"
+            ),
+            None => "the client sends no key, or a new one on each attempt, or the same one for \
+                     every operation"
                 .to_owned(),
+        };
+        return (
+            format!(
+                "discover: no place carried a value fresh per operation and kept across the \
+                 retry: {why}\n"
+            ),
             ExitCode::ChecksFailed,
         );
     }
@@ -79,7 +91,7 @@ fn discovery_text(found: &Discovery) -> (String, ExitCode) {
         "where the key is, most key-like first (put the first in the client profile's \
          `contract.key_at`):\n",
     );
-    for (i, c) in found.candidates.iter().enumerate() {
+    for (i, c) in found.candidates.iter().take(MAX_SHOWN).enumerate() {
         let at = c.at.as_yaml();
         let kept = match c.kept_on_retry {
             Some(true) => "kept on the retry",
@@ -92,8 +104,21 @@ fn discovery_text(found: &Discovery) -> (String, ExitCode) {
             c.values.1
         ));
     }
+    if let Some(more) = found
+        .candidates
+        .len()
+        .checked_sub(MAX_SHOWN)
+        .filter(|n| *n > 0)
+    {
+        out.push_str(&format!("  … and {more} more, less key-like\n"));
+    }
     if !found.retried {
         out.push_str("note: the client did not retry after the lost response\n");
+    }
+    if let Some(unread) = &found.unread_bodies {
+        out.push_str(&format!(
+            "note: idemspec could not read {unread}; a key in a body was not seen\n"
+        ));
     }
     (out, ExitCode::Success)
 }

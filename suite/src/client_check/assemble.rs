@@ -137,6 +137,7 @@ fn exchange(ctx: &Ctx, run: &CommandRun, number: usize, attempt: &Attempt) -> Ev
             rule: attempt.rule.clone(),
             fault: attempt.fault.clone(),
             upstream_status: attempt.upstream_status,
+            upstream_head_refused: attempt.upstream_head_refused.clone(),
             client_complete: attempt.client_complete,
         }),
     }

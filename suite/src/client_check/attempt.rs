@@ -31,6 +31,9 @@ pub struct Attempt {
     pub client_status: Option<u16>,
     /// The upstream's status, when it answered.
     pub upstream_status: Option<u16>,
+    /// The limit the upstream's response head broke, when it answered with one the proxy
+    /// refuses.
+    pub upstream_head_refused: Option<String>,
     /// Whether the client got the complete response.
     pub client_complete: bool,
     /// Whether the client went away before the exchange was over (gave up: its own timeout).
@@ -56,6 +59,7 @@ impl Attempt {
             fault: event.fault.clone(),
             client_status: event.client_status,
             upstream_status: event.upstream_status,
+            upstream_head_refused: event.upstream_head_refused.clone(),
             client_complete: event.client_complete,
             client_disconnected: event.client_disconnected,
             error: event.upstream_error.clone(),

@@ -38,6 +38,9 @@ pub struct Received {
     pub headers: Vec<(String, Vec<u8>)>,
     /// The body, when it was read whole (at most [`MAX_REQUEST_BODY`]).
     pub body: Option<bytes::Bytes>,
+    /// Why the body could not be read, where it could not: longer than idemspec reads, cut off,
+    /// an encoding it cannot undo, JSON nested deeper than it reads. A key in it was not seen.
+    pub body_unread: Option<String>,
 }
 
 /// The most of the operation's requests kept (`--discover` needs a handful).
@@ -183,20 +186,52 @@ impl Drop for CannedUpstream {
 /// The most of a request body read to find its key (as the profile's route bodies).
 const MAX_REQUEST_BODY: usize = ClientProfile::MAX_BODY;
 
+/// A request's body as its sender meant it, or why it could not be read (then `None`: the key is
+/// absent, the answer given). It is read within [`MAX_REQUEST_BODY`] and undone of its
+/// `Content-Encoding`; JSON nested deeper than serde_json reads is named too, since the key in it
+/// cannot be found.
+async fn read_body(
+    headers: &http::HeaderMap,
+    body: Body,
+) -> (Option<bytes::Bytes>, Option<String>) {
+    let raw = match axum::body::to_bytes(body, MAX_REQUEST_BODY).await {
+        Ok(raw) => raw,
+        // axum names the limit only in its message.
+        Err(e) if e.to_string().contains("length limit exceeded") => {
+            let over = format!(
+                "the body is over {} KiB, more than idemspec reads",
+                MAX_REQUEST_BODY / 1024
+            );
+            return (None, Some(over));
+        }
+        Err(e) => return (None, Some(format!("the body was cut off: {e}"))),
+    };
+    let encoding = headers.get(http::header::CONTENT_ENCODING);
+    let body = match content_coding::decoded(encoding.map(|v| v.as_bytes()), &raw) {
+        Ok(decoded) => bytes::Bytes::from(decoded.into_owned()),
+        Err(why) => return (None, Some(why)),
+    };
+    let looks_json = body
+        .trim_ascii_start()
+        .first()
+        .is_some_and(|b| *b == b'{' || *b == b'[');
+    let too_deep = looks_json
+        && serde_json::from_slice::<serde::de::IgnoredAny>(&body)
+            .is_err_and(|e| crate::http_client::json_too_deep(&e));
+    let unread = too_deep.then(|| {
+        format!(
+            "its JSON is nested deeper than {} levels, more than idemspec reads",
+            crate::http_client::MAX_JSON_DEPTH
+        )
+    });
+    (Some(body), unread)
+}
+
 impl Answers {
     /// The answer to `request`, its `{{key}}` and `{{id}}` filled in.
     async fn answer(&self, request: Request<Body>) -> Response<Body> {
         let (parts, body) = request.into_parts();
-        // A body too long or cut off is read as none: the key is then absent, the answer given.
-        let body = axum::body::to_bytes(body, MAX_REQUEST_BODY).await.ok();
-        // The key is read from the body as sent, undone of its Content-Encoding (a body that
-        // cannot be decoded is read as none).
-        let encoding = parts.headers.get(http::header::CONTENT_ENCODING);
-        let body = body.and_then(|b| {
-            content_coding::decoded(encoding.map(|v| v.as_bytes()), &b)
-                .ok()
-                .map(|d| bytes::Bytes::from(d.into_owned()))
-        });
+        let (body, body_unread) = read_body(&parts.headers, body).await;
         let target = parts
             .uri
             .path_and_query()
@@ -232,6 +267,7 @@ impl Answers {
                             .map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec()))
                             .collect(),
                         body: body.clone(),
+                        body_unread,
                     });
                 }
             }

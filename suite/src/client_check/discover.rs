@@ -37,6 +37,9 @@ pub struct Discovery {
     pub problem: Option<String>,
     /// Whether the client retried after the lost response.
     pub retried: bool,
+    /// Why idemspec could not read some of the operation's request bodies, when it could not
+    /// (`the bodies of 3 of 4 requests: the body is over 1024 KiB, …`): a key in them was not seen.
+    pub unread_bodies: Option<String>,
 }
 
 impl Ctx {
@@ -107,6 +110,7 @@ impl Ctx {
             candidates,
             problem: None,
             retried: retried.len() > 1,
+            unread_bodies: unread_bodies(&seen),
         }
     }
 }
@@ -117,8 +121,25 @@ impl Discovery {
             candidates: Vec::new(),
             problem: Some(problem),
             retried: false,
+            unread_bodies: None,
         }
     }
+}
+
+/// Why the bodies of the requests `seen` could not be read, when some could not: how many, and
+/// the first reason.
+fn unread_bodies(seen: &[Vec<Received>]) -> Option<String> {
+    let all: Vec<&Received> = seen.iter().flatten().collect();
+    let unread: Vec<&str> = all
+        .iter()
+        .filter_map(|r| r.body_unread.as_deref())
+        .collect();
+    let first = unread.first()?;
+    Some(format!(
+        "the bodies of {} of {} requests: {first}",
+        unread.len(),
+        all.len()
+    ))
 }
 
 /// The value at `at` among `places`.

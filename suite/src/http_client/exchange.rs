@@ -78,7 +78,8 @@ pub struct Exchange {
     /// shared by every reader (`super::parse`).
     pub json: Option<std::sync::Arc<serde_json::Value>>,
     /// Set when the body was read only in part, or not at all, because it holds more values
-    /// than idemspec reads (`super::MAX_VALUES`): the sentence saying so.
+    /// than idemspec reads (`super::MAX_VALUES`) or nests JSON deeper (`super::MAX_JSON_DEPTH`):
+    /// the sentence saying so, which a check that finds no id or cannot count a list names.
     pub parse_note: Option<String>,
     /// When the request was started.
     pub started: Instant,

@@ -12,6 +12,7 @@ pub use client::{
     client_builder, excerpt, tls_failure, Client, MAX_RESPONSE_BODY, PRINCIPAL_HEADER,
 };
 pub use exchange::{Exchange, RequestSpec, SentMark};
-pub use parse::MAX_VALUES;
+pub(crate) use parse::too_deep as json_too_deep;
+pub use parse::{MAX_JSON_DEPTH, MAX_VALUES};
 pub use session::Session;
 pub use tls::TlsSettings;

@@ -24,6 +24,16 @@ use super::xml;
 /// body: a list of 4,000 resources of 25 fields each.
 pub const MAX_VALUES: usize = 100_000;
 
+/// The deepest JSON nesting read: 127 levels, under serde_json's recursion limit of 128. A
+/// deeper body is not read, and its note says so (it is JSON, only deeper than idemspec reads).
+pub const MAX_JSON_DEPTH: usize = 127;
+
+/// Whether `err` is serde_json's recursion limit ([`MAX_JSON_DEPTH`]); serde_json names it in
+/// its message only.
+pub(crate) fn too_deep(err: &serde_json::Error) -> bool {
+    err.to_string().starts_with("recursion limit exceeded")
+}
+
 /// A body as JSON (an XML body through [`xml`]'s mapping), and a note when it was read only in
 /// part or not at all because it is larger than idemspec reads.
 #[derive(Debug, Default)]
@@ -54,6 +64,15 @@ pub(super) fn parse(body: &[u8], content_type: Option<&str>) -> Parsed {
                     "its body was read in part: idemspec reads the first {MAX_VALUES} JSON \
                      values of an answer, and this one has more ({} bytes)",
                     body.len()
+                )),
+            }
+        }
+        Err(err) if too_deep(&err) => {
+            return Parsed {
+                json: None,
+                note: Some(format!(
+                    "its body was not read: its JSON is nested deeper than {MAX_JSON_DEPTH} \
+                     levels, more than idemspec reads (serde_json's recursion limit)"
                 )),
             }
         }
@@ -248,5 +267,23 @@ mod tests {
         let small = parse(b"<r><!-- c --><item>1</item></r>", Some("text/xml"));
         assert!(small.json.is_some() && small.note.is_none());
         assert!(parse(b"not json", None).json.is_none());
+    }
+
+    #[test]
+    fn json_nested_past_serde_jsons_limit_is_named_as_such_not_as_not_json() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let within = parse(deep(MAX_JSON_DEPTH).as_bytes(), None);
+        assert!(within.json.is_some() && within.note.is_none());
+        let past = parse(
+            deep(MAX_JSON_DEPTH + 1).as_bytes(),
+            Some("application/json"),
+        );
+        assert!(past.json.is_none());
+        let note = past.note.expect("a note");
+        assert!(note.contains("nested deeper than 127 levels"), "{note}");
+        assert!(
+            parse(b"{not json", None).note.is_none(),
+            "not JSON has no note"
+        );
     }
 }

@@ -91,6 +91,10 @@ pub struct ProxyAction {
     pub fault: Option<String>,
     /// The upstream's status, when the upstream answered: proof the server did the work.
     pub upstream_status: Option<u16>,
+    /// The limit the upstream's response head broke (`more than 100 headers`), when it answered
+    /// with a head the proxy refuses: it answered, and the proxy passed nothing of it on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_head_refused: Option<String>,
     /// Whether the client received a complete response.
     pub client_complete: bool,
 }

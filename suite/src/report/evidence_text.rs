@@ -126,9 +126,12 @@ pub fn proxy_action(proxy: &ProxyAction) -> String {
         (None, Some(fault)) => format!("applied {fault}"),
         (None, None) => "passed through".to_owned(),
     };
-    let upstream = match proxy.upstream_status {
-        Some(status) => format!("upstream answered {status}"),
-        None => "upstream never answered".to_owned(),
+    let upstream = match (proxy.upstream_status, &proxy.upstream_head_refused) {
+        (Some(status), _) => format!("upstream answered {status}"),
+        (None, Some(limit)) => {
+            format!("upstream answered with a head the proxy refuses ({limit})")
+        }
+        (None, None) => "upstream never answered".to_owned(),
     };
     let client = if proxy.client_complete {
         "client got the response"

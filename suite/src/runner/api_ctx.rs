@@ -265,6 +265,17 @@ impl ApiCtx {
             .ok_or_else(|| format!("the target profile has no principal `{name}`"))
     }
 
+    /// Why `exchange` names no created id, for a sentence: `no id at `$.id``, with its parse
+    /// note where its body was read in part or not at all (`Exchange::parse_note`), so a reader
+    /// knows the id may be there, past what idemspec reads.
+    pub(crate) fn missing_id(&self, exchange: &Exchange) -> String {
+        let at = self.profile.operations.create.id.source();
+        match &exchange.parse_note {
+            Some(note) => format!("no id at `{at}`: {note}"),
+            None => format!("no id at `{at}`"),
+        }
+    }
+
     /// The id of a created resource in a response body, via the profile's `create.id` JSONPath: a
     /// non-empty string, or a number as serde_json writes it (`1.50` is `1.5`), cut after the last
     /// `create.id_after` where the profile gives one (a string without it holds no id). An empty

@@ -988,6 +988,63 @@ fn discover_names_where_the_key_is(#[case] flags: &str, #[case] found: Option<&s
     }
 }
 
+/// A client (Python) that makes one create with `headers` and `body` (Python expressions over
+/// `tok`, a fresh uuid per operation) and retries it once with the same ones after a failure.
+fn retrying_client(dir: &Path, headers: &str, body: &str) -> String {
+    let script = format!(
+        "import os,sys,uuid,urllib.request\n\
+         base=os.environ['IDEMSPEC_BASE_URL']\n\
+         tok=str(uuid.uuid4())\n\
+         headers={headers}\n\
+         body={body}\n\
+         for attempt in range(2):\n\
+         \x20   try:\n\
+         \x20       r=urllib.request.Request(base+'/v1/workers',data=body,headers=headers,method='POST')\n\
+         \x20       print(urllib.request.urlopen(r,timeout=5).status); sys.exit(0)\n\
+         \x20   except Exception as e: err=e\n\
+         sys.exit(str(err))\n"
+    );
+    let path = dir.join("client.py");
+    std::fs::write(&path, script).expect("write the client");
+    format!("python3 '{}'", path.display())
+}
+
+/// `--discover` prints at most 20 places, most key-like first, and counts the rest; a client
+/// whose bodies idemspec cannot read (over 1 MiB) is told so, not that it sends no key.
+#[test]
+fn discover_caps_its_list_and_names_bodies_it_could_not_read() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let many = "dict([('X-Tok-%d' % i, tok + str(i)) for i in range(30)], \
+                **{'Content-Type': 'application/json', 'X-Idempotency-Token': tok})";
+    let exec = retrying_client(dir.path(), many, "b'{}'");
+    let (out, _) = idemspec(&["client", "--exec", &exec, "--discover"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert_eq!(stdout.matches(". key_at:").count(), 20, "{stdout}");
+    assert!(
+        stdout.contains("  1. key_at: {header: x-idempotency-token}"),
+        "{stdout}"
+    );
+    let more: usize = stdout
+        .split("… and ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("the rest are counted: {stdout}"));
+    assert!(more >= 11, "31 places or more, 20 shown: {stdout}");
+    let huge =
+        "('{\"clientToken\": \"' + tok + '\", \"pad\": \"' + 'x' * (1 << 20) + '\"}').encode()";
+    let exec = retrying_client(dir.path(), "{'Content-Type': 'application/json'}", huge);
+    let (out, _) = idemspec(&["client", "--exec", &exec, "--discover"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("idemspec could not read the bodies of")
+            && stdout.contains("the body is over 1024 KiB")
+            && !stdout.contains("the client sends no key"),
+        "{stdout}"
+    );
+}
+
 /// From a hostile read: a `--command-timeout` shorter than the profile's bound leaves
 /// bounded-retries UNKNOWN naming both (not a FAIL of a client killed before its bound); a
 /// `Retry-After` longer than the run leaves in-flight nothing to judge (INFO, not "gave up");

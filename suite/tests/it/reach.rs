@@ -717,6 +717,30 @@ async fn answers_megabytes_wide_are_judged_as_plain_ones() {
     assert!(peak < 1536 << 20, "peak resident memory {} MiB", peak >> 20);
 }
 
+/// A create whose id is past the values idemspec reads of its answer (a 100,001-value member
+/// first) is not reported as an answer without an id: the check is UNKNOWN, and its sentence says
+/// the body was read in part and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_id_past_what_is_read_is_told_as_a_body_read_in_part() {
+    let api = alt_api::start_with(alt_api::Options {
+        wide_answers: Some(100_001),
+        wide_first: true,
+        ..alt_api::Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&api, str::to_owned), &["cross-tenant"]).await;
+    let check = &report.checks[0];
+    assert_eq!(check.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(
+        check
+            .summary
+            .contains("no id at `$.data.uuid`: its body was read in part")
+            && check.summary.contains("the first 100000 JSON values"),
+        "{}",
+        check.summary
+    );
+}
+
 /// A contract that answers a reused key with another request by the original (Google Cloud's
 /// `requestId`: `mismatch_answer: original`) is judged by what it says: fingerprint-mismatch
 /// PASSes on an API that does so, FAILs on one that refuses instead (naming the contract), and
@@ -1463,7 +1487,7 @@ async fn a_storm_whose_creates_carry_no_id_at_the_path_names_the_path() {
     assert_eq!(o.verdict, Verdict::Unknown, "{}", table(&report));
     assert!(
         o.summary
-            .contains("but no id at `$.data.machine_id` in it (first body: `{")
+            .contains("but no id at `$.data.machine_id` (first body: `{")
             && o.summary.contains("check `operations.create.id`"),
         "{}",
         o.summary

@@ -15,6 +15,7 @@ use super::wire::{self, Answer, Framing, PlainRequest, Request, Response};
 use crate::event::Side;
 use crate::http::conn_signals::{ConnSignals, ABORT, SHUTDOWN, SLOW_HEAD};
 use crate::http::ctx::RequestCtx;
+use crate::http::head_limit::HeadRefused;
 use crate::http::linger::{linger, LINGER};
 use crate::http::receipt::Receipt;
 use crate::http::rejections::problem_bytes;
@@ -298,7 +299,8 @@ impl Conn<'_> {
                 // Its context records the departure.
                 Err(None) => return AfterExchange::Gone,
                 Err(Some(err)) => {
-                    return self.bad_gateway(ctx, &err.to_string(), false, close).await
+                    let detail = self.no_response(&err.to_string());
+                    return self.bad_gateway(ctx, detail, false, close).await;
                 }
             }
         }
@@ -307,11 +309,20 @@ impl Conn<'_> {
         let asked = Instant::now();
         if let Err(err) = self.send_head(fresh).await {
             receipt.unsent();
-            return self.bad_gateway(ctx, &err.to_string(), false, close).await;
+            let detail = self.no_response(&err.to_string());
+            return self.bad_gateway(ctx, detail, false, close).await;
         }
         let answer = match self.response_head(head_method, close).await {
             Ok(answer) => answer,
-            Err(Wait::Failed(why)) => return self.bad_gateway(ctx, &why, true, close).await,
+            Err(Wait::Failed(why)) => {
+                let detail = self.no_response(&why);
+                return self.bad_gateway(ctx, detail, true, close).await;
+            }
+            Err(Wait::Refused(limit)) => {
+                ctx.event.upstream_head_refused = Some(limit.limit());
+                let detail = limit.detail(self.fwd.base());
+                return self.bad_gateway(ctx, detail, true, close).await;
+            }
             Err(Wait::ClientLeft) => {
                 self.orphan(ctx, receipt, head_method);
                 return AfterExchange::Gone;
@@ -360,6 +371,7 @@ impl Conn<'_> {
                 match wire::analyse_response(&up.buf, head_method, close_down, &mut self.out) {
                     Response::Partial => {}
                     Response::Invalid(why) => return Err(Wait::Failed(why)),
+                    Response::Refused(limit) => return Err(Wait::Refused(limit)),
                     Response::Interim { head_len } => {
                         up.buf.advance(head_len);
                         if self.down.write_all(&self.out).await.is_err() {
@@ -459,18 +471,23 @@ impl Conn<'_> {
         }
     }
 
-    /// Answers 502 with a problem body: the upstream failed before its response head. `sent`:
-    /// the request may have reached it; `close`: the client asked to close after it.
+    /// The detail of a 502 for an upstream that failed before its response head (`cause`).
+    fn no_response(&self, cause: &str) -> String {
+        no_response_detail(&format!("{}: {cause}", self.fwd.base()))
+    }
+
+    /// Answers 502 with a problem body whose detail is `detail`: the upstream failed before its
+    /// response head, or answered with one the proxy refuses. `sent`: the request may have
+    /// reached it; `close`: the client asked to close after it.
     async fn bad_gateway(
         &mut self,
         mut ctx: RequestCtx,
-        cause: &str,
+        detail: String,
         sent: bool,
         close: bool,
     ) -> AfterExchange {
         self.up = None;
         ctx.event.upstream_sends = u8::from(sent);
-        let detail = no_response_detail(&format!("{}: {cause}", self.fwd.base()));
         let close = self.closing(close);
         let (bytes, body) = problem_bytes(StatusCode::BAD_GATEWAY, &detail, close);
         ctx.failed(Side::Upstream, detail);
@@ -505,7 +522,7 @@ impl Conn<'_> {
                     match wire::analyse_response(&up.buf, head_method, false, &mut scratch) {
                         Response::Final(answer) => return Some(answer.status),
                         Response::Interim { head_len } => up.buf.advance(head_len),
-                        Response::Invalid(_) => return None,
+                        Response::Invalid(_) | Response::Refused(_) => return None,
                         Response::Partial => {
                             if !matches!(fill(&mut up.stream, &mut up.buf).await, Ok(true)) {
                                 return None;
@@ -530,6 +547,8 @@ impl Conn<'_> {
 enum Wait {
     /// The upstream failed (closed, reset, sent no HTTP): why.
     Failed(String),
+    /// The upstream answered with a head over a limit of `head_limit`.
+    Refused(HeadRefused),
     /// The client closed its side first.
     ClientLeft,
 }

@@ -10,6 +10,7 @@
 //! more than [`MAX_HEADERS`] headers, a head longer than [`MAX_REQUEST_HEAD`], bytes
 //! `httparse` rejects, or a request whose head satisfies some rule's conditions.
 
+use crate::http::head_limit::{HeadRefused, MAX_RESPONSE_HEADERS, MAX_RESPONSE_HEAD_BYTES};
 use crate::http::headers::CONTROL_PREFIX;
 use crate::matcher::{RequestView, RuleSet};
 
@@ -18,8 +19,6 @@ use crate::matcher::{RequestView, RuleSet};
 pub(super) const MAX_HEADERS: usize = 100;
 /// The longest request head the fast path waits for; a longer one goes to hyper.
 pub(super) const MAX_REQUEST_HEAD: usize = 16 * 1024;
-/// The longest response head accepted from the upstream (hyper's client buffer limit).
-pub(super) const MAX_RESPONSE_HEAD: usize = 8192 + 4096 * 100;
 /// The longest request-target the fast path forwards.
 const MAX_TARGET: usize = 8 * 1024;
 
@@ -243,6 +242,8 @@ pub(super) enum Response {
     Partial,
     /// Not a response the proxy can forward: why.
     Invalid(String),
+    /// A response whose head is over a limit of `head_limit`: which one.
+    Refused(HeadRefused),
     /// A 1xx other than 101: `head_len` bytes to forward as they are written to `out`, then the
     /// real response follows.
     Interim { head_len: usize },
@@ -296,15 +297,16 @@ pub(super) fn analyse_response(
     close_down: bool,
     out: &mut Vec<u8>,
 ) -> Response {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut headers = [httparse::EMPTY_HEADER; MAX_RESPONSE_HEADERS];
     let mut resp = httparse::Response::new(&mut headers);
     let head_len = match resp.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) if buf.len() <= MAX_RESPONSE_HEAD => {
+        Ok(httparse::Status::Complete(n)) if n <= MAX_RESPONSE_HEAD_BYTES => n,
+        Ok(httparse::Status::Partial) if buf.len() <= MAX_RESPONSE_HEAD_BYTES => {
             return Response::Partial
         }
-        Ok(httparse::Status::Partial) => {
-            return Response::Invalid("the response head is larger than 400 KiB".into())
+        Ok(_) => return Response::Refused(HeadRefused::TooLarge),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Response::Refused(HeadRefused::TooManyHeaders)
         }
         Err(err) => return Response::Invalid(format!("invalid HTTP response head: {err}")),
     };

@@ -61,6 +61,9 @@ impl Judge for Consistent {
             ));
         };
         let ids: Vec<Option<String>> = successes.iter().map(|e| run.ctx().created_id(e)).collect();
+        if let Some(why) = unread_id(run, step, &successes, &ids) {
+            return Undecided(why);
+        }
         if let Some(other) = ids.iter().find(|id| **id != ids[0]) {
             return Broken(format!(
                 "requests with one key got different resources: {} and {}",
@@ -106,4 +109,23 @@ impl Judge for Consistent {
             }
         ))
     }
+}
+
+/// Why one of `successes` (whose ids are `ids`) cannot be compared: it names no id and its body
+/// was read in part or not at all, so its id may be past what idemspec read.
+fn unread_id(
+    run: &CheckRun,
+    step: &str,
+    successes: &[&Exchange],
+    ids: &[Option<String>],
+) -> Option<String> {
+    let (e, _) = successes
+        .iter()
+        .zip(ids)
+        .find(|(e, id)| id.is_none() && e.parse_note.is_some())?;
+    Some(format!(
+        "a request of `{step}` got {} with {}",
+        e.describe(),
+        run.ctx().missing_id(e)
+    ))
 }

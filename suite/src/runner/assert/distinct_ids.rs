@@ -13,13 +13,15 @@ impl Judge for DistinctIds<'_> {
     fn judge(&self, run: &CheckRun) -> Finding {
         let mut ids = Vec::new();
         for s in &self.0.steps {
-            match run
-                .step(s)
-                .first_success()
-                .and_then(|e| run.ctx().created_id(e))
-            {
+            let Some(success) = run.step(s).first_success() else {
+                return Undecided(format!("step `{s}` returned no id: it got no 2xx"));
+            };
+            match run.ctx().created_id(success) {
                 Some(id) => ids.push((s, id)),
-                None => return Undecided(format!("step `{s}` returned no id")),
+                None => {
+                    let missing = run.ctx().missing_id(success);
+                    return Undecided(format!("step `{s}` returned {missing}"));
+                }
             }
         }
         for (i, (s, id)) in ids.iter().enumerate() {

@@ -51,6 +51,10 @@ fn upstream_did(e: &ProxyEvent) -> String {
     let upstream = match (e.upstream_sends, e.upstream_status, &e.upstream_error) {
         (0, _, _) => "never sent upstream".to_owned(),
         (_, Some(s), _) => format!("the upstream answered {s}"),
+        (_, None, _) if e.upstream_head_refused.is_some() => format!(
+            "the upstream answered, with a head the proxy refuses ({})",
+            e.upstream_head_refused.as_deref().unwrap_or_default()
+        ),
         (_, None, Some(why)) => format!("the upstream never answered ({why})"),
         (_, None, None) => "the upstream never answered".to_owned(),
     };
@@ -90,6 +94,24 @@ mod tests {
         assert_eq!(
             event(Some("refuse"), 0, None, None),
             "refuse, never sent upstream"
+        );
+    }
+
+    #[test]
+    fn a_head_the_proxy_refused_is_an_answer_not_silence() {
+        let mut e: idemspec_proxy::ProxyEvent = serde_json::from_value(serde_json::json!({
+            "seq": 1, "at": "2026-01-01T00:00:00Z", "method": "POST", "path": "/w",
+            "idempotency_key": null, "step": "first", "rule": "lost", "fault": "drop_response",
+            "upstream_sends": 1, "upstream_status": null, "upstream_error": "a head refused",
+            "error_side": "upstream", "client_status": null, "client_bytes": 0,
+            "client_complete": false, "client_disconnected": false, "duration_ms": 3
+        }))
+        .expect("an event");
+        e.upstream_head_refused = Some("more than 100 headers".into());
+        assert_eq!(
+            upstream_did(&e),
+            "drop_response, the upstream answered, with a head the proxy refuses (more than 100 \
+             headers)"
         );
     }
 }

@@ -37,6 +37,7 @@ fn action_of(ev: &ProxyEvent) -> ProxyAction {
         rule: ev.rule.clone(),
         fault: ev.fault.clone(),
         upstream_status: ev.upstream_status,
+        upstream_head_refused: ev.upstream_head_refused.clone(),
         client_complete: ev.client_complete,
     }
 }

@@ -442,11 +442,11 @@ async fn judge(run: &CheckRun, clients: u32, keys: u32, runs: Vec<StormClient>) 
         let first = unread[0];
         let body = String::from_utf8_lossy(&first.body[..first.body.len().min(80)]).into_owned();
         judgements.push(Judgement::new(Finding::Undecided(format!(
-            "{} client(s) got a {} but no id at `{}` in it (first body: `{}`), so the storm \
-                 judged nothing; check `operations.create.id` in the target profile",
+            "{} client(s) got a {} but {} (first body: `{}`), so the storm judged nothing; \
+                 check `operations.create.id` in the target profile",
             unread.len(),
             first.describe(),
-            run.ctx().profile.operations.create.id.source(),
+            run.ctx().missing_id(first),
             body.trim()
         ))));
         return judgements;

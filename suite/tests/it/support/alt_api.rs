@@ -247,6 +247,9 @@ pub struct Options {
     /// carries this many more values after its own members: a `"pad": [1, 1, …]` member, or a
     /// `<pad>` element of as many `<item>1</item>` (a hostile API's 7 MB answers).
     pub wide_answers: Option<usize>,
+    /// With `wide_answers`, a JSON answer's `"pad"` member comes first, before its own members
+    /// (its id past the values idemspec reads).
+    pub wide_first: bool,
 }
 
 /// A planted defect of the alt API's idempotency layer (`Options::flaw`).
@@ -1065,7 +1068,13 @@ async fn widen(
     let body = axum::body::to_bytes(body, usize::MAX)
         .await
         .unwrap_or_default();
-    let wide = if body.starts_with(b"{") && body.ends_with(b"}") {
+    let wide = if app.options.wide_first && body.starts_with(b"{") {
+        let mut out = b"{\"pad\":[".to_vec();
+        out.extend_from_slice(&b"1,".repeat(n - 1));
+        out.extend_from_slice(b"1],");
+        out.extend_from_slice(&body[1..]);
+        out
+    } else if body.starts_with(b"{") && body.ends_with(b"}") {
         let mut out = body[..body.len() - 1].to_vec();
         out.extend_from_slice(b",\"pad\":[");
         out.extend_from_slice(&b"1,".repeat(n - 1));

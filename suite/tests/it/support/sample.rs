@@ -80,6 +80,7 @@ pub fn report() -> RunReport {
                 rule: Some("drop-first-create".to_owned()),
                 fault: Some("drop_response".to_owned()),
                 upstream_status: Some(201),
+                upstream_head_refused: None,
                 client_complete: false,
             }),
         },
@@ -91,6 +92,7 @@ pub fn report() -> RunReport {
                 rule: None,
                 fault: None,
                 upstream_status: Some(201),
+                upstream_head_refused: None,
                 client_complete: true,
             }),
         },
@@ -158,6 +160,7 @@ pub fn report() -> RunReport {
             rule: Some("storm-chaos".to_owned()),
             fault: Some("hang".to_owned()),
             upstream_status: None,
+            upstream_head_refused: None,
             client_complete: false,
         }),
     }];
