@@ -17,6 +17,7 @@ mod principal;
 mod process;
 mod resource_path;
 mod side_effects;
+mod sign;
 mod target;
 mod wire;
 
@@ -36,5 +37,6 @@ pub use principal::{CookieScope, Login, Principal};
 pub use process::{ProcessSpec, Readiness};
 pub use resource_path::ResourcePath;
 pub use side_effects::SideEffectsProbe;
+pub use sign::{AwsSigV4, Sign};
 pub use target::TargetProfile;
 pub use wire::{check_header, check_url};

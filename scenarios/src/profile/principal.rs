@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::check_header;
 use super::method::{http_method, json, post};
+use super::sign::Sign;
 use crate::load::{LoadErrors, Spanned};
 
 /// An authenticated caller.
@@ -28,6 +29,10 @@ pub struct Principal {
     /// `Set-Cookie` headers fill the jar.
     #[serde(default)]
     pub login: Option<Login>,
+    /// How each of this principal's requests is signed, last, after its key, body and headers are
+    /// final (see [`Sign`]).
+    #[serde(default)]
+    pub sign: Option<Sign>,
 }
 
 /// A login request: sent to the first base URL with the principal's headers and its own; a 2xx
@@ -98,14 +103,22 @@ pub(crate) fn check_principals(
 
 impl Principal {
     /// What is wrong with this principal, each in words: a header HTTP cannot carry, then its
-    /// login's problems ([`Login::problems`]) under the profile's `cookies`.
+    /// login's problems ([`Login::problems`]) under the profile's `cookies`, then its signing's.
     fn problems(&self, cookies: Option<CookieScope>) -> Vec<String> {
         let headers = self
             .headers
             .iter()
             .filter_map(|(name, value)| check_header(name, value).err());
         let login = self.login.iter().flat_map(|l| l.problems(cookies));
-        headers.chain(login).collect()
+        headers.chain(login).chain(self.sign_problems()).collect()
+    }
+
+    /// What is wrong with this principal's `sign` ([`Sign::problems`]); none without one.
+    fn sign_problems(&self) -> Vec<String> {
+        self.sign
+            .as_ref()
+            .map(|s| s.problems(self.headers.keys()))
+            .unwrap_or_default()
     }
 }
 

@@ -271,6 +271,7 @@ mod tests {
     fn spec(base_url: String, body: Option<&str>, mark: &SentMark) -> RequestSpec {
         RequestSpec {
             step: "slow".into(),
+            origin: base_url.clone(),
             base_url,
             method: "POST".into(),
             path: "/things".into(),

@@ -5,9 +5,11 @@ mod client;
 mod exchange;
 mod parse;
 mod session;
+mod sign;
 pub mod xml;
 
 pub use client::{excerpt, Client, MAX_RESPONSE_BODY};
 pub use exchange::{Exchange, RequestSpec, SentMark};
 pub use parse::MAX_VALUES;
 pub use session::Session;
+pub use sign::{host_of, sign_request};

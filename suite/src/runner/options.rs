@@ -120,8 +120,9 @@ pub enum Unreachable {
         principal: String,
         /// The status (and problem type) it answered.
         answer: String,
-        /// What of the principal carries its credentials: `headers`, or its `login`'s cookie.
-        credentials: &'static str,
+        /// What of the principal carries its credentials: `headers`, its `login`'s cookie, or
+        /// its signature (`sign`), the API's refusal named.
+        credentials: String,
     },
     /// A principal's session could not be opened: its `login` got no 2xx, or set no cookie.
     #[error("{0}")]
