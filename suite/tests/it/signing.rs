@@ -1,0 +1,118 @@
+//! Signed requests end to end: `idemspec run` against an API behind a front that verifies AWS
+//! Signature Version 4 on every request (support/sigv4_front.rs), checks through the fault proxy
+//! included; a wrong secret stops the run before any check, naming the rejected signature; no
+//! secret appears in any report.
+
+use crate::support::{alt_api, sigv4_front};
+
+/// The alt API's profile, its principals signing with the front's keys (`secret` for alpha's).
+fn profile(secret: &str) -> String {
+    let principals = format!(
+        "principals:\n\
+         \x20 - name: alpha\n\
+         \x20   headers: {{X-Api-Key: alpha-key}}\n\
+         \x20   sign: {{aws_sigv4: {{service: ec2, region: eu-west-1, access_key_id: AKIDALPHA, \
+         secret_access_key: \"{secret}\", session_token: alpha-Session-Token0}}}}\n\
+         \x20 - name: beta\n\
+         \x20   headers: {{X-Api-Key: beta-key}}\n\
+         \x20   sign: {{aws_sigv4: {{service: ec2, region: eu-west-1, access_key_id: AKIDBETA, \
+         secret_access_key: \"{}\"}}}}\n",
+        sigv4_front::KEYS[1].1
+    );
+    let original = "principals:\n  - name: alpha\n    headers: {X-Api-Key: alpha-key}\n  \
+                    - name: beta\n    headers: {X-Api-Key: beta-key}\n";
+    assert!(
+        alt_api::PROFILE.contains(original),
+        "the alt profile's principals moved"
+    );
+    alt_api::PROFILE.replace(original, &principals)
+}
+
+/// Runs `idemspec run` on `profile` with the alt API's environment, `ALT_API_URL` the front.
+async fn run(
+    dir: &std::path::Path,
+    profile: &str,
+    api: &alt_api::AltApi,
+    front: &sigv4_front::Front,
+) -> std::process::Output {
+    std::fs::write(dir.join("signed.yaml"), profile).expect("write profile");
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args(["run", "--target", "signed.yaml"])
+        .args(["--only", "lost-response,cross-tenant,replay-fidelity"])
+        .args([
+            "--report-json",
+            "report.json",
+            "--report-junit",
+            "junit.xml",
+        ])
+        .args([
+            "--report-markdown",
+            "summary.md",
+            "--report-html",
+            "report.html",
+        ])
+        .current_dir(dir)
+        .envs(api.env())
+        .env("ALT_API_URL", front.base_url())
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .expect("the idemspec binary runs")
+}
+
+/// Every signed request verifies, through the fault proxy too (a lost response is retried and
+/// replayed): each arrived under the front's own name as `Host`, which the signature covers.
+/// No secret, session token or signature is in the output or any report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_requests_verify_through_the_proxy_and_checks_pass() {
+    let api = alt_api::start().await;
+    let front = sigv4_front::start(api.base_url()).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = run(dir.path(), &profile(sigv4_front::KEYS[0].1), &api, &front).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.matches("PASS").count() >= 3, "{stdout}");
+    let hosts = front.hosts();
+    let own = front.base_url().trim_start_matches("http://").to_owned();
+    assert!(hosts.len() > 6, "{hosts:?}");
+    assert!(hosts.iter().all(|h| *h == own), "{own}: {hosts:?}");
+    let mut shown = format!("{stdout}\n{stderr}");
+    for report in ["report.json", "junit.xml", "summary.md", "report.html"] {
+        shown += &std::fs::read_to_string(dir.path().join(report)).expect("report written");
+    }
+    for secret in [
+        sigv4_front::KEYS[0].1,
+        sigv4_front::KEYS[1].1,
+        "alpha-Session-Token0",
+    ] {
+        assert!(
+            !shown.contains(secret),
+            "a secret in the output or a report"
+        );
+    }
+    assert!(
+        !shown.contains("AWS4-HMAC-SHA256"),
+        "a signature in the output or a report"
+    );
+}
+
+/// A wrong secret is refused by the API before any check: exit 3, naming the signature and the
+/// API's code, never the secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_secret_stops_the_run_naming_the_rejected_signature() {
+    let api = alt_api::start().await;
+    let front = sigv4_front::start(api.base_url()).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = run(dir.path(), &profile("not/the-Secret9"), &api, &front).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    let said = format!("{stdout}{stderr}");
+    assert!(
+        said.contains("rejected the request's signature (`SignatureDoesNotMatch`)")
+            && said.contains("principal `alpha`"),
+        "{said}"
+    );
+    assert!(!said.contains("not/the-Secret9"), "{said}");
+}
