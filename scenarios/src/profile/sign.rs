@@ -124,7 +124,7 @@ mod tests {
         assert!(problems[0].contains("`sign.aws_sigv4.secret_access_key` is empty"));
         assert!(problems[1].contains("session_token"));
         assert!(!problems[1].contains("to\nk"));
-        let headers = vec!["Authorization".to_owned()];
+        let headers = ["Authorization".to_owned()];
         let problems = sign("s3cr3t", None).problems(headers.iter());
         assert!(
             problems[0].contains("header `Authorization`"),
