@@ -19,6 +19,7 @@ mod resource_path;
 mod side_effects;
 mod sign;
 mod target;
+mod token;
 mod wire;
 
 pub use checks_at_once::{ChecksAtOnce, MAX_CHECKS_AT_ONCE};
@@ -39,4 +40,5 @@ pub use resource_path::ResourcePath;
 pub use side_effects::SideEffectsProbe;
 pub use sign::{AwsSigV4, Sign};
 pub use target::TargetProfile;
+pub use token::{Token, MIN_TOKEN_EVERY};
 pub use wire::{check_header, check_url};

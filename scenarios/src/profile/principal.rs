@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::check_header;
 use super::method::{http_method, json, post};
 use super::sign::Sign;
+use super::token::Token;
 use crate::load::{LoadErrors, Spanned};
 
 /// An authenticated caller.
@@ -33,6 +34,9 @@ pub struct Principal {
     /// final (see [`Sign`]).
     #[serde(default)]
     pub sign: Option<Sign>,
+    /// A bearer token that expires, fetched by a command and refreshed (see [`Token`]).
+    #[serde(default)]
+    pub token: Option<Token>,
 }
 
 /// A login request: sent to the first base URL with the principal's headers and its own; a 2xx
@@ -110,7 +114,26 @@ impl Principal {
             .iter()
             .filter_map(|(name, value)| check_header(name, value).err());
         let login = self.login.iter().flat_map(|l| l.problems(cookies));
-        headers.chain(login).chain(self.sign_problems()).collect()
+        headers
+            .chain(login)
+            .chain(self.sign_problems())
+            .chain(self.token_problems())
+            .collect()
+    }
+
+    /// What is wrong with this principal's `token` ([`Token::problems`], and a `sign` beside it);
+    /// none without one.
+    fn token_problems(&self) -> Vec<String> {
+        let Some(token) = &self.token else {
+            return Vec::new();
+        };
+        let mut problems = token.problems(self.headers.keys());
+        if self.sign.is_some() {
+            problems.push(
+                "has both `token` and `sign`, and both set `Authorization`; keep one".to_owned(),
+            );
+        }
+        problems
     }
 
     /// What is wrong with this principal's `sign` ([`Sign::problems`]); none without one.

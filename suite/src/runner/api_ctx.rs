@@ -7,6 +7,7 @@ use std::sync::Arc;
 use idemspec_scenarios::profile::{Contract, CookieScope, Principal, TargetProfile};
 use idemspec_scenarios::scenario::{HookName, Operation};
 
+use super::tokens::Tokens;
 use crate::hooks::HookRunner;
 use crate::http_client::{sign_request, Client, Exchange, RequestSpec, Session};
 
@@ -28,6 +29,8 @@ pub(crate) struct ApiCtx {
     cookies: CookieScope,
     /// The cookie sessions, by principal and, with `cookies: per_check`, by check marker.
     sessions: std::sync::Mutex<std::collections::HashMap<(String, String), Arc<Session>>>,
+    /// The principals' bearer tokens (`token`), as last fetched.
+    tokens: Tokens,
 }
 
 /// How long a principal's login may take.
@@ -78,6 +81,7 @@ impl ApiCtx {
             next_base: AtomicUsize::new(0),
             cookies: profile_cookies,
             sessions: std::sync::Mutex::default(),
+            tokens: Tokens::default(),
         }
     }
 
@@ -98,7 +102,7 @@ impl ApiCtx {
         if let Some(cookies) = jar.as_ref().and_then(|(s, u)| s.cookie_header(u)) {
             spec.headers.push(("Cookie".into(), cookies));
         }
-        if let Err(problem) = self.sign(&mut spec) {
+        if let Err(problem) = self.authorize(&mut spec).await {
             return Exchange::failed(&spec.step, problem);
         }
         let exchange = self.client.send(spec).await;
@@ -106,6 +110,34 @@ impl ApiCtx {
             session.store(&exchange.headers, u);
         }
         exchange
+    }
+
+    /// Gives `spec` its principal's credentials that change: its bearer token (`token`, as
+    /// `Authorization`, replacing any), then, last, its signature (`sign`).
+    ///
+    /// # Errors
+    /// Why the token could not be fetched or the request signed.
+    async fn authorize(&self, spec: &mut RequestSpec) -> Result<(), String> {
+        if let Some(bearer) = self.bearer(&spec.principal).await? {
+            spec.headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case("authorization"));
+            spec.headers
+                .push(("Authorization".into(), format!("Bearer {bearer}")));
+        }
+        self.sign(spec)
+    }
+
+    /// Principal `name`'s bearer token now, where it has a `token` (fetched again once its
+    /// `every` passed).
+    ///
+    /// # Errors
+    /// Why its command gave no token.
+    async fn bearer(&self, name: &str) -> Result<Option<String>, String> {
+        let token = self.profile.principal(name).and_then(|p| p.token.as_ref());
+        match token {
+            Some(token) => self.tokens.current(name, token).await.map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Signs `spec` as its principal's `sign` says, now; nothing where it has none.
@@ -128,12 +160,14 @@ impl ApiCtx {
         })
     }
 
-    /// Opens principal `name`'s session for the check marked `marker`, where the profile keeps
-    /// one (its `login`, once per jar).
+    /// Opens principal `name`'s session for the check marked `marker`: fetches its bearer token
+    /// where it has a `token`, and logs in where the profile keeps a session (its `login`, once
+    /// per jar).
     ///
     /// # Errors
-    /// Why the session could not be opened (see [`ApiCtx::send`]).
+    /// Why the token could not be fetched or the session opened (see [`ApiCtx::send`]).
     pub(crate) async fn open_session(&self, name: &str, marker: &str) -> Result<(), String> {
+        self.bearer(name).await?;
         self.opened_session(name, marker).await.map(drop)
     }
 
@@ -221,7 +255,7 @@ impl ApiCtx {
             via_proxy: false,
             sent: None,
         };
-        self.sign(&mut spec)?;
+        self.authorize(&mut spec).await?;
         let exchange = self.client.send(spec).await;
         if let Some(u) = self.cookie_url(&login.path) {
             session.store(&exchange.headers, &u);

@@ -35,10 +35,22 @@ async fn run(
     api: &alt_api::AltApi,
     front: &sigv4_front::Front,
 ) -> std::process::Output {
+    let checks = "lost-response,cross-tenant,replay-fidelity";
+    run_checks(dir, profile, checks, api, front).await
+}
+
+/// Runs `idemspec run` on `profile`'s `checks` with the alt API's environment, `ALT_API_URL`
+/// the front, writing every report into `dir`.
+async fn run_checks(
+    dir: &std::path::Path,
+    profile: &str,
+    checks: &str,
+    api: &alt_api::AltApi,
+    front: &sigv4_front::Front,
+) -> std::process::Output {
     std::fs::write(dir.join("signed.yaml"), profile).expect("write profile");
     tokio::process::Command::new(env!("CARGO_BIN_EXE_idemspec"))
-        .args(["run", "--target", "signed.yaml"])
-        .args(["--only", "lost-response,cross-tenant,replay-fidelity"])
+        .args(["run", "--target", "signed.yaml", "--only", checks])
         .args([
             "--report-json",
             "report.json",
@@ -77,10 +89,7 @@ async fn signed_requests_verify_through_the_proxy_and_checks_pass() {
     let own = front.base_url().trim_start_matches("http://").to_owned();
     assert!(hosts.len() > 6, "{hosts:?}");
     assert!(hosts.iter().all(|h| *h == own), "{own}: {hosts:?}");
-    let mut shown = format!("{stdout}\n{stderr}");
-    for report in ["report.json", "junit.xml", "summary.md", "report.html"] {
-        shown += &std::fs::read_to_string(dir.path().join(report)).expect("report written");
-    }
+    let shown = shown(dir.path(), &out);
     for secret in [
         sigv4_front::KEYS[0].1,
         sigv4_front::KEYS[1].1,
@@ -95,6 +104,19 @@ async fn signed_requests_verify_through_the_proxy_and_checks_pass() {
         !shown.contains("AWS4-HMAC-SHA256"),
         "a signature in the output or a report"
     );
+}
+
+/// The run's output and every report it wrote in `dir`, as one text.
+fn shown(dir: &std::path::Path, out: &std::process::Output) -> String {
+    let mut shown = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for report in ["report.json", "junit.xml", "summary.md", "report.html"] {
+        shown += &std::fs::read_to_string(dir.join(report)).expect("report written");
+    }
+    shown
 }
 
 /// A wrong secret is refused by the API before any check: exit 3, naming the signature and the
@@ -115,4 +137,61 @@ async fn a_wrong_secret_stops_the_run_naming_the_rejected_signature() {
         "{said}"
     );
     assert!(!said.contains("not/the-Secret9"), "{said}");
+}
+
+/// Tokens from a command, each accepted for 2 s by the front, refreshed every second: a run
+/// that outlasts several tokens stays PASS, no request is refused as expired, and no token is
+/// in the output or any report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_outlasting_its_token_refreshes_it_and_stays_pass() {
+    let api = alt_api::start().await;
+    let front = sigv4_front::start(api.base_url()).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token = "token: {command: 'echo tok-$(date +%s%N)', every: 1s}";
+    let principals = format!(
+        "principals:\n  - name: alpha\n    headers: {{X-Api-Key: alpha-key}}\n    {token}\n  \
+         - name: beta\n    headers: {{X-Api-Key: beta-key}}\n    {token}\n"
+    );
+    let original = "principals:\n  - name: alpha\n    headers: {X-Api-Key: alpha-key}\n  \
+                    - name: beta\n    headers: {X-Api-Key: beta-key}\n";
+    let profile = alt_api::PROFILE.replace(original, &principals);
+    let out = run_checks(
+        dir.path(),
+        &profile,
+        "lost-response,cross-tenant,slow-handler-outlives-ttl",
+        &api,
+        &front,
+    )
+    .await;
+    let shown = shown(dir.path(), &out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    let (tokens, expired) = front.tokens();
+    assert_eq!(expired, 0, "no request carried an expired token");
+    assert!(tokens >= 4, "tokens were refreshed mid-run: {tokens}");
+    assert!(!shown.contains("tok-"), "a token in the output or a report");
+}
+
+/// A token command that prints nothing stops the run before any check: exit 3, naming the
+/// principal and the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_command_that_prints_nothing_stops_the_run() {
+    let api = alt_api::start().await;
+    let front = sigv4_front::start(api.base_url()).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let original = "headers: {X-Api-Key: alpha-key}\n";
+    let profile = alt_api::PROFILE.replace(
+        original,
+        "headers: {X-Api-Key: alpha-key}\n    token: {command: 'true'}\n",
+    );
+    let out = run(dir.path(), &profile, &api, &front).await;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains("principal `alpha`'s `token.command` printed nothing"),
+        "{said}"
+    );
 }

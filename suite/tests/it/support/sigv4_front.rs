@@ -2,7 +2,9 @@
 //! behind it: a stand-in for an AWS-style endpoint. A request whose signature does not verify
 //! (an unknown access key, a wrong secret, a header or body changed on the way, another `Host`)
 //! is answered `403` with AWS's `SignatureDoesNotMatch` error body; the `Host` of every request
-//! is kept, so a test can see the name the requests arrived under.
+//! is kept, so a test can see the name the requests arrived under. A request with a bearer token
+//! instead is let through while its token is younger than [`TOKEN_LIFETIME`] (from the first
+//! request that carried it), else answered `401`.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -22,6 +24,9 @@ pub const KEYS: &[(&str, &str)] = &[
     ("AKIDBETA", "beta/Secret+Key1"),
 ];
 
+/// How long a bearer token is accepted after its first use.
+pub const TOKEN_LIFETIME: Duration = Duration::from_secs(2);
+
 /// A running front. Dropping it stops it.
 pub struct Front {
     addr: std::net::SocketAddr,
@@ -33,12 +38,23 @@ struct FrontState {
     upstream: String,
     client: reqwest::Client,
     hosts: Mutex<Vec<String>>,
+    /// Each bearer token seen, with its first use.
+    tokens: Mutex<Vec<(String, std::time::Instant)>>,
+    /// Requests refused for an expired token.
+    expired: Mutex<u64>,
 }
 
 impl Front {
     /// `http://127.0.0.1:PORT` of the front.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// How many distinct bearer tokens came, and how many requests were refused for an expired
+    /// one.
+    pub fn tokens(&self) -> (usize, u64) {
+        let seen = self.state.tokens.lock().unwrap().len();
+        (seen, *self.state.expired.lock().unwrap())
     }
 
     /// The `Host` of every request received, in order.
@@ -61,6 +77,8 @@ pub async fn start(upstream: String) -> Front {
         upstream,
         client: reqwest::Client::builder().no_proxy().build().unwrap(),
         hosts: Mutex::default(),
+        tokens: Mutex::default(),
+        expired: Mutex::default(),
     });
     let app = axum::Router::new()
         .fallback(handle)
@@ -80,7 +98,11 @@ async fn handle(
 ) -> Response {
     let host = header(&headers, "host").unwrap_or_default().to_owned();
     state.hosts.lock().unwrap().push(host);
-    if let Err(why) = verify(&method, &uri, &headers, &body) {
+    if let Some(token) = header(&headers, "authorization").and_then(|a| a.strip_prefix("Bearer ")) {
+        if !state.fresh(token) {
+            return (StatusCode::UNAUTHORIZED, "{\"error\":\"token expired\"}").into_response();
+        }
+    } else if let Err(why) = verify(&method, &uri, &headers, &body) {
         let body = format!(
             "<ErrorResponse><Error><Type>Sender</Type><Code>SignatureDoesNotMatch</Code>\
              <Message>{why}</Message></Error></ErrorResponse>"
@@ -108,6 +130,26 @@ async fn handle(
     }
     let body = answer.bytes().await.unwrap_or_default();
     (status, out, body).into_response()
+}
+
+impl FrontState {
+    /// Whether `token` is younger than [`TOKEN_LIFETIME`] since its first use (counting a
+    /// refusal).
+    fn fresh(&self, token: &str) -> bool {
+        let mut tokens = self.tokens.lock().unwrap();
+        let first = match tokens.iter().find(|(t, _)| t == token) {
+            Some((_, at)) => *at,
+            None => {
+                tokens.push((token.to_owned(), std::time::Instant::now()));
+                return true;
+            }
+        };
+        let fresh = first.elapsed() < TOKEN_LIFETIME;
+        if !fresh {
+            *self.expired.lock().unwrap() += 1;
+        }
+        fresh
+    }
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
