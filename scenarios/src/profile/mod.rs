@@ -40,5 +40,5 @@ pub use resource_path::ResourcePath;
 pub use side_effects::SideEffectsProbe;
 pub use sign::{AwsSigV4, Sign};
 pub use target::TargetProfile;
-pub use token::{Token, MIN_TOKEN_EVERY};
+pub use token::{ClientCredentials, Token, MIN_TOKEN_EVERY};
 pub use wire::{check_header, check_url};

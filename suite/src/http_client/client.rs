@@ -60,6 +60,12 @@ impl Client {
         self
     }
 
+    /// The reqwest client underneath, for a request that is no exchange of the run (a token
+    /// grant): it trusts what the run's requests trust.
+    pub fn reqwest(&self) -> &reqwest::Client {
+        &self.inner
+    }
+
     /// Sends one request and records what happened. Transport failures (refused, reset, closed,
     /// timed out) are recorded in the exchange, never returned as errors.
     pub async fn send(&self, spec: RequestSpec) -> Exchange {

@@ -135,7 +135,10 @@ impl ApiCtx {
     async fn bearer(&self, name: &str) -> Result<Option<String>, String> {
         let token = self.profile.principal(name).and_then(|p| p.token.as_ref());
         match token {
-            Some(token) => self.tokens.current(name, token).await.map(Some),
+            Some(token) => {
+                let client = self.client.reqwest();
+                self.tokens.current(name, token, client).await.map(Some)
+            }
             None => Ok(None),
         }
     }

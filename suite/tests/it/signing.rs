@@ -195,3 +195,32 @@ async fn a_token_command_that_prints_nothing_stops_the_run() {
         "{said}"
     );
 }
+
+/// Tokens from an OAuth 2.0 client-credentials grant expiring in 2 s: refreshed before they
+/// expire (three quarters of `expires_in`), the run stays PASS, no token or secret is shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_credentials_token_is_refreshed_before_it_expires() {
+    let api = alt_api::start().await;
+    let front = sigv4_front::start(api.base_url()).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token = "token: {oauth2_client_credentials: {token_url: \"${ALT_API_URL}/oauth/token\", \
+                 client_id: client-a, client_secret: grant/Secret+1, scope: machines}}";
+    let principals = format!(
+        "principals:\n  - name: alpha\n    headers: {{X-Api-Key: alpha-key}}\n    {token}\n  \
+         - name: beta\n    headers: {{X-Api-Key: beta-key}}\n    {token}\n"
+    );
+    let original = "principals:\n  - name: alpha\n    headers: {X-Api-Key: alpha-key}\n  \
+                    - name: beta\n    headers: {X-Api-Key: beta-key}\n";
+    let profile = alt_api::PROFILE.replace(original, &principals);
+    let checks = "lost-response,cross-tenant,slow-handler-outlives-ttl";
+    let out = run_checks(dir.path(), &profile, checks, &api, &front).await;
+    let shown = shown(dir.path(), &out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    let (tokens, expired) = front.tokens();
+    assert_eq!(expired, 0, "no request carried an expired token");
+    assert!(tokens >= 4, "tokens were refreshed mid-run: {tokens}");
+    assert!(
+        !shown.contains("oat-") && !shown.contains("grant/Secret+1"),
+        "a secret shown"
+    );
+}

@@ -4,7 +4,8 @@
 //! is answered `403` with AWS's `SignatureDoesNotMatch` error body; the `Host` of every request
 //! is kept, so a test can see the name the requests arrived under. A request with a bearer token
 //! instead is let through while its token is younger than [`TOKEN_LIFETIME`] (from the first
-//! request that carried it), else answered `401`.
+//! request that carried it), else answered `401`. `POST /oauth/token` is an OAuth 2.0 token
+//! endpoint for the client-credentials grant of [`CLIENT_BASIC`], its tokens expiring in 2 s.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -23,6 +24,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("AKIDALPHA", "alpha/Secret+Key0"),
     ("AKIDBETA", "beta/Secret+Key1"),
 ];
+
+/// The only client the token endpoint knows: `client-a` with secret `grant/Secret+1`, as HTTP
+/// Basic carries them (each form-encoded first, RFC 6749 §2.3.1).
+pub const CLIENT_BASIC: &str = "Basic Y2xpZW50LWE6Z3JhbnQlMkZTZWNyZXQlMkIx";
 
 /// How long a bearer token is accepted after its first use.
 pub const TOKEN_LIFETIME: Duration = Duration::from_secs(2);
@@ -98,6 +103,9 @@ async fn handle(
 ) -> Response {
     let host = header(&headers, "host").unwrap_or_default().to_owned();
     state.hosts.lock().unwrap().push(host);
+    if uri.path() == "/oauth/token" {
+        return grant(&headers, &body);
+    }
     if let Some(token) = header(&headers, "authorization").and_then(|a| a.strip_prefix("Bearer ")) {
         if !state.fresh(token) {
             return (StatusCode::UNAUTHORIZED, "{\"error\":\"token expired\"}").into_response();
@@ -150,6 +158,21 @@ impl FrontState {
         }
         fresh
     }
+}
+
+/// The token endpoint: a fresh token for the known client asking `client_credentials`.
+fn grant(headers: &HeaderMap, body: &[u8]) -> Response {
+    let asks = String::from_utf8_lossy(body).contains("grant_type=client_credentials");
+    if header(headers, "authorization") != Some(CLIENT_BASIC) || !asks {
+        let refusal = r#"{"error":"invalid_client"}"#;
+        return (StatusCode::UNAUTHORIZED, refusal).into_response();
+    }
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let token = format!(r#"{{"access_token":"oat-{nanos}","token_type":"Bearer","expires_in":2}}"#);
+    ([("content-type", "application/json")], token).into_response()
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
