@@ -1,52 +1,46 @@
-//! Signed requests end to end: `idemspec run` against an API behind a front that verifies AWS
-//! Signature Version 4 on every request (support/sigv4_front.rs), checks through the fault proxy
-//! included; a wrong secret stops the run before any check, naming the rejected signature; no
-//! secret appears in any report.
+//! Signed requests and expiring tokens end to end: `idemspec run` against the alt API behind a
+//! front that verifies AWS Signature Version 4 on every request, or bearer tokens that expire in
+//! 2 s (support/sigv4_front.rs). Signed checks pass through the fault proxy (the worked profile
+//! docs/profiles/sigv4-signed.yaml); a wrong secret, or a token command that prints nothing,
+//! stops the run before any check; a run outlasting its tokens stays PASS; no secret, token or
+//! signature appears in the output or any report.
 
 use crate::support::{alt_api, sigv4_front};
 
-/// The alt API's profile, its principals signing with the front's keys (`secret` for alpha's).
-fn profile(secret: &str) -> String {
-    let principals = format!(
-        "principals:\n\
-         \x20 - name: alpha\n\
-         \x20   headers: {{X-Api-Key: alpha-key}}\n\
-         \x20   sign: {{aws_sigv4: {{service: ec2, region: eu-west-1, access_key_id: AKIDALPHA, \
-         secret_access_key: \"{secret}\", session_token: alpha-Session-Token0}}}}\n\
-         \x20 - name: beta\n\
-         \x20   headers: {{X-Api-Key: beta-key}}\n\
-         \x20   sign: {{aws_sigv4: {{service: ec2, region: eu-west-1, access_key_id: AKIDBETA, \
-         secret_access_key: \"{}\"}}}}\n",
-        sigv4_front::KEYS[1].1
-    );
-    let original = "principals:\n  - name: alpha\n    headers: {X-Api-Key: alpha-key}\n  \
-                    - name: beta\n    headers: {X-Api-Key: beta-key}\n";
-    assert!(
-        alt_api::PROFILE.contains(original),
-        "the alt profile's principals moved"
-    );
-    alt_api::PROFILE.replace(original, &principals)
+/// The worked profile of docs/profiles/ for a SigV4-signed API, credentials from the environment.
+const SIGNED: &str = include_str!("../../../docs/profiles/sigv4-signed.yaml");
+
+/// The worked profile's credentials: the front's keys, `secret` for alpha's.
+fn credentials(secret: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("ALPHA_ACCESS_KEY_ID", sigv4_front::KEYS[0].0.into()),
+        ("ALPHA_SECRET_ACCESS_KEY", secret.into()),
+        ("ALPHA_SESSION_TOKEN", "alpha-Session-Token0".into()),
+        ("BETA_ACCESS_KEY_ID", sigv4_front::KEYS[1].0.into()),
+        ("BETA_SECRET_ACCESS_KEY", sigv4_front::KEYS[1].1.into()),
+    ]
 }
 
-/// Runs `idemspec run` on `profile` with the alt API's environment, `ALT_API_URL` the front.
+/// Runs `idemspec run` on the worked SigV4 profile, alpha's secret `secret`, against the front.
 async fn run(
     dir: &std::path::Path,
-    profile: &str,
+    secret: &str,
     api: &alt_api::AltApi,
     front: &sigv4_front::Front,
 ) -> std::process::Output {
     let checks = "lost-response,cross-tenant,replay-fidelity";
-    run_checks(dir, profile, checks, api, front).await
+    let env = credentials(secret);
+    run_checks(dir, SIGNED, checks, (api, front), &env).await
 }
 
-/// Runs `idemspec run` on `profile`'s `checks` with the alt API's environment, `ALT_API_URL`
-/// the front, writing every report into `dir`.
+/// Runs `idemspec run` on `profile`'s `checks` with the alt API's environment and `env`, the
+/// base URL (`ALT_API_URL`, `API_URL`) the front, writing every report into `dir`.
 async fn run_checks(
     dir: &std::path::Path,
     profile: &str,
     checks: &str,
-    api: &alt_api::AltApi,
-    front: &sigv4_front::Front,
+    (api, front): (&alt_api::AltApi, &sigv4_front::Front),
+    env: &[(&str, String)],
 ) -> std::process::Output {
     std::fs::write(dir.join("signed.yaml"), profile).expect("write profile");
     tokio::process::Command::new(env!("CARGO_BIN_EXE_idemspec"))
@@ -66,6 +60,8 @@ async fn run_checks(
         .current_dir(dir)
         .envs(api.env())
         .env("ALT_API_URL", front.base_url())
+        .env("API_URL", front.base_url())
+        .envs(env.iter().cloned())
         .env("NO_COLOR", "1")
         .output()
         .await
@@ -80,7 +76,7 @@ async fn signed_requests_verify_through_the_proxy_and_checks_pass() {
     let api = alt_api::start().await;
     let front = sigv4_front::start(api.base_url()).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = run(dir.path(), &profile(sigv4_front::KEYS[0].1), &api, &front).await;
+    let out = run(dir.path(), sigv4_front::KEYS[0].1, &api, &front).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
@@ -126,7 +122,7 @@ async fn a_wrong_secret_stops_the_run_naming_the_rejected_signature() {
     let api = alt_api::start().await;
     let front = sigv4_front::start(api.base_url()).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = run(dir.path(), &profile("not/the-Secret9"), &api, &front).await;
+    let out = run(dir.path(), "not/the-Secret9", &api, &front).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
@@ -159,8 +155,8 @@ async fn a_run_outlasting_its_token_refreshes_it_and_stays_pass() {
         dir.path(),
         &profile,
         "lost-response,cross-tenant,slow-handler-outlives-ttl",
-        &api,
-        &front,
+        (&api, &front),
+        &[],
     )
     .await;
     let shown = shown(dir.path(), &out);
@@ -183,7 +179,8 @@ async fn a_token_command_that_prints_nothing_stops_the_run() {
         original,
         "headers: {X-Api-Key: alpha-key}\n    token: {command: 'true'}\n",
     );
-    let out = run(dir.path(), &profile, &api, &front).await;
+    let checks = "lost-response";
+    let out = run_checks(dir.path(), &profile, checks, (&api, &front), &[]).await;
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -213,7 +210,7 @@ async fn a_client_credentials_token_is_refreshed_before_it_expires() {
                     - name: beta\n    headers: {X-Api-Key: beta-key}\n";
     let profile = alt_api::PROFILE.replace(original, &principals);
     let checks = "lost-response,cross-tenant,slow-handler-outlives-ttl";
-    let out = run_checks(dir.path(), &profile, checks, &api, &front).await;
+    let out = run_checks(dir.path(), &profile, checks, (&api, &front), &[]).await;
     let shown = shown(dir.path(), &out);
     assert_eq!(out.status.code(), Some(0), "{shown}");
     let (tokens, expired) = front.tokens();
