@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::check_header;
 use super::method::{http_method, json, post};
+use super::sign::Sign;
 use super::tls::ClientIdentity;
+use super::token::Token;
 use crate::load::{LoadErrors, Spanned};
 
 /// An authenticated caller.
@@ -33,6 +35,13 @@ pub struct Principal {
     /// through the fault proxy alike (the target tells principals apart by it).
     #[serde(default)]
     pub tls: Option<ClientIdentity>,
+    /// How each of this principal's requests is signed, last, after its key, body and headers are
+    /// final (see [`Sign`]).
+    #[serde(default)]
+    pub sign: Option<Sign>,
+    /// A bearer token that expires, fetched by a command and refreshed (see [`Token`]).
+    #[serde(default)]
+    pub token: Option<Token>,
 }
 
 /// A login request: sent to the first base URL with the principal's headers and its own; a 2xx
@@ -108,14 +117,41 @@ pub(crate) fn check_principals(
 
 impl Principal {
     /// What is wrong with this principal, each in words: a header HTTP cannot carry, then its
-    /// login's problems ([`Login::problems`]) under the profile's `cookies`.
+    /// login's problems ([`Login::problems`]) under the profile's `cookies`, then its signing's.
     fn problems(&self, cookies: Option<CookieScope>) -> Vec<String> {
         let headers = self
             .headers
             .iter()
             .filter_map(|(name, value)| check_header(name, value).err());
         let login = self.login.iter().flat_map(|l| l.problems(cookies));
-        headers.chain(login).collect()
+        headers
+            .chain(login)
+            .chain(self.sign_problems())
+            .chain(self.token_problems())
+            .collect()
+    }
+
+    /// What is wrong with this principal's `token` ([`Token::problems`], and a `sign` beside it);
+    /// none without one.
+    fn token_problems(&self) -> Vec<String> {
+        let Some(token) = &self.token else {
+            return Vec::new();
+        };
+        let mut problems = token.problems(self.headers.keys());
+        if self.sign.is_some() {
+            problems.push(
+                "has both `token` and `sign`, and both set `Authorization`; keep one".to_owned(),
+            );
+        }
+        problems
+    }
+
+    /// What is wrong with this principal's `sign` ([`Sign::problems`]); none without one.
+    fn sign_problems(&self) -> Vec<String> {
+        self.sign
+            .as_ref()
+            .map(|s| s.problems(self.headers.keys()))
+            .unwrap_or_default()
     }
 }
 

@@ -24,9 +24,8 @@ const EVIDENCE_HEADERS: &[&str] = &[
 ];
 
 /// The header that names, to the embedded proxy, the principal a request is sent as, so the proxy
-/// presents that principal's client certificate upstream (the proxy strips every `x-idemspec-*`
-/// header before forwarding).
-pub const PRINCIPAL_HEADER: &str = "x-idemspec-principal";
+/// presents that principal's client certificate upstream: the proxy's own name for it.
+pub use idemspec_proxy::PRINCIPAL_HEADER;
 
 /// reqwest's builder with the suite's transport, the one every HTTP client of the suite starts
 /// from (requests to the target, hooks, readiness probes): TLS through rustls as `tls` says,
@@ -115,6 +114,12 @@ impl Client {
             self.also_shown.push(name);
         }
         self
+    }
+
+    /// The reqwest client underneath, for a request that is no exchange of the run (a token
+    /// grant): it trusts what the run's requests trust.
+    pub fn reqwest(&self) -> &reqwest::Client {
+        &self.inner
     }
 
     /// Sends one request and records what happened. Transport failures (refused, reset, closed,
@@ -342,6 +347,7 @@ mod tests {
     fn spec(base_url: String, body: Option<&str>, mark: &SentMark) -> RequestSpec {
         RequestSpec {
             step: "slow".into(),
+            origin: base_url.clone(),
             base_url,
             method: "POST".into(),
             path: "/things".into(),

@@ -11,6 +11,10 @@ pub struct RequestSpec {
     pub step: String,
     /// Base URL (`http://127.0.0.1:8080`) — the proxy's or the target's.
     pub base_url: String,
+    /// The target's base URL the request is meant for: `base_url` itself when sent direct;
+    /// through the proxy, the upstream that proxy forwards to. Its authority is the request's
+    /// `Host` (see [`host_of`](super::host_of)), and a signature is computed over it.
+    pub origin: String,
     /// HTTP method.
     pub method: String,
     /// Path and query.

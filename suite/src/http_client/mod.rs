@@ -5,6 +5,7 @@ mod client;
 mod exchange;
 mod parse;
 mod session;
+mod sign;
 mod tls;
 pub mod xml;
 
@@ -15,4 +16,5 @@ pub use exchange::{Exchange, RequestSpec, SentMark};
 pub(crate) use parse::too_deep as json_too_deep;
 pub use parse::{MAX_JSON_DEPTH, MAX_VALUES};
 pub use session::Session;
+pub use sign::{host_of, sign_request};
 pub use tls::TlsSettings;

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use idemspec_scenarios::profile::{Contract, CookieScope, Principal, TargetProfile};
 use idemspec_scenarios::scenario::{HookName, Operation};
 
+use super::tokens::Tokens;
 use crate::hooks::HookRunner;
-use crate::http_client::{Client, Exchange, RequestSpec, Session, TlsSettings};
+use crate::http_client::{sign_request, Client, Exchange, RequestSpec, Session, TlsSettings};
 
 /// Shared by every check of a run.
 pub(crate) struct ApiCtx {
@@ -31,6 +32,8 @@ pub(crate) struct ApiCtx {
     cookies: CookieScope,
     /// The cookie sessions, by principal and, with `cookies: per_check`, by check marker.
     sessions: std::sync::Mutex<std::collections::HashMap<(String, String), Arc<Session>>>,
+    /// The principals' bearer tokens (`token`), as last fetched.
+    tokens: Tokens,
 }
 
 /// How long a principal's login may take.
@@ -87,38 +90,96 @@ impl ApiCtx {
             next_base: AtomicUsize::new(0),
             cookies: profile_cookies,
             sessions: std::sync::Mutex::default(),
+            tokens: Tokens::default(),
         })
     }
 
     /// Sends `spec` for the check marked `marker`, in its principal's cookie session where the
     /// profile keeps one (`cookies`): the session is opened first (the principal's `login`, once
-    /// per jar), its cookies go in a `Cookie` header and the answer's `Set-Cookie` is kept. A
-    /// session that could not be opened fails the request with the reason.
+    /// per jar), its cookies go in a `Cookie` header and the answer's `Set-Cookie` is kept. Last,
+    /// the request is signed where the principal's `sign` says so (each send anew: a retry gets
+    /// a new date). A session that could not be opened, or a request that could not be signed,
+    /// fails the request with the reason.
     pub(crate) async fn send(&self, mut spec: RequestSpec, marker: &str) -> Exchange {
         let session = match self.opened_session(&spec.principal, marker).await {
-            Ok(Some(session)) => session,
-            Ok(None) => return self.client.send(spec).await,
+            Ok(session) => session,
             Err(problem) => return Exchange::failed(&spec.step, problem),
         };
         // Cookies are the target's, wherever the request goes (the proxy's port is no other
         // site: RFC 6265 §8.5 cookies do not isolate by port), so the jar reads the first base URL.
-        let url = self.cookie_url(&spec.path);
-        if let Some(cookies) = url.as_ref().and_then(|u| session.cookie_header(u)) {
+        let jar = session.and_then(|s| Some((s, self.cookie_url(&spec.path)?)));
+        if let Some(cookies) = jar.as_ref().and_then(|(s, u)| s.cookie_header(u)) {
             spec.headers.push(("Cookie".into(), cookies));
         }
+        if let Err(problem) = self.authorize(&mut spec).await {
+            return Exchange::failed(&spec.step, problem);
+        }
         let exchange = self.client.send(spec).await;
-        if let Some(u) = &url {
+        if let Some((session, u)) = &jar {
             session.store(&exchange.headers, u);
         }
         exchange
     }
 
-    /// Opens principal `name`'s session for the check marked `marker`, where the profile keeps
-    /// one (its `login`, once per jar).
+    /// Gives `spec` its principal's credentials that change: its bearer token (`token`, as
+    /// `Authorization`, replacing any), then, last, its signature (`sign`).
     ///
     /// # Errors
-    /// Why the session could not be opened (see [`ApiCtx::send`]).
+    /// Why the token could not be fetched or the request signed.
+    async fn authorize(&self, spec: &mut RequestSpec) -> Result<(), String> {
+        if let Some(bearer) = self.bearer(&spec.principal).await? {
+            spec.headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case("authorization"));
+            spec.headers
+                .push(("Authorization".into(), format!("Bearer {bearer}")));
+        }
+        self.sign(spec)
+    }
+
+    /// Principal `name`'s bearer token now, where it has a `token` (fetched again once its
+    /// `every` passed).
+    ///
+    /// # Errors
+    /// Why its command gave no token.
+    async fn bearer(&self, name: &str) -> Result<Option<String>, String> {
+        let token = self.profile.principal(name).and_then(|p| p.token.as_ref());
+        match token {
+            Some(token) => {
+                let client = self.client.reqwest();
+                self.tokens.current(name, token, client).await.map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Signs `spec` as its principal's `sign` says, now; nothing where it has none.
+    ///
+    /// # Errors
+    /// Why the request could not be signed.
+    fn sign(&self, spec: &mut RequestSpec) -> Result<(), String> {
+        let how = self
+            .profile
+            .principal(&spec.principal)
+            .and_then(|p| p.sign.as_ref());
+        let Some(how) = how else {
+            return Ok(());
+        };
+        sign_request(spec, how, std::time::SystemTime::now()).map_err(|e| {
+            format!(
+                "principal `{}`'s request could not be signed: {e}",
+                spec.principal
+            )
+        })
+    }
+
+    /// Opens principal `name`'s session for the check marked `marker`: fetches its bearer token
+    /// where it has a `token`, and logs in where the profile keeps a session (its `login`, once
+    /// per jar).
+    ///
+    /// # Errors
+    /// Why the token could not be fetched or the session opened (see [`ApiCtx::send`]).
     pub(crate) async fn open_session(&self, name: &str, marker: &str) -> Result<(), String> {
+        self.bearer(name).await?;
         self.opened_session(name, marker).await.map(drop)
     }
 
@@ -192,22 +253,22 @@ impl ApiCtx {
         if login.body.is_some() {
             headers.push(("Content-Type".into(), login.content_type.clone()));
         }
-        let exchange = self
-            .client
-            .send(RequestSpec {
-                step: "login".into(),
-                base_url: self.first_base().to_owned(),
-                method: login.method.clone(),
-                path: login.path.clone(),
-                principal: principal.name.clone(),
-                headers,
-                key: None,
-                body: login.body.clone(),
-                timeout: LOGIN_TIMEOUT,
-                via_proxy: false,
-                sent: None,
-            })
-            .await;
+        let mut spec = RequestSpec {
+            step: "login".into(),
+            base_url: self.first_base().to_owned(),
+            origin: self.first_base().to_owned(),
+            method: login.method.clone(),
+            path: login.path.clone(),
+            principal: principal.name.clone(),
+            headers,
+            key: None,
+            body: login.body.clone(),
+            timeout: LOGIN_TIMEOUT,
+            via_proxy: false,
+            sent: None,
+        };
+        self.authorize(&mut spec).await?;
+        let exchange = self.client.send(spec).await;
         if let Some(u) = self.cookie_url(&login.path) {
             session.store(&exchange.headers, &u);
         }
@@ -253,8 +314,13 @@ impl ApiCtx {
 
     /// The next base URL of `urls`, round robin (several replicas share the load).
     pub(crate) fn pick<'a>(&self, urls: &'a [String]) -> &'a str {
-        let i = self.next_base.fetch_add(1, Ordering::Relaxed);
-        urls[i % urls.len()].trim_end_matches('/')
+        urls[self.next_index() % urls.len()].trim_end_matches('/')
+    }
+
+    /// The next index of the round robin over the base URLs (and the proxies in front of them,
+    /// in the same order).
+    pub(crate) fn next_index(&self) -> usize {
+        self.next_base.fetch_add(1, Ordering::Relaxed)
     }
 
     /// The principal named `name` (`A`/`B` for first/second).

@@ -23,6 +23,7 @@ mod proxy;
 mod run;
 mod steps;
 mod tls_preflight;
+mod tokens;
 
 pub use crate::engine::EventSink;
 pub use options::{RunError, RunOptions, Target, Unreachable};

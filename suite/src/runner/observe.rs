@@ -215,6 +215,7 @@ pub(crate) async fn read_counters(ctx: &ApiCtx) -> Result<Counters, String> {
         .send(RequestSpec {
             step: "side-effects".into(),
             base_url: url.origin().ascii_serialization(),
+            origin: url.origin().ascii_serialization(),
             method: "GET".into(),
             path,
             principal: String::new(),
@@ -333,11 +334,13 @@ async fn send_list(
     let urls = &ctx.profile.base_urls.value;
     let mut tries = urls.len();
     loop {
+        let base_url = ctx.pick(urls).to_owned();
         let ex = ctx
             .send(
                 RequestSpec {
                     step: "list".into(),
-                    base_url: ctx.pick(urls).to_owned(),
+                    origin: base_url.clone(),
+                    base_url,
                     method: request.method.clone(),
                     path: request.path.clone(),
                     principal: principal.name.clone(),

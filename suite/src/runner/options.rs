@@ -124,8 +124,9 @@ pub enum Unreachable {
         principal: String,
         /// The status (and problem type) it answered.
         answer: String,
-        /// What of the principal carries its credentials: `headers`, or its `login`'s cookie.
-        credentials: &'static str,
+        /// What of the principal carries its credentials: `headers`, its `login`'s cookie, or
+        /// its signature (`sign`), the API's refusal named.
+        credentials: String,
     },
     /// The TLS handshake failed before any check: the cause in words, with what to do (set
     /// `tls.ca_file`, `tls.server_name`, `principals[].tls`; use `http://`).

@@ -9,11 +9,11 @@ use super::{capabilities, observe, tls_preflight, RunError, RunOptions, Target, 
 use crate::engine::EventSink;
 use crate::engine::{self, RunRecord};
 use crate::hooks::{HookRunner, ProfileHooks};
-use crate::http_client::{RequestSpec, TlsSettings};
+use crate::http_client::{Exchange, RequestSpec, TlsSettings};
 use crate::model::RunReport;
 use crate::reference::ReferenceServer;
 use crate::target_process::{ProcessHooks, TargetProcess};
-use idemspec_scenarios::profile::TargetProfile;
+use idemspec_scenarios::profile::{Principal, TargetProfile};
 
 /// Runs the selected checks and returns the report; progress goes to `events`
 /// (`RunStarted`, then `CheckStarted`/`CheckFinished` per check, then `RunFinished`).
@@ -103,6 +103,40 @@ fn profile_hooks(profile: &TargetProfile) -> Result<ProfileHooks, RunError> {
         .map_err(RunError::Tls)
 }
 
+/// Error codes AWS and its emulators answer a signature they refuse with, as their bodies name them.
+const SIGNATURE_CODES: &[&str] = &[
+    "SignatureDoesNotMatch",
+    "InvalidSignatureException",
+    "IncompleteSignature",
+    "InvalidClientTokenId",
+    "UnrecognizedClientException",
+    "SignatureExpired",
+];
+
+/// What of `principal` carries its credentials, for a preflight answer `ex` other than a 2xx:
+/// its signature, where it signs and the API answered 401 or 403 (naming the refusal's code
+/// where the body gives one of [`SIGNATURE_CODES`]); its `login`'s cookie; else its headers.
+fn credentials_of(principal: &Principal, ex: &Exchange) -> String {
+    if principal.sign.is_some() && matches!(ex.status, Some(401 | 403)) {
+        let body = String::from_utf8_lossy(&ex.body);
+        let code = SIGNATURE_CODES
+            .iter()
+            .find(|code| body.contains(*code))
+            .map(|code| format!(" (`{code}`)"))
+            .unwrap_or_default();
+        return format!(
+            "`sign.aws_sigv4`: the API rejected the request's signature{code}; check its \
+             `access_key_id`, `secret_access_key`, `region` and `service`, and this machine's clock"
+        );
+    }
+    if principal.login.is_some() {
+        return "`login` (does the cookie it sets apply to this path: its `Path`, `Domain`, \
+                `Max-Age`?)"
+            .into();
+    }
+    "headers".into()
+}
+
 /// Asks each base URL for each principal's list. A transport failure means the target is
 /// unreachable; an answer other than 2xx means the profile does not work with it (wrong path or
 /// credentials) — both stop the run before any check could report a verdict it did not earn.
@@ -122,6 +156,7 @@ async fn preflight(ctx: &ApiCtx) -> Result<(), RunError> {
                     RequestSpec {
                         step: "preflight".into(),
                         base_url: url.trim_end_matches('/').to_owned(),
+                        origin: url.trim_end_matches('/').to_owned(),
                         method: request.method,
                         path: request.path,
                         principal: principal.name.clone(),
@@ -161,12 +196,7 @@ async fn preflight(ctx: &ApiCtx) -> Result<(), RunError> {
                     path,
                     principal: principal.name.clone(),
                     answer: ex.describe(),
-                    credentials: if principal.login.is_some() {
-                        "`login` (does the cookie it sets apply to this path: its `Path`, \
-                         `Domain`, `Max-Age`?)"
-                    } else {
-                        "headers"
-                    },
+                    credentials: credentials_of(principal, &ex),
                 },
             };
             return Err(RunError::TargetUnreachable {

@@ -11,6 +11,7 @@ mod reach;
 mod reference_run;
 mod replicas;
 mod report;
+mod signing;
 mod storm_keys;
 mod support;
 mod tidy;

@@ -162,6 +162,7 @@ impl CheckRun {
             let spec = RequestSpec {
                 step: "operation".into(),
                 base_url: base_url.clone(),
+                origin: base_url.clone(),
                 method: "GET".into(),
                 path: path.clone(),
                 principal: who.name.clone(),

@@ -10,7 +10,7 @@ use idemspec_scenarios::scenario::{BodyVariant, HookName, KeySpec, Operation, Vi
 use idemspec_scenarios::template::Template;
 use idemspec_scenarios::template::TemplateVars;
 
-use crate::http_client::{Exchange, RequestSpec};
+use crate::http_client::{host_of, Exchange, RequestSpec};
 use crate::runner::api_ctx::ApiCtx;
 
 /// Client timeout of a request whose step gives none.
@@ -123,6 +123,21 @@ impl Sender {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(step)
             .copied()
+    }
+
+    /// Where a request sent `via` goes and the target base URL it is meant for, the next of the
+    /// base URLs (round robin): through the fault proxy (when the check has one) the proxy in
+    /// front of that base URL, else the base URL itself.
+    fn destination(&self, via: Via) -> (&str, &str) {
+        let targets = &self.ctx.profile.base_urls.value;
+        let i = self.ctx.next_index();
+        let origin = targets[i % targets.len()].trim_end_matches('/');
+        match self.proxy_urls.as_deref() {
+            Some(proxies) if via == Via::Proxy => {
+                (proxies[i % proxies.len()].trim_end_matches('/'), origin)
+            }
+            _ => (origin, origin),
+        }
     }
 
     /// The key header value for a key spec under the contract; `None` when no key is sent.
@@ -306,20 +321,20 @@ impl Request<'_> {
                 at => at.place(k, &mut path, &mut body, &mut content_type)?,
             }
         }
-        let proxy_urls = self.sender.proxy_urls.as_deref();
-        let via_proxy = self.via == Via::Proxy && proxy_urls.is_some();
-        let base = match proxy_urls {
-            Some(urls) if via_proxy => ctx.pick(urls),
-            _ => ctx.pick(&ctx.profile.base_urls.value),
-        };
+        let (base, origin) = self.sender.destination(self.via);
+        // A proxy listens on a port of its own: never the target's URL.
+        let via_proxy = base != origin;
         let mut headers = ctx.headers_for(principal, self.op, content_type);
         headers.extend(key_header);
         if via_proxy {
             headers.push((STEP_HEADER.into(), self.step.clone()));
+            // The proxy forwards `Host` as sent: the target sees its own name, not the proxy's.
+            headers.extend(host_of(origin).map(|host| ("Host".to_owned(), host)));
         }
         Ok(RequestSpec {
             step: self.step.clone(),
             base_url: base.to_owned(),
+            origin: origin.to_owned(),
             method,
             path,
             principal: principal.name.clone(),

@@ -6,4 +6,5 @@ pub mod postgres;
 pub mod redact;
 pub mod reference;
 pub mod sample;
+pub mod sigv4_front;
 pub mod tls_edge;
