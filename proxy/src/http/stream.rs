@@ -1,4 +1,4 @@
-//! A connection either side of the proxy, plain TCP or TLS over it ([`Stream`]): one type for
+//! A connection either side of the proxy, plain TCP or TLS over it ([`MaybeTls`]): one type for
 //! hyper to drive, so the plain road pays one branch per read or write and no box.
 
 use std::io;
@@ -10,16 +10,16 @@ use tokio::net::TcpStream;
 
 /// A TCP connection, plain or under TLS (`T`: tokio-rustls's client or server stream).
 #[derive(Debug)]
-pub(crate) enum Stream<T> {
+pub(crate) enum MaybeTls<T> {
     Plain(TcpStream),
     /// Boxed: a TLS session's state is kilobytes, the plain variant a few words.
     Tls(Box<T>),
 }
 
 /// The upstream side: plain, or TLS the proxy originates.
-pub(crate) type UpStream = Stream<tokio_rustls::client::TlsStream<TcpStream>>;
+pub(crate) type UpStream = MaybeTls<tokio_rustls::client::TlsStream<TcpStream>>;
 /// The downstream side: plain, or TLS the proxy terminates.
-pub(crate) type DownStream = Stream<tokio_rustls::server::TlsStream<TcpStream>>;
+pub(crate) type DownStream = MaybeTls<tokio_rustls::server::TlsStream<TcpStream>>;
 
 /// A TLS stream's TCP connection.
 pub(crate) trait OverTcp {
@@ -38,38 +38,38 @@ impl OverTcp for tokio_rustls::server::TlsStream<TcpStream> {
     }
 }
 
-impl<T: OverTcp> Stream<T> {
+impl<T: OverTcp> MaybeTls<T> {
     /// The TCP connection underneath (for socket options such as a reset's zero linger).
     pub(crate) fn tcp(&self) -> &TcpStream {
         match self {
-            Stream::Plain(tcp) => tcp,
-            Stream::Tls(tls) => tls.tcp(),
+            MaybeTls::Plain(tcp) => tcp,
+            MaybeTls::Tls(tls) => tls.tcp(),
         }
     }
 }
 
-impl<T: AsyncRead + Unpin> AsyncRead for Stream<T> {
+impl<T: AsyncRead + Unpin> AsyncRead for MaybeTls<T> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
-            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+            MaybeTls::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
+            MaybeTls::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
         }
     }
 }
 
-impl<T: AsyncWrite + Unpin> AsyncWrite for Stream<T> {
+impl<T: AsyncWrite + Unpin> AsyncWrite for MaybeTls<T> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Stream::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
-            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
+            MaybeTls::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
+            MaybeTls::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -79,29 +79,29 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Stream<T> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Stream::Plain(tcp) => Pin::new(tcp).poll_write_vectored(cx, bufs),
-            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_write_vectored(cx, bufs),
+            MaybeTls::Plain(tcp) => Pin::new(tcp).poll_write_vectored(cx, bufs),
+            MaybeTls::Tls(tls) => Pin::new(tls.as_mut()).poll_write_vectored(cx, bufs),
         }
     }
 
     fn is_write_vectored(&self) -> bool {
         match self {
-            Stream::Plain(tcp) => tcp.is_write_vectored(),
-            Stream::Tls(tls) => tls.is_write_vectored(),
+            MaybeTls::Plain(tcp) => tcp.is_write_vectored(),
+            MaybeTls::Tls(tls) => tls.is_write_vectored(),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
-            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
+            MaybeTls::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
+            MaybeTls::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
-            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
+            MaybeTls::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            MaybeTls::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
         }
     }
 }
