@@ -4,7 +4,8 @@
 //!
 //! The child runs `sh -c COMMAND` in a process group of its own, with stdin closed and stdout and
 //! stderr appended to a log file; it inherits no other descriptor of idemspec's (every descriptor
-//! idemspec opens is close-on-exec). Ready means the readiness URL answers (any status) or the
+//! idemspec opens is close-on-exec). Ready means the readiness URL answers (any status, or a TLS
+//! handshake that fails, whose cause the run's preflight names) or the
 //! readiness address accepts a connection. A run refuses to start when something answers there
 //! before the command was started, and the group dies with idemspec, even by SIGKILL (a lifeline
 //! pipe its shell watches): a run never judges a process it did not start.
@@ -21,6 +22,7 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::Mutex;
 
 use crate::hooks::{HookError, HookRunner, ProfileHooks};
+use crate::http_client::{client_builder, tls_failure, TlsSettings};
 use crate::process_group::{in_own_group, kill_group};
 
 /// How long a target may take to become ready when its profile says nothing.
@@ -64,6 +66,9 @@ pub enum TargetProcessError {
         /// What answered.
         what: String,
     },
+    /// The profile's TLS files could not be used for the readiness probe.
+    #[error("set up TLS for the readiness probe")]
+    Tls(#[source] idemspec_tls::TlsError),
     /// The process exited, or did not become ready in time.
     #[error("wait for `{command}` to be ready: {why}; its log `{}` ends with:\n{tail}", log.display())]
     NotReady {
@@ -84,6 +89,8 @@ pub struct TargetProcess {
     /// Where readiness is probed: the readiness URL, else the first base URL.
     ready_url: Option<String>,
     ready_tcp: Option<String>,
+    /// The client readiness is probed with: the profile's trust, no client certificate, 2 s.
+    client: reqwest::Client,
     log: PathBuf,
     /// The running shell (the process group's leader) and the write end of its lifeline: when
     /// idemspec dies, even by SIGKILL, the pipe closes and the shell kills its whole group
@@ -133,10 +140,16 @@ impl TargetProcess {
             None if ready_tcp.is_none() => profile.base_urls.value.first().cloned(),
             None => None,
         };
+        let client = client_builder(&TlsSettings::of_profile(profile), None)
+            .map_err(TargetProcessError::Tls)?
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("a client from a preconfigured rustls config builds");
         let process = Arc::new(Self {
             spec,
             ready_url,
             ready_tcp,
+            client,
             log,
             child: Mutex::new(None),
         });
@@ -153,15 +166,10 @@ impl TargetProcess {
 
     /// Where readiness is probed and what answers there now, if anything does.
     async fn probe(&self) -> Option<(String, String)> {
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(2))
-            .build()
-            .expect("a plain HTTP client without TLS always builds");
         match (&self.ready_url, &self.ready_tcp) {
-            (Some(url), _) => match client.get(url).send().await {
+            (Some(url), _) => match self.client.get(url).send().await {
                 Ok(response) => Some((url.clone(), format!("HTTP {}", response.status()))),
-                Err(_) => None,
+                Err(e) => tls_failure(&e).map(|why| (url.clone(), why)),
             },
             (None, Some(addr)) => match tokio::net::TcpStream::connect(addr).await {
                 Ok(_) => Some((addr.clone(), "it accepts TCP connections".into())),
@@ -246,17 +254,17 @@ impl TargetProcess {
     async fn wait_ready(&self) -> Result<(), TargetProcessError> {
         let limit = self.spec.ready_timeout.map_or(READY_TIMEOUT, |t| t.0);
         let started = tokio::time::Instant::now();
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(2))
-            .build()
-            .expect("a plain HTTP client without TLS always builds");
         loop {
             if let Some(status) = self.exited().await {
                 return Err(self.not_ready(format!("it exited with {status}")));
             }
             let ready = match (&self.ready_url, &self.ready_tcp) {
-                (Some(url), _) => client.get(url).send().await.is_ok(),
+                // A handshake that fails is a listener that answers: the run's preflight
+                // names the TLS cause, rather than a readiness timeout hiding it.
+                (Some(url), _) => match self.client.get(url).send().await {
+                    Ok(_) => true,
+                    Err(e) => tls_failure(&e).is_some(),
+                },
                 (None, Some(addr)) => tokio::net::TcpStream::connect(addr).await.is_ok(),
                 (None, None) => true,
             };

@@ -109,7 +109,10 @@ fn run_failure(error: RunError) -> Failure {
         // read) the message says what to check; only a silent target needs the hint.
         RunError::TargetUnreachable {
             reason:
-                Unreachable::Answered { .. } | Unreachable::Unreadable { .. } | Unreachable::Session(_),
+                Unreachable::Answered { .. }
+                | Unreachable::Unreadable { .. }
+                | Unreachable::Session(_)
+                | Unreachable::Tls(_),
             ..
         } => Failure::unreachable(error),
         RunError::TargetUnreachable { .. } => Failure::unreachable(error)
@@ -134,6 +137,10 @@ fn run_failure(error: RunError) -> Failure {
             Failure::usage(error).hint("run with -v to see the reference server's output")
         }
         RunError::Proxy(_) => Failure::usage(error),
+        RunError::Tls(_) => Failure::usage(error).hint(
+            "check the files the profile's `tls.ca_file` and `principals[].tls` name \
+             (docs/profile-reference.md, `tls`)",
+        ),
         RunError::Target(_) => Failure::usage(error)
             .hint("check the profile's `process` (command, cwd, ready) and the target's log"),
     }

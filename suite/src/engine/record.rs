@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::model::{CheckOutcome, RunEvent, RunReport, RunStats};
+use crate::model::{CheckOutcome, RunEvent, RunReport, RunStats, TlsReached};
 
 /// Where run events go: reporters read the other end. A closed receiver is ignored.
 pub type EventSink = tokio::sync::mpsc::UnboundedSender<RunEvent>;
@@ -17,6 +17,10 @@ pub struct RunRecord {
     started_at: String,
     target: String,
     contract: String,
+    /// How the target was reached over TLS ([`RunRecord::reached_over_tls`]).
+    tls: Vec<TlsReached>,
+    /// Whether the target's certificates went unverified.
+    tls_unverified: bool,
 }
 
 impl RunRecord {
@@ -31,7 +35,16 @@ impl RunRecord {
                 .unwrap_or_default(),
             target: String::new(),
             contract: String::new(),
+            tls: Vec::new(),
+            tls_unverified: false,
         }
+    }
+
+    /// Records how the target was reached over TLS (one entry per `https://` base URL) and
+    /// whether its certificates went unverified, for the report.
+    pub fn reached_over_tls(&mut self, reached: Vec<TlsReached>, unverified: bool) {
+        self.tls = reached;
+        self.tls_unverified = unverified;
     }
 
     /// When the run started (its deadlines count from here).
@@ -76,6 +89,8 @@ impl RunRecord {
             checks,
             stats,
             target_log,
+            tls: self.tls.clone(),
+            tls_unverified: self.tls_unverified,
         };
         self.send(RunEvent::RunFinished(Box::new(report.clone())));
         report

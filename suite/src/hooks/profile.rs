@@ -7,6 +7,7 @@ use idemspec_scenarios::profile::{HookSpec, Hooks};
 use idemspec_scenarios::scenario::HookName;
 
 use super::{hook_name, HookError, HookRunner};
+use crate::http_client::{client_builder, tls_failure, TlsSettings};
 
 /// How long a hook may take before it counts as failed.
 const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
@@ -21,17 +22,30 @@ pub struct ProfileHooks {
 }
 
 impl ProfileHooks {
-    /// Hooks from a profile's `hooks:` block.
+    /// Hooks from a profile's `hooks:` block, an `https://` hook trusting the platform's roots.
+    ///
+    /// # Panics
+    /// If rustls cannot be set up with the platform's roots alone, which does not happen on a
+    /// working system.
     pub fn new(hooks: Hooks) -> Self {
-        Self {
+        Self::with_tls(hooks, &TlsSettings::default()).expect("a client without TLS files builds")
+    }
+
+    /// Hooks from a profile's `hooks:` block, an `https://` hook trusted as the profile's `tls`
+    /// says (a hook presents no client certificate).
+    ///
+    /// # Errors
+    /// A [`idemspec_tls::TlsError`] naming the CA file that cannot be read or used.
+    pub fn with_tls(hooks: Hooks, tls: &TlsSettings) -> Result<Self, idemspec_tls::TlsError> {
+        let client = client_builder(tls, None)?
+            .timeout(HOOK_TIMEOUT)
+            .build()
+            .expect("a client from a preconfigured rustls config builds");
+        Ok(Self {
             hooks,
-            client: reqwest::Client::builder()
-                .no_proxy()
-                .timeout(HOOK_TIMEOUT)
-                .build()
-                .expect("a plain HTTP client without TLS always builds"),
+            client,
             timeout: HOOK_TIMEOUT,
-        }
+        })
     }
 
     fn spec(&self, hook: HookName) -> Option<&HookSpec> {
@@ -61,10 +75,10 @@ impl ProfileHooks {
                 .header("content-type", "application/json")
                 .body(body.clone());
         }
-        let resp = builder
-            .send()
-            .await
-            .map_err(|e| failed(format!("{} {}: {e}", req.method, req.url.value)))?;
+        let resp = builder.send().await.map_err(|e| {
+            let why = tls_failure(&e).unwrap_or_else(|| e.to_string());
+            failed(format!("{} {}: {why}", req.method, req.url.value))
+        })?;
         if !resp.status().is_success() {
             return Err(failed(format!(
                 "{} {} answered {}",

@@ -1,7 +1,9 @@
 //! The client itself: a reqwest client with the runner's defaults that sends a [`RequestSpec`]
 //! and records what happened as an [`Exchange`], with the excerpts and headers evidence shows.
 
-use super::{parse, Exchange, RequestSpec, SentMark};
+use super::{parse, Exchange, RequestSpec, SentMark, TlsSettings};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::model::{Evidence, RequestRecord, ResponseRecord};
@@ -21,31 +23,86 @@ const EVIDENCE_HEADERS: &[&str] = &[
     "content-type",
 ];
 
-/// A reqwest client with the runner's defaults (no redirects, no proxy from the environment).
+/// The header that names, to the embedded proxy, the principal a request is sent as, so the proxy
+/// presents that principal's client certificate upstream (the proxy strips every `x-idemspec-*`
+/// header before forwarding).
+pub const PRINCIPAL_HEADER: &str = "x-idemspec-principal";
+
+/// reqwest's builder with the suite's transport, the one every HTTP client of the suite starts
+/// from (requests to the target, hooks, readiness probes): TLS through rustls as `tls` says,
+/// presenting `principal`'s client certificate where it has one (`None`: no certificate), HTTP/1.1,
+/// and no proxy taken from the environment. Callers add their timeouts and redirect policy.
+///
+/// # Errors
+/// A [`idemspec_tls::TlsError`] when the CA file or the principal's certificate or key cannot be
+/// read or used.
+pub fn client_builder(
+    tls: &TlsSettings,
+    principal: Option<&str>,
+) -> Result<reqwest::ClientBuilder, idemspec_tls::TlsError> {
+    let identity = principal.and_then(|name| tls.identity(name));
+    let config = idemspec_tls::client_config(&tls.trust, identity)?;
+    Ok(reqwest::Client::builder()
+        .use_preconfigured_tls((*config).clone())
+        .http1_only()
+        .no_proxy())
+}
+
+/// The runner's client: no redirects, no proxy from the environment, and one reqwest client per
+/// principal with a client certificate, so a direct request presents its principal's certificate.
 #[derive(Debug, Clone)]
 pub struct Client {
+    /// The client of requests without a certificate: through the proxy (which presents the
+    /// principal's upstream), or as a principal without one.
     inner: reqwest::Client,
+    /// The client of each principal with a certificate, by name, for its direct requests.
+    by_principal: Arc<BTreeMap<String, reqwest::Client>>,
     /// Response headers shown in evidence besides [`EVIDENCE_HEADERS`] (lower-case): the
     /// contract's replay marker, where it has another name.
     also_shown: Vec<String>,
 }
 
 impl Client {
-    /// Builds the client.
+    /// A client trusting the platform's roots, presenting no certificate.
     ///
     /// # Panics
-    /// Never in practice: building a plain-HTTP reqwest client only fails if the TLS backend
-    /// fails to initialise, and this build has none.
+    /// If rustls cannot be set up with the platform's roots alone (no CA file, no certificate is
+    /// read), which does not happen on a working system.
     pub fn new() -> Self {
-        let inner = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .pool_idle_timeout(Duration::from_secs(5))
-            .build()
-            .expect("a plain HTTP client without TLS always builds");
-        Self {
-            inner,
+        Self::with_tls(&TlsSettings::default()).expect("a client without TLS files builds")
+    }
+
+    /// A client with the run's TLS settings: the trust for `https://` URLs and a client per
+    /// principal with a certificate.
+    ///
+    /// # Errors
+    /// A [`idemspec_tls::TlsError`] naming the file that cannot be read or used.
+    pub fn with_tls(tls: &TlsSettings) -> Result<Self, idemspec_tls::TlsError> {
+        let build = |principal: Option<&str>| {
+            client_builder(tls, principal).map(|b| {
+                b.redirect(reqwest::redirect::Policy::none())
+                    .pool_idle_timeout(Duration::from_secs(5))
+                    .build()
+                    .expect("a client from a preconfigured rustls config builds")
+            })
+        };
+        let mut by_principal = BTreeMap::new();
+        for name in tls.identities.keys() {
+            by_principal.insert(name.clone(), build(Some(name))?);
+        }
+        Ok(Self {
+            inner: build(None)?,
+            by_principal: Arc::new(by_principal),
             also_shown: Vec::new(),
+        })
+    }
+
+    /// The reqwest client `spec` goes out on: its principal's own for a direct request of a
+    /// principal with a certificate, else the one without.
+    fn client_for(&self, spec: &RequestSpec) -> &reqwest::Client {
+        match self.by_principal.get(&spec.principal) {
+            Some(own) if !spec.via_proxy => own,
+            _ => &self.inner,
         }
     }
 
@@ -149,9 +206,12 @@ impl Client {
         let method = reqwest::Method::from_bytes(spec.method.as_bytes())
             .map_err(|_| format!("invalid method `{}`", spec.method))?;
         let mut req = self
-            .inner
+            .client_for(spec)
             .request(method, format!("{}{}", spec.base_url, spec.path))
             .timeout(spec.timeout);
+        if spec.via_proxy && !spec.principal.is_empty() {
+            req = req.header(PRINCIPAL_HEADER, spec.principal.as_str());
+        }
         for (name, value) in &spec.headers {
             let value = http::HeaderValue::from_bytes(value.as_bytes())
                 .map_err(|_| format!("header `{name}` has a value HTTP cannot carry"))?;
@@ -234,8 +294,19 @@ impl http_body::Body for MarkedBody {
     }
 }
 
-/// Words a reader understands for a transport failure, with the root cause.
+/// `TLS handshake failed: CAUSE` where `e` is a TLS failure [`idemspec_tls::explain`] names (an
+/// unknown issuer, a name mismatch, an expired certificate, a certificate required or refused, a
+/// plain-HTTP port), with what to do.
+pub fn tls_failure(e: &reqwest::Error) -> Option<String> {
+    idemspec_tls::explain(e).map(|cause| format!("TLS handshake failed: {cause}"))
+}
+
+/// Words a reader understands for a transport failure, with the root cause: a TLS failure named
+/// by its cause and what to do ([`idemspec_tls::explain`]).
 fn describe_error(e: &reqwest::Error, timeout_ms: u128) -> String {
+    if let Some(cause) = tls_failure(e) {
+        return cause;
+    }
     let mut root = String::new();
     let mut source: Option<&dyn std::error::Error> = std::error::Error::source(e);
     while let Some(s) = source {

@@ -5,9 +5,13 @@ mod client;
 mod exchange;
 mod parse;
 mod session;
+mod tls;
 pub mod xml;
 
-pub use client::{excerpt, Client, MAX_RESPONSE_BODY};
+pub use client::{
+    client_builder, excerpt, tls_failure, Client, MAX_RESPONSE_BODY, PRINCIPAL_HEADER,
+};
 pub use exchange::{Exchange, RequestSpec, SentMark};
 pub use parse::MAX_VALUES;
 pub use session::Session;
+pub use tls::TlsSettings;

@@ -24,6 +24,54 @@ pub struct RunReport {
     /// The log of a target idemspec started itself (the profile's `process`), if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_log: Option<String>,
+    /// How the target was reached over TLS: one entry per `https://` base URL, from the handshake
+    /// before any check (none for a plain-HTTP target).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tls: Vec<TlsReached>,
+    /// `true` when the profile says `tls.insecure_skip_verify`: no certificate of the target was
+    /// verified, and every report format says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tls_unverified: bool,
+}
+
+/// One `https://` base URL as its TLS handshake before the checks found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsReached {
+    /// The base URL.
+    pub url: String,
+    /// The protocol version agreed, e.g. `TLS 1.3`.
+    pub version: String,
+    /// The subject of the certificate the target presented, e.g. `CN=api.internal`.
+    pub subject: String,
+    /// Its issuer, e.g. `CN=idemspec throwaway CA`.
+    pub issuer: String,
+}
+
+impl TlsReached {
+    /// The line every report format shows: `https://…: TLS 1.3, certificate CN=… (issuer CN=…)`.
+    pub fn line(&self) -> String {
+        format!(
+            "reached {} over {}, certificate {} (issuer {})",
+            self.url, self.version, self.subject, self.issuer
+        )
+    }
+}
+
+impl RunReport {
+    /// The warning every report format shows when the target's certificate was not verified.
+    pub const UNVERIFIED_WARNING: &'static str = "WARNING: TLS certificates were NOT verified          (`tls.insecure_skip_verify: true`): anyone on the path could have answered for the target";
+
+    /// The report's TLS lines, in the order every format shows them: the unverified warning
+    /// first where it applies, then one line per `https://` base URL ([`TlsReached::line`]).
+    pub fn tls_lines(&self) -> Vec<String> {
+        let warning = self
+            .tls_unverified
+            .then(|| Self::UNVERIFIED_WARNING.to_owned());
+        warning
+            .into_iter()
+            .chain(self.tls.iter().map(TlsReached::line))
+            .collect()
+    }
 }
 
 impl RunReport {

@@ -27,6 +27,9 @@ pub fn render(report: &RunReport, policy: ExitPolicy) -> String {
         human_duration(report.duration_ms),
         counts(stats),
     );
+    for line in report.tls_lines() {
+        let _ = writeln!(out, "> {}\n", html(&line));
+    }
     out.push_str("| check | title | level | verdict | time |\n|---|---|---|---|--:|\n");
     for check in &report.checks {
         let _ = writeln!(

@@ -8,7 +8,7 @@ use idemspec_scenarios::profile::{Contract, CookieScope, Principal, TargetProfil
 use idemspec_scenarios::scenario::{HookName, Operation};
 
 use crate::hooks::HookRunner;
-use crate::http_client::{Client, Exchange, RequestSpec, Session};
+use crate::http_client::{Client, Exchange, RequestSpec, Session, TlsSettings};
 
 /// Shared by every check of a run.
 pub(crate) struct ApiCtx {
@@ -18,6 +18,9 @@ pub(crate) struct ApiCtx {
     pub contract: Contract,
     /// The HTTP client.
     pub client: Client,
+    /// The profile's TLS: the trust in the target and each principal's client certificate, which
+    /// the client and every embedded proxy present.
+    pub tls: TlsSettings,
     /// Crash, restart, fail_next.
     pub hooks: Arc<dyn HookRunner>,
     /// How long a lockout is measured where the contract declares no in-flight TTL.
@@ -61,24 +64,30 @@ impl ApiCtx {
         headers
     }
 
+    /// The context of a run of `profile` with its TLS settings `tls`.
+    ///
+    /// # Errors
+    /// A [`idemspec_tls::TlsError`] when a CA file, certificate or key cannot be used.
     pub(crate) fn new(
         profile: TargetProfile,
+        tls: TlsSettings,
         hooks: Arc<dyn HookRunner>,
         lockout_bound: std::time::Duration,
-    ) -> Self {
+    ) -> Result<Self, idemspec_tls::TlsError> {
         let contract = profile.contract();
-        let client = Client::new().showing_header(&contract.replayed_header);
+        let client = Client::with_tls(&tls)?.showing_header(&contract.replayed_header);
         let profile_cookies = profile.cookie_scope();
-        Self {
+        Ok(Self {
             profile,
             contract,
             client,
+            tls,
             hooks,
             lockout_bound,
             next_base: AtomicUsize::new(0),
             cookies: profile_cookies,
             sessions: std::sync::Mutex::default(),
-        }
+        })
     }
 
     /// Sends `spec` for the check marked `marker`, in its principal's cookie session where the

@@ -101,7 +101,14 @@ async fn run_check(
         None
     } else {
         let rules: Vec<Rule> = scenario.faults.iter().map(|r| r.value.clone()).collect();
-        match FaultProxy::start(&ctx.profile.base_urls.value, &rules, &ctx.contract.key_at).await {
+        match FaultProxy::start(
+            &ctx.profile.base_urls.value,
+            &rules,
+            &ctx.contract.key_at,
+            &ctx.tls,
+        )
+        .await
+        {
             Ok(p) => Some(p),
             Err(e) => {
                 let why = format!("could not start the fault-injecting proxy: {e}");

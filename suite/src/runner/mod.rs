@@ -22,6 +22,7 @@ mod procedures;
 mod proxy;
 mod run;
 mod steps;
+mod tls_preflight;
 
 pub use crate::engine::EventSink;
 pub use options::{RunError, RunOptions, Target, Unreachable};

@@ -87,6 +87,10 @@ pub enum RunError {
     /// The target the profile's `process` describes could not be started (exit code 2).
     #[error("start the target")]
     Target(#[source] crate::target_process::TargetProcessError),
+    /// The profile's TLS files (CA, a principal's certificate or key) could not be used (exit
+    /// code 2).
+    #[error("set up TLS from the profile")]
+    Tls(#[source] idemspec_tls::TlsError),
     /// The embedded proxy could not be started.
     #[error("start the fault-injecting proxy")]
     Proxy(#[source] std::io::Error),
@@ -123,6 +127,10 @@ pub enum Unreachable {
         /// What of the principal carries its credentials: `headers`, or its `login`'s cookie.
         credentials: &'static str,
     },
+    /// The TLS handshake failed before any check: the cause in words, with what to do (set
+    /// `tls.ca_file`, `tls.server_name`, `principals[].tls`; use `http://`).
+    #[error("TLS handshake failed: {0}")]
+    Tls(String),
     /// A principal's session could not be opened: its `login` got no 2xx, or set no cookie.
     #[error("{0}")]
     Session(String),

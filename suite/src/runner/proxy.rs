@@ -7,6 +7,8 @@ use idemspec_proxy::{ProxyConfig, ProxyEvent, ProxyHandle};
 use idemspec_scenarios::profile::KeyAt;
 use idemspec_scenarios::rules::Rule;
 
+use crate::http_client::TlsSettings;
+
 /// The proxies in front of each base URL, sharing one rule list.
 pub(crate) struct FaultProxy {
     handles: Vec<ProxyHandle>,
@@ -15,11 +17,14 @@ pub(crate) struct FaultProxy {
 impl FaultProxy {
     /// Starts one proxy per upstream on `127.0.0.1:0`. `key_at`: where the contract puts the key,
     /// which the proxy records as each event's key and compares a rule's `idempotency_key` with.
+    /// `tls`: the trust and client certificates an `https://` upstream is reached with, the
+    /// certificate picked by the request's [`PRINCIPAL_HEADER`](crate::http_client::PRINCIPAL_HEADER).
     /// Errors: `key_at` names no header HTTP can carry, or a proxy cannot start.
     pub(crate) async fn start(
         upstreams: &[String],
         rules: &[Rule],
         key_at: &KeyAt,
+        tls: &TlsSettings,
     ) -> std::io::Result<Self> {
         let mut handles = Vec::with_capacity(upstreams.len());
         for upstream in upstreams {
@@ -76,7 +81,8 @@ mod tests {
         .expect("valid rules");
         let upstream = ["http://127.0.0.1:9".to_owned()];
         let header = KeyAt::Header("X-Request-Id".into());
-        let proxy = FaultProxy::start(&upstream, &rules, &header)
+        let tls = TlsSettings::default();
+        let proxy = FaultProxy::start(&upstream, &rules, &header, &tls)
             .await
             .expect("the proxy starts");
         let status = reqwest::Client::new()
@@ -91,7 +97,13 @@ mod tests {
         assert_eq!(events[0].idempotency_key.as_deref(), Some("K1"));
         assert_eq!(events[0].rule.as_deref(), Some("keyed"));
         proxy.shutdown().await;
-        let bad = FaultProxy::start(&upstream, &rules, &KeyAt::Header("X Request Id".into())).await;
+        let bad = FaultProxy::start(
+            &upstream,
+            &rules,
+            &KeyAt::Header("X Request Id".into()),
+            &tls,
+        )
+        .await;
         assert!(
             bad.is_err(),
             "a key header that is no header name is refused"

@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use super::api_ctx::ApiCtx;
 use super::check::{Limits, ScenarioCheck};
-use super::{capabilities, observe, RunError, RunOptions, Target, Unreachable};
+use super::{capabilities, observe, tls_preflight, RunError, RunOptions, Target, Unreachable};
 use crate::engine::EventSink;
 use crate::engine::{self, RunRecord};
 use crate::hooks::{HookRunner, ProfileHooks};
-use crate::http_client::RequestSpec;
+use crate::http_client::{RequestSpec, TlsSettings};
 use crate::model::RunReport;
 use crate::reference::ReferenceServer;
 use crate::target_process::{ProcessHooks, TargetProcess};
+use idemspec_scenarios::profile::TargetProfile;
 
 /// Runs the selected checks and returns the report; progress goes to `events`
 /// (`RunStarted`, then `CheckStarted`/`CheckFinished` per check, then `RunFinished`).
@@ -37,15 +38,12 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
     let (profile, hooks, reference): (_, Arc<dyn HookRunner>, _) = match opts.target {
         Target::Profile(p) if p.process.is_some() => {
             let process = TargetProcess::start(&p).await.map_err(RunError::Target)?;
-            let hooks = Arc::new(ProcessHooks::new(
-                process.clone(),
-                ProfileHooks::new(p.hooks.clone()),
-            ));
+            let hooks = Arc::new(ProcessHooks::new(process.clone(), profile_hooks(&p)?));
             target_process = Some(process);
             (*p, hooks, None)
         }
         Target::Profile(p) => {
-            let hooks = Arc::new(ProfileHooks::new(p.hooks.clone()));
+            let hooks = Arc::new(profile_hooks(&p)?);
             (*p, hooks, None)
         }
         Target::Reference(r) => {
@@ -56,8 +54,13 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
             (profile, server.hooks(), Some(server))
         }
     };
-    let ctx = Arc::new(ApiCtx::new(profile, hooks, opts.lockout_bound));
+    let tls = TlsSettings::of_profile(&profile);
+    let unverified = tls.trust.insecure_skip_verify;
+    let ctx = ApiCtx::new(profile, tls, hooks, opts.lockout_bound).map_err(RunError::Tls)?;
+    let ctx = Arc::new(ctx);
+    let reached = tls_preflight::handshakes(&ctx).await?;
     preflight(&ctx).await?;
+    record.reached_over_tls(reached, unverified);
     record.announce(
         &ctx.profile.name,
         ctx.contract.preset.name(),
@@ -92,6 +95,12 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
         process.kill().await;
     }
     Ok(report)
+}
+
+/// The profile's hooks, an `https://` hook trusted as the profile's `tls` says.
+fn profile_hooks(profile: &TargetProfile) -> Result<ProfileHooks, RunError> {
+    ProfileHooks::with_tls(profile.hooks.clone(), &TlsSettings::of_profile(profile))
+        .map_err(RunError::Tls)
 }
 
 /// Asks each base URL for each principal's list. A transport failure means the target is

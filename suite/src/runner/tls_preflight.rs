@@ -1,0 +1,100 @@
+//! The TLS half of the preflight: one handshake with each `https://` base URL before any check,
+//! so a target the runner cannot trust (or that will not take its certificate) stops the run with
+//! the cause in words, and the report can say how the target was reached.
+
+use super::api_ctx::ApiCtx;
+use super::{RunError, Unreachable};
+use crate::model::TlsReached;
+
+/// Makes one TLS handshake with each `https://` base URL, presenting the first principal's client
+/// certificate that there is (a target that demands one is told apart from one that refuses it),
+/// and returns what each handshake found.
+///
+/// # Errors
+/// [`RunError::Tls`] when the TLS configuration cannot be built from the profile's files;
+/// [`RunError::TargetUnreachable`] with [`Unreachable::Tls`] naming the cause (unknown issuer, name
+/// mismatch, expired, certificate required or refused, a plain-HTTP port) when a handshake fails.
+pub(crate) async fn handshakes(ctx: &ApiCtx) -> Result<Vec<TlsReached>, RunError> {
+    let https: Vec<&String> = ctx
+        .profile
+        .base_urls
+        .value
+        .iter()
+        .filter(|u| u.starts_with("https://"))
+        .collect();
+    if https.is_empty() {
+        return Ok(Vec::new());
+    }
+    let identity = ctx
+        .profile
+        .principals
+        .value
+        .iter()
+        .find_map(|p| ctx.tls.identity(&p.name));
+    let config = idemspec_tls::client_config(&ctx.tls.trust, identity).map_err(RunError::Tls)?;
+    let mut reached = Vec::with_capacity(https.len());
+    for url in https {
+        let authority = authority(url);
+        let host = authority
+            .rsplit_once(':')
+            .map_or(authority.as_str(), |(host, _)| host);
+        let server_name = ctx.tls.trust.server_name.as_deref().unwrap_or(host);
+        let server_name = server_name.trim_start_matches('[').trim_end_matches(']');
+        let facts = idemspec_tls::probe(&authority, &config, server_name)
+            .await
+            .map_err(|cause| unreachable(url, cause))?;
+        reached.push(TlsReached {
+            url: url.trim_end_matches('/').to_owned(),
+            version: facts.version,
+            subject: facts.subject,
+            issuer: facts.issuer,
+        });
+    }
+    Ok(reached)
+}
+
+/// The TLS failure of a handshake with `url`.
+fn unreachable(url: &str, cause: String) -> RunError {
+    RunError::TargetUnreachable {
+        url: url.to_owned(),
+        reason: Unreachable::Tls(cause),
+    }
+}
+
+/// `host:port` of an `https://` URL, with the default port 443 where it names none.
+fn authority(url: &str) -> String {
+    let rest = url.strip_prefix("https://").unwrap_or(url);
+    let host_port = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host_port = host_port.rsplit_once('@').map_or(host_port, |(_, h)| h);
+    let has_port = match host_port.rsplit_once(':') {
+        Some((host, port)) => {
+            !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && {
+                // An IPv6 literal's colons are inside its brackets.
+                !host.starts_with('[') || host.ends_with(']')
+            }
+        }
+        None => false,
+    };
+    if has_port {
+        host_port.to_owned()
+    } else {
+        format!("{host_port}:443")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::authority;
+
+    #[test]
+    fn an_authority_has_a_port_443_by_default() {
+        assert_eq!(authority("https://api.internal"), "api.internal:443");
+        assert_eq!(
+            authority("https://api.internal:8443/v1"),
+            "api.internal:8443"
+        );
+        assert_eq!(authority("https://[::1]/x"), "[::1]:443");
+        assert_eq!(authority("https://[::1]:8443"), "[::1]:8443");
+        assert_eq!(authority("https://u:p@h:1"), "h:1");
+    }
+}
