@@ -1,6 +1,8 @@
 //! What a proxy is started with.
 
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 
 use idemspec_scenarios::rules::{Mode, Rule, TcpRule};
 
@@ -18,15 +20,23 @@ use idemspec_scenarios::rules::{Mode, Rule, TcpRule};
 /// handle.shutdown().await;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ProxyConfig {
     /// Where to accept downstream connections; port 0 picks a free port (see
     /// [`crate::ProxyHandle::addr`]). Default `127.0.0.1:0`.
     pub listen: SocketAddr,
-    /// HTTP mode: the upstream base URL `http://host:port`, optionally with a path prefix put in
-    /// front of every forwarded path (`http://h:80/api`: `/v1/x` goes to `/api/v1/x`; rules match
-    /// the path as the client sent it). TCP mode: `host:port`. The host is resolved per connection.
+    /// HTTP mode: the upstream base URL `http://host[:port]` or `https://host[:port]` (ports 80
+    /// and 443 by default), optionally with a path prefix put in front of every forwarded path
+    /// (`http://h:80/api`: `/v1/x` goes to `/api/v1/x`; rules match the path as the client sent
+    /// it). An `https://` upstream is reached over TLS, as [`ProxyConfig::upstream_tls`] says.
+    /// TCP mode: `host:port`. The host is resolved per connection.
     pub upstream: String,
+    /// How an `https://` upstream is reached: whom to trust, and each principal's client
+    /// certificate. `None`: the platform's roots, no client certificate. Ignored for `http://`.
+    pub upstream_tls: Option<UpstreamTls>,
+    /// TLS on the proxy's own port (HTTP mode): the server config its clients handshake with
+    /// (`idemspec_tls::server_config`). `None`: plain HTTP.
+    pub listen_tls: Option<Arc<idemspec_tls::rustls::ServerConfig>>,
     /// HTTP (rules per request) or TCP (rules per connection). Default HTTP.
     pub mode: Mode,
     /// The HTTP rules in order (HTTP mode).
@@ -77,6 +87,8 @@ impl Default for ProxyConfig {
         Self {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             upstream: String::new(),
+            upstream_tls: None,
+            listen_tls: None,
             mode: Mode::Http,
             rules: Vec::new(),
             tcp_rules: Vec::new(),
@@ -90,4 +102,35 @@ impl Default for ProxyConfig {
             ),
         }
     }
+}
+
+impl std::fmt::Debug for ProxyConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyConfig")
+            .field("listen", &self.listen)
+            .field("upstream", &self.upstream)
+            .field("upstream_tls", &self.upstream_tls)
+            .field("listen_tls", &self.listen_tls.is_some())
+            .field("mode", &self.mode)
+            .field("rules", &self.rules)
+            .field("tcp_rules", &self.tcp_rules)
+            .field("control", &self.control)
+            .field("io_threads", &self.io_threads)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How the proxy reaches an `https://` upstream.
+///
+/// Each request's `x-idemspec-principal` header (stripped before the upstream sees it) names the
+/// principal it is made as; its upstream connection shows that principal's certificate from
+/// `identities`, or none for a principal not there (or no header). An idle upstream connection
+/// is reused only by a request of the same principal's certificate, so each principal's requests
+/// travel on connections of their own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpstreamTls {
+    /// Whom to trust: the platform's roots and `ca_file`, the name checked, or no check at all.
+    pub trust: idemspec_tls::TrustOptions,
+    /// Client certificates by principal name.
+    pub identities: BTreeMap<String, idemspec_tls::IdentityFiles>,
 }

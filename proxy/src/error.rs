@@ -27,9 +27,14 @@ pub enum ProxyError {
         /// Why they could not be started.
         reason: String,
     },
-    /// The upstream is not usable for the mode (`http://host:port` for HTTP, `host:port` for TCP).
+    /// The upstream is not usable for the mode (`http(s)://host[:port]` for HTTP, `host:port` for
+    /// TCP).
     #[error("use upstream: {0}")]
     Upstream(String),
+    /// A TLS setting could not be used: a certificate, key or CA file
+    /// ([`crate::ProxyConfig::upstream_tls`]), or a server name.
+    #[error("set up TLS: {0}")]
+    Tls(#[source] idemspec_tls::TlsError),
     /// [`crate::ProxyConfig::key_at`] names a header HTTP cannot carry.
     #[error("read the idempotency key: {0}")]
     KeyAt(String),

@@ -26,8 +26,10 @@
 //! `start` (starting a proxy), `handle`
 //! (controlling it), `control`, `cli`. Request headers named `x-idemspec-*` can be matched by
 //! rules and are stripped before forwarding; `X-Idemspec-Step` tags the event (`step`).
-//! The upstream is a base URL `http://host:port`, optionally with a path prefix that is put in
-//! front of every forwarded path.
+//! The upstream is a base URL `http://host:port` or `https://host:port` (reached over TLS,
+//! [`UpstreamTls`]: trust, and a client certificate per principal chosen by the request's
+//! `x-idemspec-principal` header), optionally with a path prefix that is put in front of every
+//! forwarded path. The proxy's own port may speak TLS too ([`ProxyConfig::listen_tls`]).
 #![warn(missing_docs)]
 
 pub mod cli;
@@ -46,7 +48,7 @@ mod start;
 mod tcp;
 pub mod toxiproxy;
 
-pub use config::ProxyConfig;
+pub use config::{ProxyConfig, UpstreamTls};
 pub use error::ProxyError;
 pub use event::{ProxyEvent, Side};
 pub use event_log::EventLog;

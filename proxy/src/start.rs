@@ -42,7 +42,10 @@ fn bind(addr: SocketAddr) -> Result<TcpListener, ProxyError> {
 /// or rules of the other mode were given.
 pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     let upstream = match config.mode {
-        Mode::Http => Upstream::Http(Box::new(Forwarder::new(&config.upstream)?)),
+        Mode::Http => Upstream::Http(Box::new(Forwarder::new(
+            &config.upstream,
+            config.upstream_tls.as_ref(),
+        )?)),
         Mode::Tcp => {
             check_upstream(Mode::Tcp, &config.upstream).map_err(ProxyError::Upstream)?;
             Upstream::Tcp(config.upstream.clone())
@@ -91,7 +94,7 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         ),
     };
     let (stop, stopped) = watch::channel(false);
-    let shared = Arc::new(Shared::new(
+    let mut shared = Shared::new(
         config.mode,
         (http_rules, tcp_rules),
         (Arc::new(EventLog::new(config.event_capacity)), key),
@@ -99,7 +102,9 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         stopped,
         (config.shutdown_grace, header_read_timeout),
         io_threads,
-    ));
+    );
+    shared.listen_tls = config.listen_tls;
+    let shared = Arc::new(shared);
     let mut tasks = vec![tokio::spawn(crate::server::run(listener, shared.clone()))];
     if let Some(timeout) = header_read_timeout {
         tasks.push(tokio::spawn(crate::http::sweep_slow_heads(

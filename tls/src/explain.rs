@@ -116,7 +116,12 @@ fn certificate_error(err: &CertificateError, peer: &str) -> String {
         CertificateError::NotValidYet => {
             format!("{peer}'s certificate is not valid yet: check the clocks")
         }
-        other => format!("{peer}'s certificate was refused: {other}"),
+        CertificateError::BadSignature => format!(
+            "{peer}'s certificate names a trusted CA as its issuer but was not signed by it (bad \
+             signature): `tls.ca_file` holds another CA of the same name; give the one that \
+             issued it"
+        ),
+        other => format!("{peer}'s certificate was refused: {other:?}"),
     }
 }
 

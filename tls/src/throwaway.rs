@@ -24,20 +24,29 @@ impl std::fmt::Debug for ThrowawayCa {
 }
 
 impl ThrowawayCa {
-    /// A new CA, subject `CN=idemspec throwaway CA`.
+    /// A new CA, subject `CN=idemspec throwaway CA <8 hex digits of its key>`: each its own
+    /// name, so a client that trusts another one's certificate is told "unknown issuer".
     ///
     /// # Errors
     /// [`TlsError::Generate`] when rcgen cannot make the key or certificate.
     pub fn new() -> Result<Self, TlsError> {
+        let key = KeyPair::generate()?;
+        let tag: String = key
+            .public_key_raw()
+            .iter()
+            .rev()
+            .take(4)
+            .map(|b| format!("{b:02x}"))
+            .collect();
         let mut params = CertificateParams::default();
-        params.distinguished_name = common_name("idemspec throwaway CA");
+        params.distinguished_name = common_name(&format!("idemspec throwaway CA {tag}"));
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages = vec![
             KeyUsagePurpose::KeyCertSign,
             KeyUsagePurpose::CrlSign,
             KeyUsagePurpose::DigitalSignature,
         ];
-        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate()?)?;
+        let issuer = CertifiedIssuer::self_signed(params, key)?;
         Ok(Self { issuer })
     }
 

@@ -27,6 +27,7 @@ use super::head_timer::Timed;
 use super::linger::{linger, LINGER};
 use super::link::{UpstreamConn, UpstreamLink};
 use super::rejections::{problem_response, reject_status};
+use super::stream::DownStream;
 use super::upstream::UPSTREAM_AFTERLIFE;
 
 use super::fast::Exit;
@@ -44,7 +45,7 @@ struct Held {
 
 /// The downstream socket, with the hooks [`ConnSignals`] and the connection's edges need.
 struct FaultIo {
-    stream: TcpStream,
+    stream: DownStream,
     signals: Arc<ConnSignals>,
     held: Option<Held>,
     /// Bytes the fast path read and handed over, read before the socket's.
@@ -142,7 +143,7 @@ impl Drop for FaultIo {
     fn drop(&mut self) {
         if self.signals.wants_reset() {
             // SO_LINGER 0: the close sends RST instead of FIN.
-            let _ = self.stream.set_zero_linger();
+            let _ = self.stream.tcp().set_zero_linger();
         }
     }
 }
@@ -284,7 +285,7 @@ where
 /// exchange), then ends it (see [`FaultIo::finish`]). `link`: the proxy's upstream connections
 /// for this connection, which outlive it for exchanges still at the upstream.
 async fn serve<S, B>(
-    stream: TcpStream,
+    stream: DownStream,
     prefix: BytesMut,
     shared: Arc<Shared>,
     signals: Arc<ConnSignals>,
@@ -355,14 +356,23 @@ async fn serve<S, B>(
 
 /// Serves one downstream connection of the proxy until the client closes it, a fault ends it, a
 /// head is too slow, or the proxy shuts down: on the fast path while it can, then on hyper's.
+/// TLS on either side bypasses the fast path (it forwards plain TCP bytes): a connection with a
+/// TLS client, or to a TLS upstream, is served by hyper's path from its first request.
 pub(crate) async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     let signals = Arc::new(ConnSignals::default());
     let Upstream::Http(fwd) = &shared.upstream else {
         unreachable!("HTTP connections are only served in HTTP mode")
     };
-    let (stream, prefix) = match super::fast::serve(stream, &shared, &signals, fwd).await {
-        Exit::Done => return,
-        Exit::Handoff(stream, prefix) => (stream, prefix),
+    let (stream, prefix) = match &shared.listen_tls {
+        Some(acceptor) => match super::terminate::accept(acceptor, stream, &shared).await {
+            Some(tls) => (tls, BytesMut::new()),
+            None => return,
+        },
+        None if fwd.originates_tls() => (DownStream::Plain(stream), BytesMut::new()),
+        None => match super::fast::serve(stream, &shared, &signals, fwd).await {
+            Exit::Done => return,
+            Exit::Handoff(stream, prefix) => (DownStream::Plain(stream), prefix),
+        },
     };
     let link = Arc::new(UpstreamLink::new(signals.clone()));
     let service = {
@@ -388,7 +398,7 @@ pub(crate) async fn serve_control(stream: TcpStream, shared: Arc<Shared>, router
     let signals = Arc::new(ConnSignals::default());
     let service = Timed::new(TowerToHyperService::new(router), signals.clone());
     serve(
-        stream,
+        DownStream::Plain(stream),
         BytesMut::new(),
         shared,
         signals,

@@ -54,6 +54,8 @@ impl Buffered {
         *req.uri_mut() = self.parts.uri.clone();
         *req.version_mut() = self.parts.version;
         *req.headers_mut() = self.parts.headers.clone();
+        // The identity an upstream connection shows (`originate::Identity`) goes with each copy.
+        *req.extensions_mut() = self.parts.extensions.clone();
         req
     }
 }

@@ -12,8 +12,7 @@
 
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The longest a connection lingers: a client on the same host finishes writing tens of MiB in
 /// far less; one that never stops sending holds its descriptor at most this long.
@@ -21,7 +20,10 @@ pub(crate) const LINGER: Duration = Duration::from_secs(2);
 
 /// Sends FIN after what was written, then reads and discards until the client closes, an error,
 /// [`LINGER`], or `stop` (the proxy shuts down), whichever comes first.
-pub(crate) async fn linger(stream: &mut TcpStream, stop: impl std::future::Future<Output = ()>) {
+pub(crate) async fn linger<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    stop: impl std::future::Future<Output = ()>,
+) {
     if stream.shutdown().await.is_err() {
         return;
     }

@@ -57,12 +57,15 @@ mod headers;
 mod key;
 mod linger;
 mod link;
+mod originate;
 mod receipt;
 mod rejections;
 mod service;
 mod shared;
 mod sink;
+mod stream;
 mod synthetic;
+mod terminate;
 mod upstream;
 
 pub(crate) use conn::{serve_connection, serve_control};

@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     pub(crate) key: RequestKey,
     /// The live HTTP downstream connections, told when the proxy shuts down.
     pub(crate) http_conns: Arc<ConnRegistry>,
+    /// TLS on the proxy's port ([`crate::ProxyConfig::listen_tls`]); `None`: plain HTTP.
+    pub(crate) listen_tls: Option<Arc<idemspec_tls::rustls::ServerConfig>>,
 }
 
 /// Where requests or bytes go.
@@ -75,6 +77,7 @@ impl Shared {
             io_threads,
             key,
             http_conns: Arc::default(),
+            listen_tls: None,
         }
     }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use http::header::{self, HeaderValue};
-use http::uri::{Authority, PathAndQuery};
+use http::uri::PathAndQuery;
 use http::{Request, Response, Uri};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
@@ -16,17 +16,24 @@ use super::body::RequestBody;
 use super::detach::Detached;
 use super::headers;
 use super::link::UpstreamLink;
+use super::originate::{Identity, Originate};
 use super::receipt::Receipt;
+use super::stream::UpStream;
+use crate::config::UpstreamTls;
 use crate::error::ProxyError;
 use crate::event::Side;
 
 /// How long upstream exchanges may run on after their downstream connection closed.
 pub(super) const UPSTREAM_AFTERLIFE: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// Where requests go: the upstream's address and the `Host` to send when the client sent none.
+/// Where requests go: the upstream's address and the `Host` to send when the client sent none,
+/// and how TLS is spoken to it (an `https://` upstream).
 #[derive(Debug)]
 pub(crate) struct Forwarder {
-    authority: Authority,
+    /// `host:port` to connect to: the authority, with the scheme's port if it names none.
+    address: String,
+    /// TLS to the upstream (`https://`); `None`: plain HTTP.
+    tls: Option<Originate>,
     host: HeaderValue,
     /// The upstream URL's path without its trailing `/` (often empty), put before every path.
     prefix: String,
@@ -94,8 +101,9 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 impl Forwarder {
-    /// A forwarder to the base URL `http://host:port[/prefix]`.
-    pub(crate) fn new(upstream: &str) -> Result<Self, ProxyError> {
+    /// A forwarder to the base URL `http(s)://host[:port][/prefix]`; an `https://` one speaks TLS
+    /// as `tls` says (the platform's roots and no client certificate without it).
+    pub(crate) fn new(upstream: &str, tls: Option<&UpstreamTls>) -> Result<Self, ProxyError> {
         check_upstream(Mode::Http, upstream).map_err(ProxyError::Upstream)?;
         let uri: Uri = upstream
             .parse()
@@ -106,17 +114,29 @@ impl Forwarder {
             .ok_or_else(|| ProxyError::Upstream(format!("`{upstream}` has no host")))?;
         let host = HeaderValue::from_str(authority.as_str())
             .map_err(|e| ProxyError::Upstream(format!("`{upstream}`: {e}")))?;
+        let https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
+        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let address = format!("{}:{port}", authority.host());
+        let tls = https
+            .then(|| Originate::new(authority.host(), tls.unwrap_or(&UpstreamTls::default())))
+            .transpose()?;
         Ok(Self {
-            authority,
+            address,
+            tls,
             host,
             prefix: uri.path().trim_end_matches('/').to_owned(),
             base: upstream.trim_end_matches('/').to_owned(),
         })
     }
 
-    /// The upstream's `host:port`.
+    /// The upstream's `host:port`, to connect to.
     pub(super) fn authority(&self) -> &str {
-        self.authority.as_str()
+        &self.address
+    }
+
+    /// Whether the upstream is reached over TLS (the fast path, plain TCP only, stands aside).
+    pub(super) fn originates_tls(&self) -> bool {
+        self.tls.is_some()
     }
 
     /// The upstream URL's path without its trailing `/`, put before every request-target.
@@ -146,6 +166,12 @@ impl Forwarder {
                 .unwrap_or_else(|_| Uri::from(pq))
         };
         parts.version = http::Version::HTTP_11;
+        if let Some(tls) = &self.tls {
+            let identity = tls.identity(&parts.headers);
+            if identity != Identity::default() {
+                parts.extensions.insert(identity);
+            }
+        }
         headers::strip_hop_by_hop(&mut parts.headers);
         headers::strip_control(&mut parts.headers);
         if !parts.headers.contains_key(header::HOST) {
@@ -153,12 +179,17 @@ impl Forwarder {
         }
     }
 
+    /// The upstream failed: a TLS failure in words that say what to do, anything else as its
+    /// error chain.
     fn failed(&self, sent: bool, err: &(dyn std::error::Error + 'static)) -> NoResponse {
+        let cause = idemspec_tls::explain_peer(err, "the upstream")
+            .filter(|_| self.tls.is_some())
+            .unwrap_or_else(|| error_chain(err));
         NoResponse {
             sent,
             side: Side::Upstream,
             client_left: false,
-            message: format!("{}: {}", self.base, error_chain(err)),
+            message: format!("{}: {cause}", self.base),
         }
     }
 
@@ -184,12 +215,25 @@ impl Forwarder {
         }
     }
 
-    /// Opens a new upstream connection and hands its I/O half to the link's task.
-    async fn connect(&self, link: &UpstreamLink) -> Result<SendRequest<RequestBody>, NoResponse> {
-        let stream = TcpStream::connect(self.authority.as_str())
+    /// Opens a new upstream connection (TLS showing `identity`'s certificate for an `https://`
+    /// upstream) and hands its I/O half to the link's task.
+    async fn connect(
+        &self,
+        link: &UpstreamLink,
+        identity: Identity,
+    ) -> Result<SendRequest<RequestBody>, NoResponse> {
+        let tcp = TcpStream::connect(self.address.as_str())
             .await
             .map_err(|e| self.failed(false, &e))?;
-        let _ = stream.set_nodelay(true);
+        let _ = tcp.set_nodelay(true);
+        let stream = match &self.tls {
+            None => UpStream::Plain(tcp),
+            Some(tls) => UpStream::Tls(Box::new(
+                tls.connect(tcp, identity)
+                    .await
+                    .map_err(|e| self.failed(false, &e))?,
+            )),
+        };
         let (sender, conn) = http1::Builder::new()
             .writev(false)
             .handshake(TokioIo::new(stream))
@@ -207,10 +251,11 @@ impl Forwarder {
         receipt: &Arc<Receipt>,
         mut req: Request<RequestBody>,
     ) -> Result<Response<Incoming>, NoResponse> {
+        let identity = Identity::of(&req);
         for attempt in 0..2 {
-            let mut sender = match link.take() {
+            let mut sender = match link.take(identity) {
                 Some(sender) => sender,
-                None => self.connect(link).await?,
+                None => self.connect(link, identity).await?,
             };
             if let Err(err) = sender.ready().await {
                 if attempt == 0 {
@@ -221,7 +266,7 @@ impl Forwarder {
             receipt.handed();
             match Detached::new(sender.try_send_request(req), receipt.clone()).await {
                 Ok(resp) => {
-                    link.put(sender);
+                    link.put(identity, sender);
                     return Ok(resp);
                 }
                 Err(mut err) => {

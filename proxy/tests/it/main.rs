@@ -16,4 +16,6 @@ mod passthrough;
 mod slow_clients;
 mod support;
 mod tcp;
+mod tls_downstream;
+mod tls_upstream;
 mod toxiproxy;

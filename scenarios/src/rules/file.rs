@@ -140,22 +140,38 @@ impl ProxyFile {
     }
 }
 
-/// Checks that `upstream` suits `mode`: for HTTP a base URL `http://host:port`, optionally with a
-/// path prefix (`http://host:port/api`: the proxy forwards `/v1/x` to `/api/v1/x`) but no query;
-/// for TCP `host:port`. The message says what was expected.
+/// Checks that `upstream` suits `mode`: for HTTP a base URL `http://host[:port]` or
+/// `https://host[:port]` (the proxy speaks TLS to the latter; ports 80 and 443 by default),
+/// optionally with a path prefix (`http://host:port/api`: the proxy forwards `/v1/x` to
+/// `/api/v1/x`) but no query; for TCP `host:port`. The message says what was expected.
 pub fn check_upstream(mode: Mode, upstream: &str) -> Result<(), String> {
     let authority = match mode {
         Mode::Http => {
-            let rest = upstream.strip_prefix("http://").ok_or_else(|| {
-                format!("upstream `{upstream}` must be an http:// base URL such as http://127.0.0.1:8080 (for TLS use mode: tcp)")
-            })?;
+            let rest = upstream
+                .strip_prefix("http://")
+                .or_else(|| upstream.strip_prefix("https://"))
+                .ok_or_else(|| {
+                    format!("upstream `{upstream}` must be an http:// or https:// base URL such as http://127.0.0.1:8080")
+                })?;
             if rest.contains(['?', '#']) {
                 return Err(format!(
-                    "upstream `{upstream}` has a query or fragment; give http://host:port[/path-prefix]"
+                    "upstream `{upstream}` has a query or fragment; give http(s)://host[:port][/path-prefix]"
                 ));
             }
-            rest.split_once('/')
-                .map_or(rest, |(authority, _path)| authority)
+            let authority = rest
+                .split_once('/')
+                .map_or(rest, |(authority, _path)| authority);
+            // Without a port, the scheme's: what follows the last `:` outside an IPv6 `[...]`.
+            let has_port = authority
+                .rsplit_once(':')
+                .is_some_and(|(_, port)| !port.contains(']'));
+            if !has_port {
+                return match authority.is_empty() {
+                    true => Err(format!("upstream `{upstream}` has no host")),
+                    false => Ok(()),
+                };
+            }
+            authority
         }
         Mode::Tcp => upstream,
     };
@@ -164,5 +180,32 @@ pub fn check_upstream(mode: Mode, upstream: &str) -> Result<(), String> {
         _ => Err(format!(
             "upstream `{upstream}` needs a host and a port (e.g. 127.0.0.1:8080)"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_http_upstream_is_http_or_https_with_the_schemes_port_by_default() {
+        for ok in [
+            "http://127.0.0.1:8080",
+            "https://api.example:8443/v1",
+            "https://api.example",
+            "http://[::1]",
+            "https://[::1]:443",
+        ] {
+            assert_eq!(check_upstream(Mode::Http, ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "ftp://h:1",
+            "https://",
+            "https://h:port",
+            "http://h:1/?q",
+            "h:1",
+        ] {
+            assert!(check_upstream(Mode::Http, bad).is_err(), "{bad}");
+        }
     }
 }

@@ -14,7 +14,10 @@ async fn a_trusted_server_is_described_by_version_subject_and_issuer() {
         .unwrap();
     assert_eq!(facts.version, "TLS 1.3");
     assert_eq!(facts.subject, "CN=localhost");
-    assert_eq!(facts.issuer, "CN=idemspec throwaway CA");
+    assert!(
+        facts.issuer.starts_with("CN=idemspec throwaway CA "),
+        "{facts:?}"
+    );
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod raw;
+pub mod tls;
 pub mod upstream;
 
 use std::time::Duration;
@@ -13,6 +14,7 @@ use rstest_reuse::template;
 
 pub use client::*;
 pub use raw::*;
+pub use tls::*;
 pub use upstream::*;
 
 /// Generous bound for anything that should take milliseconds (the test machine is loaded).

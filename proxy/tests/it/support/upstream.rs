@@ -3,6 +3,7 @@
 //! - `/echo`: the request body back, byte for byte.
 //! - `/stream/N`: N bytes of [`pattern`], streamed chunked in 64 KiB pieces.
 //! - `/slow/MS`: waits MS milliseconds, then answers as below.
+//! - `/status/N`: answers status N with the JSON below.
 //! - anything else: `200` JSON `{"n": <1-based count of requests seen>, "path": …}`.
 
 use std::net::SocketAddr;
@@ -61,8 +62,33 @@ impl Upstream {
         Self { addr, state }
     }
 
+    /// The same upstream over TLS with `config`; each request gains the header
+    /// `x-peer-certificate` (set by this upstream): the subject of the client certificate its
+    /// connection showed, empty for none.
+    pub async fn start_tls(config: Arc<idemspec_tls::rustls::ServerConfig>) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind upstream");
+        let addr = listener.local_addr().expect("local addr");
+        let state = Arc::new(State_::default());
+        let app = Router::new().fallback(handle).with_state(state.clone());
+        let acceptor = idemspec_tls::tokio_rustls::TlsAcceptor::from(config);
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                tokio::spawn(serve_tls(acceptor.clone(), tcp, app.clone()));
+            }
+        });
+        Self { addr, state }
+    }
+
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The base URL of an upstream started with [`Upstream::start_tls`] (its certificate names
+    /// `localhost`).
+    pub fn https_url(&self) -> String {
+        format!("https://localhost:{}", self.addr.port())
     }
 
     /// How many requests arrived (completely, body included).
@@ -80,6 +106,28 @@ impl Upstream {
             .completed
             .load(std::sync::atomic::Ordering::SeqCst)
     }
+}
+
+/// One TLS connection of [`Upstream::start_tls`], served by `app`.
+async fn serve_tls(
+    acceptor: idemspec_tls::tokio_rustls::TlsAcceptor,
+    tcp: tokio::net::TcpStream,
+    app: Router,
+) {
+    use tower::ServiceExt;
+    let Ok(tls) = acceptor.accept(tcp).await else {
+        return;
+    };
+    let subject = idemspec_tls::HandshakeFacts::of(tls.get_ref().1).subject;
+    let peer = axum::http::HeaderValue::from_str(&subject).expect("a subject is a header value");
+    let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
+        req.headers_mut().insert("x-peer-certificate", peer.clone());
+        app.clone().oneshot(req)
+    });
+    let io = hyper_util::rt::TokioIo::new(tls);
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(io, service)
+        .await;
 }
 
 async fn handle(State(state): State<Arc<State_>>, req: Request) -> Response {
@@ -119,13 +167,17 @@ async fn respond(state: &State_, req: Request) -> Response {
             .collect();
         return Body::from_stream(futures::stream::iter(chunks)).into_response();
     }
+    let status = path
+        .strip_prefix("/status/")
+        .map(|n| StatusCode::from_u16(n.parse().expect("/status/N")).expect("a status"))
+        .unwrap_or(StatusCode::OK);
     if let Some(ms) = path.strip_prefix("/slow/") {
         let ms: u64 = ms.parse().expect("/slow/MS");
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
     let json = serde_json::json!({"n": n, "path": path});
     (
-        StatusCode::OK,
+        status,
         [("content-type", "application/json")],
         json.to_string(),
     )
