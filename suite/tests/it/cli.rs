@@ -330,6 +330,19 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+fn tls_applies_only_to_the_reference_server() {
+    let dir = workspace();
+    let out = idemspec(dir.path(), &["run", "--tls", "--target", "profile.yaml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--tls apply only to the reference server"),
+        "{err}"
+    );
+    assert!(err.contains("add --reference"), "{err}");
+}
+
+#[test]
 fn color_always_colours_errors_and_never_does_not() {
     let dir = workspace();
     let always = Command::new(env!("CARGO_BIN_EXE_idemspec"))
