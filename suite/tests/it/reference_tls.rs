@@ -25,7 +25,10 @@ fn assert_reached_over_tls(report: &RunReport) {
     assert!(reached.url.starts_with("https://127.0.0.1:"), "{reached:?}");
     assert!(reached.version.starts_with("TLS 1."), "{reached:?}");
     assert_eq!(reached.subject, "CN=127.0.0.1", "{reached:?}");
-    assert_eq!(reached.issuer, "CN=idemspec throwaway CA", "{reached:?}");
+    assert!(
+        reached.issuer.starts_with("CN=idemspec throwaway CA"),
+        "{reached:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
