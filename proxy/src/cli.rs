@@ -13,14 +13,14 @@ use crate::{start, ProxyConfig};
 /// `idemspec proxy`: run the fault-injecting proxy until Ctrl-C.
 ///
 /// Flags override the scenario file's `listen`, `upstream` and `mode`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct ProxyArgs {
     /// Address to accept downstream connections on (default: the file's `listen`, else
     /// 127.0.0.1:0, a free port; the bound address is printed).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
-    /// Upstream: `http://host:port[/prefix]` in HTTP mode, `host:port` in TCP mode (default: the
-    /// file's).
+    /// Upstream: `http://host:port[/prefix]` or `https://host[:port][/prefix]` (reached over
+    /// TLS, see `--tls-ca-file`) in HTTP mode, `host:port` in TCP mode (default: the file's).
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
     /// A proxy file (`version: 1`, `listen`, `upstream`, `mode`, `rules` / `tcp_rules`).
@@ -51,6 +51,85 @@ pub struct ProxyArgs {
     /// say). Default `Idempotency-Key`.
     #[arg(long, value_name = "NAME", value_parser = parse_header_name)]
     pub key_header: Option<http::HeaderName>,
+    /// TLS on the proxy's port and to an `https://` upstream.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// TLS on either side of `idemspec proxy` (HTTP mode).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TlsArgs {
+    /// Serve TLS on the proxy's port with this PEM certificate chain (leaf first); with
+    /// `--tls-key`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_key",
+        conflicts_with = "tls_self_signed"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of `--tls-cert`.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve TLS on the proxy's port with a certificate for `localhost` and `127.0.0.1` from a
+    /// throwaway CA made now; the CA's certificate is written to a file whose path is printed
+    /// (`idemspec-proxy CA certificate: PATH`), for clients to trust.
+    #[arg(long)]
+    pub tls_self_signed: bool,
+    /// Trust the CA certificates of this PEM file for an `https://` upstream, besides the
+    /// platform's roots.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca_file: Option<PathBuf>,
+    /// The name an `https://` upstream's certificate must carry (and SNI), instead of the
+    /// upstream URL's host.
+    #[arg(long, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+    /// Accept any certificate from an `https://` upstream: no chain, name or date check. For a
+    /// test endpoint only; a warning says so at start.
+    #[arg(long)]
+    pub tls_insecure_skip_verify: bool,
+}
+
+impl TlsArgs {
+    /// The upstream's TLS settings, when any flag set one.
+    fn upstream(&self) -> Option<crate::UpstreamTls> {
+        let trust = idemspec_tls::TrustOptions {
+            ca_file: self.tls_ca_file.clone(),
+            server_name: self.tls_server_name.clone(),
+            insecure_skip_verify: self.tls_insecure_skip_verify,
+        };
+        (trust != idemspec_tls::TrustOptions::default()).then(|| crate::UpstreamTls {
+            trust,
+            identities: Default::default(),
+        })
+    }
+
+    /// The server config of the proxy's port: from `--tls-cert`/`--tls-key`, or a throwaway
+    /// CA's certificate written to [`self_signed_ca_path`]; `None` for plain HTTP.
+    fn listen(&self) -> anyhow::Result<Option<std::sync::Arc<idemspec_tls::rustls::ServerConfig>>> {
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            let config = idemspec_tls::server_config(cert, key, None, false)
+                .context("failed to serve TLS with --tls-cert and --tls-key")?;
+            return Ok(Some(config));
+        }
+        if !self.tls_self_signed {
+            return Ok(None);
+        }
+        let ca = idemspec_tls::ThrowawayCa::new()?;
+        let (cert, key) = ca.server_cert(&["localhost", "127.0.0.1"])?;
+        let path = self_signed_ca_path();
+        std::fs::write(&path, ca.ca_pem())
+            .with_context(|| format!("failed to write {}", path.display()))?;
+        Ok(Some(idemspec_tls::server_config_pem(
+            &cert, &key, None, false,
+        )?))
+    }
+}
+
+/// Where `--tls-self-signed` writes its CA's certificate: `idemspec-proxy-PID-ca.pem` in the
+/// temporary directory.
+pub fn self_signed_ca_path() -> PathBuf {
+    std::env::temp_dir().join(format!("idemspec-proxy-{}-ca.pem", std::process::id()))
 }
 
 /// A `--key-header` value: an HTTP header name (RFC 9110 §5.1 token), any case.
@@ -94,16 +173,27 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     }
     let config = config(&args)?;
     let mode = config.mode;
+    let scheme = match (mode, &config.listen_tls) {
+        (Mode::Tcp, _) => "tcp",
+        (Mode::Http, Some(_)) => "https",
+        (Mode::Http, None) => "http",
+    };
+    if args.tls.tls_insecure_skip_verify {
+        eprintln!("idemspec-proxy: WARNING: --tls-insecure-skip-verify: the upstream's certificate is not checked at all");
+    }
     let handle = start(config)
         .await
         .context("failed to start idemspec-proxy")?;
-    let scheme = if mode == Mode::Tcp { "tcp" } else { "http" };
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
         "idemspec-proxy listening on {scheme}://{}",
         handle.addr()
     )?;
+    if args.tls.tls_self_signed {
+        let ca = self_signed_ca_path();
+        writeln!(out, "idemspec-proxy CA certificate: {}", ca.display())?;
+    }
     if let Some(control) = handle.control_addr() {
         writeln!(out, "idemspec-proxy control on http://{control}")?;
     }
@@ -167,9 +257,15 @@ pub fn config(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
         .or_else(|| file.as_ref().map(|f| f.upstream.clone()))
         .context("no upstream: pass --upstream or give `upstream:` in the --scenario file")?;
     let (rules, tcp_rules) = file.map(|f| (f.rules, f.tcp_rules)).unwrap_or_default();
+    let listen_tls = args.tls.listen()?;
+    if mode == Mode::Tcp && listen_tls.is_some() {
+        anyhow::bail!("TLS on the proxy's port (--tls-cert, --tls-self-signed) needs HTTP mode; in TCP mode TLS passes through as bytes");
+    }
     Ok(ProxyConfig {
         listen,
         upstream,
+        upstream_tls: args.tls.upstream(),
+        listen_tls,
         mode,
         rules,
         tcp_rules,
@@ -277,6 +373,54 @@ mod tests {
         assert_eq!(toxi.map(|a| a.port()), Some(8474));
         assert!(Cli::try_parse_from(["x", "--toxiproxy-api", "8474"]).is_err());
         std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn tls_flags_set_both_sides() {
+        let flags = [
+            "--upstream",
+            "https://api.example",
+            "--tls-ca-file",
+            "/etc/ca.pem",
+            "--tls-server-name",
+            "api.internal",
+        ];
+        let given = config_of(&flags);
+        let trust = given.upstream_tls.expect("upstream TLS").trust;
+        assert_eq!(
+            trust.ca_file.as_deref(),
+            Some(std::path::Path::new("/etc/ca.pem"))
+        );
+        assert_eq!(trust.server_name.as_deref(), Some("api.internal"));
+        assert!(!trust.insecure_skip_verify && given.listen_tls.is_none());
+        let plain = config_of(&["--upstream", "https://api.example"]);
+        assert!(
+            plain.upstream_tls.is_none(),
+            "the platform's roots, by default"
+        );
+        let served = config_of(&["--upstream", "http://a:1", "--tls-self-signed"]);
+        assert!(served.listen_tls.is_some());
+        let pem = std::fs::read_to_string(self_signed_ca_path()).unwrap();
+        assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        assert!(
+            Cli::try_parse_from(["x", "--tls-cert", "c.pem"]).is_err(),
+            "a key too"
+        );
+        let both = [
+            "x",
+            "--tls-cert",
+            "c",
+            "--tls-key",
+            "k",
+            "--tls-self-signed",
+        ];
+        assert!(Cli::try_parse_from(both).is_err());
+        let tcp = ["--upstream", "a:1", "--mode", "tcp", "--tls-self-signed"];
+        assert!(config(&parse(&tcp)).is_err());
+    }
+
+    fn config_of(flags: &[&str]) -> ProxyConfig {
+        config(&parse(flags)).unwrap()
     }
 
     #[test]

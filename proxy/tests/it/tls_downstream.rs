@@ -7,8 +7,13 @@ use crate::support::*;
 
 /// A reqwest client that trusts `pki`'s CA (and only speaks rustls).
 fn trusting(pki: &Pki) -> reqwest::Client {
+    trusting_file(pki.ca_file())
+}
+
+/// A reqwest client that trusts the CA certificates of `ca_file`.
+fn trusting_file(ca_file: std::path::PathBuf) -> reqwest::Client {
     let trust = idemspec_tls::TrustOptions {
-        ca_file: Some(pki.ca_file()),
+        ca_file: Some(ca_file),
         ..Default::default()
     };
     let config = idemspec_tls::client_config(&trust, None).unwrap();
@@ -62,5 +67,31 @@ async fn plain_http_to_the_tls_port_is_told_to_use_https() {
     let words = idemspec_tls::explain_plain_answer(&got.bytes).expect("named as plain HTTP");
     assert!(words.contains("https://"), "{words}");
     assert_eq!(upstream.count(), 0);
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_cli_flags_serve_tls_and_reach_an_https_upstream() {
+    use idemspec_proxy::cli::{self, ProxyArgs, TlsArgs};
+    let pki = Pki::new();
+    let upstream = Upstream::start_tls(pki.server(false)).await;
+    let args = ProxyArgs {
+        upstream: Some(upstream.https_url()),
+        threads: Some(0),
+        tls: TlsArgs {
+            tls_self_signed: true,
+            tls_ca_file: Some(pki.ca_file()),
+            ..TlsArgs::default()
+        },
+        ..ProxyArgs::default()
+    };
+    let proxy = idemspec_proxy::start(cli::config(&args).unwrap())
+        .await
+        .unwrap();
+    let client = trusting_file(cli::self_signed_ca_path());
+    let url = format!("https://localhost:{}/v1/workers", proxy.addr().port());
+    let resp = client.post(url).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(upstream.count(), 1);
     proxy.shutdown().await;
 }

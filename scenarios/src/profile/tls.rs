@@ -48,8 +48,12 @@ pub struct ClientIdentity {
 }
 
 /// The directory a profile's relative paths start from: the directory of `file` (the profile's
-/// path as the user named it; empty, the working directory, for a bare file name).
+/// path as the user named it); empty, the working directory, for a bare file name or a built-in
+/// profile (`<embedded:…>`, whose paths are given absolute).
 pub fn profile_dir(file: &str) -> PathBuf {
+    if file.starts_with("<embedded:") {
+        return PathBuf::new();
+    }
     Path::new(file)
         .parent()
         .map(Path::to_path_buf)

@@ -90,7 +90,11 @@ impl RunRecord {
             stats,
             target_log,
             tls: self.tls.clone(),
-            tls_unverified: self.tls_unverified,
+            warnings: self
+                .tls_unverified
+                .then(|| RunReport::UNVERIFIED_WARNING.to_owned())
+                .into_iter()
+                .collect(),
         };
         self.send(RunEvent::RunFinished(Box::new(report.clone())));
         report

@@ -46,4 +46,14 @@ impl TlsSettings {
     pub fn identity(&self, name: &str) -> Option<&IdentityFiles> {
         self.identities.get(name)
     }
+
+    /// What the embedded proxy needs to originate TLS to the target: the same trust, and each
+    /// principal's certificate (picked by a request's
+    /// [`PRINCIPAL_HEADER`](super::PRINCIPAL_HEADER)).
+    pub fn upstream(&self) -> idemspec_proxy::UpstreamTls {
+        idemspec_proxy::UpstreamTls {
+            trust: self.trust.clone(),
+            identities: self.identities.clone(),
+        }
+    }
 }

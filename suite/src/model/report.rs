@@ -28,10 +28,10 @@ pub struct RunReport {
     /// before any check (none for a plain-HTTP target).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tls: Vec<TlsReached>,
-    /// `true` when the profile says `tls.insecure_skip_verify`: no certificate of the target was
-    /// verified, and every report format says so.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub tls_unverified: bool,
+    /// Warnings about the whole run that every report format shows above the checks: that the
+    /// target's certificates went unverified ([`RunReport::UNVERIFIED_WARNING`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// One `https://` base URL as its TLS handshake before the checks found it.
@@ -48,7 +48,8 @@ pub struct TlsReached {
 }
 
 impl TlsReached {
-    /// The line every report format shows: `https://…: TLS 1.3, certificate CN=… (issuer CN=…)`.
+    /// The line every report format shows: `reached https://… over TLS 1.3, certificate CN=…
+    /// (issuer CN=…)`.
     pub fn line(&self) -> String {
         format!(
             "reached {} over {}, certificate {} (issuer {})",
@@ -58,24 +59,20 @@ impl TlsReached {
 }
 
 impl RunReport {
-    /// The warning every report format shows when the target's certificate was not verified.
-    pub const UNVERIFIED_WARNING: &'static str = "WARNING: TLS certificates were NOT verified          (`tls.insecure_skip_verify: true`): anyone on the path could have answered for the target";
-
-    /// The report's TLS lines, in the order every format shows them: the unverified warning
-    /// first where it applies, then one line per `https://` base URL ([`TlsReached::line`]).
-    pub fn tls_lines(&self) -> Vec<String> {
-        let warning = self
-            .tls_unverified
-            .then(|| Self::UNVERIFIED_WARNING.to_owned());
-        warning
-            .into_iter()
-            .chain(self.tls.iter().map(TlsReached::line))
-            .collect()
-    }
-}
-
-impl RunReport {
     /// The schema version this build writes in [`RunReport::version`]; bumped on incompatible
     /// changes (fields are only ever added within a version; `docs/reading-reports.md`).
     pub const VERSION: u32 = 1;
+
+    /// The warning every report format shows when the target's certificates were not verified.
+    pub const UNVERIFIED_WARNING: &'static str = "WARNING: TLS certificates were NOT verified \
+         (`tls.insecure_skip_verify: true`): anyone on the path could have answered for the target";
+
+    /// The lines every report format shows above the checks: the run's [`warnings`] first, then
+    /// one line per `https://` base URL reached ([`TlsReached::line`]).
+    ///
+    /// [`warnings`]: RunReport::warnings
+    pub fn header_lines(&self) -> Vec<String> {
+        let reached = self.tls.iter().map(TlsReached::line);
+        self.warnings.iter().cloned().chain(reached).collect()
+    }
 }

@@ -23,20 +23,17 @@ const SUB_ROW: f64 = 6.0;
 /// Height of an aggregated timeline's bars at their tallest.
 const BARS: f64 = 120.0;
 
-/// The report's TLS lines as paragraphs, the unverified warning marked as one.
-fn tls_lines(report: &RunReport) -> String {
-    report
-        .tls_lines()
+/// The report's header lines as paragraphs, its warnings marked as such.
+fn header_lines(report: &RunReport) -> String {
+    let warnings = report
+        .warnings
         .iter()
-        .map(|line| {
-            let class = if line == RunReport::UNVERIFIED_WARNING {
-                " class=\"tls-warning\""
-            } else {
-                ""
-            };
-            format!("<p{class}>{}</p>", esc(line))
-        })
-        .collect()
+        .map(|w| format!("<p class=\"run-warning\">{}</p>", esc(w)));
+    let reached = report
+        .tls
+        .iter()
+        .map(|r| format!("<p>{}</p>", esc(&r.line())));
+    warnings.chain(reached).collect()
 }
 
 /// Renders `report` as one HTML page; `policy` decides the result shown at the top.
@@ -70,7 +67,7 @@ pub fn render(report: &RunReport, policy: ExitPolicy) -> String {
         time = human_duration(report.duration_ms),
         started = esc(&report.started_at),
         counts = counts(&report.stats),
-        tls = tls_lines(report),
+        tls = header_lines(report),
     );
     out.push_str(&overview(report));
     out.push_str(&legend());
@@ -374,7 +371,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:0 0 6px}code{font-fami
 .result{padding:2px 8px;border-radius:4px;color:#fff}.result.pass{background:#1a7f37}.result.fail{background:#cf222e}.result.unknown{background:#8250df}\
 table.overview{border-collapse:collapse;width:100%;margin:12px 0}table.overview td,table.overview th{border-bottom:1px solid #d0d7de;padding:4px 8px;text-align:left}\
 td.num{text-align:right}.badge{display:inline-block;min-width:58px;text-align:center;border-radius:4px;padding:0 6px;font-weight:600;color:#fff}\
-.tls-warning{color:#fff;background:#bf8700;padding:.3em .6em;font-weight:bold}\
+.run-warning{color:#fff;background:#bf8700;padding:.3em .6em;font-weight:bold}\
 .badge.pass{background:#1a7f37}.badge.fail{background:#cf222e}.badge.warn{background:#bf8700}.badge.info{background:#0969da}.badge.skip{background:#6e7781}.badge.unknown{background:#8250df}\
 section.check{border:1px solid #d0d7de;border-left:6px solid #6e7781;border-radius:6px;padding:10px 14px;margin:12px 0}\
 section.check.pass{border-left-color:#1a7f37}section.check.fail{border-left-color:#cf222e}section.check.warn{border-left-color:#bf8700}section.check.info{border-left-color:#0969da}section.check.unknown{border-left-color:#8250df}\

@@ -27,7 +27,7 @@ pub fn render(report: &RunReport, policy: ExitPolicy) -> String {
         human_duration(report.duration_ms),
         counts(stats),
     );
-    for line in report.tls_lines() {
+    for line in report.header_lines() {
         let _ = writeln!(out, "> {}\n", html(&line));
     }
     out.push_str("| check | title | level | verdict | time |\n|---|---|---|---|--:|\n");

@@ -51,18 +51,14 @@ pub fn render(report: &RunReport, options: TerminalOptions) -> String {
             palette.dim(&format!("target started by idemspec; its log: {log}"))
         );
     }
-    if report.tls_unverified {
-        let warn = palette.verdict_style(Verdict::Warn);
-        let _ = writeln!(
-            out,
-            "{}",
-            palette.paint(warn, RunReport::UNVERIFIED_WARNING)
-        );
+    let warn = palette.verdict_style(Verdict::Warn);
+    for warning in &report.warnings {
+        let _ = writeln!(out, "{}", palette.paint(warn, warning));
     }
     for reached in &report.tls {
         let _ = writeln!(out, "{}", palette.dim(&reached.line()));
     }
-    if report.tls_unverified || !report.tls.is_empty() {
+    if !report.warnings.is_empty() || !report.tls.is_empty() {
         out.push('\n');
     }
     out.push_str(&table(&report.checks, palette));

@@ -32,6 +32,7 @@ impl FaultProxy {
                 upstream: upstream.trim_end_matches('/').to_owned(),
                 rules: rules.to_vec(),
                 key_at: key_at.clone(),
+                upstream_tls: Some(tls.upstream()),
                 // A check's requests have all ended when it shuts its proxy down; a `hang` must
                 // not hold the run.
                 shutdown_grace: Duration::from_millis(100),

@@ -135,6 +135,9 @@ async fn preflight(ctx: &ApiCtx) -> Result<(), RunError> {
                     "preflight",
                 )
                 .await;
+            if let Some(plain_to_tls) = tls_preflight::plain_to_tls(url, &ex).await {
+                return Err(plain_to_tls);
+            }
             let path = format!(
                 "{} {}",
                 ex.evidence.request.method, ex.evidence.request.path

@@ -4,6 +4,7 @@
 
 use super::api_ctx::ApiCtx;
 use super::{RunError, Unreachable};
+use crate::http_client::Exchange;
 use crate::model::TlsReached;
 
 /// Makes one TLS handshake with each `https://` base URL, presenting the first principal's client
@@ -51,6 +52,36 @@ pub(crate) async fn handshakes(ctx: &ApiCtx) -> Result<Vec<TlsReached>, RunError
         });
     }
     Ok(reached)
+}
+
+/// Where a plain `http://` base URL's preflight got no usable answer (`exchange`) because its
+/// port speaks TLS: the answer is a TLS server's refusal of plain HTTP
+/// ([`idemspec_tls::explain_plain_answer`]), or nothing came back and a TLS handshake there
+/// succeeds. The cause in words, or `None` where the port does not speak TLS.
+pub(crate) async fn plain_to_tls(url: &str, exchange: &Exchange) -> Option<RunError> {
+    let rest = url.strip_prefix("http://")?;
+    if exchange.status.is_some_and(|s| (200..300).contains(&s)) {
+        return None;
+    }
+    let said = match exchange.status {
+        Some(_) => idemspec_tls::explain_plain_answer(&exchange.body),
+        None => {
+            let https = format!("https://{rest}");
+            let authority = authority(&https);
+            let any = idemspec_tls::TrustOptions {
+                insecure_skip_verify: true,
+                ..idemspec_tls::TrustOptions::default()
+            };
+            let config = idemspec_tls::client_config(&any, None).ok()?;
+            let host = authority.rsplit_once(':').map_or("localhost", |(h, _)| h);
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let answered = idemspec_tls::probe(&authority, &config, host).await.is_ok();
+            answered.then(|| {
+                "plain HTTP was sent to a port that speaks TLS: use an https:// URL".to_owned()
+            })
+        }
+    };
+    said.map(|cause| unreachable(url, cause))
 }
 
 /// The TLS failure of a handshake with `url`.

@@ -15,6 +15,7 @@ mod report;
 mod storm_keys;
 mod support;
 mod tidy;
+mod tls;
 mod toxiproxy_clients;
 mod trust;
 mod user_scenarios;

@@ -32,6 +32,8 @@ use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 
+use super::tls_edge::TlsEdge;
+
 /// The target profile, with `${ALT_API_URL}` and `${ALT_ADMIN_URL}` to fill in.
 pub const PROFILE: &str = include_str!("../fixtures/alt-api.yaml");
 
@@ -51,9 +53,14 @@ pub struct AltApi {
 }
 
 impl AltApi {
-    /// `http://127.0.0.1:PORT` of the API.
+    /// `http://127.0.0.1:PORT` of the API (`https://` when it serves TLS).
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.app.addr)
+        let scheme = if self.app.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.app.addr)
     }
 
     /// `http://127.0.0.1:PORT` of the admin listener.
@@ -283,12 +290,23 @@ pub async fn start() -> AltApi {
 
 /// Starts the API, configured by `options`, and its admin listener on 127.0.0.1:0.
 pub async fn start_with(options: Options) -> AltApi {
+    start_serving(options, None).await
+}
+
+/// Starts the API over HTTPS (`tls`: its certificate, and for mutual TLS the client certificates
+/// that name its principals); the admin listener stays plain HTTP.
+pub async fn start_tls(options: Options, tls: Arc<TlsEdge>) -> AltApi {
+    start_serving(options, Some(tls)).await
+}
+
+async fn start_serving(options: Options, tls: Option<Arc<TlsEdge>>) -> AltApi {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind the alt API");
     let addr = listener.local_addr().expect("bound address");
     let app = App {
         addr,
+        tls,
         options,
         inner: Arc::new(Mutex::new(Inner::default())),
         server: Arc::new(Mutex::new(None)),
@@ -318,6 +336,8 @@ pub async fn start_with(options: Options) -> AltApi {
 #[derive(Clone)]
 struct App {
     addr: SocketAddr,
+    /// Its TLS edge, when it serves HTTPS.
+    tls: Option<Arc<TlsEdge>>,
     options: Options,
     inner: Arc<Mutex<Inner>>,
     /// The accept loop; aborting it drops the listener and, through its `JoinSet`, every open
@@ -511,9 +531,15 @@ impl App {
         } else {
             router
         };
+        let tls = self.tls.clone();
         let task = tokio::spawn(async move {
             let mut connections = JoinSet::new();
             while let Ok((stream, _)) = listener.accept().await {
+                if let Some(edge) = &tls {
+                    connections.spawn(edge.clone().serve(stream, router.clone()));
+                    while connections.try_join_next().is_some() {}
+                    continue;
+                }
                 let service = hyper_util::service::TowerToHyperService::new(router.clone());
                 connections.spawn(async move {
                     let io = hyper_util::rt::TokioIo::new(stream);

@@ -6,3 +6,4 @@ pub mod postgres;
 pub mod redact;
 pub mod reference;
 pub mod sample;
+pub mod tls_edge;

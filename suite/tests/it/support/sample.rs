@@ -177,5 +177,7 @@ pub fn report() -> RunReport {
         checks,
         stats,
         target_log: None,
+        tls: Vec::new(),
+        warnings: Vec::new(),
     }
 }
