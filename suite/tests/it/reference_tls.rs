@@ -1,21 +1,11 @@
 //! `idemspec run --reference --tls`: leasebroker over mutual TLS with a throwaway CA per run, its
 //! two principals named by their client certificates (no bearer token), every request (direct,
-//! and through the fault proxy) showing its principal's certificate.
+//! and through the fault proxy) showing its principal's certificate. Every flaw still failing its
+//! check over mutual TLS is the flaw matrix's `mutual_tls` mode.
 
 use idemspec::model::{RunReport, Verdict};
-use idemspec::runner::{RunOptions, Target};
 
-use crate::support::reference::{all_pass, outcome, reference, run_options, table};
-
-/// Runs `only` (every check when empty) against the reference over mutual TLS with `flaws`, on
-/// SQLite.
-async fn run_over_mutual_tls(flaws: &[&str], only: &[&str]) -> RunReport {
-    let mut reference = reference(flaws, None);
-    reference.tls = true;
-    let mut opts = RunOptions::new(Target::Reference(reference));
-    opts.only = only.iter().map(|s| (*s).to_owned()).collect();
-    run_options(opts).await
-}
+use crate::support::reference::{all_pass, outcome, run_reference_over_mutual_tls, table};
 
 /// Asserts the report says the reference was reached over TLS with the run's CA.
 fn assert_reached_over_tls(report: &RunReport) {
@@ -33,7 +23,7 @@ fn assert_reached_over_tls(report: &RunReport) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn clean_reference_passes_every_check_over_mutual_tls_on_sqlite() {
-    let report = run_over_mutual_tls(&[], &[]).await;
+    let report = run_reference_over_mutual_tls(&[], &[]).await;
     println!("{}ms\n{}", report.duration_ms, table(&report));
     assert_reached_over_tls(&report);
     assert_eq!(report.checks.len(), idemspec::runner::catalogue().len());
@@ -48,7 +38,7 @@ async fn clean_reference_passes_every_check_over_mutual_tls_on_sqlite() {
 /// the certificates alone tell them apart, cross-tenant must still FAIL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn global_keyspace_fails_cross_tenant_over_mutual_tls() {
-    let report = run_over_mutual_tls(&["global-keyspace"], &["cross-tenant"]).await;
+    let report = run_reference_over_mutual_tls(&["global-keyspace"], &["cross-tenant"]).await;
     assert_reached_over_tls(&report);
     let o = outcome(&report, "cross-tenant");
     assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
