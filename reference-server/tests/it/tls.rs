@@ -1,7 +1,8 @@
 //! leasebroker over TLS, on real sockets: HTTPS on the public listener with bearer tokens, client
 //! certificates naming principals (the third way beside tokens and `--dev`), a required
-//! certificate refused in the handshake, a plain HTTP request to the TLS port, the lingering close
-//! over TLS, and a flaw that loses the principal judged over mutual TLS.
+//! certificate refused in the handshake, a plain HTTP request to the TLS port, a stalled
+//! handshake cut off, the lingering close over TLS, and a flaw that loses the principal judged
+//! over mutual TLS.
 
 use std::sync::Arc;
 
@@ -240,6 +241,27 @@ async fn global_keyspace_leaks_across_certified_principals() {
     assert_eq!(a.status, 201);
     assert!(b.replayed(), "the flaw replays alice's answer to bob");
     assert_eq!(a.id(), b.id());
+    s.stop().await;
+}
+
+/// A client that begins a handshake and stalls holds its connection no longer than the header
+/// read timeout (the handshake is bounded by it), and gets no answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_handshake_is_cut_off_at_the_header_read_timeout() {
+    let pki = Pki::new();
+    let db = Db::sqlite();
+    let opts = Options {
+        tls: Some(pki.server(ClientCerts::NotAsked)),
+        header_read_timeout: std::time::Duration::from_millis(300),
+        ..Options::default()
+    };
+    let s = TestServer::start(&db, opts).await;
+    // The first bytes of a TLS handshake record, then nothing more.
+    let read = exchange(s.addr(), &[0x16, 0x03, 0x01]).await;
+    assert!(
+        read.map_or(true, |bytes| bytes.is_empty()),
+        "an answer to half a handshake"
+    );
     s.stop().await;
 }
 
