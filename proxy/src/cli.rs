@@ -2,10 +2,10 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use idemspec_scenarios::rules::{Mode, ProxyFile};
+use idemspec_scenarios::rules::{ListenTlsFile, Mode, ProxyFile, UpstreamTlsFile};
 
 use crate::toxiproxy::ToxiproxyServer;
 use crate::{start, ProxyConfig};
@@ -91,12 +91,17 @@ pub struct TlsArgs {
 }
 
 impl TlsArgs {
-    /// The upstream's TLS settings, when any flag set one.
-    fn upstream(&self) -> Option<crate::UpstreamTls> {
+    /// The upstream's TLS settings, when a flag or the file's `upstream_tls` (its paths relative
+    /// to `dir`) set one; flags win.
+    fn upstream(&self, file: Option<&UpstreamTlsFile>, dir: &Path) -> Option<crate::UpstreamTls> {
+        let file = file.cloned().unwrap_or_default();
         let trust = idemspec_tls::TrustOptions {
-            ca_file: self.tls_ca_file.clone(),
-            server_name: self.tls_server_name.clone(),
-            insecure_skip_verify: self.tls_insecure_skip_verify,
+            ca_file: self
+                .tls_ca_file
+                .clone()
+                .or_else(|| file.ca_file.map(|f| dir.join(f))),
+            server_name: self.tls_server_name.clone().or(file.server_name),
+            insecure_skip_verify: self.tls_insecure_skip_verify || file.insecure_skip_verify,
         };
         (trust != idemspec_tls::TrustOptions::default()).then(|| crate::UpstreamTls {
             trust,
@@ -104,12 +109,24 @@ impl TlsArgs {
         })
     }
 
-    /// The server config of the proxy's port: from `--tls-cert`/`--tls-key`, or a throwaway
-    /// CA's certificate written to [`self_signed_ca_path`]; `None` for plain HTTP.
-    fn listen(&self) -> anyhow::Result<Option<std::sync::Arc<idemspec_tls::rustls::ServerConfig>>> {
-        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
-            let config = idemspec_tls::server_config(cert, key, None, false)
-                .context("failed to serve TLS with --tls-cert and --tls-key")?;
+    /// The server config of the proxy's port: from `--tls-cert`/`--tls-key`, a throwaway CA's
+    /// certificate written to [`self_signed_ca_path`], or the file's `listen_tls` (its paths
+    /// relative to `dir`); `None` for plain HTTP.
+    fn listen(
+        &self,
+        file: Option<&ListenTlsFile>,
+        dir: &Path,
+    ) -> anyhow::Result<Option<std::sync::Arc<idemspec_tls::rustls::ServerConfig>>> {
+        let from_file = file
+            .filter(|_| !self.tls_self_signed)
+            .map(|f| (dir.join(&f.cert_file), dir.join(&f.key_file)));
+        let files = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+            _ => from_file,
+        };
+        if let Some((cert, key)) = files {
+            let config = idemspec_tls::server_config(&cert, &key, None, false)
+                .context("failed to serve TLS on the proxy's port")?;
             return Ok(Some(config));
         }
         if !self.tls_self_signed {
@@ -256,15 +273,25 @@ pub fn config(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
         .clone()
         .or_else(|| file.as_ref().map(|f| f.upstream.clone()))
         .context("no upstream: pass --upstream or give `upstream:` in the --scenario file")?;
+    let dir = args
+        .scenario
+        .as_deref()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new(""));
+    let upstream_tls = args
+        .tls
+        .upstream(file.as_ref().and_then(|f| f.upstream_tls.as_ref()), dir);
+    let listen_tls = args
+        .tls
+        .listen(file.as_ref().and_then(|f| f.listen_tls.as_ref()), dir)?;
     let (rules, tcp_rules) = file.map(|f| (f.rules, f.tcp_rules)).unwrap_or_default();
-    let listen_tls = args.tls.listen()?;
     if mode == Mode::Tcp && listen_tls.is_some() {
         anyhow::bail!("TLS on the proxy's port (--tls-cert, --tls-self-signed) needs HTTP mode; in TCP mode TLS passes through as bytes");
     }
     Ok(ProxyConfig {
         listen,
         upstream,
-        upstream_tls: args.tls.upstream(),
+        upstream_tls,
         listen_tls,
         mode,
         rules,
@@ -417,6 +444,42 @@ mod tests {
         assert!(Cli::try_parse_from(both).is_err());
         let tcp = ["--upstream", "a:1", "--mode", "tcp", "--tls-self-signed"];
         assert!(config(&parse(&tcp)).is_err());
+    }
+
+    #[test]
+    fn the_files_tls_settings_are_relative_to_it_and_flags_win() {
+        let path = scenario_file(
+            "tls.yaml",
+            "version: 1\nupstream: https://api.example\nupstream_tls: {ca_file: ca.pem, server_name: api.internal}\nlisten_tls: {cert_file: c.pem, key_file: k.pem}\n",
+        );
+        let dir = path.parent().unwrap();
+        let file = ["--scenario", path.to_str().unwrap(), "--tls-self-signed"];
+        let from_file = config_of(&file);
+        let trust = from_file.upstream_tls.unwrap().trust;
+        assert_eq!(trust.ca_file, Some(dir.join("ca.pem")));
+        assert_eq!(trust.server_name.as_deref(), Some("api.internal"));
+        let flags = [&file[..], &["--tls-server-name", "other"]].concat();
+        let trust = config_of(&flags).upstream_tls.unwrap().trust;
+        assert_eq!(trust.server_name.as_deref(), Some("other"));
+        let err = config(&parse(&file[..2])).unwrap_err();
+        assert!(
+            format!("{err:#}").contains(&dir.join("c.pem").display().to_string()),
+            "{err:#}"
+        );
+        std::fs::remove_file(path).unwrap();
+        let plain = scenario_file(
+            "plain-tls.yaml",
+            "version: 1\nupstream: http://a:1\nupstream_tls: {ca_file: ca.pem}\n",
+        );
+        let err = format!(
+            "{:#}",
+            config(&parse(&["--scenario", plain.to_str().unwrap()])).unwrap_err()
+        );
+        assert!(
+            err.contains("plain-tls.yaml:3:") && err.contains("https://"),
+            "{err}"
+        );
+        std::fs::remove_file(plain).unwrap();
     }
 
     fn config_of(flags: &[&str]) -> ProxyConfig {

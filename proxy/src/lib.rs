@@ -53,4 +53,5 @@ pub use error::ProxyError;
 pub use event::{ProxyEvent, Side};
 pub use event_log::EventLog;
 pub use handle::ProxyHandle;
+pub use http::PRINCIPAL_HEADER;
 pub use start::start;

@@ -73,6 +73,7 @@ pub(crate) use conn_signals::ConnRegistry;
 pub(crate) use ctx::IDEMPOTENCY_KEY;
 pub(crate) use head_timer::sweep as sweep_slow_heads;
 pub(crate) use key::RequestKey;
+pub use originate::PRINCIPAL_HEADER;
 pub(crate) use shared::{Shared, Upstream};
 pub(crate) use synthetic::{problem_document, PROBLEM_JSON};
 pub(crate) use upstream::Forwarder;

@@ -13,7 +13,9 @@ use crate::error::ProxyError;
 
 /// The control header that names the principal a request is made as; it selects the client
 /// certificate of the request's upstream connection and is stripped like every `x-idemspec-*`.
-pub(crate) const PRINCIPAL: HeaderName = HeaderName::from_static("x-idemspec-principal");
+pub const PRINCIPAL_HEADER: &str = "x-idemspec-principal";
+
+const PRINCIPAL: HeaderName = HeaderName::from_static(PRINCIPAL_HEADER);
 
 /// Which client certificate an upstream connection shows: 0 none, `i` the `i`-th principal's
 /// (in [`UpstreamTls::identities`]' order). A request carries it in its extensions when it is

@@ -215,3 +215,29 @@ async fn an_unreadable_identity_fails_the_start_naming_the_file() {
     let chain = format!("{err}: {}", std::error::Error::source(&err).unwrap());
     assert!(chain.contains("missing-key.pem"), "{chain}");
 }
+
+#[tokio::test]
+async fn an_https_upstream_that_speaks_plain_http_is_told_to_use_http() {
+    let pki = Pki::new();
+    let upstream = Upstream::start().await;
+    let proxy = start(ProxyConfig {
+        upstream: format!("https://localhost:{}", upstream.addr.port()),
+        upstream_tls: Some(pki.upstream_tls(&[])),
+        ..ProxyConfig::default()
+    })
+    .await
+    .unwrap();
+    let resp = http()
+        .get(format!("http://{}/v1/workers", proxy.addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 502);
+    let error = proxy.events()[0].upstream_error.clone().unwrap_or_default();
+    assert!(
+        error.contains("plain HTTP") && error.contains("http://"),
+        "{error}"
+    );
+    assert_eq!(upstream.count(), 0);
+    proxy.shutdown().await;
+}

@@ -24,6 +24,11 @@ pub enum Mode {
 /// listen: 127.0.0.1:8081        # optional; --listen overrides
 /// upstream: http://127.0.0.1:8080
 /// mode: http                    # or tcp (then upstream is host:port and rules go in tcp_rules)
+/// upstream_tls:                 # optional, for an https:// upstream; --tls-* flags override
+///   ca_file: ca.pem             # paths relative to this file's directory
+/// listen_tls:                   # optional: serve TLS on the proxy's port
+///   cert_file: proxy.pem
+///   key_file: proxy-key.pem
 /// rules:
 ///   - name: lose-first-create
 ///     match: {method: POST, path: /v1/workers, nth: 1}
@@ -35,16 +40,46 @@ pub struct ProxyFile {
     pub version: u32,
     /// The address to listen on (`127.0.0.1:8081`), if the file gives one.
     pub listen: Option<String>,
-    /// HTTP mode: a base URL `http://host:port`, optionally with a path prefix that is put in
-    /// front of every forwarded path (HTTPS is not proxied in HTTP mode; use TCP mode). TCP mode:
-    /// `host:port`.
+    /// HTTP mode: a base URL `http://host[:port]` or `https://host[:port]`, optionally with a
+    /// path prefix that is put in front of every forwarded path. TCP mode: `host:port`.
     pub upstream: String,
+    /// How an `https://` upstream is reached (HTTP mode).
+    pub upstream_tls: Option<UpstreamTlsFile>,
+    /// TLS on the proxy's port (HTTP mode).
+    pub listen_tls: Option<ListenTlsFile>,
     /// HTTP or TCP mode.
     pub mode: Mode,
     /// HTTP-mode rules, in order.
     pub rules: Vec<Rule>,
     /// TCP-mode rules, in order.
     pub tcp_rules: Vec<TcpRule>,
+}
+
+/// A proxy file's `upstream_tls`: whom an `https://` upstream's certificate must be issued by,
+/// and for which name. Paths as written (relative ones to the file's directory).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamTlsFile {
+    /// A PEM file of CA certificates trusted besides the platform's roots.
+    #[serde(default)]
+    pub ca_file: Option<String>,
+    /// The name the upstream's certificate must carry (and SNI), instead of the URL's host.
+    #[serde(default)]
+    pub server_name: Option<String>,
+    /// Accept any upstream certificate (no chain, name or date check).
+    #[serde(default)]
+    pub insecure_skip_verify: bool,
+}
+
+/// A proxy file's `listen_tls`: the certificate chain and key the proxy's port serves TLS with.
+/// Paths as written (relative ones to the file's directory).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListenTlsFile {
+    /// The PEM certificate chain, leaf first.
+    pub cert_file: String,
+    /// Its PEM private key.
+    pub key_file: String,
 }
 
 #[derive(Deserialize)]
@@ -54,6 +89,10 @@ struct RawProxyFile {
     #[serde(default)]
     listen: Option<Spanned<String>>,
     upstream: Spanned<String>,
+    #[serde(default)]
+    upstream_tls: Option<Spanned<UpstreamTlsFile>>,
+    #[serde(default)]
+    listen_tls: Option<Spanned<ListenTlsFile>>,
     #[serde(default)]
     mode: Option<Spanned<Mode>>,
     #[serde(default)]
@@ -90,7 +129,7 @@ impl ProxyFile {
     /// Errors: YAML syntax, unknown fields, bad values (located by the parser), and the
     /// cross-field checks: `version` other than 1, an upstream that does not fit the mode, a
     /// listen address that is not `ip:port`, rules of the other mode's kind, two rules of a list
-    /// with one name.
+    /// with one name, TLS settings in TCP mode or `upstream_tls` for an `http://` upstream.
     pub fn load(file: &str, text: &str) -> Result<Self, LoadError> {
         let raw: RawProxyFile = from_yaml(file, text)?;
         if raw.version.value != 1 {
@@ -112,6 +151,7 @@ impl ProxyFile {
                 )
             })?;
         }
+        check_tls(file, &raw, mode)?;
         match (mode, &raw.rules, &raw.tcp_rules) {
             (Mode::Tcp, Some(rules), _) if !rules.value.is_empty() => {
                 return Err(LoadError::at(
@@ -133,10 +173,39 @@ impl ProxyFile {
             version: 1,
             listen: raw.listen.map(|l| l.value),
             upstream: raw.upstream.value,
+            upstream_tls: raw.upstream_tls.map(|t| t.value),
+            listen_tls: raw.listen_tls.map(|t| t.value),
             mode,
             rules: unique(file, raw.rules, |r: &Rule| &r.name)?,
             tcp_rules: unique(file, raw.tcp_rules, |r: &TcpRule| &r.name)?,
         })
+    }
+}
+
+/// TLS settings are HTTP mode's (TCP mode relays TLS as bytes), and `upstream_tls` an `https://`
+/// upstream's.
+fn check_tls(file: &str, raw: &RawProxyFile, mode: Mode) -> Result<(), LoadError> {
+    if mode == Mode::Tcp {
+        let referenced = raw
+            .upstream_tls
+            .as_ref()
+            .map(|t| &t.referenced)
+            .or(raw.listen_tls.as_ref().map(|t| &t.referenced));
+        if let Some(at) = referenced {
+            let msg = "TLS settings need `mode: http`; TCP mode relays TLS as bytes";
+            return Err(LoadError::at(file, at, msg));
+        }
+    }
+    match &raw.upstream_tls {
+        Some(tls) if !raw.upstream.value.starts_with("https://") => Err(LoadError::at(
+            file,
+            &tls.referenced,
+            format!(
+                "`upstream_tls` applies to an https:// upstream; `{}` is plain HTTP",
+                raw.upstream.value
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -207,5 +276,20 @@ mod tests {
         ] {
             assert!(check_upstream(Mode::Http, bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn tls_settings_in_tcp_mode_are_an_error_at_their_line() {
+        let text =
+            "version: 1\nupstream: a:1\nmode: tcp\nlisten_tls: {cert_file: c, key_file: k}\n";
+        let err = ProxyFile::load("p.yaml", text).unwrap_err().to_string();
+        assert!(
+            err.contains("p.yaml:4:") && err.contains("mode: http"),
+            "{err}"
+        );
+        let text = "version: 1\nupstream: https://a\nupstream_tls: {ca_file: ca.pem}\n";
+        let file = ProxyFile::load("p.yaml", text).unwrap();
+        let tls = file.upstream_tls.unwrap();
+        assert_eq!(tls.ca_file.as_deref(), Some("ca.pem"));
     }
 }

@@ -26,7 +26,7 @@ mod tcp;
 mod values;
 pub(crate) use values::duplicate_message;
 
-pub use file::{check_upstream, Mode, ProxyFile};
+pub use file::{check_upstream, ListenTlsFile, Mode, ProxyFile, UpstreamTlsFile};
 pub use http::{DuplicateMode, Fault, HeaderMatch, Match, Rule};
 pub use tcp::{Direction, TcpFault, TcpMatch, TcpRule};
 pub use values::{

@@ -177,8 +177,10 @@ fn proxy_file_errors_are_located() {
     let e = ProxyFile::load("p.yaml", "version: 1\nupstream: http://a:1/api?x=1\n").unwrap_err();
     assert_eq!(e.line, 2, "{e}");
     assert!(e.message.contains("query"), "{e}");
-    let e = ProxyFile::load("p.yaml", "version: 1\nupstream: http://a/api\n").unwrap_err();
+    let e = ProxyFile::load("p.yaml", "version: 1\nupstream: http://a:x/api\n").unwrap_err();
     assert!(e.message.contains("port"), "{e}");
+    let default_port = ProxyFile::load("p.yaml", "version: 1\nupstream: https://a/api\n");
+    assert!(default_port.is_ok(), "the scheme's port: {default_port:?}");
     let ok = ProxyFile::load("p.yaml", "version: 1\nupstream: http://a:1/api/\n")
         .expect("a path prefix is fine");
     assert_eq!(ok.upstream, "http://a:1/api/");
