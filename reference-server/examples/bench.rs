@@ -80,6 +80,7 @@ async fn server(url: &str, pool_size: i64) -> RunningServer {
         creates: leasebroker::fleet::CreateMode::Sync,
         header_read_timeout: Duration::from_secs(10),
         body_read_timeout: Duration::from_secs(10),
+        tls: None,
     };
     start(config).await.expect("start leasebroker")
 }

@@ -1,7 +1,13 @@
-//! Bearer-token authentication: `Authorization: Bearer TOKEN` → [`Principal`].
+//! Authentication: who a request is made as, its [`Principal`], named one of three ways.
 //!
-//! Tokens map to principals from `--tokens FILE` (YAML `tokens: {TOKEN: PRINCIPAL}`); with `--dev` any
-//! token is its own principal. A missing or unknown token is 401.
+//! - A bearer token (`Authorization: Bearer TOKEN`) mapped to a principal by `--tokens FILE`
+//!   (YAML `tokens: {TOKEN: PRINCIPAL}`);
+//! - with `--dev`, any bearer token is its own principal;
+//! - on a TLS listener with `--tls-client-ca`, a request without a bearer token is made as the
+//!   subject common name (CN) of the client certificate its connection's handshake verified.
+//!
+//! A bearer token, when sent, decides (an unknown one is 401 even with a certificate). A request
+//! with neither a token nor a certificate that names a principal is 401.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,11 +18,12 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::header;
 
-use crate::edge::ApiError;
+use crate::edge::{ApiError, ClientCertificate};
 
-/// The longest bearer token and principal accepted, in bytes. The principal is part of the idempotency
-/// record's primary key (and under `--dev` it is the token): PostgreSQL refuses index rows over
-/// 2704 bytes, so an unbounded token would be a 500 instead of a 401.
+/// The longest bearer token, principal and client certificate common name accepted, in bytes. The
+/// principal is part of the idempotency record's primary key (and under `--dev` it is the token):
+/// PostgreSQL refuses index rows over 2704 bytes, so an unbounded token would be a 500 instead of
+/// a 401.
 pub const MAX_TOKEN_LEN: usize = 1024;
 
 /// The authenticated caller; idempotency records and workers are scoped to it.
@@ -140,16 +147,36 @@ impl Auth {
     }
 }
 
-/// Middleware: resolves the bearer token (at most [`MAX_TOKEN_LEN`] bytes) to a [`Principal`] in request
-/// extensions, or answers 401.
+/// Middleware: puts the request's [`Principal`] in its extensions, from its bearer token (at most
+/// [`MAX_TOKEN_LEN`] bytes) or else its connection's verified [`ClientCertificate`], or answers 401.
 /// Two `Authorization` headers are refused: a proxy in front may check one while this server would
 /// use the other.
 pub async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) -> Response {
-    let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
+    let principal = match bearer_token(req.headers()) {
+        Err(refusal) => Err(refusal),
+        Ok(Some(token)) => auth
+            .principal(token)
+            .ok_or(ApiError::Unauthorized("unknown bearer token")),
+        Ok(None) => certified(req.extensions().get::<ClientCertificate>()),
+    };
+    match principal {
+        Ok(principal) => {
+            req.extensions_mut().insert(principal);
+            next.run(req).await
+        }
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+/// The bearer token of `headers`, `None` when there is none; an error for two `Authorization`
+/// headers or a token over [`MAX_TOKEN_LEN`] bytes.
+fn bearer_token(headers: &http::HeaderMap) -> Result<Option<&str>, ApiError> {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
     let (first, second) = (values.next(), values.next());
     if second.is_some() {
-        return ApiError::Unauthorized("the Authorization header was sent more than once")
-            .into_response();
+        return Err(ApiError::Unauthorized(
+            "the Authorization header was sent more than once",
+        ));
     }
     let token = first
         .and_then(|v| v.to_str().ok())
@@ -158,18 +185,27 @@ pub async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next:
             scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
         })
         .filter(|t| !t.is_empty());
-    let Some(token) = token else {
-        return ApiError::Unauthorized("missing bearer token").into_response();
-    };
-    if token.len() > MAX_TOKEN_LEN {
-        return ApiError::Unauthorized("the bearer token is longer than 1024 bytes")
-            .into_response();
+    match token {
+        Some(token) if token.len() > MAX_TOKEN_LEN => Err(ApiError::Unauthorized(
+            "the bearer token is longer than 1024 bytes",
+        )),
+        token => Ok(token),
     }
-    let Some(principal) = auth.principal(token) else {
-        return ApiError::Unauthorized("unknown bearer token").into_response();
-    };
-    req.extensions_mut().insert(principal);
-    next.run(req).await
+}
+
+/// The principal a verified client certificate names (its subject CN, at most [`MAX_TOKEN_LEN`]
+/// bytes); without one, the 401 of a request that named nobody.
+fn certified(cert: Option<&ClientCertificate>) -> Result<Principal, ApiError> {
+    match cert {
+        None => Err(ApiError::Unauthorized("missing bearer token")),
+        Some(ClientCertificate::Unnamed(why)) => Err(ApiError::Unauthorized(why)),
+        Some(ClientCertificate::Named(cn)) if cn.len() > MAX_TOKEN_LEN => {
+            Err(ApiError::Unauthorized(
+                "the client certificate's common name is longer than 1024 bytes",
+            ))
+        }
+        Some(ClientCertificate::Named(cn)) => Ok(Principal(cn.clone())),
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -40,6 +41,23 @@ pub struct Args {
     /// Accept any bearer token as its own principal. For development only.
     #[arg(long)]
     pub dev: bool,
+    /// Serve HTTPS on the public listener with this certificate chain (PEM, the server's own
+    /// certificate first); needs --tls-key. The admin listener stays plain HTTP.
+    #[arg(long, requires = "tls_key", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC).
+    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Verify client certificates issued by these CAs (PEM). A verified certificate's subject
+    /// common name (CN) is the principal of a request that carries no bearer token (a bearer
+    /// token, when sent, names the principal as without TLS). With this flag alone --tokens and
+    /// --dev may be left out: certificates are then the only way to name a principal.
+    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// Refuse, in the TLS handshake, a client that shows no certificate (without it, such a
+    /// client is served and must send a bearer token).
+    #[arg(long, requires = "tls_client_ca")]
+    pub tls_require_client_cert: bool,
     /// How long completed idempotency records are kept and replayed.
     #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
     pub retention: Duration,
@@ -87,13 +105,8 @@ pub struct Args {
 impl Args {
     /// Validates the flags into a [`ServerConfig`].
     pub fn into_config(self) -> anyhow::Result<ServerConfig> {
-        let auth = match (&self.tokens, self.dev) {
-            (Some(path), _) => Auth::from_file(path)?,
-            (None, true) => Auth::Dev,
-            (None, false) => {
-                anyhow::bail!("give --tokens FILE, or --dev to accept any bearer token")
-            }
-        };
+        let auth = self.auth()?;
+        let tls = self.tls()?;
         anyhow::ensure!(
             !self.in_flight_ttl.is_zero(),
             "--in-flight-ttl must be positive"
@@ -131,12 +144,50 @@ impl Args {
             creates: self.creates,
             header_read_timeout: self.header_read_timeout,
             body_read_timeout: self.body_read_timeout,
+            tls,
         })
+    }
+
+    /// How bearer tokens name principals: `--tokens`, `--dev`, or (with `--tls-client-ca` and
+    /// neither) no token at all.
+    fn auth(&self) -> anyhow::Result<Auth> {
+        Ok(match (&self.tokens, self.dev, &self.tls_client_ca) {
+            (Some(path), _, _) => Auth::from_file(path)?,
+            (None, true, _) => Auth::Dev,
+            (None, false, Some(_)) => Auth::Tokens(Default::default()),
+            (None, false, None) => anyhow::bail!(
+                "give --tokens FILE, --dev to accept any bearer token, or --tls-client-ca FILE \
+                 to name principals by client certificates"
+            ),
+        })
+    }
+
+    /// The public listener's TLS configuration, when `--tls-cert` is given (clap makes
+    /// `--tls-key` come with it).
+    fn tls(&self) -> anyhow::Result<Option<Arc<rustls::ServerConfig>>> {
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Ok(None);
+        };
+        let config = idemspec_tls::server_config(
+            cert,
+            key,
+            self.tls_client_ca.as_deref(),
+            self.tls_require_client_cert,
+        )
+        .with_context(|| {
+            format!(
+                "serve TLS with --tls-cert {} and --tls-key {}",
+                cert.display(),
+                key.display()
+            )
+        })?;
+        Ok(Some(config))
     }
 }
 
-/// Runs leasebroker until Ctrl-C or SIGTERM. Prints `leasebroker listening on http://ADDR` (and the
-/// admin line) on stdout, flushed, once the listeners are bound.
+/// Runs leasebroker until Ctrl-C or SIGTERM. Prints `leasebroker listening on http://ADDR`
+/// (`https://` with `--tls-cert`) and the admin line (`http://`) on stdout, flushed, once the
+/// listeners are bound.
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
@@ -157,12 +208,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             flaw.name()
         );
     }
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let server = start(config)
         .await
         .with_context(|| format!("start leasebroker on {database}"))?;
     {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "leasebroker listening on http://{}", server.addr())?;
+        writeln!(out, "leasebroker listening on {scheme}://{}", server.addr())?;
         if let Some(admin) = server.admin_addr() {
             writeln!(out, "leasebroker admin listening on http://{admin}")?;
         }

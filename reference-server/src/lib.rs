@@ -9,8 +9,9 @@
 //!   unquoted (draft-ietf-httpapi-idempotency-key-header-07 §2.1). Invalid → 400 `invalid-idempotency-key`.
 //!   Required on `POST /v1/workers` and `POST /v1/workers/{id}/reboot` (400 `missing-idempotency-key`;
 //!   `--key-optional` relaxes it), optional on `DELETE` (`--require-key-on-delete`).
-//! - **Scope**: a record is (principal, endpoint, key); principal = the bearer token's principal,
-//!   endpoint = method + route template (`POST /v1/workers/{id}/reboot`).
+//! - **Scope**: a record is (principal, endpoint, key); principal = the bearer token's principal
+//!   (or, over TLS with `--tls-client-ca` and no token, the client certificate's subject CN; see
+//!   [`auth`]), endpoint = method + route template (`POST /v1/workers/{id}/reboot`).
 //! - **Fingerprint**: SHA-256 over method, path, query and the raw body bytes (not a canonical form).
 //!   Same key, different fingerprint → **409** `key-reused-with-different-request` (the article's
 //!   contract; the IETF draft suggests 422).
@@ -39,12 +40,13 @@
 //! `key-reused-with-different-request`, `unauthorized`, `malformed-json`, `invalid-request-body`,
 //! `unsupported-media-type`, `payload-too-large`, `request-timeout`, `not-found`, `method-not-allowed`,
 //! `pool-exhausted`, `hypervisor-error`, `internal-error`, and for what hyper refuses before the
-//! router: `malformed-request`, `uri-too-long`, `request-header-fields-too-large`).
+//! router: `malformed-request`, `uri-too-long`, `request-header-fields-too-large`,
+//! `plain-http-to-tls-port`).
 //!
 //! # Layout
 //! - [`cli`]: flags ([`cli::Args`]) and [`cli::run`]; [`server`]: start/stop; [`listener`]: accepting
-//!   and serving connections (header read timeout, problem bodies for what hyper refuses, lingering
-//!   close).
+//!   and serving connections (TLS with `--tls-cert`, header read timeout, problem bodies for what
+//!   hyper refuses, lingering close).
 //! - [`edge`]: what every route and the listener share: problem bodies, body reading, head limits.
 //! - [`api`]: the router, handlers, admin router.
 //! - [`idempotency`]: key parsing, fingerprint, the middleware/state machine, stored responses, sub-keys.

@@ -54,6 +54,9 @@ pub struct ServerConfig {
     /// How long a request's body may take to arrive in all, counted from the end of its head. Past
     /// it the request is answered 408 `request-timeout` and the connection closed.
     pub body_read_timeout: Duration,
+    /// Serve the public listener over TLS with this configuration (`None`: plain HTTP); the admin
+    /// listener stays plain HTTP. Built by [`idemspec_tls::server_config`] (`--tls-cert`).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Why a server could not start.
@@ -171,7 +174,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         header_read: config.header_read_timeout,
         body_read: config.body_read_timeout,
     };
-    let mut tasks = vec![serve(listener, app(state.clone()), timeouts, rx.clone())];
+    let mut tasks = vec![serve(
+        listener,
+        app(state.clone()),
+        timeouts,
+        config.tls.clone(),
+        rx.clone(),
+    )];
     let mut admin_addr = None;
     if let Some(admin) = config.admin_listen {
         let listener = bind(admin).await?;
@@ -183,6 +192,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             listener,
             admin_app(state.clone()),
             timeouts,
+            None,
             rx.clone(),
         ));
     }

@@ -50,6 +50,7 @@ fn server() -> &'static Server {
             creates: leasebroker::fleet::CreateMode::Sync,
             header_read_timeout: Duration::from_secs(5),
             body_read_timeout: Duration::from_secs(5),
+            tls: None,
         };
         let running = runtime.block_on(start(config)).expect("start leasebroker");
         Server {

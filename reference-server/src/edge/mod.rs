@@ -1,13 +1,16 @@
 //! The HTTP edge every route and the listener share: the problem body of every error
-//! ([`ApiError`], RFC 9457), reading a request body within its limits and deadline, and the
-//! limits on a request's head. It imports nothing else of leasebroker's but `error_chain`, so the listener, the
+//! ([`ApiError`], RFC 9457), reading a request body within its limits and deadline, the limits
+//! on a request's head, and the client certificate a TLS connection verified
+//! ([`ClientCertificate`]). It imports nothing else of leasebroker's but `error_chain`, so the listener, the
 //! auth and idempotency middlewares and the handlers all stand on it.
 
 mod body;
+mod client_cert;
 mod problem;
 
 pub(crate) use body::read_body;
 pub use body::{BodyDeadline, JsonBody};
+pub use client_cert::ClientCertificate;
 pub use problem::{ApiError, PROBLEM_BASE};
 
 /// Request bodies above this many bytes get 413 `payload-too-large` (1 MiB).

@@ -9,7 +9,7 @@
 //! | `invalid-idempotency-key` | 400 | empty, over 255 characters, non-ASCII, repeated header, bad sf-string |
 //! | `request-in-progress` | 409 | the key's first request is still in flight (`Retry-After` set); retryable |
 //! | `key-reused-with-different-request` | 409 | same key, different fingerprint; terminal |
-//! | `unauthorized` | 401 | missing or unknown bearer token |
+//! | `unauthorized` | 401 | missing or unknown bearer token (and no client certificate naming a principal) |
 //! | `malformed-json` | 400 | the body is not JSON |
 //! | `invalid-request-body` | 422 | wrong types, unknown or missing fields, out-of-range values |
 //! | `unsupported-media-type` | 415 | a body that is not `application/json` |
@@ -23,9 +23,11 @@
 //! | `malformed-request` | 400 | the request line or a header is not valid HTTP/1.1 (hyper refused it) |
 //! | `uri-too-long` | 414 | the request target is too long for hyper's parser |
 //! | `request-header-fields-too-large` | 431 | more header fields or head bytes than [`crate::listener`] accepts |
+//! | `plain-http-to-tls-port` | 400 | a plain HTTP request on the TLS listener (`--tls-cert`); answered in plain HTTP |
 //!
-//! The last three never reach the router: hyper refuses the request while parsing it, and
-//! [`crate::listener`] puts the problem body on its answer (see [`ApiError::wire_response`]).
+//! The last four never reach the router: hyper refuses the request while parsing it (or, for the
+//! last, the listener finds no TLS handshake), and [`crate::listener`] puts the problem body on its
+//! answer (see [`ApiError::wire_response`]).
 
 use axum::response::{IntoResponse, Response};
 use http::{header, HeaderValue, StatusCode};
@@ -101,6 +103,13 @@ pub enum ApiError {
         MAX_HEAD_BYTES / 1024
     )]
     HeaderFieldsTooLarge,
+    /// 400 `plain-http-to-tls-port`: the connection began with a plain HTTP request where the
+    /// listener expects a TLS handshake (nginx answers the same case 400 with "The plain HTTP
+    /// request was sent to HTTPS port").
+    #[error(
+        "the plain HTTP request was sent to HTTPS port: this listener speaks TLS, use https://"
+    )]
+    PlainHttpToTlsPort,
 }
 
 impl ApiError {
@@ -130,6 +139,7 @@ impl ApiError {
                 StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
                 "request-header-fields-too-large",
             ),
+            Self::PlainHttpToTlsPort => (StatusCode::BAD_REQUEST, "plain-http-to-tls-port"),
         }
     }
 

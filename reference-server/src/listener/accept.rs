@@ -1,4 +1,5 @@
-//! The accept loop, one task per connection, and graceful shutdown.
+//! The accept loop, one task per connection (its TLS handshake first on a TLS listener), and
+//! graceful shutdown.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,26 +10,34 @@ use http::{Method, Request};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
+use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use super::io::{ConnIo, Observed};
 use super::linger::linger;
+use super::tls::{handshake, Accepted};
 use super::Timeouts;
-use crate::edge::BodyDeadline;
+use crate::edge::{ApiError, BodyDeadline, ClientCertificate};
 use crate::edge::{MAX_HEADER_FIELDS, MAX_HEAD_BYTES};
 
 /// Serves `router` on `listener` until `shutdown` changes (or its sender is dropped): then stops
 /// accepting, lets every connection finish the request it is on ([`http1::Connection::graceful_shutdown`])
-/// and returns once all are closed. Each request must arrive within `timeouts`.
+/// and returns once all are closed. Each request must arrive within `timeouts`. With `tls`, every
+/// connection is HTTPS: its handshake must finish within the header read timeout, a plain HTTP
+/// request is answered 400 `plain-http-to-tls-port`, and a verified client certificate goes with
+/// each of its requests as a [`ClientCertificate`] extension.
 pub fn serve(
     listener: TcpListener,
     router: Router,
     timeouts: Timeouts,
+    tls: Option<Arc<rustls::ServerConfig>>,
     mut shutdown: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
+    let tls = tls.map(TlsAcceptor::from);
     tokio::spawn(async move {
         let mut connections = JoinSet::new();
         loop {
@@ -39,6 +48,7 @@ pub fn serve(
                             stream,
                             router.clone(),
                             timeouts,
+                            tls.clone(),
                             shutdown.clone(),
                         ));
                     }
@@ -69,14 +79,40 @@ async fn accept_failed(err: std::io::Error) {
     tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
-/// Serves one connection, then closes it: lingering (see [`linger`]) when it answered something and
-/// the client had not closed its side, since the client may still be sending the request that was
-/// answered early. A connection cut for its header read timeout closes at once: what the client was
-/// sending, slowly, was a request nobody answered.
+/// Serves one accepted connection: as HTTP, or on a TLS listener after its handshake (a client
+/// that began with plain HTTP gets one problem answer in plain HTTP, then a lingering close).
 async fn connection(
-    mut stream: TcpStream,
+    stream: TcpStream,
     router: Router,
     timeouts: Timeouts,
+    tls: Option<TlsAcceptor>,
+    stop: watch::Receiver<bool>,
+) {
+    let Some(acceptor) = tls else {
+        return serve_http(stream, router, timeouts, None, stop).await;
+    };
+    match handshake(stream, &acceptor, timeouts.header_read).await {
+        Accepted::Tls(stream, cert) => serve_http(*stream, router, timeouts, cert, stop).await,
+        Accepted::PlainHttp(mut stream) => {
+            let answer = ApiError::PlainHttpToTlsPort.wire_response(b"");
+            if stream.write_all(&answer).await.is_ok() {
+                linger(&mut stream).await;
+            }
+        }
+        Accepted::Gone => {}
+    }
+}
+
+/// Serves HTTP/1.1 on `stream` (with `cert` on every request, when a handshake verified one), then
+/// closes it: lingering (see [`linger`]) when it answered something and the client had not closed
+/// its side, since the client may still be sending the request that was answered early. A
+/// connection cut for its header read timeout closes at once: what the client was sending, slowly,
+/// was a request nobody answered.
+async fn serve_http<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    router: Router,
+    timeouts: Timeouts,
+    cert: Option<ClientCertificate>,
     mut stop: watch::Receiver<bool>,
 ) {
     let observed = Arc::new(Observed::default());
@@ -88,6 +124,9 @@ async fn connection(
                 let deadline = tokio::time::Instant::now() + timeouts.body_read;
                 req.extensions_mut()
                     .insert(BodyDeadline(deadline, timeouts.body_read));
+                if let Some(cert) = &cert {
+                    req.extensions_mut().insert(cert.clone());
+                }
                 router.clone().oneshot(req.map(Body::new))
             })
         };

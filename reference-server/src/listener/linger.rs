@@ -8,8 +8,7 @@
 
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
 /// The longest a lingering close lasts in all (nginx's `lingering_time` is 30 s; a leasebroker body
@@ -25,8 +24,10 @@ pub const LINGER_BYTES: usize = 16 * 1024 * 1024;
 
 /// Closes `stream` lingering: shuts down the write side, then drains reads until the client closes,
 /// a read fails, [`LINGER_QUIET`] passes without bytes, [`LINGER_BYTES`] were read or
-/// [`LINGER_TIME`] is up. The stream is dropped (fully closed) by the caller afterwards.
-pub(super) async fn linger(stream: &mut TcpStream) {
+/// [`LINGER_TIME`] is up. The stream is dropped (fully closed) by the caller afterwards. Over TLS
+/// the write side's close is a `close_notify` alert, then the TCP shutdown, and what is drained is
+/// the client's records, decrypted and dropped.
+pub(super) async fn linger<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) {
     // Already shut down by hyper after a clean end; a second shutdown is harmless.
     let _ = stream.shutdown().await;
     let deadline = Instant::now() + LINGER_TIME;

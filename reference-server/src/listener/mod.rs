@@ -1,4 +1,4 @@
-//! Accepting connections and serving HTTP/1.1 on them with hyper, where [`axum::serve()`] leaves three
+//! Accepting connections and serving HTTP/1.1 on them with hyper, where [`axum::serve()`] leaves four
 //! gaps:
 //!
 //! - **Slow clients.** A request's line and headers must arrive within the header read timeout
@@ -14,13 +14,19 @@
 //!   dropped, bounded, so a client that writes its whole body before it reads still gets the answer
 //!   instead of a reset.
 //!
-//! Layout: [`serve`] (the accept loop and graceful shutdown, `accept.rs`), the socket as hyper sees
-//! it (`io.rs`), following hyper's responses (`rejections.rs`), the lingering close (`linger.rs`).
+//! - **TLS** (`--tls-cert`): the handshake, within the header read timeout, comes before all of
+//!   this and the rest runs unchanged over it; a client that begins with plain HTTP gets 400
+//!   `plain-http-to-tls-port` in plain HTTP; a verified client certificate goes with each request.
+//!
+//! Layout: [`serve`] (the accept loop and graceful shutdown, `accept.rs`), the TLS handshake
+//! (`tls.rs`), the socket as hyper sees it (`io.rs`), following hyper's responses
+//! (`rejections.rs`), the lingering close (`linger.rs`).
 
 mod accept;
 mod io;
 mod linger;
 mod rejections;
+mod tls;
 
 pub use accept::serve;
 

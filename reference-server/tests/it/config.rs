@@ -18,7 +18,7 @@ fn config_error(argv: &[&str]) -> String {
 
 #[test]
 fn flag_errors() {
-    insta::assert_snapshot!(config_error(&[]), @"give --tokens FILE, or --dev to accept any bearer token");
+    insta::assert_snapshot!(config_error(&[]), @"give --tokens FILE, --dev to accept any bearer token, or --tls-client-ca FILE to name principals by client certificates");
     insta::assert_snapshot!(config_error(&["--dev", "--in-flight-ttl", "0s"]), @"--in-flight-ttl must be positive");
     insta::assert_snapshot!(config_error(&["--dev", "--header-read-timeout", "0s"]), @"--header-read-timeout must be positive");
     insta::assert_snapshot!(config_error(&["--dev", "--body-read-timeout", "0s"]), @"--body-read-timeout must be positive");
@@ -32,6 +32,26 @@ fn flag_errors() {
         bad_flaw.contains("possible values: no-idempotency"),
         "{bad_flaw}"
     );
+}
+
+#[test]
+fn tls_flag_errors_name_the_flag_and_the_file() {
+    let key_alone = config_error(&["--dev", "--tls-key", "key.pem"]);
+    assert!(key_alone.contains("--tls-cert <FILE>"), "{key_alone}");
+    let ca_alone = config_error(&["--tls-client-ca", "ca.pem"]);
+    assert!(ca_alone.contains("--tls-cert <FILE>"), "{ca_alone}");
+    let required_alone = config_error(&["--dev", "--tls-require-client-cert"]);
+    assert!(
+        required_alone.contains("--tls-client-ca <FILE>"),
+        "{required_alone}"
+    );
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let cert = dir.path().join("cert.pem");
+    std::fs::write(&cert, "not a certificate").expect("write");
+    let (cert, key) = (cert.display().to_string(), "/nonexistent/key.pem");
+    let not_pem = config_error(&["--dev", "--tls-cert", &cert, "--tls-key", key]);
+    assert!(not_pem.contains(&format!("--tls-cert {cert}")), "{not_pem}");
+    assert!(not_pem.contains("-----BEGIN CERTIFICATE-----"), "{not_pem}");
 }
 
 #[test]

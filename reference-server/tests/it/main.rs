@@ -15,4 +15,5 @@ mod migrations;
 mod replicas;
 mod soak;
 mod support;
+mod tls;
 mod wire;

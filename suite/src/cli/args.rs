@@ -130,6 +130,7 @@ const RUN_EXAMPLES: &str = "\
 Examples:
   idemspec run --reference
   idemspec run --reference --flaw no-fingerprint
+  idemspec run --reference --tls
   idemspec run --target api.yaml --only lost-response --only concurrent-same-key
   idemspec run --target api.yaml --scenario my-checks/ --report-junit out/idemspec.xml \\
       --report-json out/idemspec.json --report-markdown \"$GITHUB_STEP_SUMMARY\"";
@@ -158,6 +159,11 @@ pub struct RunArgs {
     /// `async`, `202` with a long-running operation to poll, the boot running after the answer.
     #[arg(long, value_name = "MODE", value_enum)]
     pub reference_creates: Option<leasebroker::fleet::CreateMode>,
+    /// Serve the reference server over mutual TLS: a throwaway CA made for the run, leasebroker
+    /// requiring a client certificate from it, and the two principals named by their
+    /// certificates instead of bearer tokens (through the fault proxy too).
+    #[arg(long)]
+    pub tls: bool,
     /// Also run these scenario files, or every `*.yaml` in these directories (repeatable).
     #[arg(long, value_name = "FILE|DIR")]
     pub scenario: Vec<PathBuf>,

@@ -50,11 +50,12 @@ fn options(args: &RunArgs, verbose: bool) -> Result<RunOptions, Failure> {
     // clap's `requires` counts a flag's default as present, so these are checked here.
     let reference_only = !args.flaw.is_empty()
         || args.reference_database_url.is_some()
-        || args.reference_creates.is_some();
+        || args.reference_creates.is_some()
+        || args.tls;
     if !args.reference && reference_only {
         return Err(Failure::usage(anyhow::anyhow!(
-            "--flaw, --reference-database-url and --reference-creates apply only to the reference \
-             server"
+            "--flaw, --reference-database-url, --reference-creates and --tls apply only to the \
+             reference server"
         ))
         .hint("add --reference to run against the bundled reference server"));
     }
@@ -86,6 +87,7 @@ fn options(args: &RunArgs, verbose: bool) -> Result<RunOptions, Failure> {
             database_url: args.reference_database_url.clone(),
             creates: args.reference_creates.unwrap_or_default(),
             show_log: verbose,
+            tls: args.tls,
             ..ReferenceOptions::default()
         }),
     };

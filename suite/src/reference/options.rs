@@ -31,6 +31,10 @@ pub struct ReferenceOptions {
     /// Send the child's log to this process's stderr (`-v`, or `IDEMSPEC_REFERENCE_LOG` set)
     /// instead of `leasebroker.log` in its temporary directory.
     pub show_log: bool,
+    /// Serve over mutual TLS (`--tls`): a throwaway CA per run, leasebroker requiring a client
+    /// certificate from it, and the profile's principals named by their certificates instead of
+    /// bearer tokens (see `reference/tls.rs`).
+    pub tls: bool,
 }
 
 impl Default for ReferenceOptions {
@@ -43,6 +47,7 @@ impl Default for ReferenceOptions {
             in_flight_ttl: Duration::from_secs(2),
             creates: leasebroker::fleet::CreateMode::Sync,
             show_log: false,
+            tls: false,
         }
     }
 }

@@ -14,12 +14,14 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::Mutex;
 
+use super::tls::ReferencePki;
 use super::{ReferenceError, ReferenceHooks, ReferenceOptions};
 use crate::process_group::LIFELINE_ENV;
 
 /// How long the child may take to print its listening lines.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// The two principals' tokens (the tokens file maps token → principal).
+/// The two principals' tokens (the tokens file maps token → principal); with `--tls`, the
+/// principals' names are their client certificates' common names.
 const TOKENS: [(&str, &str); 2] = [
     ("idemspec-alice-token", "alice"),
     ("idemspec-bob-token", "bob"),
@@ -55,6 +57,25 @@ fn remove_orphaned_dirs() {
     }
 }
 
+/// How leasebroker is told who the two principals are, written into `dir`: a tokens file
+/// (`--tokens`), or with `tls` a throwaway CA and a client certificate per principal.
+fn principals(
+    tls: bool,
+    dir: &std::path::Path,
+) -> Result<(Vec<String>, Option<ReferencePki>), ReferenceError> {
+    if tls {
+        let names = TOKENS.map(|(_, principal)| principal);
+        let pki = ReferencePki::write(dir, &names).map_err(ReferenceError::Certificates)?;
+        return Ok((pki.leasebroker_args(), Some(pki)));
+    }
+    let tokens = dir.join("tokens.yaml");
+    let text: String = std::iter::once("tokens:\n".to_owned())
+        .chain(TOKENS.iter().map(|(t, p)| format!("  {t}: {p}\n")))
+        .collect();
+    std::fs::write(&tokens, text).map_err(ReferenceError::Files)?;
+    Ok((vec!["--tokens".into(), tokens.display().to_string()], None))
+}
+
 /// A running reference server.
 pub struct ReferenceServer {
     program: PathBuf,
@@ -64,8 +85,11 @@ pub struct ReferenceServer {
     /// How its creates answer, which picks its profile.
     creates: CreateMode,
     show_log: bool,
-    /// Holds the SQLite file, the tokens file and the child's log; removed on drop.
+    /// Holds the SQLite file, the tokens file (or the certificates) and the child's log; removed
+    /// on drop.
     dir: tempfile::TempDir,
+    /// The throwaway certificates of a mutual TLS run (`--tls`).
+    pki: Option<ReferencePki>,
     /// The child, and the write end of its lifeline ([`LIFELINE_ENV`]).
     child: Mutex<Option<(Child, ChildStdin)>>,
     addrs: std::sync::Mutex<(String, String)>,
@@ -86,11 +110,7 @@ impl ReferenceServer {
             .map_err(ReferenceError::Files)?;
         std::fs::write(dir.path().join(OWNER_FILE), std::process::id().to_string())
             .map_err(ReferenceError::Files)?;
-        let tokens = dir.path().join("tokens.yaml");
-        let text: String = std::iter::once("tokens:\n".to_owned())
-            .chain(TOKENS.iter().map(|(t, p)| format!("  {t}: {p}\n")))
-            .collect();
-        std::fs::write(&tokens, text).map_err(ReferenceError::Files)?;
+        let (principal_args, pki) = principals(opts.tls, dir.path())?;
         let database_url = opts.database_url.clone().unwrap_or_else(|| {
             format!(
                 "sqlite://{}?mode=rwc",
@@ -108,8 +128,6 @@ impl ReferenceServer {
         args.extend([
             "--database-url".into(),
             database_url,
-            "--tokens".into(),
-            tokens.display().to_string(),
             "--in-flight-ttl".into(),
             humantime::format_duration(opts.in_flight_ttl).to_string(),
             "--pool-size".into(),
@@ -118,6 +136,7 @@ impl ReferenceServer {
             "--boot-latency".into(),
             "300ms".into(),
         ]);
+        args.extend(principal_args);
         for flaw in &opts.flaws {
             args.extend(["--flaw".into(), flaw.clone()]);
         }
@@ -131,6 +150,7 @@ impl ReferenceServer {
             creates: opts.creates,
             show_log: opts.show_log || std::env::var_os("IDEMSPEC_REFERENCE_LOG").is_some(),
             dir,
+            pki,
             child: Mutex::new(None),
             addrs: std::sync::Mutex::new(("127.0.0.1:0".into(), "127.0.0.1:0".into())),
         });
@@ -164,7 +184,10 @@ impl ReferenceServer {
                 };
                 if let Some(a) = line.strip_prefix("leasebroker admin listening on http://") {
                     adm = Some(a.trim().to_owned());
-                } else if let Some(a) = line.strip_prefix("leasebroker listening on http://") {
+                } else if let Some((_, a)) = line
+                    .strip_prefix("leasebroker listening on ")
+                    .and_then(|url| url.split_once("://"))
+                {
                     api = Some(a.trim().to_owned());
                 }
             }
@@ -223,9 +246,10 @@ impl ReferenceServer {
             .clone()
     }
 
-    /// The API's base URL, `http://127.0.0.1:PORT`.
+    /// The API's base URL, `http://127.0.0.1:PORT` (`https://` with `--tls`).
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addrs().0)
+        let scheme = if self.pki.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addrs().0)
     }
 
     /// The admin listener's base URL.
@@ -234,7 +258,8 @@ impl ReferenceServer {
     }
 
     /// The bundled profile of its create mode (`scenarios/targets/leasebroker.yaml`, or
-    /// `leasebroker-async.yaml`) filled in with this server's addresses, tokens and in-flight TTL.
+    /// `leasebroker-async.yaml`) filled in with this server's addresses, tokens and in-flight TTL;
+    /// with `--tls`, trusting the run's CA and naming principals by their client certificates.
     ///
     /// # Errors
     /// A [`LoadError`] if the embedded profile does not load (a build defect).
@@ -266,7 +291,14 @@ impl ReferenceServer {
                 catalogue::LEASEBROKER_ASYNC_PROFILE,
             ),
         };
-        TargetProfile::load(file, text, &|name| vars.get(name).cloned())
+        let env = |name: &str| vars.get(name).cloned();
+        let Some(pki) = &self.pki else {
+            return TargetProfile::load(file, text, &env);
+        };
+        let parsed = idemspec_scenarios::from_yaml(file, text)?;
+        let text = serde_json::to_string_pretty(&pki.mutual_tls_profile(parsed))
+            .expect("a JSON value always serialises");
+        TargetProfile::load(file, &text, &env)
     }
 
     /// Hooks for this server: the profile's (crash armed via the admin API, fail_next) plus a real

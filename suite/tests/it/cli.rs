@@ -329,6 +329,33 @@ fn usage_errors_exit_2() {
     }
 }
 
+/// `idemspec run --reference --tls` reaches the reference over mutual TLS and says so, and no
+/// private key shows in its output.
+#[test]
+fn reference_over_mutual_tls_from_the_command_line() {
+    let dir = workspace();
+    let args = ["run", "--reference", "--tls", "--only", "cross-tenant"];
+    let out = idemspec(dir.path(), &args);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains("reached https://127.0.0.1:"), "{text}");
+    assert!(text.contains("1 passed"), "{text}");
+    assert!(!text.contains("PRIVATE KEY"), "{text}");
+}
+
+#[test]
+fn tls_applies_only_to_the_reference_server() {
+    let dir = workspace();
+    let out = idemspec(dir.path(), &["run", "--tls", "--target", "profile.yaml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--tls apply only to the reference server"),
+        "{err}"
+    );
+    assert!(err.contains("add --reference"), "{err}");
+}
+
 #[test]
 fn color_always_colours_errors_and_never_does_not() {
     let dir = workspace();

@@ -6,11 +6,15 @@
 //! It runs with the reference's creates answering `201` (`sync_creates`) and `202` with an
 //! operation to poll (`async_creates`, `--creates async`: the boot runs after the answer), on
 //! SQLite and PostgreSQL. Each flaw is caught by the same check in both modes, except where the
-//! answer's shape changes which rule it breaks ([`case`]).
+//! answer's shape changes which rule it breaks ([`case`]). `mutual_tls` runs the synchronous rows
+//! once more over mutual TLS (`--reference --tls`, principals named by their client
+//! certificates) on SQLite: every fault, hook and principal works the same over TLS.
 
 use idemspec::model::{RunReport, Verdict};
 
-use crate::support::reference::{all_pass, outcome, run_reference_on, table, CreateMode};
+use crate::support::reference::{
+    all_pass, outcome, run_reference_on, run_reference_over_mutual_tls, table, CreateMode,
+};
 
 /// One row: the flaw, the check that owns its rule with the verdict and words its summary must
 /// hold, and the other checks whose own rule the flaw breaks too (a flaw that ignores the key breaks
@@ -204,6 +208,20 @@ async fn check(flaw: &str, postgres: bool, creates: CreateMode) {
     }
 }
 
+/// Runs the catalogue against the reference with `flaw` over mutual TLS, on SQLite with
+/// synchronous creates, and judges the report by the flaw's row.
+async fn check_over_mutual_tls(flaw: &str) {
+    let report = run_reference_over_mutual_tls(&[flaw], &[]).await;
+    assert!(
+        !report.tls.is_empty(),
+        "the reference was not reached over TLS"
+    );
+    match case(flaw, CreateMode::Sync) {
+        Some(case) => judge(case, &report),
+        None => assert!(all_pass(&report), "--flaw {flaw}:\n{}", table(&report)),
+    }
+}
+
 /// The owner FAILs (or WARNs) naming the rule, the `also` checks fail with evidence, and nothing
 /// else fails but the `or_when_slow` checks.
 fn judge(case: &Case, report: &RunReport) {
@@ -254,11 +272,20 @@ fn judge(case: &Case, report: &RunReport) {
     );
 }
 
-/// One test per flaw, store and create mode, named after the flaw.
+/// One test per flaw, store and create mode (and over mutual TLS), named after the flaw.
 macro_rules! flaw_tests {
     ($($name:ident: $flaw:literal;)+) => {
         flaw_tests!(@mode sync_creates, CreateMode::Sync; $($name: $flaw;)+);
         flaw_tests!(@mode async_creates, CreateMode::Async; $($name: $flaw;)+);
+        mod mutual_tls {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    check_over_mutual_tls($flaw).await;
+                }
+            )+
+        }
     };
     (@mode $mode:ident, $creates:expr; $($name:ident: $flaw:literal;)+) => {
         mod $mode {

@@ -9,6 +9,7 @@ mod layers;
 mod lifeline;
 mod reach;
 mod reference_run;
+mod reference_tls;
 mod replicas;
 mod report;
 mod signing;

@@ -88,6 +88,15 @@ impl Client {
         Self { http, base, admin }
     }
 
+    /// A client for `like`'s listeners that sends through `http` (one trusting a test CA, say).
+    pub fn with_http(http: reqwest::Client, like: &Client) -> Self {
+        Self {
+            http,
+            base: like.base.clone(),
+            admin: like.admin.clone(),
+        }
+    }
+
     /// Sends `method path` as `principal` with an optional key and JSON body.
     pub async fn send(
         &self,

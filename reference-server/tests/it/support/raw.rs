@@ -1,11 +1,11 @@
-//! Raw HTTP/1.1 over a plain TCP socket, for what an HTTP library would not send or would read
+//! Raw HTTP/1.1 over a plain TCP socket (or a TLS stream), for what an HTTP library would not send or would read
 //! differently: malformed requests, a client that writes its whole body before it reads, pipelining.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::Resp;
@@ -17,8 +17,15 @@ const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(20);
 /// whole body), then reads until the server closes. Returns the bytes read, or the first I/O error
 /// (a broken pipe while writing, a reset while reading).
 pub async fn exchange(addr: SocketAddr, request: &[u8]) -> std::io::Result<Vec<u8>> {
+    exchange_on(TcpStream::connect(addr).await?, request).await
+}
+
+/// [`exchange`] on a connected `stream` (a TLS stream, say).
+pub async fn exchange_on<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    request: &[u8],
+) -> std::io::Result<Vec<u8>> {
     let work = async {
-        let mut stream = TcpStream::connect(addr).await?;
         stream.write_all(request).await?;
         let mut out = Vec::new();
         stream.read_to_end(&mut out).await?;

@@ -1,5 +1,6 @@
 //! In-process leasebroker servers on 127.0.0.1:0.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use leasebroker::auth::Auth;
@@ -34,6 +35,8 @@ pub struct Options {
     pub header_read_timeout: Duration,
     /// Body read timeout.
     pub body_read_timeout: Duration,
+    /// Serve the public listener over TLS with this configuration.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for Options {
@@ -49,6 +52,7 @@ impl Default for Options {
             require_key_on_post: true,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(10),
+            tls: None,
         }
     }
 }
@@ -71,7 +75,8 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    /// Starts a server on `db` with `opts`, public and admin listeners on 127.0.0.1:0, dev auth.
+    /// Starts a server on `db` with `opts`, public and admin listeners on 127.0.0.1:0, dev auth
+    /// (its client's base URL is `https://` with `opts.tls`; the admin listener is always HTTP).
     pub async fn start(db: &Db, opts: Options) -> Self {
         let config = ServerConfig {
             listen: "127.0.0.1:0".parse().expect("valid address"),
@@ -93,10 +98,12 @@ impl TestServer {
             creates: opts.creates,
             header_read_timeout: opts.header_read_timeout,
             body_read_timeout: opts.body_read_timeout,
+            tls: opts.tls.clone(),
         };
         let server = start(config).await.expect("start leasebroker");
+        let scheme = if opts.tls.is_some() { "https" } else { "http" };
         let client = Client::new(
-            format!("http://{}", server.addr()),
+            format!("{scheme}://{}", server.addr()),
             format!(
                 "http://{}",
                 server.admin_addr().expect("admin listener requested")

@@ -67,6 +67,17 @@ pub async fn run_reference_on(
     Some(report)
 }
 
+/// Runs `only` (every check when empty) against the reference with `flaws` over mutual TLS
+/// (`--reference --tls`: a throwaway CA, principals named by their client certificates), its
+/// creates answering `201`, on SQLite.
+pub async fn run_reference_over_mutual_tls(flaws: &[&str], only: &[&str]) -> RunReport {
+    let mut reference = reference(flaws, None);
+    reference.tls = true;
+    let mut opts = RunOptions::new(Target::Reference(reference));
+    opts.only = only.iter().map(|s| (*s).to_owned()).collect();
+    run_options(opts).await
+}
+
 /// Runs `opts`, draining its progress events.
 pub async fn run_options(opts: RunOptions) -> RunReport {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
