@@ -202,15 +202,26 @@ mod tests {
     }
 
     /// botocore's headers for each case, or `None` where python3 with botocore is missing
-    /// outside CI (in CI the test fails instead).
+    /// outside CI (in CI the test fails instead; `.ci/run` installs it with
+    /// tests/fixtures/sigv4/install.sh).
     fn botocore_signs(cases: &[(RequestSpec, Sign)]) -> Option<Vec<serde_json::Value>> {
         use std::io::Write;
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/sigv4/botocore_sign.py"
         );
+        // The pinned botocore of tests/fixtures/sigv4/install.sh where it ran, else the machine's.
+        let venv = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/sigv4/venv/bin/python"
+        );
+        let python = if std::path::Path::new(venv).exists() {
+            venv
+        } else {
+            "python3"
+        };
         let input: Vec<_> = cases.iter().map(|(s, h)| botocore_case(s, h)).collect();
-        let child = std::process::Command::new("python3")
+        let child = std::process::Command::new(python)
             .arg(script)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
