@@ -17,6 +17,9 @@ another 4xx; and it gives up after MAX_ATTEMPTS with an error.
     form         a form body's field "ClientToken" (EC2's Query protocol)
     query        the query parameter "requestId" (Google Cloud)
 
+A place with "+gzip" (form+gzip, body+gzip) sends the body compressed (Content-Encoding: gzip), as
+some SDKs compress their Query-protocol bodies.
+
 --backoff STRATEGY picks how the waits between attempts are drawn (each doubling from 250 ms, at
 most 2 s, unless said otherwise):
 
@@ -62,6 +65,7 @@ server checks:
     lingers              gives up as it should, then never exits (a socket or thread left open)
 """
 
+import gzip
 import http.client
 import json
 import os
@@ -232,6 +236,7 @@ def delay(failures, retry_after, flaw, previous=None, strategy="jittered", cap=N
 def request_for(base_url, fields, key, key_in):
     """The create request with `key` (if any) where `key_in` says."""
     url = base_url.rstrip("/") + "/v1/workers"
+    key_in, gzipped = (key_in[: -len("+gzip")], True) if key_in.endswith("+gzip") else (key_in, False)
     fields = dict(fields)
     headers = {"Content-Type": "application/json"}
     if key is not None:
@@ -248,6 +253,9 @@ def request_for(base_url, fields, key, key_in):
         data = urllib.parse.urlencode(fields).encode()
     else:
         data = json.dumps(fields).encode()
+    if gzipped:
+        headers["Content-Encoding"] = "gzip"
+        data = gzip.compress(data)
     return urllib.request.Request(url, data=data, headers=headers, method="POST")
 
 
@@ -364,7 +372,7 @@ def main(argv):
                 sys.exit(f"unknown flaw {value!r}; one of: {', '.join(FLAWS)}")
             flaw = value
         else:
-            if value not in PLACES and not (value.startswith("header:") and len(value) > 7):
+            if value.removesuffix("+gzip") not in PLACES and not (value.startswith("header:") and len(value) > 7):
                 sys.exit(f"unknown key place {value!r}; one of: header:NAME, {', '.join(PLACES)}")
             key_in = value
     base_url = args[0] if args else os.environ.get("IDEMSPEC_BASE_URL")

@@ -38,7 +38,8 @@ async fn judge(flaw: Option<&str>) -> RunReport {
 }
 
 /// Runs every client check on the example client with `flaw`, its key where `key_in` says
-/// (create.py's `--key-in`: `body`, `form`, `query` or `header:NAME`), and the profile's
+/// (create.py's `--key-in`: `body`, `form`, `query` or `header:NAME`; `+gzip` compresses the
+/// body), and the profile's
 /// `contract.key_at` saying the same.
 async fn judge_keyed(flaw: Option<&str>, key_in: Option<&str>) -> RunReport {
     let script = root().join("clients/example/create.py");
@@ -46,7 +47,7 @@ async fn judge_keyed(flaw: Option<&str>, key_in: Option<&str>) -> RunReport {
     let mut profile = example_profile();
     if let Some(place) = key_in {
         flags.push_str(&format!(" --key-in {place}"));
-        let key_at = match place {
+        let key_at = match place.trim_end_matches("+gzip") {
             "body" => "{json: clientToken}".to_owned(),
             "form" => "{form: ClientToken}".to_owned(),
             "query" => "{query: requestId}".to_owned(),
@@ -111,6 +112,14 @@ async fn client_flaw_matrix(#[case] flaw: Option<&str>, #[case] expected: &[(&st
 #[case::key_in_body(None, "body", &[])]
 #[case::key_in_form(None, "form", &[])]
 #[case::key_in_query(None, "query", &[])]
+// A compressed body is read as sent: its key is found where an uncompressed one would be.
+#[case::key_in_gzip_form(None, "form+gzip", &[])]
+#[case::key_in_gzip_body(None, "body+gzip", &[])]
+#[case::key_dropped_on_retry_in_gzip_form(
+    Some("key-dropped-on-retry"),
+    "form+gzip",
+    &[("key-present", Verdict::Fail), ("same-key", Verdict::Info)]
+)]
 #[case::key_in_another_header(None, "header:X-Request-Token", &[])]
 #[case::new_key_per_attempt_in_body(Some("new-key-per-attempt"), "body", &[("same-key", Verdict::Fail)])]
 #[case::key_dropped_on_retry_in_body(
