@@ -13,6 +13,20 @@ pub fn expand_env(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, LoadError> {
+    expand_recording(file, text, lookup).map(|(out, _)| out)
+}
+
+/// [`expand_env`], also giving each value put in and the `${…}` it replaced, in order, so an
+/// error on the expanded text can be shown without them ([`mask_values`]).
+///
+/// # Errors
+/// As [`expand_env`].
+pub(crate) fn expand_recording(
+    file: &str,
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(String, Vec<(String, String)>), LoadError> {
+    let mut values = Vec::new();
     let mut out = String::with_capacity(text.len());
     for (line_no, line) in text.split_inclusive('\n').enumerate() {
         // A comment is kept as written: a commented-out example must not demand its variable.
@@ -71,13 +85,65 @@ pub fn expand_env(
                 )));
             }
             out.push_str(&value);
+            values.push((value, format!("${{{inner}}}")));
             column += inner.chars().count() as u64 + 3;
             rest = &after[end + 1..];
         }
         out.push_str(rest);
         out.push_str(comment);
     }
-    Ok(out)
+    Ok((out, values))
+}
+
+/// `error`, found in the expanded text of `original`, shown without the values `${…}` put in (a
+/// secret key, a token): its snippet's numbered lines are the file's own lines as written, and
+/// every value still in its message (and those of [`LoadError::more`]) reads as the `${…}` it came
+/// from. The caret keeps the expanded line's column.
+pub(crate) fn mask_values(
+    mut error: LoadError,
+    original: &str,
+    values: &[(String, String)],
+) -> LoadError {
+    let lines: Vec<&str> = original.lines().collect();
+    let mask = |text: &str| {
+        values
+            .iter()
+            .filter(|(value, _)| !value.is_empty())
+            .fold(text.to_owned(), |t, (value, reference)| {
+                t.replace(value.as_str(), reference)
+            })
+    };
+    error.message = mask(&error.message);
+    error.snippet = error.snippet.map(|snippet| {
+        let shown: Vec<String> = snippet
+            .lines()
+            .map(|line| as_written(line, &lines).unwrap_or_else(|| mask(line)))
+            .collect();
+        shown.join("\n")
+    });
+    error.more = error
+        .more
+        .into_iter()
+        .map(|e| mask_values(e, original, values))
+        .collect();
+    error
+}
+
+/// A snippet line `  NN | text` with the file's line NN as written in place of `text` (cut where
+/// the shown text was cut, at `…`); `None` for a line that is no numbered source line.
+fn as_written(line: &str, source: &[&str]) -> Option<String> {
+    let (number, shown) = line.split_once(" | ")?;
+    let n: usize = number.trim().parse().ok()?;
+    let written = source.get(n.checked_sub(1)?)?;
+    let text: String = match shown.strip_suffix('…') {
+        Some(cut) => {
+            let mut kept: String = written.chars().take(cut.chars().count()).collect();
+            kept.push('…');
+            kept
+        }
+        None => (*written).to_owned(),
+    };
+    Some(format!("{number} | {text}"))
 }
 
 /// Where a YAML comment starts on `line`: a `#` at the start or after white space, outside quotes

@@ -3,11 +3,12 @@
 
 use serde::de::DeserializeOwned;
 
-use super::expand_env;
+use super::env::{expand_recording, mask_values};
 use crate::load::{from_yaml, LoadError};
 
 /// Expands `${VAR}` in `text` (the contents of `file`) with `env`, parses it as `P` and asks
-/// `validate` (`P`'s cross-field rules) of it.
+/// `validate` (`P`'s cross-field rules) of it. A parse error shows the file as written, never a
+/// value a `${VAR}` put in (a secret).
 ///
 /// # Errors
 /// A [`LoadError`] with file, line and column for an unset variable, a syntax error, an unknown
@@ -19,8 +20,9 @@ pub(crate) fn load_profile<P: DeserializeOwned>(
     env: &dyn Fn(&str) -> Option<String>,
     validate: fn(&P, &str) -> Result<(), LoadError>,
 ) -> Result<P, LoadError> {
-    let expanded = expand_env(file, text, env)?;
-    let profile: P = from_yaml(file, &expanded)?;
+    let (expanded, values) = expand_recording(file, text, env)?;
+    // A parse error quotes the text it read: the file as written, never a value put in.
+    let profile: P = from_yaml(file, &expanded).map_err(|e| mask_values(e, text, &values))?;
     validate(&profile, file)?;
     Ok(profile)
 }

@@ -215,6 +215,25 @@ fn default_contract() -> Spanned<ContractSpec> {
 mod tests {
     use super::*;
 
+    /// A parse error on a line a `${VAR}` filled shows the line as written and the message names
+    /// the variable, never its value: a secret must not reach a terminal through a typo.
+    #[test]
+    fn a_parse_error_never_shows_a_value_put_in() {
+        let secret = "wJalrXUtnFEMI-K7MDENG-SECRETKEY";
+        let env = |name: &str| (name == "SK").then(|| secret.to_owned());
+        let text = "version: 1\nname: t\nbase_urls: [\"http://127.0.0.1:1\"]\nprincipals:\n  - {name: a, headers: {Authorization: \"Bearer ${SK}\"}, bogus: 1}\n";
+        let err = TargetProfile::load("p.yaml", text, &env)
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains(secret) && !err.contains("SECRETKEY"), "{err}");
+        assert!(err.contains("${SK}"), "{err}");
+        let text = "version: 1\nname: t\nbase_urls: [\"http://127.0.0.1:1\"]\nprincipals: ${SK}\n";
+        let err = TargetProfile::load("p.yaml", text, &env)
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("SECRETKEY"), "{err}");
+    }
+
     const MINIMAL: &str = r#"version: 1
 name: t
 base_urls: ["http://127.0.0.1:1"]
