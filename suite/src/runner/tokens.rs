@@ -5,10 +5,21 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use idemspec_scenarios::profile::{ClientCredentials, Token};
+use idemspec_scenarios::profile::{ClientCredentials, Token, MIN_TOKEN_EVERY};
+use tokio::io::AsyncReadExt;
+
+use crate::http_client::tls_failure;
 
 /// How long a token command may run, or a grant take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest token taken, in bytes: a bearer token is a few hundred bytes to a few KiB (a JWT
+/// with claims); more is a command or endpoint printing something else, which as a header would
+/// get 431 from the target and read as the profile's fault.
+const MAX_TOKEN_BYTES: usize = 16 << 10;
+
+/// The most of a token endpoint's answer read, in bytes.
+const MAX_GRANT_ANSWER: usize = 64 << 10;
 
 /// How long a token is used where neither the profile (`every`) nor the grant (`expires_in`)
 /// says.
@@ -50,7 +61,9 @@ impl Tokens {
             (Some(command), _) => (run_command(name, command).await?, every),
             (None, Some(g)) => {
                 let (value, expires_in) = grant(name, g, client).await?;
-                (value, every.or(expires_in.map(|e| e * 3 / 4)))
+                // `expires_in: 0` would refetch before every request: at least MIN_TOKEN_EVERY.
+                let lasts = expires_in.map(|e| (e * 3 / 4).max(MIN_TOKEN_EVERY));
+                (value, every.or(lasts))
             }
             (None, None) => return Err(format!("principal `{name}`'s `token` names no source")),
         };
@@ -70,19 +83,49 @@ impl Tokens {
 /// # Errors
 /// Each naming principal `name` and the field, never the output: the command could not start,
 /// ran past [`FETCH_TIMEOUT`], exited non-zero (with the last line of its standard error),
-/// printed nothing, or printed what an HTTP header cannot carry (more than one line).
+/// printed nothing, more than [`MAX_TOKEN_BYTES`], or what an HTTP header cannot carry (more
+/// than one line). Whatever it left running is killed when it exits.
 async fn run_command(name: &str, command: &str) -> Result<String, String> {
     let what = format!("principal `{name}`'s `token.command`");
-    let run = tokio::process::Command::new("sh")
-        .arg("-c")
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
         .arg(command)
         .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(FETCH_TIMEOUT, run)
-        .await
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    // In a group of its own, so whatever it leaves running (`sleep 1000 &`) goes with it.
+    crate::process_group::in_own_group(&mut cmd);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("{what} could not start: {e}"))?;
+    let group = child.id();
+    let stdout = tokio::spawn(read_at_most(child.stdout.take(), MAX_TOKEN_BYTES + 1));
+    let stderr = tokio::spawn(read_at_most(child.stderr.take(), 64 << 10));
+    let waited = tokio::time::timeout(FETCH_TIMEOUT, child.wait()).await;
+    crate::process_group::kill_group(group);
+    let status = waited
         .map_err(|_| format!("{what} did not finish within {} s", FETCH_TIMEOUT.as_secs()))?
         .map_err(|e| format!("{what} could not start: {e}"))?;
+    // Its group is gone; a pipe a process outside it still holds is not waited for.
+    let collect = |task: tokio::task::JoinHandle<Vec<u8>>| async move {
+        tokio::time::timeout(Duration::from_secs(1), task)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default()
+    };
+    let out = Output {
+        status,
+        stdout: collect(stdout).await,
+        stderr: collect(stderr).await,
+    };
+    if out.stdout.len() > MAX_TOKEN_BYTES {
+        return Err(format!(
+            "{what} printed more than {} KiB; it must print only the bearer token",
+            MAX_TOKEN_BYTES >> 10
+        ));
+    }
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let last: String = stderr
@@ -109,11 +152,33 @@ async fn run_command(name: &str, command: &str) -> Result<String, String> {
     carried(&what, value)
 }
 
+/// What a token command left: its exit status and what it printed (each read up to a bound).
+struct Output {
+    status: std::process::ExitStatus,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+/// Up to `limit` bytes of `pipe`, until it closes (a read error ends it too).
+async fn read_at_most<R: tokio::io::AsyncRead + Unpin>(pipe: Option<R>, limit: usize) -> Vec<u8> {
+    let mut buf = Vec::new();
+    if let Some(pipe) = pipe {
+        let _ = pipe.take(limit as u64).read_to_end(&mut buf).await;
+    }
+    buf
+}
+
 /// `value` where `Authorization: Bearer VALUE` can carry it.
 ///
 /// # Errors
 /// It holds a line break or a control character (`what` gave it).
 fn carried(what: &str, value: String) -> Result<String, String> {
+    if value.len() > MAX_TOKEN_BYTES {
+        return Err(format!(
+            "{what} gave a token of more than {} KiB; a bearer token is shorter",
+            MAX_TOKEN_BYTES >> 10
+        ));
+    }
     if http::HeaderValue::from_str(&format!("Bearer {value}")).is_err() || value.contains('\n') {
         return Err(format!(
             "{what} gave more than one line or a control character; it must give only the \
@@ -160,9 +225,12 @@ async fn grant(
         .timeout(FETCH_TIMEOUT)
         .send()
         .await
-        .map_err(|e| format!("{what} got no answer: {e}"))?;
+        .map_err(|e| match tls_failure(&e) {
+            Some(tls) => format!("{what}: {tls}"),
+            None => format!("{what} got no answer: {e}"),
+        })?;
     let status = answer.status();
-    let body = answer.bytes().await.unwrap_or_default();
+    let body = read_answer(answer).await;
     let json: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
     let field = |n: &str| json.as_ref().and_then(|j| j.get(n)).cloned();
     if !status.is_success() {
@@ -180,6 +248,19 @@ async fn grant(
         .and_then(|e| e.as_u64().or_else(|| e.as_str()?.parse().ok()))
         .map(Duration::from_secs);
     Ok((carried(&what, value)?, expires_in))
+}
+
+/// Up to [`MAX_GRANT_ANSWER`] bytes of a token endpoint's answer (a longer one is cut, and reads
+/// as no JSON).
+async fn read_answer(mut answer: reqwest::Response) -> Vec<u8> {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = answer.chunk().await {
+        body.extend_from_slice(&chunk);
+        if body.len() > MAX_GRANT_ANSWER {
+            break;
+        }
+    }
+    body
 }
 
 #[cfg(test)]
@@ -234,5 +315,41 @@ mod tests {
             .await
             .unwrap_err();
         assert!(two.contains("gave more than one line"), "{two}");
+    }
+
+    /// A command's token is taken when the command exits, and whatever it left running goes with
+    /// it; a command printing more than a token is refused by size, not sent as a header.
+    #[tokio::test]
+    async fn a_token_command_leaves_nothing_running_and_prints_a_bounded_token() {
+        let tokens = Tokens::default();
+        let client = reqwest::Client::new();
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let lingering = format!("sleep 1000 & echo $! > '{}'; echo tok", pid_file.display());
+        let started = Instant::now();
+        let got = tokens
+            .current("a", &token(&lingering, Duration::ZERO), &client)
+            .await
+            .unwrap();
+        assert_eq!(got, "tok");
+        assert!(
+            started.elapsed() < FETCH_TIMEOUT,
+            "not held by the sleep's pipe"
+        );
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        // Killed: gone, or a zombie until init reaps it.
+        let alive = std::fs::read_to_string(&stat)
+            .is_ok_and(|s| !s.split(") ").nth(1).is_some_and(|r| r.starts_with('Z')));
+        assert!(!alive, "the background sleep {pid} still runs");
+        let wide = tokens
+            .current(
+                "b",
+                &token("head -c 100000 /dev/zero | tr '\\0' a", Duration::ZERO),
+                &client,
+            )
+            .await
+            .unwrap_err();
+        assert!(wide.contains("more than 16 KiB"), "{wide}");
     }
 }
