@@ -7,12 +7,19 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::TlsError;
 
-/// Reads a file whole, the error naming it.
+/// Reads a regular file whole, the error naming it.
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read {
+    let failed = |source| TlsError::Read {
         path: path.to_path_buf(),
         source,
-    })
+    };
+    // Opening a FIFO blocks until a writer comes, and a device never ends: a regular file only.
+    if !std::fs::metadata(path).map_err(failed)?.is_file() {
+        return Err(failed(std::io::Error::other(
+            "it is not a regular file (a directory, a FIFO or a device)",
+        )));
+    }
+    std::fs::read(path).map_err(failed)
 }
 
 /// Every `CERTIFICATE` block of `pem`, in order; at least one. `what` names the source.

@@ -158,7 +158,16 @@ fn shown_dir(dir: &Path) -> String {
 
 /// The first [`MAX_PEM_BYTES`] of `path` and one more byte, as text with any invalid UTF-8
 /// replaced (PEM is ASCII).
+///
+/// # Errors
+/// `path` is no regular file, or cannot be opened or read.
 fn read_bounded(path: &Path) -> std::io::Result<String> {
+    // Opening a FIFO blocks until a writer comes, and a device never ends: a regular file only.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::other(
+            "it is not a regular file (a directory, a FIFO or a device)",
+        ));
+    }
     let mut bytes = Vec::new();
     std::fs::File::open(path)?
         .take(MAX_PEM_BYTES + 1)

@@ -174,3 +174,22 @@ fn insecure_skip_verify_alone_loads_and_an_unknown_field_is_located() {
     assert_eq!(err.line, 4, "{err}");
     assert!(err.message.contains("unknown field `ca`"), "{err}");
 }
+
+/// A FIFO named as a CA file is refused as no regular file at once: opening it would wait for a
+/// writer that never comes, and the load would hang.
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_no_certificate_and_does_not_hang_the_load() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fifo = dir.path().join("fifo.pem");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    write(dir.path(), "cert.pem", CERT);
+    write(dir.path(), "key.pem", KEY);
+    let text = profile(
+        "{ca_file: fifo.pem}",
+        "{cert_file: cert.pem, key_file: key.pem}",
+    );
+    let err = load(dir.path(), &text).expect_err("a FIFO is no CA file");
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+}

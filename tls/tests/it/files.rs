@@ -49,3 +49,19 @@ fn a_cert_file_without_a_certificate_is_named() {
         "{err}"
     );
 }
+
+/// A FIFO is refused as no regular file, not opened (which would wait for a writer forever).
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_without_waiting_for_a_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.pem");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let trust = TrustOptions {
+        ca_file: Some(fifo),
+        ..TrustOptions::default()
+    };
+    let err = client_config(&trust, None).unwrap_err().to_string();
+    assert!(err.contains("not a regular file"), "{err}");
+}
