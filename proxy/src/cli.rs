@@ -197,8 +197,13 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         (Mode::Http, Some(_)) => "https",
         (Mode::Http, None) => "http",
     };
-    if args.tls.tls_insecure_skip_verify {
-        eprintln!("idemspec-proxy: WARNING: --tls-insecure-skip-verify: the upstream's certificate is not checked at all");
+    // The flag or the proxy file's `upstream_tls.insecure_skip_verify`: loud either way.
+    if config
+        .upstream_tls
+        .as_ref()
+        .is_some_and(|t| t.trust.insecure_skip_verify)
+    {
+        eprintln!("idemspec-proxy: WARNING: insecure_skip_verify (--tls-insecure-skip-verify or the proxy file's upstream_tls): the upstream's certificate is not checked at all");
     }
     let handle = start(config)
         .await

@@ -21,6 +21,18 @@ pub fn render(report: &RunReport) -> Result<String, quick_junit::SerializeError>
     suite.set_time(Duration::from_millis(report.duration_ms));
     suite.add_property(("contract", report.contract.as_str()));
     suite.add_property(("started_at", report.started_at.as_str()));
+    // The header every format shows (an unverified certificate's warning, how TLS was reached):
+    // a property each, and the suite's output, where CI viewers show it.
+    for warning in &report.warnings {
+        suite.add_property(("warning", warning.as_str()));
+    }
+    for reached in &report.tls {
+        suite.add_property(("tls", reached.line().as_str()));
+    }
+    let header = report.header_lines();
+    if !header.is_empty() {
+        suite.set_system_out(header.join("\n"));
+    }
     suite.add_test_cases(report.checks.iter().map(|check| test_case(report, check)));
 
     let mut junit = Report::new("idemspec");

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use idemspec::model::{ExitPolicy, RunReport, Verdict};
-use idemspec::report::{html, json, markdown, terminal, Palette, TerminalOptions};
+use idemspec::report::{html, json, junit, markdown, terminal, Palette, TerminalOptions};
 use idemspec::runner::{run, RunError, RunOptions, Target, Unreachable};
 use idemspec_scenarios::profile::TargetProfile;
 use idemspec_tls::ThrowawayCa;
@@ -166,6 +166,7 @@ async fn an_unverified_target_is_reached_and_said_loudly() {
         ("markdown", markdown::render(&report, policy)),
         ("json", json::render(&report).expect("renders")),
         ("html", html::render(&report, policy)),
+        ("junit", junit::render(&report).expect("renders")),
     ] {
         assert!(text.contains("NOT verified"), "{format}:\n{text}");
         assert!(text.contains("CN=localhost"), "{format}:\n{text}");
