@@ -19,7 +19,7 @@ mod trust;
 pub use error::TlsError;
 pub use explain::{explain, explain_peer, explain_plain_answer};
 pub use identity::IdentityFiles;
-pub use probe::{probe, HandshakeFacts};
+pub use probe::{probe, HandshakeFacts, CONNECT_FAILED};
 pub use server::{server_config, server_config_pem};
 pub use throwaway::{write_identity, ThrowawayCa};
 pub use trust::{client_config, TrustOptions};

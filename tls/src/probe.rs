@@ -47,13 +47,17 @@ impl HandshakeFacts {
     }
 }
 
+/// How a [`probe`] failure that never reached TLS starts: no TCP connection could be made.
+pub const CONNECT_FAILED: &str = "connect to ";
+
 /// One TLS connection to `authority` ("host:port"), checked as `server_name`, with `config`;
 /// a `HEAD /` request is sent and the answer's first bytes read, so that a refusal the server
 /// sends after the handshake (TLS 1.3's "certificate required") is seen. Bounded by 10 s.
 ///
 /// # Errors
-/// The failure in words: [`crate::explain`]'s when it is a TLS failure, else the connection's
-/// error with the authority.
+/// The failure in words: [`crate::explain`]'s when it is a TLS failure; `connect to AUTHORITY:
+/// ERROR` when no TCP connection could be made (nothing listens: no TLS cause, see
+/// [`CONNECT_FAILED`]); else the connection's error with the authority.
 pub async fn probe(
     authority: &str,
     config: &Arc<ClientConfig>,
@@ -62,7 +66,8 @@ pub async fn probe(
     match tokio::time::timeout(PROBE_BOUND, handshake(authority, config, server_name)).await {
         Ok(result) => result,
         Err(_) => Err(format!(
-            "no TLS handshake with {authority} within {} s",
+            "no TLS handshake with {authority} within {} s: does the port speak TLS, or does a \
+             proxy or firewall hold the connection?",
             PROBE_BOUND.as_secs()
         )),
     }
@@ -77,7 +82,7 @@ async fn handshake(
         .map_err(|_| format!("{server_name:?} is neither a DNS name nor an IP address"))?;
     let tcp = TcpStream::connect(authority)
         .await
-        .map_err(|err| format!("connect to {authority}: {err}"))?;
+        .map_err(|err| format!("{CONNECT_FAILED}{authority}: {err}"))?;
     let mut tls = TlsConnector::from(config.clone())
         .connect(name, tcp)
         .await

@@ -299,11 +299,14 @@ impl http_body::Body for MarkedBody {
     }
 }
 
+/// How a transport failure that [`tls_failure`] names starts, before its cause.
+pub const TLS_FAILED: &str = "TLS handshake failed: ";
+
 /// `TLS handshake failed: CAUSE` where `e` is a TLS failure [`idemspec_tls::explain`] names (an
 /// unknown issuer, a name mismatch, an expired certificate, a certificate required or refused, a
 /// plain-HTTP port), with what to do.
 pub fn tls_failure(e: &reqwest::Error) -> Option<String> {
-    idemspec_tls::explain(e).map(|cause| format!("TLS handshake failed: {cause}"))
+    idemspec_tls::explain(e).map(|cause| format!("{TLS_FAILED}{cause}"))
 }
 
 /// Words a reader understands for a transport failure, with the root cause: a TLS failure named

@@ -10,7 +10,7 @@ mod tls;
 pub mod xml;
 
 pub use client::{
-    client_builder, excerpt, tls_failure, Client, MAX_RESPONSE_BODY, PRINCIPAL_HEADER,
+    client_builder, excerpt, tls_failure, Client, MAX_RESPONSE_BODY, PRINCIPAL_HEADER, TLS_FAILED,
 };
 pub use exchange::{Exchange, RequestSpec, SentMark};
 pub(crate) use parse::too_deep as json_too_deep;

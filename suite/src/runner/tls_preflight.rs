@@ -43,7 +43,16 @@ pub(crate) async fn handshakes(ctx: &ApiCtx) -> Result<Vec<TlsReached>, RunError
         let server_name = server_name.trim_start_matches('[').trim_end_matches(']');
         let facts = idemspec_tls::probe(&authority, &config, server_name)
             .await
-            .map_err(|cause| unreachable(url, cause))?;
+            .map_err(
+                |cause| match cause.starts_with(idemspec_tls::CONNECT_FAILED) {
+                    // Nothing listens: no TLS cause, the target is not running there.
+                    true => RunError::TargetUnreachable {
+                        url: url.clone(),
+                        reason: Unreachable::Silent(cause),
+                    },
+                    false => unreachable(url, cause),
+                },
+            )?;
         reached.push(TlsReached {
             url: url.trim_end_matches('/').to_owned(),
             version: facts.version,
@@ -85,7 +94,7 @@ pub(crate) async fn plain_to_tls(url: &str, exchange: &Exchange) -> Option<RunEr
 }
 
 /// The TLS failure of a handshake with `url`.
-fn unreachable(url: &str, cause: String) -> RunError {
+pub(crate) fn unreachable(url: &str, cause: String) -> RunError {
     RunError::TargetUnreachable {
         url: url.to_owned(),
         reason: Unreachable::Tls(cause),

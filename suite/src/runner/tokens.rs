@@ -115,7 +115,7 @@ async fn run_command(name: &str, command: &str) -> Result<String, String> {
             .and_then(Result::ok)
             .unwrap_or_default()
     };
-    let out = Output {
+    let out = CommandOutput {
         status,
         stdout: collect(stdout).await,
         stderr: collect(stderr).await,
@@ -153,7 +153,7 @@ async fn run_command(name: &str, command: &str) -> Result<String, String> {
 }
 
 /// What a token command left: its exit status and what it printed (each read up to a bound).
-struct Output {
+struct CommandOutput {
     status: std::process::ExitStatus,
     stdout: Vec<u8>,
     stderr: Vec<u8>,

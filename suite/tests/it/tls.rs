@@ -136,6 +136,21 @@ async fn each_tls_failure_is_named_before_any_check() {
     p.base_urls.value = vec![tls_port.base_url().replace("https://", "http://")];
     let cause = tls_cause(run_checks(p, &only).await);
     assert!(cause.contains("speaks TLS: use an https:// URL"), "{cause}");
+
+    // Nothing listening is no TLS cause: the target is not running there.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = closed.local_addr().expect("its address").port();
+    drop(closed);
+    let mut p = profile(&tls_port, dir.path(), "{ca_file: ca.pem}");
+    p.base_urls.value = vec![format!("https://127.0.0.1:{port}")];
+    match run_checks(p, &only).await {
+        Err(RunError::TargetUnreachable {
+            reason: Unreachable::Silent(why),
+            ..
+        }) => assert!(why.contains("connect to"), "{why}"),
+        Err(other) => panic!("stopped for another reason: {other}"),
+        Ok(report) => panic!("ran:\n{}", table(&report)),
+    }
 }
 
 /// `insecure_skip_verify` reaches a target no CA vouches for, and every report format says so,
