@@ -17,6 +17,11 @@ pub const PRINCIPAL_HEADER: &str = "x-idemspec-principal";
 
 const PRINCIPAL: HeaderName = HeaderName::from_static(PRINCIPAL_HEADER);
 
+/// How long an upstream may take to finish a TLS handshake it accepted the connection for: as
+/// long as the runner's own preflight waits. A stalled upstream gets a 502 naming it, not a
+/// request held forever.
+pub(crate) const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Which client certificate an upstream connection shows: 0 none, `i` the `i`-th principal's
 /// (in [`UpstreamTls::identities`]' order). A request carries it in its extensions when it is
 /// not 0; an idle upstream connection is reused only by a request of the same identity.
@@ -83,7 +88,12 @@ impl Originate {
             .unwrap_or_default()
     }
 
-    /// The TLS handshake over `tcp`, showing `identity`'s certificate if asked for one.
+    /// The TLS handshake over `tcp`, showing `identity`'s certificate if asked for one, within
+    /// [`HANDSHAKE_TIMEOUT`].
+    ///
+    /// # Errors
+    /// The handshake failed, or an upstream that accepted the connection did not finish it in
+    /// time (`TimedOut`, saying so).
     pub(crate) async fn connect(
         &self,
         tcp: TcpStream,
@@ -93,6 +103,18 @@ impl Originate {
             .connectors
             .get(identity.0)
             .unwrap_or(&self.connectors[0]);
-        connector.connect(self.name.clone(), tcp).await
+        let handshake = connector.connect(self.name.clone(), tcp);
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
+            .await
+            .unwrap_or_else(|_| {
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "the upstream accepted the connection but did not finish the TLS \
+                         handshake within {} s: does its port speak TLS?",
+                        HANDSHAKE_TIMEOUT.as_secs()
+                    ),
+                ))
+            })
     }
 }

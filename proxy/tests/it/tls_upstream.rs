@@ -241,3 +241,42 @@ async fn an_https_upstream_that_speaks_plain_http_is_told_to_use_http() {
     assert_eq!(upstream.count(), 0);
     proxy.shutdown().await;
 }
+
+/// An upstream that accepts the connection and never finishes the handshake gets the request a
+/// 502 naming the stall within the handshake bound (10 s), not a request held forever.
+#[tokio::test]
+async fn an_upstream_that_stalls_the_handshake_is_a_named_502() {
+    let pki = Pki::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let mut conns = Vec::new();
+        while let Ok((conn, _)) = listener.accept().await {
+            conns.push(conn);
+        }
+    });
+    let proxy = start(ProxyConfig {
+        upstream: format!("https://localhost:{port}"),
+        upstream_tls: Some(pki.upstream_tls(&[])),
+        ..ProxyConfig::default()
+    })
+    .await
+    .unwrap();
+    let resp = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        http()
+            .get(format!("http://{}/v1/workers", proxy.addr()))
+            .send(),
+    )
+    .await
+    .expect("answered before the test's bound")
+    .unwrap();
+    assert_eq!(resp.status(), 502);
+    let error = proxy.events()[0].upstream_error.clone().unwrap_or_default();
+    assert!(
+        error.contains("did not finish the TLS handshake"),
+        "{error}"
+    );
+    held.abort();
+    proxy.shutdown().await;
+}
