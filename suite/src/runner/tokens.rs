@@ -338,10 +338,17 @@ mod tests {
         );
         let pid = std::fs::read_to_string(&pid_file).unwrap();
         let stat = format!("/proc/{}/stat", pid.trim());
-        // Killed: gone, or a zombie until init reaps it.
-        let alive = std::fs::read_to_string(&stat)
-            .is_ok_and(|s| !s.split(") ").nth(1).is_some_and(|r| r.starts_with('Z')));
-        assert!(!alive, "the background sleep {pid} still runs");
+        // Killed: gone, or a zombie until init reaps it. SIGKILL lands asynchronously, so the
+        // state is read until it shows (at most 5 s; the sleep alone would last 1000 s).
+        let alive = || {
+            std::fs::read_to_string(&stat)
+                .is_ok_and(|s| !s.split(") ").nth(1).is_some_and(|r| r.starts_with('Z')))
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while alive() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(!alive(), "the background sleep {pid} still runs");
         let wide = tokens
             .current(
                 "b",
