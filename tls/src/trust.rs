@@ -55,26 +55,29 @@ pub fn client_config(
     let provider = crate::provider();
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;
-    let builder = if trust.insecure_skip_verify {
-        builder
+    let builder = match (trust.insecure_skip_verify, &trust.server_name) {
+        (false, None) => builder.with_root_certificates(roots(trust)?),
+        (true, _) => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
-    } else if let Some(name) = &trust.server_name {
-        let name = trust.server_name_for(name)?;
-        let verifier =
-            WebPkiServerVerifier::builder_with_provider(Arc::new(roots(trust)?), provider)
-                .build()
-                .map_err(|err| {
-                    TlsError::Config(format!("build the certificate verifier: {err}"))
-                })?;
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NamedVerifier {
-                inner: verifier,
-                name,
-            }))
-    } else {
-        builder.with_root_certificates(roots(trust)?)
+            .with_custom_certificate_verifier(Arc::new(Verifier {
+                provider,
+                webpki: None,
+            })),
+        (false, Some(name)) => {
+            let name = trust.server_name_for(name)?;
+            let webpki = WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots(trust)?),
+                provider.clone(),
+            )
+            .build()
+            .map_err(|err| TlsError::Config(format!("build the certificate verifier: {err}")))?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Verifier {
+                    provider,
+                    webpki: Some((webpki, name)),
+                }))
+        }
     };
     let mut config = match identity {
         Some(files) => {
@@ -107,16 +110,19 @@ fn platform_roots() -> &'static [CertificateDer<'static>] {
     ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
 }
 
-/// `server_name`: the certificate is verified as usual (chain, validity) but for the configured
-/// name, whatever host the connection was opened to; a client that sets SNI from its URL (reqwest)
-/// still checks the name the profile gives.
+/// The two checks other than rustls's own: `server_name` (`webpki` with that name: the certificate
+/// is verified as usual, chain and validity, but for the configured name whatever host the
+/// connection was opened to, so a client that sets SNI from its URL, as reqwest does, still checks
+/// the profile's name) and `insecure_skip_verify` (`webpki: None`: every certificate is
+/// accepted). Handshake signatures are verified with the provider's algorithms either way, so the
+/// peer holds the key it presented.
 #[derive(Debug)]
-struct NamedVerifier {
-    inner: Arc<WebPkiServerVerifier>,
-    name: ServerName<'static>,
+struct Verifier {
+    provider: Arc<CryptoProvider>,
+    webpki: Option<(Arc<WebPkiServerVerifier>, ServerName<'static>)>,
 }
 
-impl ServerCertVerifier for NamedVerifier {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -125,8 +131,12 @@ impl ServerCertVerifier for NamedVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        self.inner
-            .verify_server_cert(end_entity, intermediates, &self.name, ocsp_response, now)
+        match &self.webpki {
+            Some((webpki, name)) => {
+                webpki.verify_server_cert(end_entity, intermediates, name, ocsp_response, now)
+            }
+            None => Ok(ServerCertVerified::assertion()),
+        }
     }
 
     fn verify_tls12_signature(
@@ -135,47 +145,7 @@ impl ServerCertVerifier for NamedVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-}
-
-/// `insecure_skip_verify`: every certificate is accepted; handshake signatures are still
-/// verified with the provider's algorithms, so the peer holds the key it presented.
-#[derive(Debug)]
-struct AcceptAnyCertificate(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.0.signature_verification_algorithms;
+        let algorithms = &self.provider.signature_verification_algorithms;
         rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
     }
 
@@ -185,11 +155,13 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.0.signature_verification_algorithms;
+        let algorithms = &self.provider.signature_verification_algorithms;
         rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }

@@ -101,25 +101,14 @@ pub(crate) fn unreachable(url: &str, cause: String) -> RunError {
     }
 }
 
-/// `host:port` of an `https://` URL, with the default port 443 where it names none.
+/// `host:port` of an `https://` URL, with the default port 443 where it names none (a URL
+/// without a host, which profile validation refuses, as written).
 fn authority(url: &str) -> String {
-    let rest = url.strip_prefix("https://").unwrap_or(url);
-    let host_port = rest.split(['/', '?', '#']).next().unwrap_or(rest);
-    let host_port = host_port.rsplit_once('@').map_or(host_port, |(_, h)| h);
-    let has_port = match host_port.rsplit_once(':') {
-        Some((host, port)) => {
-            !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && {
-                // An IPv6 literal's colons are inside its brackets.
-                !host.starts_with('[') || host.ends_with(']')
-            }
-        }
-        None => false,
-    };
-    if has_port {
-        host_port.to_owned()
-    } else {
-        format!("{host_port}:443")
-    }
+    let https = url.replacen("http://", "https://", 1);
+    reqwest::Url::parse(&https)
+        .ok()
+        .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
+        .unwrap_or_else(|| url.to_owned())
 }
 
 #[cfg(test)]
