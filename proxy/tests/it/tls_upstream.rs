@@ -27,6 +27,31 @@ async fn over_tls(
     (proxy, upstream)
 }
 
+/// What the event says of a request through a proxy trusting `pki` to `upstream`, which the
+/// client got as a 502.
+async fn upstream_error_of(upstream: String, pki: &Pki) -> String {
+    let proxy = start(ProxyConfig {
+        upstream,
+        upstream_tls: Some(pki.upstream_tls(&[])),
+        ..ProxyConfig::default()
+    })
+    .await
+    .unwrap();
+    let resp = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        http()
+            .get(format!("http://{}/v1/workers", proxy.addr()))
+            .send(),
+    )
+    .await
+    .expect("answered before the test's bound")
+    .unwrap();
+    assert_eq!(resp.status(), 502);
+    let error = proxy.events()[0].upstream_error.clone().unwrap_or_default();
+    proxy.shutdown().await;
+    error
+}
+
 #[tokio::test]
 async fn pass_through_and_5xx_reach_the_client_as_the_upstream_sent_them() {
     let pki = Pki::new();
@@ -181,22 +206,8 @@ async fn an_untrusted_upstream_certificate_is_named_in_the_event() {
     let pki = Pki::new();
     let stranger = Pki::new();
     let upstream = Upstream::start_tls(stranger.server(false)).await;
-    let proxy = start(ProxyConfig {
-        upstream: upstream.https_url(),
-        upstream_tls: Some(pki.upstream_tls(&[])),
-        ..ProxyConfig::default()
-    })
-    .await
-    .unwrap();
-    let resp = http()
-        .get(format!("http://{}/v1/workers", proxy.addr()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 502);
-    let error = proxy.events()[0].upstream_error.clone().unwrap_or_default();
+    let error = upstream_error_of(upstream.https_url(), &pki).await;
     assert!(error.contains("unknown issuer"), "{error}");
-    proxy.shutdown().await;
 }
 
 #[tokio::test]
@@ -220,26 +231,13 @@ async fn an_unreadable_identity_fails_the_start_naming_the_file() {
 async fn an_https_upstream_that_speaks_plain_http_is_told_to_use_http() {
     let pki = Pki::new();
     let upstream = Upstream::start().await;
-    let proxy = start(ProxyConfig {
-        upstream: format!("https://localhost:{}", upstream.addr.port()),
-        upstream_tls: Some(pki.upstream_tls(&[])),
-        ..ProxyConfig::default()
-    })
-    .await
-    .unwrap();
-    let resp = http()
-        .get(format!("http://{}/v1/workers", proxy.addr()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 502);
-    let error = proxy.events()[0].upstream_error.clone().unwrap_or_default();
+    let url = format!("https://localhost:{}", upstream.addr.port());
+    let error = upstream_error_of(url, &pki).await;
     assert!(
         error.contains("plain HTTP") && error.contains("http://"),
         "{error}"
     );
     assert_eq!(upstream.count(), 0);
-    proxy.shutdown().await;
 }
 
 /// An upstream that accepts the connection and never finishes the handshake gets the request a
@@ -255,28 +253,10 @@ async fn an_upstream_that_stalls_the_handshake_is_a_named_502() {
             conns.push(conn);
         }
     });
-    let proxy = start(ProxyConfig {
-        upstream: format!("https://localhost:{port}"),
-        upstream_tls: Some(pki.upstream_tls(&[])),
-        ..ProxyConfig::default()
-    })
-    .await
-    .unwrap();
-    let resp = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        http()
-            .get(format!("http://{}/v1/workers", proxy.addr()))
-            .send(),
-    )
-    .await
-    .expect("answered before the test's bound")
-    .unwrap();
-    assert_eq!(resp.status(), 502);
-    let error = proxy.events()[0].upstream_error.clone().unwrap_or_default();
+    let error = upstream_error_of(format!("https://localhost:{port}"), &pki).await;
     assert!(
         error.contains("did not finish the TLS handshake"),
         "{error}"
     );
     held.abort();
-    proxy.shutdown().await;
 }
