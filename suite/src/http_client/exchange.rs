@@ -192,6 +192,14 @@ impl Exchange {
             .and_then(|r| r.problem_type.as_deref())
     }
 
+    /// The TLS failure that kept this exchange from an answer, in words with what to do (see
+    /// [`super::tls_failure`]); `None` for an answer or any other transport failure.
+    pub fn tls_failure(&self) -> Option<&str> {
+        let error = self.evidence.error.as_deref()?;
+        let cause = error.split_once(super::TLS_FAILED)?.1;
+        self.status.is_none().then_some(cause)
+    }
+
     /// "status 409 (type …)" or the transport error, for messages.
     pub fn describe(&self) -> String {
         match (self.status, self.problem_type()) {

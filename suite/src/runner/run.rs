@@ -9,7 +9,7 @@ use super::{capabilities, observe, tls_preflight, RunError, RunOptions, Target, 
 use crate::engine::EventSink;
 use crate::engine::{self, RunRecord};
 use crate::hooks::{HookRunner, ProfileHooks};
-use crate::http_client::{Exchange, RequestSpec, TlsSettings, TLS_FAILED};
+use crate::http_client::{Exchange, RequestSpec, TlsSettings};
 use crate::model::RunReport;
 use crate::reference::ReferenceServer;
 use crate::target_process::{ProcessHooks, TargetProcess};
@@ -178,11 +178,8 @@ async fn preflight(ctx: &ApiCtx) -> Result<(), RunError> {
                 ex.evidence.request.method, ex.evidence.request.path
             );
             // A principal's own certificate refused (another than the TLS preflight showed).
-            let tls_cause = ex.evidence.error.as_deref().and_then(|e| {
-                e.split_once(TLS_FAILED)
-                    .map(|(_, cause)| format!("principal `{}`: {cause}", principal.name))
-            });
-            if let (None, Some(cause)) = (ex.status, tls_cause) {
+            if let Some(cause) = ex.tls_failure() {
+                let cause = format!("principal `{}`: {cause}", principal.name);
                 return Err(tls_preflight::unreachable(url, cause));
             }
             let reason = match ex.status {
