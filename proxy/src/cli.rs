@@ -74,8 +74,9 @@ pub struct TlsArgs {
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
     /// Serve TLS on the proxy's port with a certificate for `localhost` and `127.0.0.1` from a
-    /// throwaway CA made now; the CA's certificate is written to a file whose path is printed
-    /// (`idemspec-proxy CA certificate: PATH`), for clients to trust.
+    /// throwaway CA made now; the CA's certificate is written to `ca.pem` in a directory of this
+    /// process's under the temporary directory, removed when the proxy stops, and its path is
+    /// printed (`idemspec-proxy CA certificate: PATH`), for clients to trust.
     #[arg(long)]
     pub tls_self_signed: bool,
     /// Trust the CA certificates of this PEM file for an `https://` upstream, besides the
@@ -90,12 +91,78 @@ pub struct TlsArgs {
     /// test endpoint only; a warning says so at start.
     #[arg(long)]
     pub tls_insecure_skip_verify: bool,
+    /// Show this PEM certificate chain (leaf first) to an `https://` upstream that asks for a
+    /// client certificate (mutual TLS); with `--tls-client-key`.
+    #[arg(long, value_name = "FILE", requires = "tls_client_key")]
+    pub tls_client_cert: Option<PathBuf>,
+    /// The PEM private key of `--tls-client-cert`.
+    #[arg(long, value_name = "FILE", requires = "tls_client_cert")]
+    pub tls_client_key: Option<PathBuf>,
+}
+
+/// A proxy configuration from the command line, and what must live as long as the proxy runs.
+#[derive(Debug)]
+pub struct Configured {
+    /// What to [`start`].
+    pub config: ProxyConfig,
+    /// `--tls-self-signed`'s CA certificate, if the flag was given; its directory is removed
+    /// when this is dropped.
+    pub self_signed_ca: Option<SelfSignedCa>,
+}
+
+/// Where `--tls-self-signed` wrote its CA's certificate: `ca.pem` in a directory of this
+/// process's under the temporary directory (`idemspec-proxy-XXXXXX`), removed with everything
+/// in it when this is dropped (the proxy stopping), so runs leave no files behind.
+#[derive(Debug)]
+pub struct SelfSignedCa {
+    dir: tempfile::TempDir,
+}
+
+impl SelfSignedCa {
+    /// The CA certificate's path, for clients to trust.
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
 }
 
 impl TlsArgs {
-    /// The upstream's TLS settings, when a flag or the file's `upstream_tls` (its paths relative
-    /// to `dir`) set one; flags win.
-    fn upstream(&self, file: Option<&UpstreamTlsFile>, dir: &Path) -> Option<crate::UpstreamTls> {
+    /// The upstream flags given, as spelled on the command line.
+    fn upstream_flags(&self) -> Vec<&'static str> {
+        [
+            (self.tls_ca_file.is_some(), "--tls-ca-file"),
+            (self.tls_server_name.is_some(), "--tls-server-name"),
+            (self.tls_insecure_skip_verify, "--tls-insecure-skip-verify"),
+            (self.tls_client_cert.is_some(), "--tls-client-cert"),
+            (self.tls_client_key.is_some(), "--tls-client-key"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect()
+    }
+
+    /// The TLS settings of an `https://` upstream from the flags and the file's `upstream_tls`
+    /// (its paths relative to `dir`), flags winning; `None` for another upstream.
+    ///
+    /// Errors: an upstream flag given for an upstream that is not `https://`.
+    fn upstream(
+        &self,
+        upstream: &str,
+        file: Option<&UpstreamTlsFile>,
+        dir: &Path,
+    ) -> anyhow::Result<Option<crate::UpstreamTls>> {
+        if !upstream.starts_with("https://") {
+            let flags = self.upstream_flags();
+            if !flags.is_empty() {
+                anyhow::bail!(
+                    "{} appl{} to an https:// upstream only; `{upstream}` is not one: drop {}, \
+                     or give an https:// upstream",
+                    flags.join(", "),
+                    if flags.len() == 1 { "ies" } else { "y" },
+                    if flags.len() == 1 { "it" } else { "them" },
+                );
+            }
+            return Ok(None);
+        }
         let file = file.cloned().unwrap_or_default();
         let trust = idemspec_tls::TrustOptions {
             ca_file: self
@@ -104,21 +171,36 @@ impl TlsArgs {
                 .or_else(|| file.ca_file.map(|f| dir.join(f))),
             server_name: self.tls_server_name.clone().or(file.server_name),
             insecure_skip_verify: self.tls_insecure_skip_verify || file.insecure_skip_verify,
+            ..Default::default()
         };
-        (trust != idemspec_tls::TrustOptions::default()).then(|| crate::UpstreamTls {
+        let client_identity = match (&self.tls_client_cert, &self.tls_client_key) {
+            (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+            _ => file
+                .client_cert
+                .zip(file.client_key)
+                .map(|(cert, key)| (dir.join(cert), dir.join(key))),
+        }
+        .map(|(cert_file, key_file)| idemspec_tls::IdentityFiles {
+            cert_file,
+            key_file,
+        });
+        Ok(Some(crate::UpstreamTls {
             trust,
             identities: Default::default(),
-        })
+            client_identity,
+            advice: idemspec_tls::Advice::ProxyFlags,
+            configs: Default::default(),
+        }))
     }
 
     /// The server config of the proxy's port: from `--tls-cert`/`--tls-key`, a throwaway CA's
-    /// certificate written to [`self_signed_ca_path`], or the file's `listen_tls` (its paths
+    /// certificate (written to a [`SelfSignedCa`]), or the file's `listen_tls` (its paths
     /// relative to `dir`); `None` for plain HTTP.
     fn listen(
         &self,
         file: Option<&ListenTlsFile>,
         dir: &Path,
-    ) -> anyhow::Result<Option<std::sync::Arc<idemspec_tls::rustls::ServerConfig>>> {
+    ) -> anyhow::Result<(ServerTls, Option<SelfSignedCa>)> {
         let from_file = file
             .filter(|_| !self.tls_self_signed)
             .map(|f| (dir.join(&f.cert_file), dir.join(&f.key_file)));
@@ -129,27 +211,25 @@ impl TlsArgs {
         if let Some((cert, key)) = files {
             let config = idemspec_tls::server_config(&cert, &key, None, false)
                 .context("failed to serve TLS on the proxy's port")?;
-            return Ok(Some(config));
+            return Ok((Some(config), None));
         }
         if !self.tls_self_signed {
-            return Ok(None);
+            return Ok((None, None));
         }
         let ca = idemspec_tls::ThrowawayCa::new()?;
         let (cert, key) = ca.server_cert(&["localhost", "127.0.0.1"])?;
-        let path = self_signed_ca_path();
-        std::fs::write(&path, ca.ca_pem())
-            .with_context(|| format!("failed to write {}", path.display()))?;
-        Ok(Some(idemspec_tls::server_config_pem(
-            &cert, &key, None, false,
-        )?))
+        let dir = tempfile::Builder::new()
+            .prefix("idemspec-proxy-")
+            .tempdir()
+            .context("failed to make a directory for --tls-self-signed's CA certificate")?;
+        ca.write_ca(dir.path())?;
+        let config = idemspec_tls::server_config_pem(&cert, &key, None, false)?;
+        Ok((Some(config), Some(SelfSignedCa { dir })))
     }
 }
 
-/// Where `--tls-self-signed` writes its CA's certificate: `idemspec-proxy-PID-ca.pem` in the
-/// temporary directory.
-pub fn self_signed_ca_path() -> PathBuf {
-    std::env::temp_dir().join(format!("idemspec-proxy-{}-ca.pem", std::process::id()))
-}
+/// The server config of the proxy's port, `None` for plain HTTP.
+type ServerTls = Option<std::sync::Arc<idemspec_tls::rustls::ServerConfig>>;
 
 /// A `--key-header` value: an HTTP header name (RFC 9110 §5.1 token), any case.
 fn parse_header_name(text: &str) -> Result<http::HeaderName, String> {
@@ -190,7 +270,10 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     }
-    let config = config(&args)?;
+    let Configured {
+        config,
+        self_signed_ca,
+    } = config(&args)?;
     let mode = config.mode;
     let scheme = match (mode, &config.listen_tls) {
         (Mode::Tcp, _) => "tcp",
@@ -214,9 +297,12 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         "idemspec-proxy listening on {scheme}://{}",
         handle.addr()
     )?;
-    if args.tls.tls_self_signed {
-        let ca = self_signed_ca_path();
-        writeln!(out, "idemspec-proxy CA certificate: {}", ca.display())?;
+    if let Some(ca) = &self_signed_ca {
+        writeln!(
+            out,
+            "idemspec-proxy CA certificate: {}",
+            ca.path().display()
+        )?;
     }
     if let Some(control) = handle.control_addr() {
         writeln!(out, "idemspec-proxy control on http://{control}")?;
@@ -229,6 +315,7 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         () = async { handle.shutdown().await; server_shutdown(toxiproxy).await } => {}
         _ = tokio::signal::ctrl_c() => {}
     }
+    drop(self_signed_ca);
     Ok(())
 }
 
@@ -253,8 +340,9 @@ fn io_threads(args: &ProxyArgs) -> usize {
 
 /// The proxy configuration the flags and the scenario file describe; flags win over the file.
 ///
-/// Errors: an unreadable or invalid scenario file, no upstream, a bad `listen` in the file.
-pub fn config(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
+/// Errors: an unreadable or invalid scenario file, no upstream, a bad `listen` in the file,
+/// upstream TLS flags for an upstream that is not `https://`, TLS files that cannot be used.
+pub fn config(args: &ProxyArgs) -> anyhow::Result<Configured> {
     let file = match &args.scenario {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -293,17 +381,17 @@ pub fn config(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
         .as_deref()
         .and_then(Path::parent)
         .unwrap_or(Path::new(""));
-    let upstream_tls = args
-        .tls
-        .upstream(file.as_ref().and_then(|f| f.upstream_tls.as_ref()), dir);
-    let listen_tls = args
-        .tls
-        .listen(file.as_ref().and_then(|f| f.listen_tls.as_ref()), dir)?;
+    let tls_of = file
+        .as_ref()
+        .map(|f| (f.upstream_tls.as_ref(), f.listen_tls.as_ref()));
+    let (upstream_of, listen_of) = tls_of.unwrap_or_default();
+    let upstream_tls = args.tls.upstream(&upstream, upstream_of, dir)?;
+    let (listen_tls, self_signed_ca) = args.tls.listen(listen_of, dir)?;
     let (rules, tcp_rules) = file.map(|f| (f.rules, f.tcp_rules)).unwrap_or_default();
     if mode == Mode::Tcp && listen_tls.is_some() {
         anyhow::bail!("TLS on the proxy's port (--tls-cert, --tls-self-signed) needs HTTP mode; in TCP mode TLS passes through as bytes");
     }
-    Ok(ProxyConfig {
+    let config = ProxyConfig {
         listen,
         upstream,
         upstream_tls,
@@ -325,6 +413,10 @@ pub fn config(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
                 .to_owned(),
         ),
         ..ProxyConfig::default()
+    };
+    Ok(Configured {
+        config,
+        self_signed_ca,
     })
 }
 
@@ -358,7 +450,9 @@ mod tests {
             "a.yaml",
             "version: 1\nlisten: 127.0.0.1:9001\nupstream: http://127.0.0.1:9002\nrules:\n  - name: r\n    fault: refuse\n",
         );
-        let from_file = config(&parse(&["--scenario", path.to_str().unwrap()])).unwrap();
+        let from_file = config(&parse(&["--scenario", path.to_str().unwrap()]))
+            .unwrap()
+            .config;
         assert_eq!(from_file.listen.port(), 9001);
         assert_eq!(from_file.upstream, "http://127.0.0.1:9002");
         assert_eq!(from_file.rules.len(), 1);
@@ -372,7 +466,8 @@ mod tests {
             "--control",
             "127.0.0.1:9005",
         ]))
-        .unwrap();
+        .unwrap()
+        .config;
         let header = |c: &ProxyConfig| match &c.key_at {
             idemspec_scenarios::profile::KeyAt::Header(name) => name.clone(),
             other => panic!("{other:?}"),
@@ -384,7 +479,8 @@ mod tests {
             "--key-header",
             "PayPal-Request-Id",
         ]))
-        .unwrap();
+        .unwrap()
+        .config;
         assert_eq!(header(&keyed), "paypal-request-id");
         assert!(Cli::try_parse_from(["idemspec-proxy", "--key-header", "bad header"]).is_err());
         assert_eq!(overridden.listen.port(), 9003);
@@ -396,7 +492,7 @@ mod tests {
             "one I/O thread per CPU by default"
         );
         let flags = ["--upstream", "http://a:1", "--threads", "0"];
-        assert_eq!(config(&parse(&flags)).unwrap().io_threads, 0);
+        assert_eq!(config_of(&flags).io_threads, 0);
         assert_eq!(
             from_file.header_read_timeout,
             Some(ProxyConfig::HEADER_READ_TIMEOUT),
@@ -404,11 +500,11 @@ mod tests {
         );
         let flags = ["--upstream", "http://a:1", "--header-read-timeout", "250ms"];
         assert_eq!(
-            config(&parse(&flags)).unwrap().header_read_timeout,
+            config_of(&flags).header_read_timeout,
             Some(std::time::Duration::from_millis(250))
         );
         let flags = ["--upstream", "http://a:1", "--header-read-timeout", "0s"];
-        let off = config(&parse(&flags)).unwrap().header_read_timeout;
+        let off = config_of(&flags).header_read_timeout;
         assert!(off.is_some_and(|t| t.is_zero()), "0 is passed on: no limit");
         assert!(Cli::try_parse_from(["x", "--header-read-timeout", "10"]).is_err());
         let toxi = parse(&["--toxiproxy-api", "127.0.0.1:8474"]).toxiproxy_api;
@@ -444,7 +540,7 @@ mod tests {
             "{err:#}"
         );
         let url = format!("http://{at}");
-        let config = config(&parse(&["--scenario", file, "--upstream", &url])).unwrap();
+        let config = config_of(&["--scenario", file, "--upstream", &url]);
         std::fs::remove_file(&path).unwrap();
         assert_eq!(
             (config.upstream.as_str(), config.rules.len()),
@@ -477,14 +573,21 @@ mod tests {
         assert_eq!(trust.server_name.as_deref(), Some("api.internal"));
         assert!(!trust.insecure_skip_verify && given.listen_tls.is_none());
         let plain = config_of(&["--upstream", "https://api.example"]);
-        assert!(
-            plain.upstream_tls.is_none(),
+        let plain = plain.upstream_tls.expect("an https upstream's settings");
+        assert_eq!(
+            plain.trust,
+            idemspec_tls::TrustOptions::default(),
             "the platform's roots, by default"
         );
-        let served = config_of(&["--upstream", "http://a:1", "--tls-self-signed"]);
-        assert!(served.listen_tls.is_some());
-        let pem = std::fs::read_to_string(self_signed_ca_path()).unwrap();
+        assert_eq!(plain.advice, idemspec_tls::Advice::ProxyFlags);
+        let served = config(&parse(&["--upstream", "http://a:1", "--tls-self-signed"])).unwrap();
+        assert!(served.config.listen_tls.is_some());
+        let ca = served.self_signed_ca.expect("a CA certificate written");
+        let pem = std::fs::read_to_string(ca.path()).unwrap();
         assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        let dir = ca.path().parent().unwrap().to_path_buf();
+        drop(ca);
+        assert!(!dir.exists(), "the CA's directory goes with the proxy");
         assert!(
             Cli::try_parse_from(["x", "--tls-cert", "c.pem"]).is_err(),
             "a key too"
@@ -538,8 +641,72 @@ mod tests {
         std::fs::remove_file(plain).unwrap();
     }
 
+    /// The upstream's trust and client certificate flags name an https:// upstream's settings:
+    /// given for a plain one, they are refused, each named, instead of silently unused.
+    #[test]
+    fn upstream_tls_flags_are_refused_for_a_plain_upstream() {
+        let given: [&[&str]; 4] = [
+            &["--tls-ca-file", "ca.pem"],
+            &["--tls-server-name", "api.internal"],
+            &["--tls-insecure-skip-verify"],
+            &["--tls-client-cert", "c.pem", "--tls-client-key", "k.pem"],
+        ];
+        for flags in given {
+            for upstream in ["http://a:1", "http://a:1/api"] {
+                let argv = [&["--upstream", upstream][..], flags].concat();
+                let err = format!("{:#}", config(&parse(&argv)).unwrap_err());
+                assert!(
+                    err.contains(flags[0]) && err.contains("to an https:// upstream only"),
+                    "{err}"
+                );
+            }
+            let argv = [&["--upstream", "https://a"][..], flags].concat();
+            assert!(config(&parse(&argv)).is_ok(), "{flags:?} for https://");
+        }
+        let both = [
+            "--upstream",
+            "http://a:1",
+            "--tls-ca-file",
+            "c",
+            "--tls-server-name",
+            "n",
+        ];
+        let err = format!("{:#}", config(&parse(&both)).unwrap_err());
+        assert!(
+            err.contains("--tls-ca-file, --tls-server-name apply"),
+            "{err}"
+        );
+    }
+
+    /// `--tls-client-cert`/`--tls-client-key` and the file's `upstream_tls.client_cert` and
+    /// `client_key` (relative to it) set the certificate shown when no principal picks one.
+    #[test]
+    fn the_client_certificate_comes_from_the_flags_or_the_file() {
+        let flags = [
+            "--upstream",
+            "https://a",
+            "--tls-client-cert",
+            "/pki/c.pem",
+            "--tls-client-key",
+            "/pki/k.pem",
+        ];
+        let shown = config_of(&flags).upstream_tls.unwrap().client_identity;
+        let shown = shown.expect("a client certificate");
+        assert_eq!(shown.cert_file, PathBuf::from("/pki/c.pem"));
+        assert_eq!(shown.key_file, PathBuf::from("/pki/k.pem"));
+        assert!(Cli::try_parse_from(["x", "--tls-client-cert", "c"]).is_err());
+        let path = scenario_file(
+            "mtls.yaml",
+            "version: 1\nupstream: https://a\nupstream_tls: {client_cert: c.pem, client_key: k.pem}\n",
+        );
+        let from_file = config_of(&["--scenario", path.to_str().unwrap()]);
+        let shown = from_file.upstream_tls.unwrap().client_identity.unwrap();
+        assert_eq!(shown.cert_file, path.parent().unwrap().join("c.pem"));
+        std::fs::remove_file(path).unwrap();
+    }
+
     fn config_of(flags: &[&str]) -> ProxyConfig {
-        config(&parse(flags)).unwrap()
+        config(&parse(flags)).unwrap().config
     }
 
     #[test]

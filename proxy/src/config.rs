@@ -124,13 +124,23 @@ impl std::fmt::Debug for ProxyConfig {
 ///
 /// Each request's `x-idemspec-principal` header (stripped before the upstream sees it) names the
 /// principal it is made as; its upstream connection shows that principal's certificate from
-/// `identities`, or none for a principal not there (or no header). An idle upstream connection
-/// is reused only by a request of the same principal's certificate, so each principal's requests
-/// travel on connections of their own.
+/// `identities`, or `client_identity` for a principal not there (or no header), or none. An idle
+/// upstream connection is reused only by a request of the same certificate, so each principal's
+/// requests travel on connections of their own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UpstreamTls {
     /// Whom to trust: the platform's roots and `ca_file`, the name checked, or no check at all.
     pub trust: idemspec_tls::TrustOptions,
     /// Client certificates by principal name.
     pub identities: BTreeMap<String, idemspec_tls::IdentityFiles>,
+    /// The client certificate shown when no principal header picks one of `identities`
+    /// (`idemspec proxy --tls-client-cert`); `None`: no certificate then.
+    pub client_identity: Option<idemspec_tls::IdentityFiles>,
+    /// Where the user sets these, so a handshake failure's 502 advises that setting: the target
+    /// profile's `tls` fields (the runner's embedded proxy, the default) or `idemspec proxy`'s
+    /// flags.
+    pub advice: idemspec_tls::Advice,
+    /// Where the client configs are built, once per identity: clones of one `UpstreamTls` (a
+    /// run's proxies, one per check) share it.
+    pub configs: idemspec_tls::ConfigCache,
 }

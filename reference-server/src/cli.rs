@@ -3,7 +3,7 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -168,20 +168,39 @@ impl Args {
         let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
             return Ok(None);
         };
-        let config = idemspec_tls::server_config(
-            cert,
-            key,
-            self.tls_client_ca.as_deref(),
-            self.tls_require_client_cert,
-        )
-        .with_context(|| {
-            format!(
-                "serve TLS with --tls-cert {} and --tls-key {}",
-                cert.display(),
-                key.display()
-            )
-        })?;
+        let client_ca = self.tls_client_ca.as_deref();
+        let config =
+            idemspec_tls::server_config(cert, key, client_ca, self.tls_require_client_cert)
+                .map_err(|err| {
+                    let flag = flag_of(&err, cert, key, client_ca);
+                    anyhow::Error::new(err).context(format!("serve TLS ({flag})"))
+                })?;
         Ok(Some(config))
+    }
+}
+
+/// The flag (or flags) whose file `err` is about: the one whose path it names, the pair for a
+/// key that does not fit its certificate, all of them where it names none.
+fn flag_of(
+    err: &idemspec_tls::TlsError,
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+) -> &'static str {
+    let text = err.to_string();
+    let names = |path: &Path| text.contains(&path.display().to_string());
+    if matches!(err, idemspec_tls::TlsError::Identity { .. }) {
+        "--tls-cert, --tls-key"
+    } else if client_ca.is_some_and(names) {
+        "--tls-client-ca"
+    } else if names(key) {
+        "--tls-key"
+    } else if names(cert) {
+        "--tls-cert"
+    } else if client_ca.is_some() {
+        "--tls-cert, --tls-key, --tls-client-ca"
+    } else {
+        "--tls-cert, --tls-key"
     }
 }
 

@@ -6,13 +6,36 @@ use std::path::PathBuf;
 /// file concerned; none carries key material.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    /// A certificate or key file could not be read.
-    #[error("read {path}: {source}")]
+    /// A certificate or key file could not be read. The cause is in the message and not a
+    /// `source()`, so an error chain (anyhow's `{:#}`) says it once.
+    #[error("read {path}: {cause}")]
     Read {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
+    },
+    /// A certificate or key file is larger than [`crate::MAX_PEM_BYTES`].
+    #[error(
+        "read {path}: it is larger than {} MiB, the most idemspec reads as a PEM file (a \
+         certificate chain is kilobytes, a CA bundle at most a few megabytes)",
+        crate::MAX_PEM_BYTES >> 20
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A client or server identity whose certificate chain and key do not go together: the
+    /// key belongs to no certificate of the chain, or to one that is not first, or the first
+    /// certificate is one rustls cannot use (X.509 v1). The message says what to do.
+    #[error("use {cert_file} with the key {key_file}: {problem}")]
+    Identity {
+        /// The certificate chain's file, as named to the user.
+        cert_file: String,
+        /// The key's file, as named to the user.
+        key_file: String,
+        /// What is wrong, and what to do ([`crate::identity_problem`]).
+        problem: String,
     },
     /// A PEM text held no `CERTIFICATE` block.
     #[error("find a PEM certificate in {what}: it has no `-----BEGIN CERTIFICATE-----` block")]
@@ -41,13 +64,14 @@ pub enum TlsError {
     /// rcgen could not make a throwaway certificate.
     #[error("generate a throwaway certificate: {0}")]
     Generate(#[from] rcgen::Error),
-    /// A throwaway certificate or key could not be written.
-    #[error("write {path}: {source}")]
+    /// A throwaway certificate or key could not be written (the cause in the message, as for
+    /// [`TlsError::Read`]).
+    #[error("write {path}: {cause}")]
     Write {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 

@@ -7,22 +7,66 @@ use std::io;
 use rustls::pki_types::UnixTime;
 use rustls::{AlertDescription, CertificateError, InvalidMessage};
 
+/// Where the user sets what an explanation tells them to set: a target profile's `tls` fields
+/// (`idemspec run`, `idemspec validate`), or `idemspec proxy`'s flags and its proxy file's
+/// `upstream_tls` (the standalone proxy, which has no profile).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Advice {
+    /// The target profile's `tls.ca_file`, `tls.server_name` and `principals[].tls`.
+    #[default]
+    Profile,
+    /// `idemspec proxy --tls-ca-file`, `--tls-server-name`, `--tls-client-cert`/`--tls-client-key`.
+    ProxyFlags,
+}
+
+impl Advice {
+    /// The setting that trusts another CA.
+    fn ca_file(self) -> &'static str {
+        match self {
+            Advice::Profile => "set `tls.ca_file` (`--tls-ca-file`)",
+            Advice::ProxyFlags => "pass `--tls-ca-file` (the proxy file's `upstream_tls.ca_file`)",
+        }
+    }
+
+    /// The setting that checks another name.
+    fn server_name(self) -> &'static str {
+        match self {
+            Advice::Profile => "set `tls.server_name` (`--tls-server-name`)",
+            Advice::ProxyFlags => {
+                "pass `--tls-server-name` (the proxy file's `upstream_tls.server_name`)"
+            }
+        }
+    }
+
+    /// The setting that presents a client certificate.
+    fn client_cert(self) -> &'static str {
+        match self {
+            Advice::Profile => "give the principal `tls: {cert_file, key_file}`",
+            Advice::ProxyFlags => {
+                "pass `--tls-client-cert` and `--tls-client-key` (the proxy file's \
+                 `upstream_tls.client_cert` and `client_key`)"
+            }
+        }
+    }
+}
+
 /// The cause of a TLS failure somewhere in `err`'s chain, in words that say what to do, the peer
 /// called "the server"; `None` when the chain holds no TLS failure.
 pub fn explain(err: &(dyn Error + 'static)) -> Option<String> {
-    explain_peer(err, "the server")
+    explain_peer(err, "the server", Advice::Profile)
 }
 
-/// [`explain`] with the peer named as given ("the upstream", "the target").
-pub fn explain_peer(err: &(dyn Error + 'static), peer: &str) -> Option<String> {
+/// [`explain`] with the peer named as given ("the upstream", "the target") and the settings
+/// advised where `advice` says the user sets them.
+pub fn explain_peer(err: &(dyn Error + 'static), peer: &str, advice: Advice) -> Option<String> {
     let mut next = Some(err);
     while let Some(err) = next {
         if let Some(tls) = err.downcast_ref::<rustls::Error>() {
-            return Some(rustls_error(tls, peer));
+            return Some(rustls_error(tls, peer, advice));
         }
         if let Some(io) = err.downcast_ref::<io::Error>() {
             if let Some(inner) = io.get_ref() {
-                if let Some(words) = explain_peer(inner, peer) {
+                if let Some(words) = explain_peer(inner, peer, advice) {
                     return Some(words);
                 }
             }
@@ -60,10 +104,10 @@ fn is_handshake_eof(io: &io::Error) -> bool {
     io.kind() == io::ErrorKind::UnexpectedEof && io.to_string().contains("handshake")
 }
 
-fn rustls_error(err: &rustls::Error, peer: &str) -> String {
+fn rustls_error(err: &rustls::Error, peer: &str, advice: Advice) -> String {
     match err {
-        rustls::Error::InvalidCertificate(cert) => certificate_error(cert, peer),
-        rustls::Error::AlertReceived(alert) => alert_received(*alert, peer),
+        rustls::Error::InvalidCertificate(cert) => certificate_error(cert, peer, advice),
+        rustls::Error::AlertReceived(alert) => alert_received(*alert, peer, advice),
         rustls::Error::NoCertificatesPresented => {
             format!("{peer} presented no certificate: check that the URL names a TLS server")
         }
@@ -80,27 +124,27 @@ fn rustls_error(err: &rustls::Error, peer: &str) -> String {
     }
 }
 
-fn certificate_error(err: &CertificateError, peer: &str) -> String {
+fn certificate_error(err: &CertificateError, peer: &str, advice: Advice) -> String {
     match err {
         CertificateError::UnknownIssuer => format!(
             "{peer}'s certificate was issued by an authority this client does not trust \
-             (unknown issuer): set `tls.ca_file` (`--tls-ca-file`) to the PEM certificate of \
-             the CA that issued it"
+             (unknown issuer): {} to the PEM certificate of the CA that issued it",
+            advice.ca_file()
         ),
         CertificateError::NotValidForNameContext {
             expected,
             presented,
-        } => {
-            format!(
-            "{peer}'s certificate is not valid for the name {:?} (name mismatch): it names {}; \
-             reach it by one of those names or set `tls.server_name` (`--tls-server-name`)",
+        } => format!(
+            "{peer}'s certificate is not valid for the name `{}` (name mismatch): it names {}; \
+             reach it by one of those names or {}",
             expected.to_str(),
-            if presented.is_empty() { "no name".to_string() } else { presented.join(", ") },
-        )
-        }
+            presented_names(presented),
+            advice.server_name()
+        ),
         CertificateError::NotValidForName => format!(
             "{peer}'s certificate is not valid for the name it was reached by (name mismatch): \
-             reach it by a name the certificate carries or set `tls.server_name`"
+             reach it by a name the certificate carries or {}",
+            advice.server_name()
         ),
         CertificateError::ExpiredContext { time, not_after } => format!(
             "{peer}'s certificate expired at {} (it is now {}): renew it",
@@ -118,19 +162,19 @@ fn certificate_error(err: &CertificateError, peer: &str) -> String {
         }
         CertificateError::BadSignature => format!(
             "{peer}'s certificate names a trusted CA as its issuer but was not signed by it (bad \
-             signature): `tls.ca_file` holds another CA of the same name; give the one that \
-             issued it"
+             signature): the trusted CA file holds another CA of the same name; give the one \
+             that issued it"
         ),
         other => format!("{peer}'s certificate was refused: {other:?}"),
     }
 }
 
-fn alert_received(alert: AlertDescription, peer: &str) -> String {
+fn alert_received(alert: AlertDescription, peer: &str, advice: Advice) -> String {
     use AlertDescription as A;
     match alert {
         A::CertificateRequired => format!(
-            "{peer} demanded a client certificate and none was sent: give the principal \
-             `tls: {{cert_file, key_file}}`"
+            "{peer} demanded a client certificate and none was sent: {}",
+            advice.client_cert()
         ),
         A::BadCertificate
         | A::UnsupportedCertificate
@@ -152,6 +196,28 @@ fn alert_received(alert: AlertDescription, peer: &str) -> String {
         ),
         other => format!("{peer} ended the TLS handshake with the alert {other:?}"),
     }
+}
+
+/// The names a certificate carries, as webpki reports them (`DnsName("api.internal")`,
+/// `IpAddress(127.0.0.1)`), written plain and comma-separated; "no name" for none.
+fn presented_names(presented: &[String]) -> String {
+    if presented.is_empty() {
+        return "no name".into();
+    }
+    presented
+        .iter()
+        .map(|name| plain_name(name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One of webpki's debug renderings of a name, the name alone: `DnsName("a")` is `a`,
+/// `IpAddress(::1)` is `::1`; anything else as it is.
+fn plain_name(name: &str) -> &str {
+    ["DnsName(", "IpAddress(", "UniformResourceIdentifier("]
+        .iter()
+        .find_map(|kind| name.strip_prefix(kind)?.strip_suffix(')'))
+        .map_or(name, |inner| inner.trim_matches('"'))
 }
 
 fn rfc3339(at: UnixTime) -> String {

@@ -7,6 +7,7 @@
 //!
 //! Every config speaks ALPN `http/1.1` only: idemspec's HTTP edges are HTTP/1.1.
 
+mod cache;
 mod error;
 mod explain;
 mod identity;
@@ -16,13 +17,20 @@ mod server;
 mod throwaway;
 mod trust;
 
+pub use cache::ConfigCache;
 pub use error::TlsError;
-pub use explain::{explain, explain_peer, explain_plain_answer};
-pub use identity::IdentityFiles;
+pub use explain::{explain, explain_peer, explain_plain_answer, Advice};
+pub use identity::{identity_problem, IdentityFiles};
 pub use probe::{probe, HandshakeFacts, CONNECT_FAILED};
 pub use server::{server_config, server_config_pem};
 pub use throwaway::{write_identity, ThrowawayCa};
 pub use trust::{client_config, TrustOptions};
+
+/// The largest PEM file read (16 MiB), certificate, key or CA bundle. Debian's
+/// `ca-certificates.crt` is about 220 KB and corporate bundles with every internal CA reach a
+/// few MB; 16 MiB holds several times the largest of those while still refusing a file that is
+/// no PEM bundle at all (a log, a disk image) before it is read into memory.
+pub const MAX_PEM_BYTES: u64 = 16 << 20;
 
 /// rustls itself, so callers name its types (`ClientConfig`, `ServerConfig`, `pki_types`) in the
 /// version this crate builds with.

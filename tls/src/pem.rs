@@ -1,5 +1,6 @@
 //! PEM certificates and keys, from a file or a text, with errors that name where they came from.
 
+use std::io::Read as _;
 use std::path::Path;
 
 use rustls::pki_types::pem::PemObject;
@@ -7,11 +8,11 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::TlsError;
 
-/// Reads a regular file whole, the error naming it.
+/// Reads a regular file whole, at most [`crate::MAX_PEM_BYTES`], the error naming it.
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
-    let failed = |source| TlsError::Read {
+    let failed = |cause| TlsError::Read {
         path: path.to_path_buf(),
-        source,
+        cause,
     };
     // Opening a FIFO blocks until a writer comes, and a device never ends: a regular file only.
     if !std::fs::metadata(path).map_err(failed)?.is_file() {
@@ -19,7 +20,16 @@ pub(crate) fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
             "it is not a regular file (a directory, a FIFO or a device)",
         )));
     }
-    std::fs::read(path).map_err(failed)
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(crate::MAX_PEM_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(failed)?;
+    if bytes.len() as u64 > crate::MAX_PEM_BYTES {
+        return Err(TlsError::TooLarge {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(bytes)
 }
 
 /// Every `CERTIFICATE` block of `pem`, in order; at least one. `what` names the source.

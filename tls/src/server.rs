@@ -15,15 +15,19 @@ use crate::{pem, TlsError};
 /// `http/1.1`; TLS 1.2 and 1.3; ring.
 ///
 /// # Errors
-/// A file unreadable or without what it should hold; a key that does not fit its certificate.
+/// A file unreadable or without what it should hold; a key that does not fit its certificate
+/// ([`TlsError::Identity`]).
 pub fn server_config(
     cert: &Path,
     key: &Path,
     client_ca: Option<&Path>,
     client_cert_required: bool,
 ) -> Result<Arc<ServerConfig>, TlsError> {
-    let chain = pem::certificates_file(cert)?;
-    let key = pem::private_key(&pem::read(key)?, &key.display().to_string())?;
+    let identity = crate::IdentityFiles {
+        cert_file: cert.to_path_buf(),
+        key_file: key.to_path_buf(),
+    };
+    let (chain, key) = identity.load()?;
     let client_ca = client_ca.map(pem::certificates_file).transpose()?;
     build(chain, key, client_ca, client_cert_required)
 }
@@ -40,6 +44,7 @@ pub fn server_config_pem(
 ) -> Result<Arc<ServerConfig>, TlsError> {
     let chain = pem::certificates(cert_pem.as_bytes(), "the certificate")?;
     let key = pem::private_key(key_pem.as_bytes(), "the key")?;
+    let (chain, key) = crate::identity::checked(chain, key, &"the certificate", &"the key")?;
     let client_ca = client_ca_pem
         .map(|ca| pem::certificates(ca.as_bytes(), "the client CA"))
         .transpose()?;

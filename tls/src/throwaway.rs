@@ -141,9 +141,9 @@ fn common_name(name: &str) -> DistinguishedName {
 }
 
 fn write(path: &Path, text: &str) -> Result<(), TlsError> {
-    std::fs::write(path, text).map_err(|source| TlsError::Write {
+    std::fs::write(path, text).map_err(|cause| TlsError::Write {
         path: path.to_path_buf(),
-        source,
+        cause,
     })
 }
 
@@ -156,8 +156,8 @@ fn write_private(path: &Path, text: &str) -> Result<(), TlsError> {
     options
         .open(path)
         .and_then(|mut file| file.write_all(text.as_bytes()))
-        .map_err(|source| TlsError::Write {
+        .map_err(|cause| TlsError::Write {
             path: path.to_path_buf(),
-            source,
+            cause,
         })
 }

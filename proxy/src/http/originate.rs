@@ -22,8 +22,8 @@ const PRINCIPAL: HeaderName = HeaderName::from_static(PRINCIPAL_HEADER);
 /// request held forever.
 pub(crate) const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Which client certificate an upstream connection shows: 0 none, `i` the `i`-th principal's
-/// (in [`UpstreamTls::identities`]' order). A request carries it in its extensions when it is
+/// Which client certificate an upstream connection shows: 0 [`UpstreamTls::client_identity`]
+/// (none without one), `i` the `i`-th principal's (in [`UpstreamTls::identities`]' order). A request carries it in its extensions when it is
 /// not 0; an idle upstream connection is reused only by a request of the same identity.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Identity(pub(crate) usize);
@@ -41,10 +41,12 @@ impl Identity {
 /// How the proxy speaks TLS to its upstream.
 pub(crate) struct Originate {
     name: ServerName<'static>,
-    /// One per identity: `[0]` shows no certificate.
+    /// One per identity: `[0]` shows the default certificate, or none.
     connectors: Vec<TlsConnector>,
     /// A principal's name to its identity.
     principals: HashMap<String, Identity>,
+    /// Where the user sets what a handshake failure's words advise.
+    advice: idemspec_tls::Advice,
 }
 
 impl std::fmt::Debug for Originate {
@@ -61,12 +63,15 @@ impl Originate {
     /// fails the start, not a request.
     pub(crate) fn new(host: &str, tls: &UpstreamTls) -> Result<Self, ProxyError> {
         let name = tls.trust.server_name_for(host).map_err(ProxyError::Tls)?;
-        let anonymous = idemspec_tls::client_config(&tls.trust, None).map_err(ProxyError::Tls)?;
-        let mut connectors = vec![TlsConnector::from(anonymous)];
+        let default = (tls.configs)
+            .client_config(&tls.trust, tls.client_identity.as_ref())
+            .map_err(ProxyError::Tls)?;
+        let mut connectors = vec![TlsConnector::from(default)];
         let mut principals = HashMap::new();
         for (principal, files) in &tls.identities {
-            let config =
-                idemspec_tls::client_config(&tls.trust, Some(files)).map_err(ProxyError::Tls)?;
+            let config = (tls.configs)
+                .client_config(&tls.trust, Some(files))
+                .map_err(ProxyError::Tls)?;
             principals.insert(principal.clone(), Identity(connectors.len()));
             connectors.push(TlsConnector::from(config));
         }
@@ -74,11 +79,17 @@ impl Originate {
             name,
             connectors,
             principals,
+            advice: tls.advice,
         })
     }
 
-    /// The identity a request head asks for: its principal's, or none for a principal without
-    /// one (or no `x-idemspec-principal`).
+    /// Where the user sets what a handshake failure's words advise.
+    pub(crate) fn advice(&self) -> idemspec_tls::Advice {
+        self.advice
+    }
+
+    /// The identity a request head asks for: its principal's, or the default one for a
+    /// principal without one (or no `x-idemspec-principal`).
     pub(crate) fn identity(&self, headers: &HeaderMap) -> Identity {
         headers
             .get(PRINCIPAL)

@@ -43,7 +43,7 @@ pub(super) async fn accept(
         match TlsAcceptor::from(config.clone()).accept(tcp).await {
             Ok(tls) => Some(DownStream::Tls(Box::new(tls))),
             Err(err) => {
-                let cause = idemspec_tls::explain_peer(&err, "the client");
+                let cause = idemspec_tls::explain_peer(&err, "the client", Default::default());
                 tracing::debug!(error = %err, cause, "TLS handshake with a client failed");
                 None
             }

@@ -187,8 +187,10 @@ impl Forwarder {
     /// The upstream failed: a TLS failure in words that say what to do, anything else as its
     /// error chain.
     fn failed(&self, sent: bool, err: &(dyn std::error::Error + 'static)) -> NoResponse {
-        let cause = idemspec_tls::explain_peer(err, "the upstream")
-            .filter(|_| self.tls.is_some())
+        let cause = self
+            .tls
+            .as_ref()
+            .and_then(|tls| idemspec_tls::explain_peer(err, "the upstream", tls.advice()))
             .unwrap_or_else(|| error_chain(err));
         NoResponse {
             sent,

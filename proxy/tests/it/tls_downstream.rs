@@ -85,10 +85,10 @@ async fn the_cli_flags_serve_tls_and_reach_an_https_upstream() {
         },
         ..ProxyArgs::default()
     };
-    let proxy = idemspec_proxy::start(cli::config(&args).unwrap())
-        .await
-        .unwrap();
-    let client = trusting_file(cli::self_signed_ca_path());
+    let configured = cli::config(&args).unwrap();
+    let ca = configured.self_signed_ca.expect("a CA certificate written");
+    let proxy = idemspec_proxy::start(configured.config).await.unwrap();
+    let client = trusting_file(ca.path());
     let url = format!("https://localhost:{}/v1/workers", proxy.addr().port());
     let resp = client.post(url).send().await.unwrap();
     assert_eq!(resp.status(), 200);

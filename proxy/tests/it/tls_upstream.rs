@@ -260,3 +260,60 @@ async fn an_upstream_that_stalls_the_handshake_is_a_named_502() {
     );
     held.abort();
 }
+
+/// `idemspec proxy` in front of an upstream that demands a client certificate: with
+/// `--tls-client-cert`/`--tls-client-key` its certificate is shown (no principal header needed);
+/// without, the 502 names the missing certificate and the flags that give one, not a profile's
+/// fields.
+#[tokio::test]
+async fn the_standalone_proxy_shows_its_client_certificate_to_an_mtls_upstream() {
+    use idemspec_proxy::cli::{self, ProxyArgs, TlsArgs};
+    let pki = Pki::new();
+    let upstream = Upstream::start_tls(pki.server(true)).await;
+    let identity = pki.client("standalone");
+    let with = TlsArgs {
+        tls_ca_file: Some(pki.ca_file()),
+        tls_client_cert: Some(identity.cert_file.clone()),
+        tls_client_key: Some(identity.key_file.clone()),
+        ..TlsArgs::default()
+    };
+    let without = TlsArgs {
+        tls_ca_file: Some(pki.ca_file()),
+        ..TlsArgs::default()
+    };
+    for (tls, status) in [(with, 200), (without, 502)] {
+        let args = ProxyArgs {
+            upstream: Some(upstream.https_url()),
+            threads: Some(0),
+            tls,
+            ..ProxyArgs::default()
+        };
+        let proxy = start(cli::config(&args).unwrap().config).await.unwrap();
+        let resp = http()
+            .post(format!("http://{}/v1/workers", proxy.addr()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), status);
+        let body = resp.text().await.unwrap();
+        if status == 502 {
+            assert!(
+                body.contains("the upstream demanded a client certificate")
+                    && body.contains("--tls-client-cert")
+                    && !body.contains("cert_file"),
+                "{body}"
+            );
+        }
+        proxy.shutdown().await;
+    }
+    let shown: Vec<_> = upstream
+        .seen()
+        .iter()
+        .map(|s| s.headers["x-peer-certificate"].to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        shown,
+        ["CN=standalone"],
+        "only the request with the certificate arrived"
+    );
+}

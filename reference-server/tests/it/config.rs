@@ -50,8 +50,36 @@ fn tls_flag_errors_name_the_flag_and_the_file() {
     std::fs::write(&cert, "not a certificate").expect("write");
     let (cert, key) = (cert.display().to_string(), "/nonexistent/key.pem");
     let not_pem = config_error(&["--dev", "--tls-cert", &cert, "--tls-key", key]);
-    assert!(not_pem.contains(&format!("--tls-cert {cert}")), "{not_pem}");
+    assert!(not_pem.contains("serve TLS (--tls-cert)"), "{not_pem}");
+    assert!(not_pem.contains(&cert), "{not_pem}");
     assert!(not_pem.contains("-----BEGIN CERTIFICATE-----"), "{not_pem}");
+}
+
+/// A client CA file that cannot be read is named by its own flag, and the operating system's
+/// cause is said once.
+#[test]
+fn a_missing_client_ca_names_its_flag_and_the_cause_once() {
+    let ca = idemspec_tls::ThrowawayCa::new().expect("a CA");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let pair = ca
+        .server_cert(&["localhost"])
+        .expect("a server certificate");
+    let files = idemspec_tls::write_identity(dir.path(), "server", &pair).expect("written");
+    let (cert, key) = (files.cert_file.display(), files.key_file.display());
+    let (cert, key) = (cert.to_string(), key.to_string());
+    let missing = dir.path().join("client-ca.pem").display().to_string();
+    let argv = [
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--tls-client-ca",
+        &missing,
+    ];
+    let err = config_error(&argv);
+    assert!(err.contains("serve TLS (--tls-client-ca)"), "{err}");
+    assert!(err.contains(&missing), "{err}");
+    assert_eq!(err.matches("(os error 2)").count(), 1, "{err}");
 }
 
 #[test]

@@ -41,6 +41,6 @@ pub use resource_path::ResourcePath;
 pub use side_effects::SideEffectsProbe;
 pub use sign::{AwsSigV4, Sign};
 pub use target::TargetProfile;
-pub use tls::{profile_dir, resolve, ClientIdentity, TlsSpec};
+pub use tls::{profile_dir, resolve, shared_certificates, ClientIdentity, TlsSpec};
 pub use token::{ClientCredentials, Token, MIN_TOKEN_EVERY};
 pub use wire::{check_header, check_url};

@@ -88,6 +88,39 @@ impl TargetProfile {
         resolve(&self.dir, written)
     }
 
+    /// The pairs of principals (by name) that present the same client certificate
+    /// ([`super::shared_certificates`]).
+    pub fn shared_certificates(&self) -> Vec<(String, String)> {
+        let identities = self
+            .principals
+            .value
+            .iter()
+            .filter_map(|p| Some((p.name.as_str(), p.tls.as_ref()?)));
+        super::shared_certificates(identities, &self.dir)
+    }
+
+    /// What loads but is likely a mistake, one sentence each, located in `file` (this profile's
+    /// path as named to the user), for `idemspec validate` and the run report: two principals
+    /// that present one client certificate.
+    pub fn warnings(&self, file: &str) -> Vec<String> {
+        self.shared_certificates()
+            .into_iter()
+            .map(|(first, second)| {
+                let at = self
+                    .principal(&second)
+                    .and_then(|p| p.tls.as_ref())
+                    .map(|tls| &tls.cert_file.referenced)
+                    .map_or_else(String::new, |at| format!(":{}:{}", at.line(), at.column()));
+                format!(
+                    "{file}{at}: principals `{first}` and `{second}` present the same client \
+                     certificate: a server that names principals by their certificates sees \
+                     them as one, so cross-tenant cannot tell them apart (a leak it sees is \
+                     UNKNOWN, not FAIL); give each principal a certificate of its own"
+                )
+            })
+            .collect()
+    }
+
     /// Whether a principal presents a client certificate (the target is mTLS).
     pub fn has_client_certificates(&self) -> bool {
         self.principals.value.iter().any(|p| p.tls.is_some())

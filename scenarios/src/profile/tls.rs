@@ -6,13 +6,14 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use idemspec_tls::rustls::pki_types::pem::PemObject;
+use idemspec_tls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde::{Deserialize, Serialize};
 
 use crate::load::{LoadErrors, Spanned};
 
-/// The most of a certificate or key file read to check it (1 MiB): a chain of certificates is a
-/// few kilobytes, so a larger file is not one.
-const MAX_PEM_BYTES: u64 = 1 << 20;
+/// The most of a certificate, key or CA bundle file read: the TLS crate's bound, which says why.
+const MAX_PEM_BYTES: u64 = idemspec_tls::MAX_PEM_BYTES;
 
 /// How the runner trusts an `https://` target (`tls:`): the platform's root certificates, plus the
 /// certificate authorities in `ca_file`; `server_name` replaces the URL's host as the name the
@@ -92,17 +93,88 @@ impl TlsSpec {
 
 impl ClientIdentity {
     /// Its rules: `cert_file` is a readable PEM file of certificates and `key_file` one holding an
-    /// unencrypted private key; errors name the principal.
+    /// unencrypted private key; then that they go together ([`idemspec_tls::identity_problem`]:
+    /// the key is the first certificate's, and that certificate is one TLS can use), the error
+    /// at `cert_file`'s path. Errors name the principal.
     pub(crate) fn check(&self, dir: &Path, principal: &str, errors: &mut LoadErrors) {
         let cert = format!("principal `{principal}`: tls.cert_file");
-        check_file(dir, &cert, &self.cert_file, PemKind::Certificates, errors);
+        let chain = check_file(dir, &cert, &self.cert_file, PemKind::Certificates, errors);
         let key = format!("principal `{principal}`: tls.key_file");
-        check_file(dir, &key, &self.key_file, PemKind::PrivateKey, errors);
+        let key = check_file(dir, &key, &self.key_file, PemKind::PrivateKey, errors);
+        let (Some(chain), Some(key)) = (chain, key) else {
+            return;
+        };
+        if let Some(problem) = pair_problem(&chain, &key) {
+            errors.at(
+                &self.cert_file.referenced,
+                format!(
+                    "principal `{principal}`: tls.cert_file `{}` with tls.key_file `{}`: {problem}",
+                    resolve(dir, &self.cert_file.value).display(),
+                    resolve(dir, &self.key_file.value).display()
+                ),
+            );
+        }
+    }
+
+    /// The chain's first certificate (DER), where `cert_file` (relative to `dir`) holds one.
+    fn leaf(&self, dir: &Path) -> Option<Vec<u8>> {
+        let text = read_bounded(&resolve(dir, &self.cert_file.value)).ok()?;
+        CertificateDer::pem_slice_iter(text.as_bytes())
+            .next()?
+            .ok()
+            .map(|der| der.to_vec())
     }
 }
 
-/// Why `name` cannot be a TLS server name: empty, or written as a URL or with a port.
+/// Why the PEM texts `chain` and `key` are no identity TLS can use, if they are not (see
+/// [`idemspec_tls::identity_problem`]); a text whose blocks cannot be decoded is told so.
+fn pair_problem(chain: &str, key: &str) -> Option<String> {
+    let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(chain.as_bytes()).collect();
+    let Ok(certs) = certs else {
+        return Some(
+            "a `CERTIFICATE` block is not valid PEM (base64 between its BEGIN and END lines): \
+             export the certificate again as PEM"
+                .into(),
+        );
+    };
+    let Ok(key) = PrivateKeyDer::from_pem_slice(key.as_bytes()) else {
+        return Some(
+            "the key's PEM block is not valid base64: export the key again as unencrypted PEM"
+                .into(),
+        );
+    };
+    idemspec_tls::identity_problem(&certs, &key)
+}
+
+/// The pairs of principals (by name, in the profile's order) that present one client
+/// certificate: the same first certificate in their `cert_file`s (relative to `dir`), whatever
+/// the files are called. A server that names principals by certificate sees such two as one.
+pub fn shared_certificates<'a>(
+    principals: impl IntoIterator<Item = (&'a str, &'a ClientIdentity)>,
+    dir: &Path,
+) -> Vec<(String, String)> {
+    let leaves: Vec<(&str, Vec<u8>)> = principals
+        .into_iter()
+        .filter_map(|(name, id)| Some((name, id.leaf(dir)?)))
+        .collect();
+    let mut pairs = Vec::new();
+    for (i, (first, leaf)) in leaves.iter().enumerate() {
+        for (second, other) in &leaves[i + 1..] {
+            if leaf == other {
+                pairs.push(((*first).to_owned(), (*second).to_owned()));
+            }
+        }
+    }
+    pairs
+}
+
+/// Why `name` cannot be a TLS server name: empty, or written as a URL or with a port. An IPv6
+/// address may be written bare (`::1`) or in a URL's brackets (`[::1]`).
 fn check_server_name(name: &str) -> Result<(), String> {
+    let bracketed = name
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'));
+    let ipv6 = |text: &str| text.parse::<std::net::Ipv6Addr>().is_ok();
     let bad = |c: char| c.is_whitespace() || c == '/' || c == '@';
     if name.is_empty() {
         Err("an empty name; give the DNS name the certificate carries, or leave it out".into())
@@ -111,7 +183,17 @@ fn check_server_name(name: &str) -> Result<(), String> {
             "`{name}` is not a host name: give the name alone (`api.internal`), without a scheme \
              or a path"
         ))
-    } else if name.contains(':') && name.parse::<std::net::Ipv6Addr>().is_err() {
+    } else if bracketed.is_some_and(ipv6) || ipv6(name) {
+        Ok(())
+    } else if name.starts_with('[') && name.contains("]:") {
+        Err(format!(
+            "`{name}` is not a host name: give the address without a port (`[::1]` or `::1`)"
+        ))
+    } else if name.starts_with('[') {
+        Err(format!(
+            "`{name}` is not an IPv6 address: write one as `[::1]` or `::1`"
+        ))
+    } else if name.contains(':') {
         Err(format!(
             "`{name}` is not a host name: give the name without a port (`api.internal`)"
         ))
@@ -122,17 +204,22 @@ fn check_server_name(name: &str) -> Result<(), String> {
 
 /// Reads `path` (as written, resolved against `dir`) and records at its location, under `field`,
 /// why it is not a PEM file of `kind`: missing, unreadable, too large, or holding something else.
-/// Its contents are never quoted (a key is a secret).
+/// Its contents are never quoted (a key is a secret). The text, when it is such a file.
 fn check_file(
     dir: &Path,
     field: &str,
     path: &Spanned<String>,
     kind: PemKind,
     errors: &mut LoadErrors,
-) {
+) -> Option<String> {
     let resolved = resolve(dir, &path.value);
+    let mut good = None;
     let problem = match read_bounded(&resolved) {
-        Ok(text) => pem_problem(&text, kind),
+        Ok(text) => {
+            let problem = pem_problem(&text, kind);
+            good = problem.is_none().then_some(text);
+            problem
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
             "no such file (paths are relative to the profile's directory, `{}`)",
             shown_dir(dir)
@@ -145,6 +232,7 @@ fn check_file(
             format!("{field} `{}`: {problem}", resolved.display()),
         );
     }
+    good
 }
 
 /// `dir` as a reader would name it: `.` for the working directory.
@@ -178,7 +266,11 @@ fn read_bounded(path: &Path) -> std::io::Result<String> {
 /// Why `text` is not a PEM file of `kind`, in words that say what to do.
 fn pem_problem(text: &str, kind: PemKind) -> Option<String> {
     if text.len() as u64 > MAX_PEM_BYTES {
-        return Some("larger than 1 MiB, so not a certificate or key file".into());
+        return Some(format!(
+            "larger than {} MiB, the most idemspec reads as a certificate, key or CA bundle \
+             file; give the certificates the target needs, not a larger file",
+            MAX_PEM_BYTES >> 20
+        ));
     }
     let has = |label: &str| text.contains(&format!("-----BEGIN {label}-----"));
     let has_key = ["PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY"]

@@ -26,6 +26,8 @@ pub enum Mode {
 /// mode: http                    # or tcp (then upstream is host:port and rules go in tcp_rules)
 /// upstream_tls:                 # optional, for an https:// upstream; --tls-* flags override
 ///   ca_file: ca.pem             # paths relative to this file's directory
+///   client_cert: client.pem     # for an upstream that demands a client certificate
+///   client_key: client-key.pem
 /// listen_tls:                   # optional: serve TLS on the proxy's port
 ///   cert_file: proxy.pem
 ///   key_file: proxy-key.pem
@@ -70,6 +72,13 @@ pub struct UpstreamTlsFile {
     /// Accept any upstream certificate (no chain, name or date check).
     #[serde(default)]
     pub insecure_skip_verify: bool,
+    /// A PEM certificate chain (leaf first) shown to an upstream that asks for a client
+    /// certificate (mutual TLS), with `client_key`.
+    #[serde(default)]
+    pub client_cert: Option<String>,
+    /// The PEM private key of `client_cert`.
+    #[serde(default)]
+    pub client_key: Option<String>,
 }
 
 /// A proxy file's `listen_tls`: the certificate chain and key the proxy's port serves TLS with.
@@ -200,6 +209,14 @@ fn check_tls(file: &str, raw: &RawProxyFile, mode: Mode) -> Result<(), LoadError
             return Err(LoadError::at(file, at, msg));
         }
     }
+    if let Some(tls) = &raw.upstream_tls {
+        let (cert, key) = (&tls.value.client_cert, &tls.value.client_key);
+        if cert.is_some() != key.is_some() {
+            let msg = "`upstream_tls.client_cert` and `client_key` go together: give both (the \
+                       certificate chain and its private key) or neither";
+            return Err(LoadError::at(file, &tls.referenced, msg));
+        }
+    }
     let plain = raw
         .upstream
         .as_ref()
@@ -299,5 +316,20 @@ mod tests {
         let file = ProxyFile::load("p.yaml", text).unwrap();
         let tls = file.upstream_tls.unwrap();
         assert_eq!(tls.ca_file.as_deref(), Some("ca.pem"));
+        let text = "version: 1\nupstream: https://a\nupstream_tls: {client_cert: c.pem, client_key: k.pem}\n";
+        let tls = ProxyFile::load("p.yaml", text)
+            .unwrap()
+            .upstream_tls
+            .unwrap();
+        assert_eq!(
+            (tls.client_cert.as_deref(), tls.client_key.as_deref()),
+            (Some("c.pem"), Some("k.pem"))
+        );
+        let text = "version: 1\nupstream: https://a\nupstream_tls: {client_cert: c.pem}\n";
+        let err = ProxyFile::load("p.yaml", text).unwrap_err().to_string();
+        assert!(
+            err.contains("p.yaml:3:") && err.contains("client_key"),
+            "{err}"
+        );
     }
 }

@@ -20,7 +20,7 @@ use crate::output::Printer;
 /// after the report was printed), exit 3 when the target is unreachable. Failed checks are not a
 /// `Failure`: they give exit code 1 through [`RunStats::exit_code`](idemspec::model::RunStats::exit_code).
 pub fn run(args: RunArgs, printer: &Printer) -> Result<ExitCode, Failure> {
-    let options = options(&args, printer.verbose > 0)?;
+    let options = options(&args, printer)?;
     if !args.flaw.is_empty() {
         printer.warning(format!(
             "the reference server runs with --flaw {}: the checks that catch it should FAIL",
@@ -45,8 +45,10 @@ fn flaw_names(args: &RunArgs) -> Vec<String> {
     args.flaw.iter().map(|flaw| flaw.name()).collect()
 }
 
-/// Validates the flags into the runner's options, loading the profile and scenario files.
-fn options(args: &RunArgs, verbose: bool) -> Result<RunOptions, Failure> {
+/// Validates the flags into the runner's options, loading the profile and scenario files; the
+/// profile's warnings go to `printer`.
+fn options(args: &RunArgs, printer: &Printer) -> Result<RunOptions, Failure> {
+    let verbose = printer.verbose > 0;
     // clap's `requires` counts a flag's default as present, so these are checked here.
     let reference_only = !args.flaw.is_empty()
         || args.reference_database_url.is_some()
@@ -80,6 +82,9 @@ fn options(args: &RunArgs, verbose: bool) -> Result<RunOptions, Failure> {
                         "`idemspec validate {name}` checks a profile without running anything"
                     ))
                 })?;
+            for warning in profile.warnings(&name) {
+                printer.warning(warning);
+            }
             Target::Profile(Box::new(profile))
         }
         None => Target::Reference(ReferenceOptions {

@@ -23,6 +23,19 @@ const EVIDENCE_HEADERS: &[&str] = &[
     "content-type",
 ];
 
+/// What evidence shows of the request `spec` describes.
+pub(crate) fn record_of(spec: &RequestSpec) -> RequestRecord {
+    RequestRecord {
+        step: spec.step.clone(),
+        method: spec.method.clone(),
+        path: spec.path.clone(),
+        principal: spec.principal.clone(),
+        idempotency_key: spec.key.clone(),
+        body_excerpt: excerpt(spec.body.as_deref().unwrap_or_default().as_bytes()),
+        via_proxy: spec.via_proxy,
+    }
+}
+
 /// The header that names, to the embedded proxy, the principal a request is sent as, so the proxy
 /// presents that principal's client certificate upstream: the proxy's own name for it.
 pub use idemspec_proxy::PRINCIPAL_HEADER;
@@ -40,7 +53,7 @@ pub fn client_builder(
     principal: Option<&str>,
 ) -> Result<reqwest::ClientBuilder, idemspec_tls::TlsError> {
     let identity = principal.and_then(|name| tls.identity(name));
-    let config = idemspec_tls::client_config(&tls.trust, identity)?;
+    let config = tls.configs.client_config(&tls.trust, identity)?;
     Ok(reqwest::Client::builder()
         .use_preconfigured_tls((*config).clone())
         .http1_only()
@@ -125,15 +138,7 @@ impl Client {
     /// Sends one request and records what happened. Transport failures (refused, reset, closed,
     /// timed out) are recorded in the exchange, never returned as errors.
     pub async fn send(&self, spec: RequestSpec) -> Exchange {
-        let record = RequestRecord {
-            step: spec.step.clone(),
-            method: spec.method.clone(),
-            path: spec.path.clone(),
-            principal: spec.principal.clone(),
-            idempotency_key: spec.key.clone(),
-            body_excerpt: excerpt(spec.body.as_deref().unwrap_or_default().as_bytes()),
-            via_proxy: spec.via_proxy,
-        };
+        let record = record_of(&spec);
         let started = Instant::now();
         // However the exchange ends, a request that will never be sent counts as sent: a waiter
         // must not wait past the exchange.

@@ -100,6 +100,15 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// An exchange that never happened: the request `spec` describes could not be sent (its
+    /// principal's session, token or signature failed), the reason in `problem`; evidence shows
+    /// the request as it would have gone.
+    pub fn unsent(spec: &super::RequestSpec, problem: String) -> Self {
+        let mut exchange = Self::failed(&spec.step, problem);
+        exchange.evidence.request = super::client::record_of(spec);
+        exchange
+    }
+
     /// An exchange that never happened because the request could not be built.
     pub fn failed(step: &str, problem: String) -> Self {
         Self {

@@ -103,7 +103,7 @@ impl ApiCtx {
     pub(crate) async fn send(&self, mut spec: RequestSpec, marker: &str) -> Exchange {
         let session = match self.opened_session(&spec.principal, marker).await {
             Ok(session) => session,
-            Err(problem) => return Exchange::failed(&spec.step, problem),
+            Err(problem) => return Exchange::unsent(&spec, problem),
         };
         // Cookies are the target's, wherever the request goes (the proxy's port is no other
         // site: RFC 6265 §8.5 cookies do not isolate by port), so the jar reads the first base URL.
@@ -112,7 +112,7 @@ impl ApiCtx {
             spec.headers.push(("Cookie".into(), cookies));
         }
         if let Err(problem) = self.authorize(&mut spec).await {
-            return Exchange::failed(&spec.step, problem);
+            return Exchange::unsent(&spec, problem);
         }
         let exchange = self.client.send(spec).await;
         if let Some((session, u)) = &jar {

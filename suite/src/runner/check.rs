@@ -135,12 +135,36 @@ async fn run_check(
         Some(why) => judgements.into_iter().map(|j| j.recorded(&why)).collect(),
         None => judgements,
     };
+    let judgements = undecided_if_one_identity(&run, judgements);
     if let Some(p) = run.proxy.take() {
         p.shutdown().await;
     }
     let mut outcome = outcome(&scenario, &judgements, run.exchanges(), started);
     outcome.timeline = evidence::timeline(run.exchanges(), run.contract());
     outcome
+}
+
+/// `judgements`, a broken rule made undecided where the check sent as two principals that
+/// present one client certificate
+/// ([`crate::http_client::TlsSettings::shared_certificate`]): the server may have seen
+/// one identity, so what looks like a response crossing principals is no proof of one.
+fn undecided_if_one_identity(run: &CheckRun, judgements: Vec<Judgement>) -> Vec<Judgement> {
+    let principals = run
+        .exchanges()
+        .iter()
+        .map(|ex| ex.evidence.request.principal.as_str());
+    let Some(why) = run.ctx().tls.shared_certificate(principals) else {
+        return judgements;
+    };
+    judgements
+        .into_iter()
+        .map(|mut j| {
+            if let Finding::Broken(seen) = &j.finding {
+                j.finding = Finding::Undecided(format!("{why} (seen: {seen})"));
+            }
+            j
+        })
+        .collect()
 }
 
 /// What the assertions need prepared, the steps (or the procedure), the observations after, and

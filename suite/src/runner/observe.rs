@@ -362,10 +362,19 @@ async fn send_list(
 }
 
 fn json_of<'a>(ex: &'a Exchange, what: &str) -> Result<&'a serde_json::Value, String> {
+    let request = &ex.evidence.request;
+    if ex.status.is_none() {
+        return Err(format!(
+            "{what} {} {} got no answer: {}",
+            request.method,
+            request.path,
+            ex.describe()
+        ));
+    }
     if !ex.is_success() {
         return Err(format!(
             "{what} {} answered {}",
-            ex.evidence.request.path,
+            request.path,
             ex.describe()
         ));
     }
@@ -379,8 +388,36 @@ fn json_of<'a>(ex: &'a Exchange, what: &str) -> Result<&'a serde_json::Value, St
 
 #[cfg(test)]
 mod tests {
-    use super::blind_list;
+    use super::{blind_list, json_of};
+    use crate::http_client::{Exchange, RequestSpec};
     use serde_json::json;
+
+    /// A list request that was never sent (its principal's token could not be fetched) names
+    /// its method and path and says it got no answer, rather than "list  answered principal…".
+    #[test]
+    fn an_unsent_list_says_which_request_got_no_answer() {
+        let spec = RequestSpec {
+            step: "list".into(),
+            base_url: "http://127.0.0.1:1".into(),
+            origin: "http://127.0.0.1:1".into(),
+            method: "GET".into(),
+            path: "/v1/things?label=m".into(),
+            principal: "alice".into(),
+            headers: Vec::new(),
+            key: None,
+            body: None,
+            timeout: std::time::Duration::from_secs(1),
+            via_proxy: false,
+            sent: None,
+        };
+        let problem = "principal `alice`: its token command exited 1".to_owned();
+        let err = json_of(&Exchange::unsent(&spec, problem), "list").unwrap_err();
+        assert_eq!(
+            err,
+            "list GET /v1/things?label=m got no answer: principal `alice`: its token command \
+             exited 1"
+        );
+    }
 
     fn list(items: &str, marker: Option<&str>) -> idemspec_scenarios::profile::ListOp {
         serde_json::from_value(json!({"path": "/v1/things", "items": items, "marker": marker}))

@@ -71,6 +71,42 @@ impl FaultProxy {
 mod tests {
     use super::*;
 
+    /// A run's TLS client configs are built once per identity, whatever the number of checks:
+    /// every check's proxies share them (each builds none of its own).
+    #[tokio::test]
+    async fn the_proxies_of_a_run_share_one_config_per_identity() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let ca = idemspec_tls::ThrowawayCa::new().expect("a CA");
+        let mut tls = TlsSettings {
+            trust: idemspec_tls::TrustOptions {
+                ca_file: Some(ca.write_ca(dir.path()).expect("the CA written")),
+                ..Default::default()
+            },
+            ..TlsSettings::default()
+        };
+        for name in ["alice", "bob"] {
+            let pair = ca.client_cert(name).expect("a certificate");
+            let files = idemspec_tls::write_identity(dir.path(), name, &pair).expect("written");
+            tls.identities.insert(name.to_owned(), files);
+        }
+        let upstreams = [
+            "https://127.0.0.1:9".to_owned(),
+            "https://localhost:9".to_owned(),
+        ];
+        let key_at = KeyAt::Header("Idempotency-Key".into());
+        for check in 0..3 {
+            let proxy = FaultProxy::start(&upstreams, &[], &key_at, &tls)
+                .await
+                .expect("the proxies start");
+            proxy.shutdown().await;
+            assert_eq!(
+                tls.configs.builds(),
+                3,
+                "none, alice's and bob's, built once (after check {check})"
+            );
+        }
+    }
+
     /// The contract's key header reaches the proxy: a rule's `idempotency_key` matches it (the
     /// proxy answers itself, so no upstream is needed) and the event records the key.
     #[tokio::test]

@@ -942,3 +942,38 @@ fn only_takes_a_comma_separated_list() {
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
     assert!(text.contains("2 passed"), "{text}");
 }
+
+/// TLS settings that cannot apply are said: upstream TLS flags with a plain upstream are refused
+/// (exit 2) naming the flag, and two principals with one client certificate validate with a
+/// warning naming both, at the second's `cert_file`.
+#[test]
+fn tls_settings_that_cannot_apply_are_said() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let argv = [
+        "proxy",
+        "--upstream",
+        "http://127.0.0.1:1",
+        "--tls-ca-file",
+        "ca.pem",
+    ];
+    let text = config_error(dir.path(), &argv);
+    assert!(
+        text.contains("--tls-ca-file applies to an https:// upstream only"),
+        "{text}"
+    );
+    let ca = idemspec_tls::ThrowawayCa::new().expect("a CA");
+    let pair = ca.client_cert("alpha").expect("a certificate");
+    idemspec_tls::write_identity(dir.path(), "alpha", &pair).expect("written");
+    let id = "tls: {cert_file: alpha.pem, key_file: alpha-key.pem}";
+    let profile = format!(
+        "version: 1\nname: t\nbase_urls: [\"https://127.0.0.1:1\"]\nprincipals:\n  - {{name: alpha, {id}}}\n  - {{name: beta, {id}}}\noperations:\n  create: {{path: /things, body: '{{\"m\":\"{{{{marker}}}}\"}}', id: $.id}}\n  list: {{path: /things, items: \"$[*]\", marker: $.m}}\n"
+    );
+    write(dir.path(), "mtls.yaml", &profile);
+    let out = idemspec(dir.path(), &["validate", "mtls.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("warning: mtls.yaml:6:") && said.contains("principals `alpha` and `beta`"),
+        "{said}"
+    );
+}

@@ -238,3 +238,70 @@ async fn principals_named_by_client_certificates_and_a_cross_tenant_leak_caught(
         );
     }
 }
+
+/// Two principals that present one client certificate are one identity to a server that names
+/// principals by certificate: cross-tenant sees a response "leak" between them on a correct API,
+/// and is UNKNOWN with that cause, not FAIL; the profile loads with a warning naming both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn principals_sharing_one_certificate_make_cross_tenant_unknown() {
+    let ca = ThrowawayCa::new().expect("a CA");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let pki = dir.path().join("pki");
+    std::fs::create_dir(&pki).expect("pki");
+    ca.write_ca(&pki).expect("write the CA");
+    let pair = ca.client_cert("alpha").expect("a client certificate");
+    for name in ["alpha", "beta"] {
+        idemspec_tls::write_identity(&pki, name, &pair).expect("write the identity");
+    }
+    let api = alt_api::start_tls(
+        Options::default(),
+        TlsEdge::new(&ca, &[(pair.0, "alpha-key")]),
+    )
+    .await;
+    let url = api.base_url();
+    let vars = |name: &str| (name == "API_URL").then(|| url.clone());
+    let file = dir.path().join("mtls-internal.yaml").display().to_string();
+    let p = TargetProfile::load(&file, MTLS_INTERNAL, &vars).expect("the profile loads");
+    let warnings = p.warnings(&file);
+    assert!(
+        warnings.len() == 1 && warnings[0].contains("principals `alpha` and `beta`"),
+        "{warnings:?}"
+    );
+    let report = run_checks(p, &["cross-tenant"]).await.expect("runs");
+    let check = &report.checks[0];
+    assert_eq!(check.verdict, Verdict::Unknown, "{}", table(&report));
+    assert!(
+        check
+            .summary
+            .contains("present the same client certificate"),
+        "{}",
+        check.summary
+    );
+}
+
+/// `tls.server_name` is the base URLs' name: a request to another host (an OAuth2 `token_url`,
+/// a hook) is checked for that host's own name, so a token endpoint with its own certificate is
+/// reached, while the target at its IP is still checked for the configured name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_name_is_only_the_base_urls() {
+    let ca = ThrowawayCa::new().expect("a CA");
+    let dir = pki(&ca);
+    let named = ca.server_cert(&["api.internal"]).expect("a certificate");
+    let api = alt_api::start_tls(Options::default(), TlsEdge::with_cert(&ca, &named, &[])).await;
+    let elsewhere = alt_api::start_tls(Options::default(), TlsEdge::new(&ca, &[])).await;
+    let p = profile(
+        &api,
+        dir.path(),
+        "{ca_file: ca.pem, server_name: api.internal}",
+    );
+    let tls = idemspec::http_client::TlsSettings::of_profile(&p);
+    let client = idemspec::http_client::client_builder(&tls, None)
+        .expect("a client")
+        .build()
+        .expect("built");
+    let token_url = elsewhere.base_url().replace("127.0.0.1", "localhost");
+    for url in [api.base_url(), token_url] {
+        let answered = client.get(format!("{url}/oauth/token")).send().await;
+        assert!(answered.is_ok(), "{url}: {answered:?}");
+    }
+}

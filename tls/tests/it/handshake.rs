@@ -57,8 +57,39 @@ async fn a_name_mismatch_names_the_names_the_certificate_carries() {
         .await
         .unwrap_err();
     assert!(err.contains("name mismatch"), "{err}");
-    assert!(err.contains("api.internal.example"), "{err}");
+    assert!(err.contains("it names api.internal.example;"), "{err}");
+    assert!(!err.contains("DnsName"), "the name alone: {err}");
     assert!(err.contains("tls.server_name"), "{err}");
+}
+
+/// `server_name` applies to the hosts it is given for (a profile's base URLs): a connection to
+/// another host (a token endpoint, a hook) is checked for that host's own name.
+#[tokio::test]
+async fn the_server_name_applies_only_to_its_hosts() {
+    let pki = Pki::new();
+    let (cert, key) = pki.ca.server_cert(&["api.internal.example"]).unwrap();
+    let api = serve(server_config_pem(&cert, &key, None, false).unwrap()).await;
+    let elsewhere = serve(pki.server()).await;
+    let trust = TrustOptions {
+        server_name: Some("api.internal.example".into()),
+        server_name_hosts: vec!["127.0.0.1".into()],
+        ..pki.trust()
+    };
+    let config = client_config(&trust, None).unwrap();
+    let facts = probe(&api.to_string(), &config, "127.0.0.1").await.unwrap();
+    assert_eq!(facts.subject, "CN=api.internal.example");
+    let facts = probe(&elsewhere.to_string(), &config, "localhost")
+        .await
+        .expect("another host is checked for its own name");
+    assert_eq!(facts.subject, "CN=localhost");
+    assert_eq!(
+        trust.server_name_for("localhost").unwrap().to_str(),
+        "localhost"
+    );
+    assert_eq!(
+        trust.server_name_for("127.0.0.1").unwrap().to_str(),
+        "api.internal.example"
+    );
 }
 
 #[tokio::test]

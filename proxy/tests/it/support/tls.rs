@@ -52,6 +52,7 @@ impl Pki {
                 .iter()
                 .map(|p| (p.to_string(), self.client(p)))
                 .collect::<BTreeMap<_, _>>(),
+            ..UpstreamTls::default()
         }
     }
 }
