@@ -146,15 +146,24 @@ fn require_https_is_served_by_tls_and_refused_without_it() {
     let exec = "python3 clients/example/create.py --require-https";
     let only = ["--only", "no-retry-4xx"];
     let base = ["client", "--profile", PROFILE, "--exec", exec];
-    let (out, _) = idemspec(&[&base[..], &only, &["--tls"]].concat());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (json, junit) = (dir.path().join("c.json"), dir.path().join("c.xml"));
+    let (json, junit) = (json.display().to_string(), junit.display().to_string());
+    let reports = ["--report-json", &json, "--report-junit", &junit];
+    let (out, _) = idemspec(&[&base[..], &only, &reports, &["--tls"]].concat());
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(
         stdout.contains("served the command over TLS at https://127.0.0.1"),
         "{stdout}"
     );
+    let report = idemspec::report::json::parse(&std::fs::read_to_string(&json).expect("json"))
+        .expect("a JSON report");
+    let served = report.served_tls.expect("served_tls in the JSON report");
+    assert_eq!(served.names, ["127.0.0.1", "localhost"]);
+    let junit = std::fs::read_to_string(&junit).expect("junit");
+    assert!(junit.contains("served the command over TLS"), "{junit}");
 
-    let dir = tempfile::tempdir().expect("temp dir");
     let profile = dir.path().join("client.yaml");
     let yaml = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
     std::fs::write(&profile, format!("{yaml}tls: true\n")).expect("write profile");
