@@ -1,7 +1,8 @@
 //! `idemspec client --tls`: the command served over HTTPS with a throwaway CA made for the run,
 //! handed to it in the variables SDKs read. The example client with `--require-https` (refusing
 //! `http://`, verifying the certificate against `$SSL_CERT_FILE`) is judged as it is over HTTP, a
-//! flaw still FAILs its check, a client that does not trust the CA is UNKNOWN naming it, and a
+//! flaw still FAILs its check, a client that does not trust the CA is UNKNOWN naming it, an
+//! `--upstream` is forwarded to as given behind the TLS edge, and a
 //! real SDK (hcloud-python, whose requests Session trusts `$REQUESTS_CA_BUNDLE`) gets the verdicts
 //! over HTTPS it gets over HTTP. Real processes, real sockets.
 
@@ -262,4 +263,30 @@ async fn a_real_sdk_gets_the_same_verdicts_over_tls() {
             check.notes
         );
     }
+}
+
+/// `--upstream` with `--tls`: the command's edge is TLS, and the proxy forwards to the upstream as
+/// given (plain HTTP here), which receives the operation's requests.
+#[tokio::test]
+async fn an_upstream_is_forwarded_to_as_given_behind_the_tls_edge() {
+    let upstream = idemspec::client_check::canned::CannedUpstream::start(&example_profile())
+        .await
+        .expect("an upstream");
+    let mut options = ClientOptions::new(example_profile(), example_https());
+    options.tls = true;
+    options.upstream = Some(upstream.url());
+    options.only = vec!["no-retry-4xx".into()];
+    let report = run_client(options).await;
+    assert_eq!(
+        verdicts(&report)["no-retry-4xx"],
+        Verdict::Pass,
+        "{:#?}",
+        report.checks
+    );
+    assert!(report.served_tls.is_some());
+    assert!(upstream.url().starts_with("http://"), "{}", upstream.url());
+    assert!(
+        !upstream.received().is_empty(),
+        "the preflight's create reached the upstream"
+    );
 }
