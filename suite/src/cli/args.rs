@@ -89,7 +89,7 @@ Examples:
 
   # Over HTTPS: a throwaway CA per run, its file in SSL_CERT_FILE, REQUESTS_CA_BUNDLE,
   # NODE_EXTRA_CA_CERTS, AWS_CA_BUNDLE and CURL_CA_BUNDLE, the base URL https://127.0.0.1:PORT.
-  idemspec client --tls --profile clients/example/client.yaml \
+  idemspec client --tls --profile clients/example/client.yaml \\
       --exec 'python3 clients/example/create.py --require-https'
 
 The command runs once per situation (with `sh -c`, no stdin, its process group killed at the
