@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """idemspec's example client: one create through a small retrying HTTP client (standard library).
 
-    python3 create.py [--flaw NAME] [--key-in PLACE] [BASE_URL]
+    python3 create.py [--flaw NAME] [--key-in PLACE] [--require-https] [OPTION VALUE ...] [BASE_URL]
+    python3 create.py --help
 
 The base URL comes from the argument or from $IDEMSPEC_BASE_URL (idemspec sets it). The client
 does what the article asks of a client: it makes the idempotency key once, before the first
@@ -9,6 +10,12 @@ attempt, and keeps it across every retry; it retries what may succeed later (a l
 connection, a timeout, a 5xx, a 429, a 409 that says the request is still in flight) with
 exponential backoff and jitter, waiting at least Retry-After; it never retries a mismatch or
 another 4xx; and it gives up after MAX_ATTEMPTS with an error.
+
+--require-https refuses a base URL that is not https:// (an error, exit 2, before any request),
+as SDKs of APIs served only over TLS do; `idemspec client --tls` serves it. An https:// server's
+certificate is always verified, against the default CA store of Python's ssl module, which
+$SSL_CERT_FILE replaces (idemspec client --tls puts its run's CA there); a certificate that does not
+verify ends the operation at once with the reason (it is not retried: it will not verify later).
 
 --key-in PLACE puts the key where an API of another dialect takes it:
 
@@ -71,6 +78,7 @@ import json
 import os
 import random
 import socket
+import ssl
 import sys
 import time
 import urllib.error
@@ -79,6 +87,9 @@ import urllib.request
 import uuid
 import xml.etree.ElementTree as ElementTree
 
+# Verifies every https:// server's certificate and name: the default CA store, which
+# $SSL_CERT_FILE (or $SSL_CERT_DIR) replaces.
+TLS = ssl.create_default_context()
 MAX_ATTEMPTS = 4
 BASE_DELAY = 0.25  # seconds, doubled after each failure
 MAX_DELAY = 2.0
@@ -303,7 +314,7 @@ def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strateg
         request = request_for(base_url, fields, key, key_in)
         retry_after = None
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            with urllib.request.urlopen(request, timeout=TIMEOUT, context=TLS) as response:
                 raw = response.read()
             if shape is None:
                 return json.loads(raw)
@@ -326,6 +337,12 @@ def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strateg
                 raise GaveUp(f"HTTP {error.code}: {raw[:200]!r}") from None
             why = f"HTTP {error.code}"
         except (urllib.error.URLError, http.client.HTTPException, OSError, socket.timeout) as error:
+            reason = getattr(error, "reason", error)
+            if isinstance(reason, ssl.SSLCertVerificationError):
+                raise GaveUp(
+                    f"the server's certificate did not verify: {reason.verify_message} (checked "
+                    f"against the default CA store, which $SSL_CERT_FILE replaces)"
+                ) from None
             why = f"{type(error).__name__}: {error}"
         failures += 1
         if flaw != "unbounded" and failures >= MAX_ATTEMPTS:
@@ -334,13 +351,23 @@ def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strateg
         time.sleep(waited)
 
 
+USAGE = "usage: create.py [--flaw NAME] [--key-in PLACE] [--require-https] [OPTION VALUE ...] BASE_URL " \
+        "(or set IDEMSPEC_BASE_URL); create.py --help says more"
+
+
 def main(argv):
     args = argv[1:]
+    if "--help" in args or "-h" in args:
+        print(__doc__)
+        return 0
     flaw, key_in, strategy, cap, shape = None, "header:Idempotency-Key", "jittered", None, None
-    wait_header, base, journal = ("Retry-After", 1), BASE_DELAY, None
+    wait_header, base, journal, require_https = ("Retry-After", 1), BASE_DELAY, None, False
     options = (["--flaw"], ["--key-in"], ["--backoff"], ["--retry-after-cap"], ["--speaks"],
                ["--wait-header"], ["--base-delay"], ["--persist-key"])
-    while args[:1] in options and len(args) > 1:
+    while args[:1] == ["--require-https"] or (args[:1] in options and len(args) > 1):
+        if args[0] == "--require-https":
+            require_https, args = True, args[1:]
+            continue
         option, value, args = args[0], args[1], args[2:]
         if option == "--persist-key":
             journal = value
@@ -376,10 +403,16 @@ def main(argv):
                 sys.exit(f"unknown key place {value!r}; one of: header:NAME, {', '.join(PLACES)}")
             key_in = value
     base_url = args[0] if args else os.environ.get("IDEMSPEC_BASE_URL")
-    if not base_url:
-        sys.exit(
-            "usage: create.py [--flaw NAME] [--key-in PLACE] BASE_URL (or set IDEMSPEC_BASE_URL)"
+    if not base_url or base_url.startswith("-") or len(args) > 1:
+        print(USAGE, file=sys.stderr)
+        return 2
+    if require_https and urllib.parse.urlsplit(base_url).scheme != "https":
+        print(
+            f"error: --require-https: the base URL {base_url!r} is not https://; this client talks "
+            f"only TLS (serve it with `idemspec client --tls`)",
+            file=sys.stderr,
         )
+        return 2
     fields = {"image": "debian-12", "cpu": 2, "memory_gb": 1}
     try:
         worker = create(base_url, fields, flaw, key_in, strategy, cap, shape, wait_header, base, journal)

@@ -90,6 +90,11 @@ pub struct ClientProfile {
     /// header. Shorter than `retry_after`, or it is never seen.
     #[serde(default)]
     pub retry_after_cap: Option<Spanned<HumanDuration>>,
+    /// Whether the client is served over TLS, as `idemspec client --tls` serves it (a client that
+    /// refuses an `http://` base URL): a throwaway CA per run, handed to the command in the
+    /// variables SDKs read, the base URL `https://` (default `false`).
+    #[serde(default)]
+    pub tls: Option<Spanned<bool>>,
 }
 
 impl ClientProfile {
@@ -416,6 +421,11 @@ impl ClientProfile {
     /// Whether the profile claims the client persists its keys across a restart.
     pub fn persists_keys(&self) -> bool {
         self.persists_keys.as_ref().is_some_and(|p| p.value)
+    }
+
+    /// Whether the profile asks for the command to be served over TLS (`tls: true`).
+    pub fn tls(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.value)
     }
 
     /// The documented cap on `Retry-After`, if the profile gives one.

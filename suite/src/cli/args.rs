@@ -87,6 +87,11 @@ Examples:
   # Your SDK: the command reads the base URL from $IDEMSPEC_BASE_URL or gets it as {{base_url}}.
   idemspec client --profile stripe.yaml --exec 'node create.js {{base_url}}' --report-junit client.xml
 
+  # Over HTTPS: a throwaway CA per run, its file in SSL_CERT_FILE, REQUESTS_CA_BUNDLE,
+  # NODE_EXTRA_CA_CERTS, AWS_CA_BUNDLE and CURL_CA_BUNDLE, the base URL https://127.0.0.1:PORT.
+  idemspec client --tls --profile clients/example/client.yaml \\
+      --exec 'python3 clients/example/create.py --require-https'
+
 The command runs once per situation (with `sh -c`, no stdin, its process group killed at the
 deadline). Exit codes as for `run`: 0 every MUST check passed, 1 one failed or was UNKNOWN, 2 usage
 or configuration error, 4 nothing judged.";
@@ -101,9 +106,16 @@ pub struct ClientArgs {
     /// The client profile (default: any POST is the operation, answered 201 with a small JSON body).
     #[arg(long, value_name = "CLIENT.yaml")]
     pub profile: Option<PathBuf>,
-    /// Forward to this API instead of the canned upstream (`http://host:port`).
+    /// Forward to this API instead of the canned upstream (`http://host:port`, or `https://`
+    /// trusted by the platform's roots).
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
+    /// Serve the command over HTTPS (as the profile's `tls: true` does): a throwaway CA made for
+    /// the run issues a certificate for 127.0.0.1 and localhost; the command gets the CA's file in
+    /// SSL_CERT_FILE, REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS, AWS_CA_BUNDLE and CURL_CA_BUNDLE,
+    /// and the base URL as https://127.0.0.1:PORT. The file is removed when the run ends.
+    #[arg(long)]
+    pub tls: bool,
     /// Run only these client checks (repeatable, or a comma-separated list).
     #[arg(long, value_name = "ID", value_delimiter = ',')]
     pub only: Vec<String>,

@@ -28,6 +28,7 @@ pub fn client(args: ClientArgs, printer: &Printer) -> Result<ExitCode, Failure> 
     let (reporter_options, policy) = reporting::options(&args.reports, printer)?;
     let mut options = ClientOptions::new(profile, args.exec.clone());
     options.upstream = args.upstream.clone();
+    options.tls |= args.tls;
     options.only = args.only.clone();
     options.skip = args.skip.clone();
     options.timeout = args.command_timeout;
@@ -50,6 +51,7 @@ fn discover(
 ) -> Result<ExitCode, Failure> {
     let mut options = ClientOptions::new(profile, args.exec.clone());
     options.timeout = args.command_timeout;
+    options.tls |= args.tls;
     let runtime = super::servers::runtime()?;
     printer.status("discover: running the command three times (two operations, one retried after a lost response)");
     let found = runtime.block_on(client_check::discover(options));

@@ -88,7 +88,7 @@ pub fn classify(text: &str) -> Option<FileKind> {
     // profile; a target profile cannot be without its `base_urls`.
     let shared_only = keys
         .iter()
-        .all(|k| ["version", "name", "contract", "timeout"].contains(k));
+        .all(|k| ["version", "name", "contract", "timeout", "tls"].contains(k));
     if (client.iter().any(|k| has(k)) || (shared_only && has("version")))
         && !has("base_urls")
         && !has("principals")

@@ -3,6 +3,7 @@
 //! (the last [`KEEP`] bytes of each stream) and a deadline after which the whole group is killed.
 
 use crate::process_group::{in_own_group, kill_group};
+use std::ffi::OsString;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -113,13 +114,15 @@ pub fn render(line: &str, base_url: &str) -> String {
 /// Runs `line` with `sh -c`, telling it `base_url`, and kills its process group at `timeout`.
 /// Strays it left behind (a background child) are killed too when it exits.
 pub async fn run(line: &str, base_url: &str, timeout: Duration) -> RunOutput {
-    run_until(line, base_url, timeout, std::future::pending()).await
+    run_until(line, base_url, &[], timeout, std::future::pending()).await
 }
 
-/// [`run`], and kill the process group as soon as `stop` is ready ([`Exit::Stopped`]).
+/// [`run`] with the variables `env` set too (the CA's file under `--tls`), and kill the process
+/// group as soon as `stop` is ready ([`Exit::Stopped`]).
 pub async fn run_until(
     line: &str,
     base_url: &str,
+    env: &[(&str, OsString)],
     timeout: Duration,
     stop: impl std::future::Future<Output = ()>,
 ) -> RunOutput {
@@ -130,6 +133,7 @@ pub async fn run_until(
         .arg("-c")
         .arg(render(line, base_url))
         .env(BASE_URL_VAR, base_url)
+        .envs(env.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -116,7 +116,7 @@ impl Ctx {
 }
 
 impl Discovery {
-    fn failed(problem: String) -> Self {
+    pub(super) fn failed(problem: String) -> Self {
         Self {
             candidates: Vec::new(),
             problem: Some(problem),

@@ -17,6 +17,7 @@
 //! - `situation`: one run of the command under planned faults, and what it [`CommandRun`].
 //! - `command`: running the command (bounded, its process group killed at the deadline).
 //! - `canned`: the canned upstream. `attempt`: attempts read from proxy events.
+//! - `tls_edge`: `--tls`, the command served over HTTPS with a throwaway CA per run.
 //! - `discover`: `--discover`, where a client puts its key.
 //! - `outcome`: evidence, notes and timeline. Findings and grading are the engine's
 //!   ([`crate::engine`]).
@@ -30,6 +31,7 @@ pub mod discover;
 mod options;
 mod run;
 pub mod situation;
+pub mod tls_edge;
 
 pub use options::{ClientError, ClientOptions, Ctx};
 pub use run::{discover, run};

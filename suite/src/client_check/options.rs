@@ -6,6 +6,7 @@ use std::time::Duration;
 use idemspec_scenarios::client_profile::ClientProfile;
 use idemspec_scenarios::profile::{Contract, KeyAt};
 
+use super::tls_edge::TlsEdge;
 use crate::engine::SelectError;
 
 /// What `idemspec client` runs.
@@ -15,8 +16,13 @@ pub struct ClientOptions {
     pub profile: ClientProfile,
     /// The command that performs the profile's operations through the client, run with `sh -c`.
     pub command: String,
-    /// A real upstream to forward to instead of the canned one (`http://host:port[/prefix]`).
+    /// A real upstream to forward to instead of the canned one (`http://host:port[/prefix]`, or
+    /// `https://`, trusted by the platform's roots).
     pub upstream: Option<String>,
+    /// Serve the command over TLS (`--tls`, or the profile's `tls: true`): a throwaway CA per run,
+    /// handed to the command in [`CA_VARIABLES`](super::tls_edge::CA_VARIABLES), the base URL
+    /// `https://127.0.0.1:PORT`.
+    pub tls: bool,
     /// Run only these checks (empty: all).
     pub only: Vec<String>,
     /// Do not run these checks.
@@ -30,16 +36,18 @@ pub struct ClientOptions {
 }
 
 impl ClientOptions {
-    /// Options running every check of `profile` with `command`, eight runs at a time.
+    /// Options running every check of `profile` with `command`, eight runs at a time, over TLS
+    /// when the profile says `tls: true`.
     pub fn new(profile: ClientProfile, command: impl Into<String>) -> Self {
         Self {
-            profile,
             command: command.into(),
             upstream: None,
+            tls: profile.tls(),
             only: Vec::new(),
             skip: Vec::new(),
             timeout: None,
             parallelism: 8,
+            profile,
         }
     }
 }
@@ -53,6 +61,9 @@ pub enum ClientError {
     /// The canned upstream could not listen.
     #[error("start the canned upstream on 127.0.0.1")]
     Upstream(#[source] std::io::Error),
+    /// `--tls`: the throwaway CA, its certificate or the CA's file could not be made.
+    #[error("serve the command over TLS (--tls)")]
+    Tls(#[source] idemspec_tls::TlsError),
     /// The contract's key header is not an HTTP field name.
     #[error("use `{0}` as the key header: it is not an HTTP field name")]
     KeyHeader(String),
@@ -74,6 +85,8 @@ pub struct Ctx {
     pub canned: bool,
     /// One run's deadline.
     pub timeout: Duration,
+    /// The TLS the command is served with (`--tls`); `None`: plain HTTP.
+    pub tls: Option<TlsEdge>,
 }
 
 impl Ctx {

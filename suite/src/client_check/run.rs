@@ -10,6 +10,7 @@ use idemspec_scenarios::profile::KeyAt;
 use super::checks::{self, ClientCheck};
 use super::discover::Discovery;
 use super::situation::{CommandRun, Situation};
+use super::tls_edge::TlsEdge;
 use super::{assemble, canned, command, ClientError, ClientOptions, Ctx};
 use crate::engine::{self, About, EventSink, Finding, Graded, Hold, Judgement, RunRecord, Weight};
 use crate::model::{CheckOutcome, RunReport};
@@ -20,9 +21,12 @@ use crate::model::{CheckOutcome, RunReport};
 /// request of the operation, never exits, or fails although every request succeeded, every check
 /// is UNKNOWN with that cause and the command's output, and no check runs.
 ///
+/// With `options.tls` every run of the command is served over TLS ([`TlsEdge`]) and the report
+/// says so; the CA's file is removed when the run ends.
+///
 /// # Errors
-/// [`ClientError`] for a selection that names no check or leaves none, an unusable key header, or
-/// a canned upstream that cannot listen.
+/// [`ClientError`] for a selection that names no check or leaves none, an unusable key header, a
+/// canned upstream that cannot listen, or a throwaway CA that cannot be made.
 pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport, ClientError> {
     let mut record = RunRecord::new(events);
     let all: Vec<(About, Box<dyn ClientCheck>)> = checks::catalogue()
@@ -34,6 +38,10 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
     if let KeyAt::Header(name) = &contract.key_at {
         http::HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| ClientError::KeyHeader(name.clone()))?;
+    }
+    let tls = edge(options.tls)?;
+    if let Some(edge) = &tls {
+        record.served_over_tls(edge.served());
     }
     let mut canned = None;
     let upstream = match &options.upstream {
@@ -54,6 +62,7 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
         command: options.command,
         upstream,
         canned: canned.is_some(),
+        tls,
     });
     record.announce(
         &ctx.profile.name,
@@ -82,13 +91,30 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
     // Every check at once: the slots bound the runs of the command, which are what costs.
     let checks = engine::drive(checks, ctx.clone(), &record, slots).await;
     drop(canned);
+    // The last holder of the context: its TLS edge, and the CA's directory, go with it.
+    drop(ctx);
     Ok(record.finish(checks, None))
 }
 
-/// Runs `idemspec client --discover` with `options`' profile, command and timeout (see
+/// The TLS edge of a run that asked for one.
+fn edge(tls: bool) -> Result<Option<TlsEdge>, ClientError> {
+    tls.then(TlsEdge::new).transpose().map_err(ClientError::Tls)
+}
+
+/// Runs `idemspec client --discover` with `options`' profile, command, timeout and TLS (see
 /// [`discover`]); each of its runs has a canned upstream of its own, so `upstream`, `only`,
 /// `skip` and `parallelism` are not used.
 pub async fn discover(options: ClientOptions) -> Discovery {
+    let tls = match edge(options.tls) {
+        Ok(tls) => tls,
+        Err(e) => {
+            return Discovery::failed(format!(
+                "{}: {}",
+                e,
+                std::error::Error::source(&e).map_or(String::new(), ToString::to_string)
+            ))
+        }
+    };
     let ctx = Ctx {
         timeout: options.timeout.unwrap_or(options.profile.timeout()),
         contract: options.profile.contract(),
@@ -96,6 +122,7 @@ pub async fn discover(options: ClientOptions) -> Discovery {
         command: options.command,
         upstream: String::new(),
         canned: true,
+        tls,
     };
     ctx.discover().await
 }
@@ -145,15 +172,17 @@ fn preflight_problem(ctx: &Ctx, run: &CommandRun) -> Option<String> {
     match (&run.output.exit, run.attempted()) {
         (Exit::NotStarted(why), _) => Some(format!("the command could not be started: {why}")),
         (Exit::TimedOut(after), false) => Some(format!(
-            "the command made no {operation} request and did not exit within {}; it was killed (it sent {sent})",
-            humantime::format_duration(*after)
+            "the command made no {operation} request and did not exit within {}; it was killed (it sent {sent}){}",
+            humantime::format_duration(*after),
+            tls_hint(ctx)
         )),
         (Exit::TimedOut(after), true) => Some(format!(
             "the command did not exit within {} although its {operation} requests were answered with the profile's success; it was killed",
             humantime::format_duration(*after)
         )),
         (exit, false) if !exit.succeeded() => Some(format!(
-            "the command ended ({exit}) before making a {operation} request (it sent {sent})"
+            "the command ended ({exit}) before making a {operation} request (it sent {sent}){}",
+            tls_hint(ctx)
         )),
         (_, false) => Some(format!(
             "the command exited 0 without making a {operation} request (it sent {sent}); does it use the base URL in ${} or {{{{base_url}}}}?",
@@ -164,6 +193,17 @@ fn preflight_problem(ctx: &Ctx, run: &CommandRun) -> Option<String> {
         )),
         _ => None,
     }
+}
+
+/// What to look at when a command served over TLS made no request: whether it trusts the CA.
+fn tls_hint(ctx: &Ctx) -> String {
+    if ctx.tls.is_none() {
+        return String::new();
+    }
+    format!(
+        "; it was served over TLS: does the client trust the CA in {} (docs/client.md, \"--tls\")?",
+        super::tls_edge::CA_VARIABLES.join(", ")
+    )
 }
 
 /// The outcome of a check that could not run because the preflight failed.

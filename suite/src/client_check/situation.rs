@@ -287,8 +287,13 @@ impl Ctx {
                 }
             }
         };
-        let base_url = format!("http://{}", proxy.addr());
-        let output = command::run_until(&self.command, &base_url, deadline, stop).await;
+        // Under `--tls` the proxy's port speaks only TLS: every event below arrived over it.
+        let (scheme, env) = match &self.tls {
+            Some(edge) => ("https", edge.env()),
+            None => ("http", Vec::new()),
+        };
+        let base_url = format!("{scheme}://{}", proxy.addr());
+        let output = command::run_until(&self.command, &base_url, &env, deadline, stop).await;
         // A shutdown releases held (`hang`) exchanges and waits for the rest, so every attempt's
         // event is in the log when it returns.
         proxy.shutdown().await;
@@ -320,6 +325,7 @@ impl Ctx {
             upstream: upstream.trim_end_matches('/').to_owned(),
             rules: self.rules(situation),
             key_at: self.contract.key_at.clone(),
+            listen_tls: self.tls.as_ref().map(|edge| edge.server_config()),
             // The command has ended when the proxy stops; a held request must not hold the check.
             shutdown_grace: Duration::from_millis(100),
             ..ProxyConfig::default()

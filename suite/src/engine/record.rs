@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::model::{CheckOutcome, RunEvent, RunReport, RunStats, TlsReached};
+use crate::model::{CheckOutcome, RunEvent, RunReport, RunStats, TlsReached, TlsServed};
 
 /// Where run events go: reporters read the other end. A closed receiver is ignored.
 pub type EventSink = tokio::sync::mpsc::UnboundedSender<RunEvent>;
@@ -21,6 +21,8 @@ pub struct RunRecord {
     tls: Vec<TlsReached>,
     /// Whether the target's certificates went unverified.
     tls_unverified: bool,
+    /// How the command was served over TLS ([`RunRecord::served_over_tls`]).
+    served_tls: Option<TlsServed>,
 }
 
 impl RunRecord {
@@ -37,6 +39,7 @@ impl RunRecord {
             contract: String::new(),
             tls: Vec::new(),
             tls_unverified: false,
+            served_tls: None,
         }
     }
 
@@ -45,6 +48,11 @@ impl RunRecord {
     pub fn reached_over_tls(&mut self, reached: Vec<TlsReached>, unverified: bool) {
         self.tls = reached;
         self.tls_unverified = unverified;
+    }
+
+    /// Records that `idemspec client` served the command over TLS, and how, for the report.
+    pub fn served_over_tls(&mut self, served: TlsServed) {
+        self.served_tls = Some(served);
     }
 
     /// When the run started (its deadlines count from here).
@@ -90,6 +98,7 @@ impl RunRecord {
             stats,
             target_log,
             tls: self.tls.clone(),
+            served_tls: self.served_tls.clone(),
             warnings: self
                 .tls_unverified
                 .then(|| RunReport::UNVERIFIED_WARNING.to_owned())

@@ -18,6 +18,6 @@ mod timeline;
 pub use event::RunEvent;
 pub use exit::ExitCode;
 pub use outcome::{CheckOutcome, Evidence, ProxyAction, RequestRecord, ResponseRecord, Verdict};
-pub use report::{RunReport, TlsReached};
+pub use report::{RunReport, TlsReached, TlsServed};
 pub use stats::{ExitPolicy, RunStats};
 pub use timeline::{AttemptEnd, Bucket, Lane, Span, Timeline};

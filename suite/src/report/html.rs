@@ -30,9 +30,9 @@ fn header_lines(report: &RunReport) -> String {
         .iter()
         .map(|w| format!("<p class=\"run-warning\">{}</p>", esc(w)));
     let reached = report
-        .tls
-        .iter()
-        .map(|r| format!("<p>{}</p>", esc(&r.line())));
+        .tls_lines()
+        .into_iter()
+        .map(|line| format!("<p>{}</p>", esc(&line)));
     warnings.chain(reached).collect()
 }
 

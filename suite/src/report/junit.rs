@@ -26,8 +26,8 @@ pub fn render(report: &RunReport) -> Result<String, quick_junit::SerializeError>
     for warning in &report.warnings {
         suite.add_property(("warning", warning.as_str()));
     }
-    for reached in &report.tls {
-        suite.add_property(("tls", reached.line().as_str()));
+    for line in report.tls_lines() {
+        suite.add_property(("tls", line.as_str()));
     }
     let header = report.header_lines();
     if !header.is_empty() {

@@ -55,10 +55,11 @@ pub fn render(report: &RunReport, options: TerminalOptions) -> String {
     for warning in &report.warnings {
         let _ = writeln!(out, "{}", palette.paint(warn, warning));
     }
-    for reached in &report.tls {
-        let _ = writeln!(out, "{}", palette.dim(&reached.line()));
+    let tls = report.tls_lines();
+    for line in &tls {
+        let _ = writeln!(out, "{}", palette.dim(line));
     }
-    if !report.warnings.is_empty() || !report.tls.is_empty() {
+    if !report.warnings.is_empty() || !tls.is_empty() {
         out.push('\n');
     }
     out.push_str(&table(&report.checks, palette));

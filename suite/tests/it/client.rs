@@ -18,16 +18,16 @@ use rstest::rstest;
 use crate::support::redact::redacted;
 
 /// The repository root, where the README's commands run.
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the suite is one folder below the root")
         .to_owned()
 }
 
-const PROFILE: &str = "clients/example/client.yaml";
+pub(crate) const PROFILE: &str = "clients/example/client.yaml";
 
-fn example_profile() -> ClientProfile {
+pub(crate) fn example_profile() -> ClientProfile {
     let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile exists");
     ClientProfile::load(PROFILE, &text, &|_| None).expect("the example profile is valid")
 }
@@ -65,7 +65,7 @@ async fn judge_keyed(flaw: Option<&str>, key_in: Option<&str>) -> RunReport {
 }
 
 /// Runs `options`, bounded at 120 s.
-async fn run_client(options: ClientOptions) -> RunReport {
+pub(crate) async fn run_client(options: ClientOptions) -> RunReport {
     let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
     tokio::time::timeout(Duration::from_secs(120), client_check::run(options, sink))
         .await
@@ -73,7 +73,7 @@ async fn run_client(options: ClientOptions) -> RunReport {
         .expect("the client run starts")
 }
 
-fn verdicts(report: &RunReport) -> BTreeMap<String, Verdict> {
+pub(crate) fn verdicts(report: &RunReport) -> BTreeMap<String, Verdict> {
     report
         .checks
         .iter()
@@ -144,7 +144,7 @@ async fn client_flaw_matrix_keyed(
 
 /// `report` gave the checks in `expected` their verdicts and every other check PASS; each FAIL
 /// shows its attempts.
-fn judged_as(report: RunReport, flaw: Option<&str>, expected: &[(&str, Verdict)]) {
+pub(crate) fn judged_as(report: RunReport, flaw: Option<&str>, expected: &[(&str, Verdict)]) {
     let got = verdicts(&report);
     let want: BTreeMap<String, Verdict> = client_check::checks::list()
         .iter()
@@ -199,7 +199,7 @@ fn judged_as(report: RunReport, flaw: Option<&str>, expected: &[(&str, Verdict)]
 }
 
 /// Runs the binary from the repository root with `args`, colour off, and times it.
-fn idemspec(args: &[&str]) -> (Output, Duration) {
+pub(crate) fn idemspec(args: &[&str]) -> (Output, Duration) {
     idemspec_in(&root(), args)
 }
 
@@ -216,7 +216,7 @@ fn idemspec_in(dir: &Path, args: &[&str]) -> (Output, Duration) {
     (out, started.elapsed())
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 

@@ -3,6 +3,7 @@
 mod alt_api_cli;
 mod cli;
 mod client;
+mod client_tls;
 mod flaw_matrix;
 mod html_report;
 mod layers;

@@ -181,6 +181,7 @@ pub fn report() -> RunReport {
         stats,
         target_log: None,
         tls: Vec::new(),
+        served_tls: None,
         warnings: Vec::new(),
     }
 }
