@@ -60,9 +60,9 @@ impl TlsEdge {
         let dir = tempfile::Builder::new()
             .prefix("idemspec-client-tls-")
             .tempdir()
-            .map_err(|source| TlsError::Write {
+            .map_err(|cause| TlsError::Write {
                 path: std::env::temp_dir(),
-                source,
+                cause,
             })?;
         let ca_file = ca.write_ca(dir.path())?;
         Ok(Self {
