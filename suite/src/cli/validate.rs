@@ -35,12 +35,17 @@ pub fn validate(args: &ValidateArgs, printer: &Printer) -> Result<ExitCode, Fail
         let checked = check(file).and_then(|checked| match checked.scenario {
             Some((id, at)) => ids
                 .take(&id, &at, file)
-                .map(|()| checked.description)
+                .map(|()| (checked.description, checked.warnings))
                 .map_err(Invalid::from),
-            None => Ok(checked.description),
+            None => Ok((checked.description, checked.warnings)),
         });
         match checked {
-            Ok(description) => printer.result(format!("ok: {} ({description})\n", file.display())),
+            Ok((description, warnings)) => {
+                printer.result(format!("ok: {} ({description})\n", file.display()));
+                for warning in warnings {
+                    printer.warning(format!("{}: {warning}", file.display()));
+                }
+            }
             Err(Invalid { error, hint }) => {
                 invalid += 1;
                 let hints: Vec<String> = hint.into_iter().map(str::to_owned).collect();
@@ -64,6 +69,9 @@ struct Checked {
     description: String,
     /// For a scenario: its id and where the id is written (`file:line:column`).
     scenario: Option<(String, String)>,
+    /// What loads but may not mean what its author meant (a profile's replay status that only
+    /// the preset's marker tells from a refusal), each a sentence saying what to declare.
+    warnings: Vec<String>,
 }
 
 /// A file that did not load: the error chain, and where its kind of file is documented.
@@ -105,6 +113,7 @@ fn check(path: &Path) -> Result<Checked, Invalid> {
     let described = |description: String| Checked {
         description,
         scenario: None,
+        warnings: Vec::new(),
     };
     Ok(match kind {
         FileKind::Profile => {
@@ -114,11 +123,15 @@ fn check(path: &Path) -> Result<Checked, Invalid> {
                     error,
                     hint: Some("every profile field, its default and each preset's values: docs/profile-reference.md"),
                 })?;
-            described(format!(
-                "target profile `{}`, contract `{}`",
-                profile.name,
-                profile.contract().preset.name()
-            ))
+            let contract = profile.contract();
+            Checked {
+                warnings: contract.replay_marker_warning().into_iter().collect(),
+                ..described(format!(
+                    "target profile `{}`, contract `{}`",
+                    profile.name,
+                    contract.preset.name()
+                ))
+            }
         }
         FileKind::Scenario => {
             let scenario = Scenario::load(&name, &text)
@@ -135,6 +148,7 @@ fn check(path: &Path) -> Result<Checked, Invalid> {
                     scenario.id.value.clone(),
                     format!("{name}:{}:{}", at.line(), at.column()),
                 )),
+                warnings: Vec::new(),
             }
         }
         FileKind::ProxyFile => {

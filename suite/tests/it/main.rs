@@ -3,6 +3,7 @@
 mod alt_api_cli;
 mod cli;
 mod client;
+mod contract_reading;
 mod flaw_matrix;
 mod html_report;
 mod layers;

@@ -6,6 +6,7 @@
 mod body_condition;
 mod presets;
 mod problems;
+mod replay;
 mod resolve;
 mod resolved;
 mod spec;
@@ -13,6 +14,7 @@ mod statuses;
 
 pub use body_condition::BodyCondition;
 pub use presets::Preset;
+pub use replay::{ReplayBody, ReplayBy};
 pub use resolved::{Contract, MismatchAnswer, Refusal, Replays, MAX_KEY_MAX_LEN};
 pub use spec::{ContractSpec, Covered, KeyForm};
 pub use statuses::StoredStatus;

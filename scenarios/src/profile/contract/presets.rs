@@ -85,6 +85,7 @@ fn article() -> Contract {
         covers: vec![Covered::Create, Covered::Delete, Covered::Action],
         replay_status: Vec::new(),
         replay_body: None,
+        replay_id_at: None,
         replay_envelope: None,
         replays: Replays::Stored,
         overridden: Vec::new(),

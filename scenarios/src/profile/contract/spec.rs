@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::statuses::{refusals, replay_statuses, stored_statuses};
-use super::{BodyCondition, MismatchAnswer, Preset, Replays, StoredStatus};
+use super::{BodyCondition, MismatchAnswer, Preset, ReplayBody, Replays, StoredStatus};
 use crate::load::Spanned;
 use crate::profile::KeyAt;
 use crate::value::HumanDuration;
@@ -122,9 +122,14 @@ pub struct ContractSpec {
     /// list, each a 2xx or 4xx. Default: none (a replay keeps the original's status).
     #[serde(default, deserialize_with = "replay_statuses")]
     pub replay_status: Option<Vec<u16>>,
-    /// What the body of a replay under `replay_status` says (`{at: $.cached, is: true}`), where
-    /// its status alone does not tell it from a refusal with that status.
-    pub replay_body: Option<BodyCondition>,
+    /// What the body of a replay under `replay_status` says (`{at: $.cached, is: true}`), or
+    /// `original` (it is the original answer's body, byte for byte), where its status alone does
+    /// not tell it from a refusal with that status.
+    pub replay_body: Option<ReplayBody>,
+    /// Where the body of a replay under `replay_status` names the original's resource
+    /// (`$.Error.ResourceId`): an answer naming the original's id there is its replay, however
+    /// the rest of its body differs (an "already exists" error naming the resource).
+    pub replay_id_at: Option<crate::value::JsonPathExpr>,
     /// What a replay of a created resource's answer shows: the stored response byte for byte
     /// (`stored`, the default) or the same resource in its current state (`current_state`, as AWS
     /// and Google Cloud document).

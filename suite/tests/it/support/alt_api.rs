@@ -250,6 +250,24 @@ pub struct Options {
     /// With `wide_answers`, a JSON answer's `"pad"` member comes first, before its own members
     /// (its id past the values idemspec reads).
     pub wide_first: bool,
+    /// A replay of a success is a `409` with no replay marker, its body as this says (a layer
+    /// that documents "a retry gets 409 with the original body", or an "already exists" error
+    /// naming the resource, for a create's replay; any other replays as usual).
+    pub conflict_replays: Option<ConflictReplay>,
+    /// The status of a reused key with another request (`422` when `None`), for an API that
+    /// answers another one, such as `409`.
+    pub mismatch_status: Option<StatusCode>,
+}
+
+/// How a `conflict_replays` API answers a completed key's retry (`Options::conflict_replays`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConflictReplay {
+    /// `409` with the original body, byte for byte.
+    OriginalBody,
+    /// `409 {"error": {"code": "MachineAlreadyExists", "resource_id": UUID}}`, naming the machine
+    /// the original request created (as a cloud API's "already exists" for a reused client
+    /// token).
+    AlreadyExists,
 }
 
 /// A planted defect of the alt API's idempotency layer (`Options::flaw`).
@@ -677,7 +695,9 @@ where
                         return aws_error("IdempotentParameterMismatch");
                     }
                     return problem(
-                        StatusCode::UNPROCESSABLE_ENTITY,
+                        app.options
+                            .mismatch_status
+                            .unwrap_or(StatusCode::UNPROCESSABLE_ENTITY),
                         "key-reused-with-different-request",
                         "this Idempotency-Key was used with a different request",
                     );
@@ -697,6 +717,16 @@ where
                             );
                         }
                     }
+                    let success = replay.status.is_success();
+                    // An "already exists" names a created machine: a create's replay alone.
+                    let conflict = app.options.conflict_replays.filter(|style| {
+                        success
+                            && (*style == ConflictReplay::OriginalBody
+                                || endpoint == "POST /api/machines")
+                    });
+                    if let Some(style) = conflict {
+                        return respond(Some(conflict_replay(style, replay)));
+                    }
                     let value = app
                         .options
                         .replayed_values
@@ -704,7 +734,6 @@ where
                     replay
                         .headers
                         .push((app.replayed_header().into(), value.into()));
-                    let success = replay.status.is_success();
                     if let Some(status) = app.options.replay_status.filter(|_| success) {
                         replay.status = status;
                     }
@@ -796,10 +825,7 @@ where
             );
         }
     }
-    let sub_key = hex::encode(Sha256::digest(format!(
-        "{}\n{}\n{}",
-        scope.principal, scope.endpoint, scope.key
-    )));
+    let sub_key = sub_key_of(&scope);
     let future = work(app.clone(), sub_key);
     let store_app = app.clone();
     // The work and its bookkeeping run in their own task: a client that gives up does not cancel them.
@@ -840,6 +866,27 @@ where
         );
     }
     response
+}
+
+/// A stored success answered again as a `conflict_replays` API does: a `409`, no marker.
+fn conflict_replay(style: ConflictReplay, mut replay: Stored) -> Stored {
+    replay.status = StatusCode::CONFLICT;
+    if style == ConflictReplay::AlreadyExists {
+        replay.headers.retain(|(name, _)| name != "location");
+        let uuid = serde_json::from_slice::<Value>(&replay.body)
+            .ok()
+            .and_then(|v| v.pointer("/data/uuid").cloned())
+            .unwrap_or(Value::Null);
+        replay.body = Bytes::from(
+            json!({"error": {
+                "code": "MachineAlreadyExists",
+                "message": "a machine with this idempotency key exists",
+                "resource_id": uuid,
+            }})
+            .to_string(),
+        );
+    }
+    replay
 }
 
 /// The response for a finished piece of work. Work that "died" (a crash) never answers: the crash
@@ -1410,6 +1457,14 @@ async fn create(
         },
     )
     .await
+}
+
+/// The sub-key of the work a record's scope runs: what its side effects and machine are keyed by.
+fn sub_key_of(scope: &Scope) -> String {
+    hex::encode(Sha256::digest(format!(
+        "{}\n{}\n{}",
+        scope.principal, scope.endpoint, scope.key
+    )))
 }
 
 /// The machine's id, derived from the record's sub-key so a resumed create names the same machine.

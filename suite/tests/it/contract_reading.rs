@@ -1,0 +1,133 @@
+//! Answers read once, by the contract (issue 41): a replay told from a refusal of the same status
+//! by what it carries of the original answer (its body, or its id where the contract says), judged
+//! alike by every check over the alt API's real sockets; each correct mode passes, each planted
+//! flaw FAILs the check that owns it.
+
+use axum::http::StatusCode;
+use idemspec::model::Verdict;
+
+use crate::reach::{assert_passes, judged_once, load, profile, run_profile};
+use crate::support::alt_api::{self, ConflictReplay, Flaw, Options};
+use crate::support::reference::outcome;
+
+/// The alt profile's contract, with `lines` in place of its `mismatch_status: [422]`.
+fn contract(lines: &'static str) -> impl Fn(&str) -> String {
+    move |t: &str| {
+        assert!(
+            t.contains("  mismatch_status: [422]\n"),
+            "the fixture's contract"
+        );
+        t.replace("  mismatch_status: [422]\n", lines)
+    }
+}
+
+/// A replay answered `409` with the original body and no marker, a mismatch `409` too: declared
+/// by its body (`replay_body: original`).
+const BY_BODY: &str = "  mismatch_status: [409]\n  replayed_header: \"\"\n  replay_status: 409\n  \
+                       replay_body: original\n";
+
+/// The API of [`BY_BODY`], with `flaw`.
+async fn conflict_replays(style: ConflictReplay, flaw: Option<Flaw>) -> alt_api::AltApi {
+    alt_api::start_with(Options {
+        conflict_replays: Some(style),
+        mismatch_status: Some(StatusCode::CONFLICT),
+        flaw,
+        ..Options::default()
+    })
+    .await
+}
+
+/// A replay under the mismatch's own status, told apart by the original body it carries: every
+/// check reads it as the replay and the other `409`s as refusals, so the catalogue passes (cross-
+/// tenant and endpoint-scope keep their precondition, fingerprint-mismatch reads the mismatch,
+/// the burst and the storm take the replays as successes). Keys shared across principals make B's
+/// request a replay of A's, which cross-tenant FAILs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_under_the_mismatch_status_is_told_by_the_original_body() {
+    let api = conflict_replays(ConflictReplay::OriginalBody, None).await;
+    let report = run_profile(profile(&api, contract(BY_BODY)), &[]).await;
+    assert_passes(&report, 14);
+    let lost = outcome(&report, "lost-response");
+    assert!(
+        lost.summary
+            .contains("`retry` answered 409 (a replay, as declared)"),
+        "{}",
+        lost.summary
+    );
+    let leaky = conflict_replays(
+        ConflictReplay::OriginalBody,
+        Some(Flaw::KeysNotPerPrincipal),
+    )
+    .await;
+    let report = run_profile(profile(&leaky, contract(BY_BODY)), &["cross-tenant"]).await;
+    judged_once(&report, Verdict::Fail, "second-principal");
+}
+
+/// Declared with nothing to tell a `409` replay from the `409` mismatch but the preset's marker,
+/// which this API never sends, the replays are refusals: cross-tenant loses its precondition (A's
+/// own retry is no replay), and `validate` warns, naming what to declare. With no marker either,
+/// the profile is refused at load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_status_told_only_by_the_presets_marker_is_warned_of() {
+    let api = conflict_replays(ConflictReplay::OriginalBody, None).await;
+    let marker_only = contract("  mismatch_status: [409]\n  replay_status: 409\n");
+    let report = run_profile(profile(&api, &marker_only), &["cross-tenant"]).await;
+    judged_once(&report, Verdict::Unknown, "first-again");
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("p.yaml"), marker_only(alt_api::PROFILE)).expect("write");
+    let out = crate::alt_api_cli::idemspec(dir.path(), &api, &["validate", "p.yaml"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: p.yaml: replay_status 409 is also the contract's `mismatch_status`"
+        ) && stderr.contains("`replay_body: original`"),
+        "{stderr}"
+    );
+    std::fs::write(
+        dir.path().join("p.yaml"),
+        contract(BY_BODY)(alt_api::PROFILE),
+    )
+    .expect("write");
+    let out = crate::alt_api_cli::idemspec(dir.path(), &api, &["validate", "p.yaml"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !stderr.contains("warning"),
+        "{stderr}"
+    );
+    let text = contract(
+        "  mismatch_status: [409]\n  replayed_header: \"\"\n  replay_status: 409\n",
+    )(alt_api::PROFILE);
+    let err = load(&api, &text).expect_err("an ambiguous replay status is refused");
+    assert!(err.to_string().contains("`replay_body: original`"), "{err}");
+}
+
+/// A replay answered `409 {"error": {"code": "MachineAlreadyExists", "resource_id": …}}`, a
+/// mismatch `409` too: declared by where the replay names the original's id.
+const BY_ID: &str = "  mismatch_status: [409]\n  replayed_header: \"\"\n  replay_status: 409\n  \
+                     replay_id_at: $.error.resource_id\n";
+
+/// An "already exists" `409` naming the original's machine is its replay where the contract says
+/// where it names it: every check reads it so (a burst's replays name the one resource, the
+/// mismatch's `again` is the original's answer, its body the API's own as declared), and the
+/// catalogue passes; keys shared across principals make B's request name A's machine, which
+/// cross-tenant FAILs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_already_exists_naming_the_original_is_its_replay() {
+    let api = conflict_replays(ConflictReplay::AlreadyExists, None).await;
+    let report = run_profile(profile(&api, contract(BY_ID)), &[]).await;
+    assert_passes(&report, 14);
+    let burst = outcome(&report, "concurrent-same-key");
+    assert!(
+        burst.summary.contains("succeeded with one resource"),
+        "{}",
+        burst.summary
+    );
+    let leaky = conflict_replays(
+        ConflictReplay::AlreadyExists,
+        Some(Flaw::KeysNotPerPrincipal),
+    )
+    .await;
+    let report = run_profile(profile(&leaky, contract(BY_ID)), &["cross-tenant"]).await;
+    judged_once(&report, Verdict::Fail, "second-principal");
+}
