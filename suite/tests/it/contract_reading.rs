@@ -8,7 +8,7 @@ use idemspec::model::Verdict;
 
 use crate::reach::{assert_passes, judged_once, load, profile, run_profile};
 use crate::support::alt_api::{self, ConflictReplay, Flaw, Options};
-use crate::support::reference::outcome;
+use crate::support::reference::{outcome, table};
 
 /// The alt profile's contract, with `lines` in place of its `mismatch_status: [422]`.
 fn contract(lines: &'static str) -> impl Fn(&str) -> String {
@@ -130,4 +130,33 @@ async fn an_already_exists_naming_the_original_is_its_replay() {
     .await;
     let report = run_profile(profile(&leaky, contract(BY_ID)), &["cross-tenant"]).await;
     judged_once(&report, Verdict::Fail, "second-principal");
+}
+
+/// A key that ends with its resource is judged by the declared retention: under `retention:
+/// while_resource_exists` a fresh create after the delete PASSes replay-after-delete and a replay
+/// of the deleted resource's answer FAILs; under the preset's `24h` the fresh create FAILs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_that_ends_with_its_resource_is_judged_by_the_declared_retention() {
+    let dies = contract("  mismatch_status: [422]\n  retention: while_resource_exists\n");
+    let forgetting = alt_api::start_with(Options {
+        keys_die_with_resource: true,
+        ..Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&forgetting, &dies), &["replay-after-delete"]).await;
+    judged_once(&report, Verdict::Pass, "");
+    let report = run_profile(
+        profile(&forgetting, |t| t.to_owned()),
+        &["replay-after-delete"],
+    )
+    .await;
+    assert_eq!(
+        report.checks[0].verdict,
+        Verdict::Fail,
+        "{}",
+        table(&report)
+    );
+    let keeping = alt_api::start().await;
+    let report = run_profile(profile(&keeping, &dies), &["replay-after-delete"]).await;
+    judged_once(&report, Verdict::Fail, "replay");
 }

@@ -101,7 +101,7 @@ impl ContractSpec {
             c.in_flight_ttl = Some(v.0);
         }
         if let Some(v) = self.retention {
-            c.retention = Some(v.0);
+            c.retention = Some(v);
         }
         match (&self.stores, self.replays_5xx) {
             (Some(stores), _) => c.stores = stores.clone(),

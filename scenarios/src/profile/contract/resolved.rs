@@ -30,8 +30,9 @@ pub struct Contract {
     pub missing_key_body: Option<BodyCondition>,
     /// Declared in-flight TTL, if any.
     pub in_flight_ttl: Option<std::time::Duration>,
-    /// Declared retention window, if any.
-    pub retention: Option<std::time::Duration>,
+    /// How long a completed key's record is kept, if declared: a window, or while its resource
+    /// exists.
+    pub retention: Option<super::Retention>,
     /// Keys required on mutating requests.
     pub key_required: bool,
     /// A 5xx is replayed rather than re-run: some 5xx is in `stores`.

@@ -80,8 +80,9 @@ pub struct ContractSpec {
     pub missing_key_body: Option<BodyCondition>,
     /// How long an abandoned in-flight record locks its key (e.g. `3s`).
     pub in_flight_ttl: Option<HumanDuration>,
-    /// How long completed records are kept (e.g. `24h`).
-    pub retention: Option<HumanDuration>,
+    /// How long completed records are kept: a duration (`24h`), or `while_resource_exists` (a
+    /// key lives as long as the resource its request created).
+    pub retention: Option<super::Retention>,
     /// Whether mutating requests without a key are rejected.
     pub key_required: Option<bool>,
     /// Whether a 5xx outcome is stored and replayed (`true`, Stripe) or the retry re-runs (`false`).

@@ -257,6 +257,9 @@ pub struct Options {
     /// The status of a reused key with another request (`422` when `None`), for an API that
     /// answers another one, such as `409`.
     pub mismatch_status: Option<StatusCode>,
+    /// Deleting a machine forgets the key that created it (a client token that dedups only while
+    /// its resource exists): a create with the key afterwards runs anew.
+    pub keys_die_with_resource: bool,
 }
 
 /// How a `conflict_replays` API answers a completed key's retry (`Options::conflict_replays`).
@@ -1544,6 +1547,11 @@ async fn delete_one(
             match inner.machines.get(&uuid) {
                 Some(m) if m.owner == owner => {
                     inner.machines.remove(&uuid);
+                    if app.options.keys_die_with_resource {
+                        inner
+                            .records
+                            .retain(|scope, _| sub_key_uuid(&sub_key_of(scope)) != uuid);
+                    }
                     let ip_key = inner
                         .ips
                         .iter()
