@@ -102,6 +102,47 @@ async fn a_replay_status_told_only_by_the_presets_marker_is_warned_of() {
     assert!(err.to_string().contains("`replay_body: original`"), "{err}");
 }
 
+/// The alt profile under a contract that re-runs a failure (`replays_5xx: false`).
+fn reruns_failures(t: &str) -> String {
+    assert!(
+        t.contains("  in_flight_ttl: 2s\n"),
+        "the fixture's contract"
+    );
+    t.replace(
+        "  in_flight_ttl: 2s\n",
+        "  in_flight_ttl: 2s\n  replays_5xx: false\n",
+    )
+}
+
+/// A retry of a `500` answered with a replay of a success (its marker says so) means the work was
+/// done and stored behind the failure the client was told: failed-not-cached FAILs saying so,
+/// where a retry that really ran again and succeeded PASSes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_answering_the_retry_of_a_failure_is_work_done_behind_it() {
+    let options = |flaw| Options {
+        stores_only: Some(&[200, 201, 202, 204]),
+        flaw,
+        ..Options::default()
+    };
+    let api = alt_api::start_with(options(None)).await;
+    let report = run_profile(profile(&api, reruns_failures), &["failed-not-cached"]).await;
+    judged_once(&report, Verdict::Pass, "the retry ran again and succeeded");
+    let flawed = alt_api::start_with(options(Some(Flaw::SucceedsBehindFailure))).await;
+    let report = run_profile(profile(&flawed, reruns_failures), &["failed-not-cached"]).await;
+    judged_once(
+        &report,
+        Verdict::Fail,
+        "the work was done and stored behind the failure",
+    );
+    assert!(
+        report.checks[0]
+            .summary
+            .contains("told by its replay marker header"),
+        "{}",
+        report.checks[0].summary
+    );
+}
+
 /// A replay answered `409 {"error": {"code": "MachineAlreadyExists", "resource_id": …}}`, a
 /// mismatch `409` too: declared by where the replay names the original's id.
 const BY_ID: &str = "  mismatch_status: [409]\n  replayed_header: \"\"\n  replay_status: 409\n  \

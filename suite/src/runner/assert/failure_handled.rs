@@ -8,6 +8,8 @@ use idemspec_scenarios::scenario::FailureHandled;
 
 use super::{responses, same_response, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
+use crate::http_client::Exchange;
+use crate::runner::context::reading::{self, Reading};
 use crate::runner::context::CheckRun;
 use crate::runner::context::Needs;
 
@@ -84,10 +86,7 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
             ))
         }
     } else if again.is_success() {
-        Held(format!(
-            "the retry ran again and succeeded ({})",
-            again.describe()
-        ))
+        ran_again_or_replayed(run, first, again, &what)
     } else if same_response(again, first) {
         // "Stored and replayed" only where the response says so; the same 500 again may also be
         // a layer that failed before the handler both times (a crash page), which the retry's
@@ -119,9 +118,36 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
     }
 }
 
+/// The retry of a failure the contract says is re-run got a success: it ran again, unless the
+/// contract reads it as a replay (its marker, a declared replay status or body): then a success
+/// was stored behind the failure `first` answered — the work was done while the client was told it
+/// failed, and a client that believed the 5xx and gave up has a resource it does not know of.
+fn ran_again_or_replayed(
+    run: &CheckRun,
+    first: &Exchange,
+    again: &Exchange,
+    what: &str,
+) -> Finding {
+    match reading::read(again, run.contract()) {
+        Reading::Replay { by } => Broken(format!(
+            "the retry got a replay of a success ({}, told by {}), though the only answer before \
+             it was {what} ({}): the work was done and stored behind the failure, and the client \
+             was told it failed (a client that gives up on the 5xx leaves a resource it does not \
+             know of); a failure must leave nothing done, or be replayed as the failure",
+            again.describe(),
+            by.describe(),
+            first.describe()
+        )),
+        _ => Held(format!(
+            "the retry ran again and succeeded ({})",
+            again.describe()
+        )),
+    }
+}
+
 /// Whether the contract stores the failure `first` answered: its 5xx status is in `stores`, or,
 /// for a long-running operation that failed after a 2xx, some 5xx is (`replays_5xx`).
-fn failure_stored(run: &CheckRun, first: &crate::http_client::Exchange) -> bool {
+fn failure_stored(run: &CheckRun, first: &Exchange) -> bool {
     let contract = run.contract();
     match first.status {
         Some(status) if first.operation_failed.is_none() => contract.stores_status(status),

@@ -284,6 +284,9 @@ pub enum Flaw {
     MismatchNotRejected,
     /// A reused key with another request runs as a request of its own (a second resource).
     MismatchRunsAgain,
+    /// A create made to fail (`fail-next`, a `fail-once` flavor) does its work and stores its
+    /// success, but its client is told `500`: the retry gets the stored success replayed.
+    SucceedsBehindFailure,
 }
 
 /// How long a create's long-running operation runs before its machine exists (`operations`).
@@ -379,6 +382,8 @@ struct Inner {
     fail_next: u32,
     /// The `fail-once…` flavors that have failed their one time.
     failed_once: std::collections::HashSet<String>,
+    /// With `Flaw::SucceedsBehindFailure`: the sub-keys of work done whose client is told `500`.
+    failed_behind: std::collections::HashSet<String>,
     crash_armed: bool,
     /// With `sessions`: each open session's API key, by `sid`.
     sessions: HashMap<String, String>,
@@ -829,7 +834,7 @@ where
         }
     }
     let sub_key = sub_key_of(&scope);
-    let future = work(app.clone(), sub_key);
+    let future = work(app.clone(), sub_key.clone());
     let store_app = app.clone();
     // The work and its bookkeeping run in their own task: a client that gives up does not cancel them.
     let outcome = tokio::spawn(async move {
@@ -862,6 +867,13 @@ where
     })
     .await;
     let mut response = finish(outcome).await;
+    if app.lock().failed_behind.remove(&sub_key) {
+        return problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "provisioning-failed",
+            "the hypervisor failed",
+        );
+    }
     if let Some((first, _)) = app.options.replayed_values {
         response.headers_mut().insert(
             axum::http::HeaderName::from_static(app.replayed_header()),
@@ -1406,7 +1418,11 @@ async fn create(
             let fails_by_request = new.flavor == "fail-always"
                 || (new.flavor.starts_with("fail-once")
                     && inner.failed_once.insert(new.flavor.clone()));
-            if inner.fail_next > 0 || fails_by_request {
+            let fails = inner.fail_next > 0 || fails_by_request;
+            if fails && app.options.flaw == Some(Flaw::SucceedsBehindFailure) {
+                inner.fail_next = inner.fail_next.saturating_sub(u32::from(!fails_by_request));
+                inner.failed_behind.insert(sub_key.clone());
+            } else if fails {
                 inner.fail_next = inner.fail_next.saturating_sub(u32::from(!fails_by_request));
                 // Roll back what this attempt did: a stored 500 must not leave half-done work.
                 inner.ips.remove(&sub_key);
