@@ -201,3 +201,49 @@ async fn a_key_that_ends_with_its_resource_is_judged_by_the_declared_retention()
     let report = run_profile(profile(&keeping, &dies), &["replay-after-delete"]).await;
     judged_once(&report, Verdict::Fail, "replay");
 }
+
+/// The same failure again without a marker, where the contract re-runs a failure, is told by what
+/// was measured: a retry answered far faster than the failed attempt's work was replayed (FAIL),
+/// one that took as long ran again and failed again (UNKNOWN: nothing was stored, but no re-run
+/// completed), and where the failure came before any work nothing tells them apart (UNKNOWN with
+/// both readings).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_same_failure_again_is_told_by_what_was_measured() {
+    let article = |t: &str| {
+        t.replace(
+            "  preset: stripe-v1\n",
+            "  preset: article\n  key_required: false\n",
+        )
+    };
+    let judged = |options: Options| async move {
+        let api = alt_api::start_with(options).await;
+        run_profile(profile(&api, article), &["failed-not-cached"]).await
+    };
+    let unmarked = judged(Options {
+        replayed_header: Some("X-Cached"),
+        ..Options::default()
+    })
+    .await;
+    judged_once(
+        &unmarked,
+        Verdict::Fail,
+        "answered too fast to have run the request again",
+    );
+    let not_stored = || Options {
+        stores_only: Some(&[200, 201, 202, 204]),
+        fail_next_times: Some(2),
+        ..Options::default()
+    };
+    let twice = judged(not_stored()).await;
+    judged_once(&twice, Verdict::Unknown, "so it ran again and failed again");
+    let before_work = judged(Options {
+        fails_before_work: true,
+        ..not_stored()
+    })
+    .await;
+    judged_once(
+        &before_work,
+        Verdict::Unknown,
+        "nothing measured tells the two readings apart",
+    );
+}

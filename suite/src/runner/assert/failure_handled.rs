@@ -4,6 +4,8 @@
 //! (it does), and nothing was left half-done:
 //! afterwards exactly one resource exists when the retry re-ran, none when the failure was replayed.
 
+use std::time::Duration;
+
 use idemspec_scenarios::scenario::FailureHandled;
 
 use super::{responses, same_response, Judge};
@@ -98,22 +100,61 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
                 first.describe()
             ))
         } else {
-            let without = if header.is_empty() {
-                "with no replay marker (the contract names none)".to_owned()
-            } else {
-                format!("without `{header}`")
-            };
-            Broken(format!(
-                "the retry got the same {} again, {without}: the request that fails once \
-                 did not run again and succeed (stored and replayed without a marker, or refused \
-                 before the handler both times); {who} says {what} is re-run",
-                first.describe()
-            ))
+            same_failure_again(run, first, again, &what)
         }
     } else {
         Broken(format!(
             "the retry after a 5xx answered {}, not a success",
             again.describe()
+        ))
+    }
+}
+
+/// Below this, how long a failure took to answer measures no handler's work: a round trip and a
+/// framework's error page take as long.
+const WORK_FLOOR: Duration = Duration::from_millis(20);
+
+/// The retry of a failure the contract says is re-run got the same failure again, with no replay
+/// marker: the answer alone cannot tell a stored failure replayed without a marker from the
+/// request run again and failing again, so the time each took does. `first` failed after the
+/// handler's work when it took at least [`WORK_FLOOR`]; a retry answered in a quarter of that time
+/// did not run it (replayed: FAIL); one that took half of it or more ran again and failed again
+/// (the failure was not stored, but a re-run was not seen to complete: UNKNOWN); anything else, or
+/// a first failure too fast to measure work, tells neither (UNKNOWN with both readings).
+fn same_failure_again(run: &CheckRun, first: &Exchange, again: &Exchange, what: &str) -> Finding {
+    let contract = run.contract();
+    let (who, header) = (contract.who_says_stores(), &contract.replayed_header);
+    let without = if header.is_empty() {
+        "with no replay marker (the contract names none)".to_owned()
+    } else {
+        format!("without `{header}`")
+    };
+    let (took, before) = (again.elapsed, first.elapsed);
+    let timing = format!(
+        "in {} ms, against {} ms for the failed attempt",
+        took.as_millis(),
+        before.as_millis()
+    );
+    let seen = format!(
+        "the retry got the same {} again, {without}, {timing}",
+        first.describe()
+    );
+    if before >= WORK_FLOOR && took.saturating_mul(4) <= before {
+        Broken(format!(
+            "{seen}: answered too fast to have run the request again, so the failure was stored \
+             and replayed without a marker; {who} says {what} is re-run"
+        ))
+    } else if before >= WORK_FLOOR && took.saturating_mul(2) >= before {
+        Undecided(format!(
+            "{seen}: it took as long as the failed attempt, so it ran again and failed again \
+             (the failure was not stored, as {who} says), but the request meant to fail once \
+             failed twice, and a re-run was not seen to complete"
+        ))
+    } else {
+        Undecided(format!(
+            "{seen}: nothing measured tells the two readings apart: stored and replayed without \
+             a marker (or refused before the handler both times), which breaks {who} ({what} is \
+             re-run), or run again and failed again, which keeps it"
         ))
     }
 }

@@ -260,6 +260,12 @@ pub struct Options {
     /// Deleting a machine forgets the key that created it (a client token that dedups only while
     /// its resource exists): a create with the key afterwards runs anew.
     pub keys_die_with_resource: bool,
+    /// How many creates one `POST /_admin/fail-next` makes fail (1 when `None`): a failure that
+    /// happens again when the request is re-run.
+    pub fail_next_times: Option<u32>,
+    /// A create made to fail by `fail-next` fails at once, before the create's latency (an error
+    /// page answered before any work), instead of after it.
+    pub fails_before_work: bool,
 }
 
 /// How a `conflict_replays` API answers a completed key's retry (`Options::conflict_replays`).
@@ -1387,6 +1393,14 @@ async fn create(
         "POST /api/machines",
         (&method, &uri, &headers, &body),
         move |app, sub_key| async move {
+            if app.options.fails_before_work && app.lock().fail_next > 0 {
+                app.lock().fail_next -= 1;
+                return Some(problem_stored(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "provisioning-failed",
+                    "the hypervisor failed",
+                ));
+            }
             tokio::time::sleep(app.options.create_latency.unwrap_or(CREATE_LATENCY)).await;
             // Failure by what is sent (the profile's request variants): `hang` never finishes,
             // `slow` outlives the in-flight TTL.
@@ -1639,7 +1653,7 @@ async fn restart_machine(
 // ---- the admin listener --------------------------------------------------------------------
 
 async fn arm_fail_next(State(app): State<App>) -> StatusCode {
-    app.lock().fail_next += 1;
+    app.lock().fail_next += app.options.fail_next_times.unwrap_or(1);
     StatusCode::NO_CONTENT
 }
 
