@@ -26,7 +26,7 @@ mod wire;
 pub use checks_at_once::{ChecksAtOnce, MAX_CHECKS_AT_ONCE};
 pub use contract::{
     BodyCondition, Contract, ContractSpec, Covered, KeyForm, MismatchAnswer, Preset, Refusal,
-    Replays, StoredStatus, MAX_KEY_MAX_LEN,
+    ReplayBody, ReplayBy, Replays, Retention, RetentionCase, StoredStatus, MAX_KEY_MAX_LEN,
 };
 pub use create::{CreateOp, SlowVariant, Variant, Variants};
 pub use env::expand_env;

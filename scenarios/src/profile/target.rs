@@ -100,8 +100,9 @@ impl TargetProfile {
     }
 
     /// What loads but is likely a mistake, one sentence each, located in `file` (this profile's
-    /// path as named to the user), for `idemspec validate` and the run report: two principals
-    /// that present one client certificate.
+    /// path as named to the user), for `idemspec validate` and `idemspec run`: two principals
+    /// that present one client certificate; a replay status only the preset's marker header
+    /// tells from a refusal ([`Contract::replay_marker_warning`]).
     pub fn warnings(&self, file: &str) -> Vec<String> {
         self.shared_certificates()
             .into_iter()
@@ -118,6 +119,11 @@ impl TargetProfile {
                      UNKNOWN, not FAIL); give each principal a certificate of its own"
                 )
             })
+            .chain(
+                self.contract()
+                    .replay_marker_warning()
+                    .map(|warning| format!("{file}: {warning}")),
+            )
             .collect()
     }
 

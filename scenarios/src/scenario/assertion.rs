@@ -383,6 +383,11 @@ pub struct Assertion {
     /// ("mismatch answered 417"); otherwise recorded findings become notes.
     #[serde(default)]
     pub record: bool,
+    /// Judged only under a contract of this retention case (`while_resource_exists`, or
+    /// `outlives_resource`: any other): a rule that depends on whether a key outlives its
+    /// resource (replay-after-delete) gives each case its assertions. Default: every contract.
+    #[serde(default)]
+    pub if_retention: Option<crate::profile::RetentionCase>,
     /// Status in a set.
     #[serde(default)]
     pub status: Option<StatusSet>,

@@ -69,7 +69,8 @@ struct Checked {
     description: String,
     /// For a scenario: its id and where the id is written (`file:line:column`).
     scenario: Option<(String, String)>,
-    /// What loads but is likely a mistake, located (a profile's [`TargetProfile::warnings`]).
+    /// What loads but is likely a mistake, located (a profile's [`TargetProfile::warnings`]), each
+    /// a sentence saying what to declare or change.
     warnings: Vec<String>,
 }
 

@@ -187,7 +187,7 @@ impl Client {
                     parse_note: parsed.note,
                     started,
                     elapsed: started.elapsed(),
-                    declared_replay: false,
+                    declared_replay: None,
                     operation_failed: None,
                 }
             }
@@ -202,7 +202,7 @@ impl Client {
                     parse_note: None,
                     started,
                     elapsed: started.elapsed(),
-                    declared_replay: false,
+                    declared_replay: None,
                     operation_failed: None,
                 }
             }

@@ -89,10 +89,11 @@ pub struct Exchange {
     pub started: Instant,
     /// How long until the response (or the failure).
     pub elapsed: Duration,
-    /// Whether the answer is a replay of a completed success under another status, as the
-    /// contract declares it (`contract.replay_status`): set by the runner's sender, which reads the
-    /// contract; `false` from the client itself.
-    pub declared_replay: bool,
+    /// Where the answer is a replay of a completed success under another status, as the
+    /// contract declares it (`contract.replay_status`), what told it so: set by the runner's
+    /// reading of the answer (`runner::context::reading`), which reads the contract and the
+    /// original answer; `None` from the client itself.
+    pub declared_replay: Option<idemspec_scenarios::profile::ReplayBy>,
     /// The long-running operation this answer named, where it settled failed (the profile's
     /// `operation.failed`): the request failed, though its status is a 2xx. Set by the check's
     /// context once it saw the operation settle.
@@ -133,7 +134,7 @@ impl Exchange {
             parse_note: None,
             started: Instant::now(),
             elapsed: Duration::ZERO,
-            declared_replay: false,
+            declared_replay: None,
             operation_failed: None,
         }
     }
@@ -183,7 +184,7 @@ impl Exchange {
     /// other status the contract declares for one ([`Exchange::declared_replay`]), and the
     /// operation it named, if any, did not fail ([`Exchange::operation_failed`]).
     pub fn is_success(&self) -> bool {
-        (matches!(self.status, Some(200..=299)) || self.declared_replay)
+        (matches!(self.status, Some(200..=299)) || self.declared_replay.is_some())
             && self.operation_failed.is_none()
     }
 
@@ -216,7 +217,9 @@ impl Exchange {
                 "{s} (its operation `{}` failed)",
                 self.operation_failed.as_deref().unwrap_or_default()
             ),
-            (Some(s), _) if self.declared_replay => format!("{s} (a replay, as declared)"),
+            (Some(s), _) if self.declared_replay.is_some() => {
+                format!("{s} (a replay, as declared)")
+            }
             (Some(s), Some(t)) => format!("{s} (type {t})"),
             (Some(s), None) => s.to_string(),
             (None, _) => self

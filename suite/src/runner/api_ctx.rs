@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use idemspec_scenarios::profile::{Contract, CookieScope, Principal, TargetProfile};
+use idemspec_scenarios::profile::{Contract, CookieScope, Principal, ReplayBy, TargetProfile};
 use idemspec_scenarios::scenario::{HookName, Operation};
 
 use super::tokens::Tokens;
@@ -347,18 +347,31 @@ impl ApiCtx {
     /// `create.id_after` where the profile gives one (a string without it holds no id). An empty
     /// string is no id: in a path it would name the collection (`DELETE /machines/`), not a
     /// resource.
+    ///
+    /// A replay read as one by the original's id (`contract.replay_id_at`) names it there, not at
+    /// `create.id`: an "already exists" answer names the resource it found.
     pub(crate) fn created_id(&self, exchange: &Exchange) -> Option<String> {
         let json = exchange.json.as_deref()?;
         let create = &self.profile.operations.create;
-        let id = match create.id.first(json)? {
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Number(n) => n.to_string(),
-            _ => return None,
-        };
+        if exchange.declared_replay == Some(ReplayBy::OriginalId) {
+            let at = self.contract.replay_id_at.as_ref()?;
+            return id_text(at.first(json)?).filter(|id| !id.is_empty());
+        }
+        let id = id_text(create.id.first(json)?)?;
         let id = match &create.id_after {
             Some(after) => id.rsplit_once(after.as_str())?.1.to_owned(),
             None => id,
         };
         (!id.is_empty()).then_some(id)
+    }
+}
+
+/// An id as a body holds it: a string as it is, a number as serde_json writes it; `None` for any
+/// other value.
+pub(crate) fn id_text(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }

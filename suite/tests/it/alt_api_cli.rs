@@ -9,7 +9,7 @@ use crate::support::alt_api;
 use crate::support::redact::redacted;
 
 /// Runs `idemspec` with `args` in `dir` against `api`, colour off.
-async fn idemspec(
+pub(crate) async fn idemspec(
     dir: &std::path::Path,
     api: &alt_api::AltApi,
     args: &[&str],

@@ -4,6 +4,7 @@ mod alt_api_cli;
 mod cli;
 mod client;
 mod client_tls;
+mod contract_reading;
 mod flaw_matrix;
 mod html_report;
 mod layers;

@@ -6,14 +6,18 @@
 mod body_condition;
 mod presets;
 mod problems;
+mod replay;
 mod resolve;
 mod resolved;
+mod retention;
 mod spec;
 mod statuses;
 
 pub use body_condition::BodyCondition;
 pub use presets::Preset;
+pub use replay::{ReplayBody, ReplayBy};
 pub use resolved::{Contract, MismatchAnswer, Refusal, Replays, MAX_KEY_MAX_LEN};
+pub use retention::{Retention, RetentionCase};
 pub use spec::{ContractSpec, Covered, KeyForm};
 pub use statuses::StoredStatus;
 

@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{BodyCondition, Contract, Covered, KeyForm, MismatchAnswer, Replays, StoredStatus};
+use super::{
+    BodyCondition, Contract, Covered, KeyForm, MismatchAnswer, Replays, Retention, StoredStatus,
+};
 use crate::profile::KeyAt;
 
 /// A named starting point for a contract (README "Point it at your own API"; each preset's values
@@ -85,6 +87,7 @@ fn article() -> Contract {
         covers: vec![Covered::Create, Covered::Delete, Covered::Action],
         replay_status: Vec::new(),
         replay_body: None,
+        replay_id_at: None,
         replay_envelope: None,
         replays: Replays::Stored,
         overridden: Vec::new(),
@@ -110,7 +113,7 @@ fn stripe_v1() -> Contract {
     Contract {
         preset: Preset::StripeV1,
         mismatch_status: vec![400],
-        retention: Some(std::time::Duration::from_secs(24 * 3600)),
+        retention: Some(Retention::For(std::time::Duration::from_secs(24 * 3600))),
         key_required: false,
         replays_5xx: true,
         stores: vec![

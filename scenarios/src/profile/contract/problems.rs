@@ -2,7 +2,7 @@
 //! with where it was written when the field keeps its position.
 
 use super::resolve::envelope_member;
-use super::{ContractSpec, KeyForm, MAX_KEY_MAX_LEN};
+use super::{ContractSpec, KeyForm, ReplayBody, MAX_KEY_MAX_LEN};
 use crate::load::{LoadErrors, Location};
 use crate::profile::check_header;
 use crate::profile::key_at::{key_header_problem, KeyAt};
@@ -110,7 +110,11 @@ impl ContractSpec {
                     ),
                 ));
             }
-            if resolved.replay_body.is_none() && resolved.replayed_header.is_empty() {
+            let marks = resolved
+                .replay_body
+                .as_ref()
+                .and_then(ReplayBody::condition);
+            if marks.is_none() && resolved.replayed_header.is_empty() {
                 out.push((
                     None,
                     "replay_envelope needs something that tells an envelope from a first \
@@ -125,9 +129,11 @@ impl ContractSpec {
                 None,
                 format!(
                     "replay_status {code} is also the contract's `{field}`, and nothing tells a \
-                     replay from that refusal: declare what a replay's body says (`replay_body`), \
-                     what the refusal's body says (`{}`), or the header that marks a replay \
-                     (`replayed_header`)",
+                     replay from that refusal: declare what a replay's body says (`replay_body: \
+                     {{at: $.cached, is: true}}`, or `replay_body: original` where it is the \
+                     original answer's body), where it names the original's id \
+                     (`replay_id_at`), what the refusal's body says (`{}`), or the header that \
+                     marks a replay (`replayed_header`)",
                     field.replace("_status", "_body")
                 ),
             ));

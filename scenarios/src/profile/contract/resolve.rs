@@ -44,6 +44,7 @@ impl ContractSpec {
             ("covers", self.covers.is_some()),
             ("replay_status", self.replay_status.is_some()),
             ("replay_body", self.replay_body.is_some()),
+            ("replay_id_at", self.replay_id_at.is_some()),
             ("replay_envelope", self.replay_envelope.is_some()),
             ("replays", self.replays.is_some()),
         ]
@@ -100,7 +101,7 @@ impl ContractSpec {
             c.in_flight_ttl = Some(v.0);
         }
         if let Some(v) = self.retention {
-            c.retention = Some(v.0);
+            c.retention = Some(v);
         }
         match (&self.stores, self.replays_5xx) {
             (Some(stores), _) => c.stores = stores.clone(),
@@ -139,6 +140,9 @@ impl ContractSpec {
         }
         if let Some(v) = &self.replay_body {
             c.replay_body = Some(v.clone());
+        }
+        if let Some(v) = &self.replay_id_at {
+            c.replay_id_at = Some(v.clone());
         }
         if let Some(v) = &self.replay_envelope {
             c.replay_envelope = Some(envelope_member(v).to_owned());

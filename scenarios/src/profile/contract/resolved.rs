@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{BodyCondition, Covered, KeyForm, Preset, StoredStatus};
+use super::{BodyCondition, Covered, KeyForm, Preset, ReplayBody, ReplayBy, StoredStatus};
 use crate::profile::KeyAt;
 
 /// A resolved contract: the preset with every override applied. Checks judge against this.
@@ -30,8 +30,9 @@ pub struct Contract {
     pub missing_key_body: Option<BodyCondition>,
     /// Declared in-flight TTL, if any.
     pub in_flight_ttl: Option<std::time::Duration>,
-    /// Declared retention window, if any.
-    pub retention: Option<std::time::Duration>,
+    /// How long a completed key's record is kept, if declared: a window, or while its resource
+    /// exists.
+    pub retention: Option<super::Retention>,
     /// Keys required on mutating requests.
     pub key_required: bool,
     /// A 5xx is replayed rather than re-run: some 5xx is in `stores`.
@@ -60,8 +61,12 @@ pub struct Contract {
     pub covers: Vec<Covered>,
     /// Statuses a replay of a completed success may come under besides the original's own.
     pub replay_status: Vec<u16>,
-    /// What the body of a replay under `replay_status` says, if declared.
-    pub replay_body: Option<BodyCondition>,
+    /// What the body of a replay under `replay_status` says, if declared: a value at a place,
+    /// or the original answer's body itself.
+    pub replay_body: Option<ReplayBody>,
+    /// Where a replay under `replay_status` names the original's resource (`$.Error.ResourceId`),
+    /// if declared: an answer naming the original's id there is its replay.
+    pub replay_id_at: Option<crate::value::JsonPathExpr>,
     /// Where a replay wrapped in an envelope carries the original body (`data`), if declared.
     pub replay_envelope: Option<String>,
     /// What a replay of a created resource's answer shows.
@@ -135,53 +140,79 @@ impl Contract {
     }
 
     /// Whether an answer of `status` is a replay of a completed success under another status, as
-    /// the contract declares (`replay_status`): a middleware that answers a completed key `409`
-    /// with the original body. `marked` says whether the answer carries the contract's replay
-    /// marker (`replayed_header`), `body` is its JSON, if it parsed.
+    /// the contract declares (`replay_status`), and by what: a middleware that answers a
+    /// completed key `409` with the original body. `marked` says whether the answer carries the
+    /// contract's replay marker (`replayed_header`), `body` is its JSON, if it parsed, and
+    /// `content` what the caller found it to carry of the original answer (its body, or its id at
+    /// `replay_id_at`), which only the caller, who saw the original, can tell.
     ///
-    /// Where `replay_body` is declared, the body must say it. Otherwise an answer a refusal's body
-    /// condition recognises is that refusal, and a status that is also a refusal's, with nothing
-    /// in the body to tell them apart, is a replay only with the marker. [`Contract::ambiguous_replay`]
-    /// refuses at load a contract where nothing could tell them apart.
+    /// Where the profile declares how a replay is recognised (`replay_body`, `replay_id_at`), that
+    /// decides: a value at a place in the body, or the original's body or id. Otherwise an answer
+    /// a refusal's body condition recognises is that refusal, and a status that is also a
+    /// refusal's, with nothing in the body to tell them apart, is a replay only with the marker.
+    /// [`Contract::ambiguous_replay`] refuses at load a contract where nothing could tell them
+    /// apart.
     pub fn replays_under(
         &self,
         status: u16,
         marked: bool,
         body: Option<&serde_json::Value>,
-    ) -> bool {
+        content: Option<ReplayBy>,
+    ) -> Option<ReplayBy> {
         if !self.replay_status.contains(&status) {
-            return false;
+            return None;
         }
-        if let Some(condition) = &self.replay_body {
-            return condition.holds(body);
+        if self.replay_body.is_some() || self.replay_id_at.is_some() {
+            let says = self
+                .replay_body
+                .as_ref()
+                .and_then(ReplayBody::condition)
+                .filter(|c| c.holds(body))
+                .map(|_| ReplayBy::DeclaredBody);
+            return says.or(content);
         }
         if Refusal::ALL
             .iter()
             .any(|r| self.body_of(*r).is_some() && self.refuses(*r, status, body))
         {
-            return false;
+            return None;
         }
         let shared = Refusal::ALL
             .iter()
             .any(|r| self.body_of(*r).is_none() && self.refuses(*r, status, body));
-        !shared || marked
+        match (shared, marked) {
+            (false, _) => Some(ReplayBy::DeclaredStatus),
+            (true, true) => Some(ReplayBy::Marker),
+            (true, false) => None,
+        }
+    }
+
+    /// Whether a replay is recognised by what it carries of the original answer: `replay_body:
+    /// original` or a `replay_id_at`, which a reader must compare with the original it saw.
+    pub fn recognises_replay_by_content(&self) -> bool {
+        self.replay_body == Some(ReplayBody::Original) || self.replay_id_at.is_some()
     }
 
     /// Whether an answer is a replay wrapped in the declared envelope: `replay_envelope` is
-    /// declared and `replay_body` says so (without it, `marked`: the replay marker header).
+    /// declared and `replay_body: {at, is}` says so (without it, `marked`: the replay marker
+    /// header).
     pub fn envelops(&self, marked: bool, body: Option<&serde_json::Value>) -> bool {
         self.replay_envelope.is_some()
             && self
                 .replay_body
                 .as_ref()
+                .and_then(ReplayBody::condition)
                 .map_or(marked, |condition| condition.holds(body))
     }
 
     /// Where a `replay_status` code is also a refusal's status with nothing declared to tell the
-    /// two apart (no `replay_body`, no body condition of that refusal's, no `replayed_header`),
-    /// the code and the refusal's field (`(409, "in_flight_status")`).
+    /// two apart (no `replay_body`, no `replay_id_at`, no body condition of that refusal's, no
+    /// `replayed_header`), the code and the refusal's field (`(409, "in_flight_status")`).
     pub fn ambiguous_replay(&self) -> Option<(u16, &'static str)> {
-        if self.replay_body.is_some() || !self.replayed_header.is_empty() {
+        if self.replay_body.is_some()
+            || self.replay_id_at.is_some()
+            || !self.replayed_header.is_empty()
+        {
             return None;
         }
         self.replay_status.iter().find_map(|&code| {
@@ -190,6 +221,36 @@ impl Contract {
                     .then_some((code, r.status_field()))
             })
         })
+    }
+
+    /// Where a `replay_status` code is also a refusal's status and only the preset's replay marker
+    /// tells the two apart (the profile declares no `replayed_header`, `replay_body` or
+    /// `replay_id_at`, nor that refusal's body): a warning saying what to declare. An API that
+    /// sends no such marker has every such answer read as the refusal.
+    pub fn replay_marker_warning(&self) -> Option<String> {
+        if self.overridden.contains(&"replayed_header")
+            || self.replayed_header.is_empty()
+            || self.replay_body.is_some()
+            || self.replay_id_at.is_some()
+        {
+            return None;
+        }
+        let (code, field) = self.replay_status.iter().find_map(|&code| {
+            Refusal::ALL.iter().find_map(|&r| {
+                (self.body_of(r).is_none() && self.refuses(r, code, None))
+                    .then_some((code, r.status_field()))
+            })
+        })?;
+        Some(format!(
+            "replay_status {code} is also the contract's `{field}`, and only the {} preset's \
+             replay marker (`{}`) tells a replay from that refusal: where the API sends no such \
+             header, every {code} is read as the refusal. Declare the header it sends \
+             (`replayed_header`), or `replayed_header: \"\"` and how a replay is told: its body \
+             is the original's (`replay_body: original`), it names the original's id \
+             (`replay_id_at`), or what it says (`replay_body: {{at: …, is: …}}`)",
+            self.preset.name(),
+            self.replayed_header
+        ))
     }
 
     /// The body condition declared for `refusal`, if any.

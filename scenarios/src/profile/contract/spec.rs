@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::statuses::{refusals, replay_statuses, stored_statuses};
-use super::{BodyCondition, MismatchAnswer, Preset, Replays, StoredStatus};
+use super::{BodyCondition, MismatchAnswer, Preset, ReplayBody, Replays, StoredStatus};
 use crate::load::Spanned;
 use crate::profile::KeyAt;
 use crate::value::HumanDuration;
@@ -80,8 +80,9 @@ pub struct ContractSpec {
     pub missing_key_body: Option<BodyCondition>,
     /// How long an abandoned in-flight record locks its key (e.g. `3s`).
     pub in_flight_ttl: Option<HumanDuration>,
-    /// How long completed records are kept (e.g. `24h`).
-    pub retention: Option<HumanDuration>,
+    /// How long completed records are kept: a duration (`24h`), or `while_resource_exists` (a
+    /// key lives as long as the resource its request created).
+    pub retention: Option<super::Retention>,
     /// Whether mutating requests without a key are rejected.
     pub key_required: Option<bool>,
     /// Whether a 5xx outcome is stored and replayed (`true`, Stripe) or the retry re-runs (`false`).
@@ -122,9 +123,14 @@ pub struct ContractSpec {
     /// list, each a 2xx or 4xx. Default: none (a replay keeps the original's status).
     #[serde(default, deserialize_with = "replay_statuses")]
     pub replay_status: Option<Vec<u16>>,
-    /// What the body of a replay under `replay_status` says (`{at: $.cached, is: true}`), where
-    /// its status alone does not tell it from a refusal with that status.
-    pub replay_body: Option<BodyCondition>,
+    /// What the body of a replay under `replay_status` says (`{at: $.cached, is: true}`), or
+    /// `original` (it is the original answer's body, byte for byte), where its status alone does
+    /// not tell it from a refusal with that status.
+    pub replay_body: Option<ReplayBody>,
+    /// Where the body of a replay under `replay_status` names the original's resource
+    /// (`$.Error.ResourceId`): an answer naming the original's id there is its replay, however
+    /// the rest of its body differs (an "already exists" error naming the resource).
+    pub replay_id_at: Option<crate::value::JsonPathExpr>,
     /// What a replay of a created resource's answer shows: the stored response byte for byte
     /// (`stored`, the default) or the same resource in its current state (`current_state`, as AWS
     /// and Google Cloud document).

@@ -155,3 +155,39 @@ fn the_cloud_presets_put_the_key_where_their_apis_document_it() {
         );
     }
 }
+
+/// A replay under the mismatch's own status is told by what the profile declares: the marker,
+/// what its body says, or what it carries of the original (which the caller, who saw the
+/// original, finds); with only the preset's marker to tell them apart, a warning says so.
+#[test]
+fn a_replay_under_a_refusal_status_is_told_by_what_the_profile_declares() {
+    let spec = |text: &str| {
+        serde_saphyr::from_str::<ContractSpec>(text)
+            .expect("parses")
+            .resolve()
+    };
+    let marker_only = spec("replay_status: 409\n");
+    assert_eq!(marker_only.replays_under(409, false, None, None), None);
+    assert_eq!(
+        marker_only.replays_under(409, true, None, None),
+        Some(ReplayBy::Marker)
+    );
+    assert!(marker_only
+        .replay_marker_warning()
+        .is_some_and(|w| w.contains("only the article preset's replay marker")));
+    let by_body = spec("replayed_header: \"\"\nreplay_status: 409\nreplay_body: original\n");
+    assert_eq!(by_body.replay_marker_warning(), None);
+    assert_eq!(by_body.replays_under(409, false, None, None), None);
+    assert_eq!(
+        by_body.replays_under(409, false, None, Some(ReplayBy::OriginalBody)),
+        Some(ReplayBy::OriginalBody)
+    );
+    assert!(by_body.recognises_replay_by_content());
+    let by_id = spec("replayed_header: \"\"\nreplay_status: 409\nreplay_id_at: $.error.id\n");
+    assert!(by_id.recognises_replay_by_content() && by_id.ambiguous_replay().is_none());
+    let neither = spec("replayed_header: \"\"\nreplay_status: 409\n");
+    assert_eq!(neither.ambiguous_replay(), Some((409, "mismatch_status")));
+    assert!(spec("replay_status: 200\n")
+        .replay_marker_warning()
+        .is_none());
+}

@@ -1,7 +1,7 @@
 //! Each assertion of a check judged by its kind's [`Judge`], graded as the scenario says
 //! (precondition, recorded, level, reference).
 
-use idemspec_scenarios::scenario::{AssertKind, Scenario};
+use idemspec_scenarios::scenario::{AssertKind, Assertion, Scenario};
 
 use super::{distinct_ids, distinct_problems, no_5xx, no_response, not_replay_of, Judge};
 use crate::engine::{Finding, Judgement};
@@ -47,7 +47,9 @@ pub(crate) fn needs(scenario: &Scenario) -> Needs {
 pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
     let scenario = &run.scenario;
     let mut out = Vec::new();
-    for a in scenario.assertions.iter().map(|a| &a.value) {
+    let retention = run.contract().retention;
+    let applies = |a: &&Assertion| a.if_retention.is_none_or(|case| case.holds(retention));
+    for a in scenario.assertions.iter().map(|a| &a.value).filter(applies) {
         let steps: Vec<&str> = a.steps();
         let problem = steps.iter().find_map(|s| {
             run.step(s)

@@ -4,10 +4,14 @@
 //! (it does), and nothing was left half-done:
 //! afterwards exactly one resource exists when the retry re-ran, none when the failure was replayed.
 
+use std::time::Duration;
+
 use idemspec_scenarios::scenario::FailureHandled;
 
 use super::{responses, same_response, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
+use crate::http_client::Exchange;
+use crate::runner::context::reading::{self, Reading};
 use crate::runner::context::CheckRun;
 use crate::runner::context::Needs;
 
@@ -84,10 +88,7 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
             ))
         }
     } else if again.is_success() {
-        Held(format!(
-            "the retry ran again and succeeded ({})",
-            again.describe()
-        ))
+        ran_again_or_replayed(run, first, again, &what)
     } else if same_response(again, first) {
         // "Stored and replayed" only where the response says so; the same 500 again may also be
         // a layer that failed before the handler both times (a crash page), which the retry's
@@ -99,17 +100,7 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
                 first.describe()
             ))
         } else {
-            let without = if header.is_empty() {
-                "with no replay marker (the contract names none)".to_owned()
-            } else {
-                format!("without `{header}`")
-            };
-            Broken(format!(
-                "the retry got the same {} again, {without}: the request that fails once \
-                 did not run again and succeed (stored and replayed without a marker, or refused \
-                 before the handler both times); {who} says {what} is re-run",
-                first.describe()
-            ))
+            same_failure_again(run, first, again, &what)
         }
     } else {
         Broken(format!(
@@ -119,9 +110,85 @@ fn statuses(f: &FailureHandled, run: &CheckRun) -> Finding {
     }
 }
 
+/// Below this, how long a failure took to answer measures no handler's work: a round trip and a
+/// framework's error page take as long.
+const WORK_FLOOR: Duration = Duration::from_millis(20);
+
+/// The retry of a failure the contract says is re-run got the same failure again, with no replay
+/// marker: the answer alone cannot tell a stored failure replayed without a marker from the
+/// request run again and failing again, so the time each took does. `first` failed after the
+/// handler's work when it took at least [`WORK_FLOOR`]; a retry answered in a quarter of that time
+/// did not run it (replayed: FAIL); one that took half of it or more ran again and failed again
+/// (the failure was not stored, but a re-run was not seen to complete: UNKNOWN); anything else, or
+/// a first failure too fast to measure work, tells neither (UNKNOWN with both readings).
+fn same_failure_again(run: &CheckRun, first: &Exchange, again: &Exchange, what: &str) -> Finding {
+    let contract = run.contract();
+    let (who, header) = (contract.who_says_stores(), &contract.replayed_header);
+    let without = if header.is_empty() {
+        "with no replay marker (the contract names none)".to_owned()
+    } else {
+        format!("without `{header}`")
+    };
+    let (took, before) = (again.elapsed, first.elapsed);
+    let timing = format!(
+        "in {} ms, against {} ms for the failed attempt",
+        took.as_millis(),
+        before.as_millis()
+    );
+    let seen = format!(
+        "the retry got the same {} again, {without}, {timing}",
+        first.describe()
+    );
+    if before >= WORK_FLOOR && took.saturating_mul(4) <= before {
+        Broken(format!(
+            "{seen}: answered too fast to have run the request again, so the failure was stored \
+             and replayed without a marker; {who} says {what} is re-run"
+        ))
+    } else if before >= WORK_FLOOR && took.saturating_mul(2) >= before {
+        Undecided(format!(
+            "{seen}: it took as long as the failed attempt, so it ran again and failed again \
+             (the failure was not stored, as {who} says), but the request meant to fail once \
+             failed twice, and a re-run was not seen to complete"
+        ))
+    } else {
+        Undecided(format!(
+            "{seen}: nothing measured tells the two readings apart: stored and replayed without \
+             a marker (or refused before the handler both times), which breaks {who} ({what} is \
+             re-run), or run again and failed again, which keeps it"
+        ))
+    }
+}
+
+/// The retry of a failure the contract says is re-run got a success: it ran again, unless the
+/// contract reads it as a replay (its marker, a declared replay status or body): then a success
+/// was stored behind the failure `first` answered — the work was done while the client was told it
+/// failed, and a client that believed the 5xx and gave up has a resource it does not know of.
+fn ran_again_or_replayed(
+    run: &CheckRun,
+    first: &Exchange,
+    again: &Exchange,
+    what: &str,
+) -> Finding {
+    match reading::read(again, run.contract()) {
+        Reading::Replay { by } => Broken(format!(
+            "the retry got a replay of a success ({}, told by {}), though the only answer before \
+             it was {what} ({}): the work was done and stored behind the failure, and the client \
+             was told it failed (a client that gives up on the 5xx leaves a resource it does not \
+             know of); a failure must leave nothing done, or be replayed as the failure",
+            again.describe(),
+            by.describe(),
+            first.describe()
+        )),
+        _ => Held(format!(
+            "the retry ran again and succeeded ({})",
+            again.describe()
+        )),
+    }
+}
+
 /// Whether the contract stores the failure `first` answered: its 5xx status is in `stores`, or,
 /// for a long-running operation that failed after a 2xx, some 5xx is (`replays_5xx`).
-fn failure_stored(run: &CheckRun, first: &crate::http_client::Exchange) -> bool {
+fn failure_stored(run: &CheckRun, first: &Exchange) -> bool {
     let contract = run.contract();
     match first.status {
         Some(status) if first.operation_failed.is_none() => contract.stores_status(status),

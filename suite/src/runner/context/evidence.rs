@@ -3,10 +3,11 @@
 
 use idemspec_proxy::ProxyEvent;
 
-use idemspec_scenarios::profile::{Contract, Refusal};
+use idemspec_scenarios::profile::Contract;
 
 use crate::http_client::Exchange;
 use crate::model::{AttemptEnd, Evidence, Lane, ProxyAction, Span, Timeline};
+use crate::runner::context::reading::{self, Reading};
 
 /// Most exchanges shown as evidence for one check.
 const MAX_EVIDENCE: usize = 24;
@@ -88,26 +89,18 @@ pub(crate) fn timeline(exchanges: &[Exchange], contract: &Contract) -> Timeline 
 }
 
 fn end_of(ex: &Exchange, contract: &Contract) -> AttemptEnd {
-    match ex.status {
-        None => AttemptEnd::NoResponse,
-        Some(_) if ex.operation_failed.is_some() => AttemptEnd::ServerError,
-        Some(_) if ex.declared_replay => AttemptEnd::Replay,
-        Some(200..=299) if ex.marks_replay(&contract.replayed_header) => AttemptEnd::Replay,
-        Some(200..=299) => AttemptEnd::Success,
-        Some(s)
-            if contract.refuses(Refusal::InFlight, s, ex.json.as_deref())
-                && contract.refuses(Refusal::Mismatch, s, ex.json.as_deref()) =>
-        {
-            AttemptEnd::Conflict
+    match reading::read(ex, contract) {
+        Reading::NoAnswer => AttemptEnd::NoResponse,
+        Reading::Replay { .. } => AttemptEnd::Replay,
+        Reading::Success => AttemptEnd::Success,
+        Reading::Conflict => AttemptEnd::Conflict,
+        Reading::InFlightRefusal => AttemptEnd::InFlight,
+        Reading::MismatchRefusal => AttemptEnd::Mismatch,
+        Reading::Crash => AttemptEnd::ServerError,
+        Reading::MissingKeyRefusal | Reading::OtherFailure if ex.is_server_failure() => {
+            AttemptEnd::ServerError
         }
-        Some(s) if contract.refuses(Refusal::InFlight, s, ex.json.as_deref()) => {
-            AttemptEnd::InFlight
-        }
-        Some(s) if contract.refuses(Refusal::Mismatch, s, ex.json.as_deref()) => {
-            AttemptEnd::Mismatch
-        }
-        Some(500..) => AttemptEnd::ServerError,
-        Some(_) => AttemptEnd::ClientError,
+        Reading::MissingKeyRefusal | Reading::OtherFailure => AttemptEnd::ClientError,
     }
 }
 

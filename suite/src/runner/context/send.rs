@@ -12,6 +12,7 @@ use idemspec_scenarios::template::TemplateVars;
 
 use crate::http_client::{host_of, Exchange, RequestSpec};
 use crate::runner::api_ctx::ApiCtx;
+use crate::runner::context::reading;
 
 /// Client timeout of a request whose step gives none.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -29,6 +30,20 @@ struct Recorder(Arc<Mutex<Vec<Exchange>>>);
 impl Recorder {
     fn record(&self, exchange: Exchange) {
         self.lock().push(exchange);
+    }
+
+    /// Reads `exchange` under the contract against the answers recorded so far
+    /// ([`reading::read_replay`]) and records it; where it may be an original answer, the answers
+    /// with its key recorded before it are read against it again ([`reading::read_again`]): in a
+    /// burst, a replay recognised by its content can reach its client before its original does.
+    fn record_read(&self, mut exchange: Exchange, ctx: &ApiCtx) -> Exchange {
+        let mut log = self.lock();
+        reading::read_replay(&mut exchange, ctx, &log);
+        for earlier in log.iter_mut() {
+            reading::read_again(earlier, &exchange, ctx);
+        }
+        log.push(exchange.clone());
+        exchange
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Exchange>> {
@@ -90,12 +105,11 @@ impl Sender {
         }
     }
 
-    /// Sends a prepared request and records the exchange.
+    /// Sends a prepared request and records the exchange, read under the contract against the
+    /// check's answers so far (see [`Recorder::record_read`]).
     pub(crate) async fn send(&self, spec: RequestSpec) -> Exchange {
-        let mut exchange = self.ctx.send(spec, &self.marker).await;
-        read_replay(&mut exchange, &self.ctx.contract);
-        self.recorder.record(exchange.clone());
-        exchange
+        let exchange = self.ctx.send(spec, &self.marker).await;
+        self.recorder.record_read(exchange, &self.ctx)
     }
 
     /// Every exchange so far, in the order the requests started.
@@ -408,29 +422,6 @@ fn variant_name(v: BodyVariant) -> &'static str {
         BodyVariant::FailsOnce => "fails_once",
         BodyVariant::Slow | BodyVariant::SlowIfAny => "slow",
         BodyVariant::Hangs => "hangs",
-    }
-}
-
-/// Reads what the contract says of a replay into `exchange`, the one place a check's answers are
-/// read so: a replay under another status it declares (`replay_status`) is marked
-/// [`Exchange::declared_replay`]; a replay wrapped in its declared envelope (`replay_envelope`)
-/// becomes the original body it carries, byte for byte as the envelope holds it, so every check
-/// compares and reads ids from the original's body (the evidence keeps the envelope as sent).
-fn read_replay(exchange: &mut Exchange, contract: &Contract) {
-    let Some(status) = exchange.status else {
-        return;
-    };
-    let marker = &contract.replayed_header;
-    let marked = !marker.is_empty() && exchange.marks_replay(marker);
-    exchange.declared_replay = contract.replays_under(status, marked, exchange.json.as_deref());
-    let inner = contract
-        .replay_envelope
-        .as_deref()
-        .filter(|_| contract.envelops(marked, exchange.json.as_deref()))
-        .and_then(|at| member_bytes(&exchange.body, at));
-    if let Some(inner) = inner {
-        exchange.json = serde_json::from_slice(&inner).ok().map(std::sync::Arc::new);
-        exchange.body = inner;
     }
 }
 

@@ -250,6 +250,33 @@ pub struct Options {
     /// With `wide_answers`, a JSON answer's `"pad"` member comes first, before its own members
     /// (its id past the values idemspec reads).
     pub wide_first: bool,
+    /// A replay of a success is a `409` with no replay marker, its body as this says (a layer
+    /// that documents "a retry gets 409 with the original body", or an "already exists" error
+    /// naming the resource, for a create's replay; any other replays as usual).
+    pub conflict_replays: Option<ConflictReplay>,
+    /// The status of a reused key with another request (`422` when `None`), for an API that
+    /// answers another one, such as `409`.
+    pub mismatch_status: Option<StatusCode>,
+    /// Deleting a machine forgets the key that created it (a client token that dedups only while
+    /// its resource exists): a create with the key afterwards runs anew.
+    pub keys_die_with_resource: bool,
+    /// How many creates one `POST /_admin/fail-next` makes fail (1 when `None`): a failure that
+    /// happens again when the request is re-run.
+    pub fail_next_times: Option<u32>,
+    /// A create made to fail by `fail-next` fails at once, before the create's latency (an error
+    /// page answered before any work), instead of after it.
+    pub fails_before_work: bool,
+}
+
+/// How a `conflict_replays` API answers a completed key's retry (`Options::conflict_replays`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConflictReplay {
+    /// `409` with the original body, byte for byte.
+    OriginalBody,
+    /// `409 {"error": {"code": "MachineAlreadyExists", "resource_id": UUID}}`, naming the machine
+    /// the original request created (as a cloud API's "already exists" for a reused client
+    /// token).
+    AlreadyExists,
 }
 
 /// A planted defect of the alt API's idempotency layer (`Options::flaw`).
@@ -263,6 +290,9 @@ pub enum Flaw {
     MismatchNotRejected,
     /// A reused key with another request runs as a request of its own (a second resource).
     MismatchRunsAgain,
+    /// A create made to fail (`fail-next`, a `fail-once` flavor) does its work and stores its
+    /// success, but its client is told `500`: the retry gets the stored success replayed.
+    SucceedsBehindFailure,
 }
 
 /// How long a create's long-running operation runs before its machine exists (`operations`).
@@ -358,6 +388,8 @@ struct Inner {
     fail_next: u32,
     /// The `fail-once…` flavors that have failed their one time.
     failed_once: std::collections::HashSet<String>,
+    /// With `Flaw::SucceedsBehindFailure`: the sub-keys of work done whose client is told `500`.
+    failed_behind: std::collections::HashSet<String>,
     crash_armed: bool,
     /// With `sessions`: each open session's API key, by `sid`.
     sessions: HashMap<String, String>,
@@ -677,7 +709,9 @@ where
                         return aws_error("IdempotentParameterMismatch");
                     }
                     return problem(
-                        StatusCode::UNPROCESSABLE_ENTITY,
+                        app.options
+                            .mismatch_status
+                            .unwrap_or(StatusCode::UNPROCESSABLE_ENTITY),
                         "key-reused-with-different-request",
                         "this Idempotency-Key was used with a different request",
                     );
@@ -697,6 +731,16 @@ where
                             );
                         }
                     }
+                    let success = replay.status.is_success();
+                    // An "already exists" names a created machine: a create's replay alone.
+                    let conflict = app.options.conflict_replays.filter(|style| {
+                        success
+                            && (*style == ConflictReplay::OriginalBody
+                                || endpoint == "POST /api/machines")
+                    });
+                    if let Some(style) = conflict {
+                        return respond(Some(conflict_replay(style, replay)));
+                    }
                     let value = app
                         .options
                         .replayed_values
@@ -704,7 +748,6 @@ where
                     replay
                         .headers
                         .push((app.replayed_header().into(), value.into()));
-                    let success = replay.status.is_success();
                     if let Some(status) = app.options.replay_status.filter(|_| success) {
                         replay.status = status;
                     }
@@ -796,11 +839,8 @@ where
             );
         }
     }
-    let sub_key = hex::encode(Sha256::digest(format!(
-        "{}\n{}\n{}",
-        scope.principal, scope.endpoint, scope.key
-    )));
-    let future = work(app.clone(), sub_key);
+    let sub_key = sub_key_of(&scope);
+    let future = work(app.clone(), sub_key.clone());
     let store_app = app.clone();
     // The work and its bookkeeping run in their own task: a client that gives up does not cancel them.
     let outcome = tokio::spawn(async move {
@@ -833,6 +873,13 @@ where
     })
     .await;
     let mut response = finish(outcome).await;
+    if app.lock().failed_behind.remove(&sub_key) {
+        return problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "provisioning-failed",
+            "the hypervisor failed",
+        );
+    }
     if let Some((first, _)) = app.options.replayed_values {
         response.headers_mut().insert(
             axum::http::HeaderName::from_static(app.replayed_header()),
@@ -840,6 +887,27 @@ where
         );
     }
     response
+}
+
+/// A stored success answered again as a `conflict_replays` API does: a `409`, no marker.
+fn conflict_replay(style: ConflictReplay, mut replay: Stored) -> Stored {
+    replay.status = StatusCode::CONFLICT;
+    if style == ConflictReplay::AlreadyExists {
+        replay.headers.retain(|(name, _)| name != "location");
+        let uuid = serde_json::from_slice::<Value>(&replay.body)
+            .ok()
+            .and_then(|v| v.pointer("/data/uuid").cloned())
+            .unwrap_or(Value::Null);
+        replay.body = Bytes::from(
+            json!({"error": {
+                "code": "MachineAlreadyExists",
+                "message": "a machine with this idempotency key exists",
+                "resource_id": uuid,
+            }})
+            .to_string(),
+        );
+    }
+    replay
 }
 
 /// The response for a finished piece of work. Work that "died" (a crash) never answers: the crash
@@ -1325,6 +1393,14 @@ async fn create(
         "POST /api/machines",
         (&method, &uri, &headers, &body),
         move |app, sub_key| async move {
+            if app.options.fails_before_work && app.lock().fail_next > 0 {
+                app.lock().fail_next -= 1;
+                return Some(problem_stored(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "provisioning-failed",
+                    "the hypervisor failed",
+                ));
+            }
             tokio::time::sleep(app.options.create_latency.unwrap_or(CREATE_LATENCY)).await;
             // Failure by what is sent (the profile's request variants): `hang` never finishes,
             // `slow` outlives the in-flight TTL.
@@ -1356,7 +1432,11 @@ async fn create(
             let fails_by_request = new.flavor == "fail-always"
                 || (new.flavor.starts_with("fail-once")
                     && inner.failed_once.insert(new.flavor.clone()));
-            if inner.fail_next > 0 || fails_by_request {
+            let fails = inner.fail_next > 0 || fails_by_request;
+            if fails && app.options.flaw == Some(Flaw::SucceedsBehindFailure) {
+                inner.fail_next = inner.fail_next.saturating_sub(u32::from(!fails_by_request));
+                inner.failed_behind.insert(sub_key.clone());
+            } else if fails {
                 inner.fail_next = inner.fail_next.saturating_sub(u32::from(!fails_by_request));
                 // Roll back what this attempt did: a stored 500 must not leave half-done work.
                 inner.ips.remove(&sub_key);
@@ -1410,6 +1490,14 @@ async fn create(
         },
     )
     .await
+}
+
+/// The sub-key of the work a record's scope runs: what its side effects and machine are keyed by.
+fn sub_key_of(scope: &Scope) -> String {
+    hex::encode(Sha256::digest(format!(
+        "{}\n{}\n{}",
+        scope.principal, scope.endpoint, scope.key
+    )))
 }
 
 /// The machine's id, derived from the record's sub-key so a resumed create names the same machine.
@@ -1489,6 +1577,11 @@ async fn delete_one(
             match inner.machines.get(&uuid) {
                 Some(m) if m.owner == owner => {
                     inner.machines.remove(&uuid);
+                    if app.options.keys_die_with_resource {
+                        inner
+                            .records
+                            .retain(|scope, _| sub_key_uuid(&sub_key_of(scope)) != uuid);
+                    }
                     let ip_key = inner
                         .ips
                         .iter()
@@ -1560,7 +1653,7 @@ async fn restart_machine(
 // ---- the admin listener --------------------------------------------------------------------
 
 async fn arm_fail_next(State(app): State<App>) -> StatusCode {
-    app.lock().fail_next += 1;
+    app.lock().fail_next += app.options.fail_next_times.unwrap_or(1);
     StatusCode::NO_CONTENT
 }
 

@@ -1,7 +1,12 @@
-//! The contract's reading of what the target answered: which statuses a symbolic pattern
+//! The contract's reading of what the target answered: what one answer is (`answer`: a success,
+//! a replay and what told it one, a refusal, a crash ...), which statuses a symbolic pattern
 //! (`mismatch`, `in_flight`, ...) stands for, whether an answer refused a request as in flight,
 //! how long a limit relative to the in-flight TTL is, and how these read in a sentence. Steps,
 //! assertions and procedures all read answers through these, so one contract means one thing.
+
+mod answer;
+
+pub(crate) use answer::{read, read_again, read_replay, Reading};
 
 use std::time::Duration;
 
@@ -27,7 +32,7 @@ pub(crate) fn answer_matches(pattern: StatusPattern, e: &Exchange, contract: &Co
             _ => {}
         }
     }
-    if e.declared_replay {
+    if e.declared_replay.is_some() {
         match pattern {
             StatusPattern::Class(2) | StatusPattern::Released => return true,
             StatusPattern::Exact(_) | StatusPattern::Class(_) => {}

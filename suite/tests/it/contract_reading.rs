@@ -1,0 +1,244 @@
+//! Answers read once, by the contract (issue 41): a replay told from a refusal of the same status
+//! by what it carries of the original answer (its body, or its id where the contract says), judged
+//! alike by every check over the alt API's real sockets; each correct mode passes, each planted
+//! flaw FAILs the check that owns it.
+
+use axum::http::StatusCode;
+use idemspec::model::Verdict;
+
+use crate::reach::{assert_passes, judged_once, load, profile, run_profile};
+use crate::support::alt_api::{self, ConflictReplay, Flaw, Options};
+use crate::support::reference::outcome;
+
+/// The alt profile's contract, with `lines` in place of its `mismatch_status: [422]`.
+fn contract(lines: &'static str) -> impl Fn(&str) -> String {
+    move |t: &str| {
+        assert!(
+            t.contains("  mismatch_status: [422]\n"),
+            "the fixture's contract"
+        );
+        t.replace("  mismatch_status: [422]\n", lines)
+    }
+}
+
+/// A replay answered `409` with the original body and no marker, a mismatch `409` too: declared
+/// by its body (`replay_body: original`).
+const BY_BODY: &str = "  mismatch_status: [409]\n  replayed_header: \"\"\n  replay_status: 409\n  \
+                       replay_body: original\n";
+
+/// The API of [`BY_BODY`], with `flaw`.
+async fn conflict_replays(style: ConflictReplay, flaw: Option<Flaw>) -> alt_api::AltApi {
+    alt_api::start_with(Options {
+        conflict_replays: Some(style),
+        mismatch_status: Some(StatusCode::CONFLICT),
+        flaw,
+        ..Options::default()
+    })
+    .await
+}
+
+/// A replay under the mismatch's own status, told apart by the original body it carries: every
+/// check reads it as the replay and the other `409`s as refusals, so the catalogue passes (cross-
+/// tenant and endpoint-scope keep their precondition, fingerprint-mismatch reads the mismatch,
+/// the burst and the storm take the replays as successes). Keys shared across principals make B's
+/// request a replay of A's, which cross-tenant FAILs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_under_the_mismatch_status_is_told_by_the_original_body() {
+    let api = conflict_replays(ConflictReplay::OriginalBody, None).await;
+    let report = run_profile(profile(&api, contract(BY_BODY)), &[]).await;
+    assert_passes(&report, 14);
+    let lost = outcome(&report, "lost-response");
+    assert!(
+        lost.summary
+            .contains("`retry` answered 409 (a replay, as declared)"),
+        "{}",
+        lost.summary
+    );
+    let leaky = conflict_replays(
+        ConflictReplay::OriginalBody,
+        Some(Flaw::KeysNotPerPrincipal),
+    )
+    .await;
+    let report = run_profile(profile(&leaky, contract(BY_BODY)), &["cross-tenant"]).await;
+    judged_once(&report, Verdict::Fail, "second-principal");
+}
+
+/// Declared with nothing to tell a `409` replay from the `409` mismatch but the preset's marker,
+/// which this API never sends, the replays are refusals: cross-tenant loses its precondition (A's
+/// own retry is no replay), and `validate` warns, naming what to declare. With no marker either,
+/// the profile is refused at load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_status_told_only_by_the_presets_marker_is_warned_of() {
+    let api = conflict_replays(ConflictReplay::OriginalBody, None).await;
+    let marker_only = contract("  mismatch_status: [409]\n  replay_status: 409\n");
+    let report = run_profile(profile(&api, &marker_only), &["cross-tenant"]).await;
+    judged_once(&report, Verdict::Unknown, "first-again");
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("p.yaml"), marker_only(alt_api::PROFILE)).expect("write");
+    let out = crate::alt_api_cli::idemspec(dir.path(), &api, &["validate", "p.yaml"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: p.yaml: replay_status 409 is also the contract's `mismatch_status`"
+        ) && stderr.contains("`replay_body: original`"),
+        "{stderr}"
+    );
+    std::fs::write(
+        dir.path().join("p.yaml"),
+        contract(BY_BODY)(alt_api::PROFILE),
+    )
+    .expect("write");
+    let out = crate::alt_api_cli::idemspec(dir.path(), &api, &["validate", "p.yaml"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !stderr.contains("warning"),
+        "{stderr}"
+    );
+    let text = contract(
+        "  mismatch_status: [409]\n  replayed_header: \"\"\n  replay_status: 409\n",
+    )(alt_api::PROFILE);
+    let err = load(&api, &text).expect_err("an ambiguous replay status is refused");
+    assert!(err.to_string().contains("`replay_body: original`"), "{err}");
+}
+
+/// The alt profile under a contract that re-runs a failure (`replays_5xx: false`).
+fn reruns_failures(t: &str) -> String {
+    assert!(
+        t.contains("  in_flight_ttl: 2s\n"),
+        "the fixture's contract"
+    );
+    t.replace(
+        "  in_flight_ttl: 2s\n",
+        "  in_flight_ttl: 2s\n  replays_5xx: false\n",
+    )
+}
+
+/// A retry of a `500` answered with a replay of a success (its marker says so) means the work was
+/// done and stored behind the failure the client was told: failed-not-cached FAILs saying so,
+/// where a retry that really ran again and succeeded PASSes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replay_answering_the_retry_of_a_failure_is_work_done_behind_it() {
+    let options = |flaw| Options {
+        stores_only: Some(&[200, 201, 202, 204]),
+        flaw,
+        ..Options::default()
+    };
+    let api = alt_api::start_with(options(None)).await;
+    let report = run_profile(profile(&api, reruns_failures), &["failed-not-cached"]).await;
+    judged_once(&report, Verdict::Pass, "the retry ran again and succeeded");
+    let flawed = alt_api::start_with(options(Some(Flaw::SucceedsBehindFailure))).await;
+    let report = run_profile(profile(&flawed, reruns_failures), &["failed-not-cached"]).await;
+    judged_once(
+        &report,
+        Verdict::Fail,
+        "the work was done and stored behind the failure",
+    );
+    assert!(
+        report.checks[0]
+            .summary
+            .contains("told by its replay marker header"),
+        "{}",
+        report.checks[0].summary
+    );
+}
+
+/// A replay answered `409 {"error": {"code": "MachineAlreadyExists", "resource_id": …}}`, a
+/// mismatch `409` too: declared by where the replay names the original's id.
+const BY_ID: &str = "  mismatch_status: [409]\n  replayed_header: \"\"\n  replay_status: 409\n  \
+                     replay_id_at: $.error.resource_id\n";
+
+/// An "already exists" `409` naming the original's machine is its replay where the contract says
+/// where it names it: every check reads it so (a burst's replays name the one resource, the
+/// mismatch's `again` is the original's answer, its body the API's own as declared), and the
+/// catalogue passes; keys shared across principals make B's request name A's machine, which
+/// cross-tenant FAILs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_already_exists_naming_the_original_is_its_replay() {
+    let api = conflict_replays(ConflictReplay::AlreadyExists, None).await;
+    let report = run_profile(profile(&api, contract(BY_ID)), &[]).await;
+    assert_passes(&report, 14);
+    let burst = outcome(&report, "concurrent-same-key");
+    assert!(
+        burst.summary.contains("succeeded with one resource"),
+        "{}",
+        burst.summary
+    );
+    let leaky = conflict_replays(
+        ConflictReplay::AlreadyExists,
+        Some(Flaw::KeysNotPerPrincipal),
+    )
+    .await;
+    let report = run_profile(profile(&leaky, contract(BY_ID)), &["cross-tenant"]).await;
+    judged_once(&report, Verdict::Fail, "second-principal");
+}
+
+/// A key that ends with its resource is judged by the declared retention: under `retention:
+/// while_resource_exists` a fresh create after the delete PASSes replay-after-delete and a replay
+/// of the deleted resource's answer FAILs; under the preset's `24h` the fresh create FAILs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_that_ends_with_its_resource_is_judged_by_the_declared_retention() {
+    let dies = contract("  mismatch_status: [422]\n  retention: while_resource_exists\n");
+    let forgetting = alt_api::start_with(Options {
+        keys_die_with_resource: true,
+        ..Options::default()
+    })
+    .await;
+    let report = run_profile(profile(&forgetting, &dies), &["replay-after-delete"]).await;
+    judged_once(&report, Verdict::Pass, "");
+    let report = run_profile(
+        profile(&forgetting, str::to_owned),
+        &["replay-after-delete"],
+    )
+    .await;
+    judged_once(&report, Verdict::Fail, "");
+    let keeping = alt_api::start().await;
+    let report = run_profile(profile(&keeping, &dies), &["replay-after-delete"]).await;
+    judged_once(&report, Verdict::Fail, "replay");
+}
+
+/// The same failure again without a marker, where the contract re-runs a failure, is told by what
+/// was measured: a retry answered far faster than the failed attempt's work was replayed (FAIL),
+/// one that took as long ran again and failed again (UNKNOWN: nothing was stored, but no re-run
+/// completed), and where the failure came before any work nothing tells them apart (UNKNOWN with
+/// both readings).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_same_failure_again_is_told_by_what_was_measured() {
+    let article = |t: &str| {
+        t.replace(
+            "  preset: stripe-v1\n",
+            "  preset: article\n  key_required: false\n",
+        )
+    };
+    let judged = |options: Options| async move {
+        let api = alt_api::start_with(options).await;
+        run_profile(profile(&api, article), &["failed-not-cached"]).await
+    };
+    let unmarked = judged(Options {
+        replayed_header: Some("X-Cached"),
+        ..Options::default()
+    })
+    .await;
+    judged_once(
+        &unmarked,
+        Verdict::Fail,
+        "answered too fast to have run the request again",
+    );
+    let not_stored = || Options {
+        stores_only: Some(&[200, 201, 202, 204]),
+        fail_next_times: Some(2),
+        ..Options::default()
+    };
+    let twice = judged(not_stored()).await;
+    judged_once(&twice, Verdict::Unknown, "so it ran again and failed again");
+    let before_work = judged(Options {
+        fails_before_work: true,
+        ..not_stored()
+    })
+    .await;
+    judged_once(
+        &before_work,
+        Verdict::Unknown,
+        "nothing measured tells the two readings apart",
+    );
+}
