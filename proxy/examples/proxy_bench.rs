@@ -55,38 +55,28 @@ struct Load {
 }
 
 /// Loads measured over plain HTTP: keep-alive at 1 and 64 connections.
-const PLAIN_LOADS: &[Load] = &[
-    Load {
-        conns: 1,
-        close: false,
-    },
-    Load {
-        conns: 64,
-        close: false,
-    },
-];
+const PLAIN_LOADS: &[Load] = &[Load::keep_alive(1), Load::keep_alive(64)];
 
 /// Loads measured with `--tls`: keep-alive and a new connection per request, at 1 and 64.
 const TLS_LOADS: &[Load] = &[
-    Load {
-        conns: 1,
-        close: false,
-    },
-    Load {
-        conns: 64,
-        close: false,
-    },
-    Load {
-        conns: 1,
-        close: true,
-    },
-    Load {
-        conns: 64,
-        close: true,
-    },
+    Load::keep_alive(1),
+    Load::keep_alive(64),
+    Load::new_connections(1),
+    Load::new_connections(64),
 ];
 
 impl Load {
+    const fn keep_alive(conns: u32) -> Self {
+        Self {
+            conns,
+            close: false,
+        }
+    }
+
+    const fn new_connections(conns: u32) -> Self {
+        Self { conns, close: true }
+    }
+
     fn label(self) -> String {
         let kind = if self.close { "new conn" } else { "keep-alive" };
         format!("{} {kind}", self.conns)
@@ -304,10 +294,7 @@ fn main() -> anyhow::Result<()> {
         }
     }
     for t in &targets {
-        let warm = Load {
-            conns: 8,
-            close: false,
-        };
+        let warm = Load::keep_alive(8);
         wrk(&bed, t.addr, warm, 1)?; // warm-up: connections, caches, the CPU's frequency
     }
     for round in 1..=opts.rounds {
