@@ -46,7 +46,16 @@ pub(crate) fn alpn() -> Vec<Vec<u8>> {
 /// The one crypto provider every config is built on: ring, the workspace's choice (no C toolchain
 /// beyond ring's own). rustls 0.23.48 deprecates it for lacking post-quantum key exchange, which
 /// aws-lc-rs would bring with a heavier build; X25519 and the NIST curves remain.
+///
+/// Key exchange groups in the order OpenSSL, browsers and rustls's aws-lc-rs provider use:
+/// X25519, then P-256, then P-384. ring's own default leads with P-384, so a client sent its
+/// key share for P-384 and every server took it; ring's P-384 is generic big-number code, and
+/// it was 45% of the proxy's CPU time with a new upstream connection per request
+/// (docs/BENCHMARKS.md, idemspec-proxy over TLS).
 #[allow(deprecated)]
 pub(crate) fn provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
-    std::sync::Arc::new(rustls::crypto::ring::default_provider())
+    use rustls::crypto::ring::{default_provider, kx_group};
+    let mut provider = default_provider();
+    provider.kx_groups = vec![kx_group::X25519, kx_group::SECP256R1, kx_group::SECP384R1];
+    std::sync::Arc::new(provider)
 }

@@ -151,3 +151,24 @@ fn a_server_name_is_the_override_or_the_host_without_brackets() {
         .server_name_for("not a name")
         .is_err());
 }
+
+#[tokio::test]
+async fn client_and_server_agree_on_x25519_as_openssl_and_browsers_do() {
+    use idemspec_tls::rustls::{pki_types::ServerName, NamedGroup};
+    use idemspec_tls::tokio_rustls::TlsConnector;
+    let pki = Pki::new();
+    let addr = serve(pki.server()).await;
+    let config = client_config(&pki.trust(), None).unwrap();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = ServerName::try_from("localhost").unwrap();
+    let tls = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        TlsConnector::from(config).connect(name, tcp),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let group = tls.get_ref().1.negotiated_key_exchange_group().unwrap();
+    // The group of the client's first key share: ring's default order would make it P-384.
+    assert_eq!(group.name(), NamedGroup::X25519);
+}
