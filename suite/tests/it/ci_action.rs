@@ -147,7 +147,11 @@ fn action_passing_run_writes_summary_and_junit_and_exits_0() {
         "the Markdown report is on the summary: {}",
         ran.summary
     );
-    assert!(ran.summary.contains("`fingerprint-mismatch`"), "{}", ran.summary);
+    assert!(
+        ran.summary.contains("`fingerprint-mismatch`"),
+        "{}",
+        ran.summary
+    );
     let junit = read(&ran.dir.path().join("reports/idemspec.xml"));
     assert!(
         junit.contains("<testsuite") && junit.contains("fingerprint-mismatch"),
@@ -209,7 +213,11 @@ fn action_bad_profile_fails_the_step_with_the_located_error() {
         &[("typo.yaml", &profile)],
     );
     assert_eq!(ran.code, Some(2), "{}", ran.log);
-    for words in ["exit 2, no report", "typo.yaml:25:1", "unknown field `base_url`"] {
+    for words in [
+        "exit 2, no report",
+        "typo.yaml:25:1",
+        "unknown field `base_url`",
+    ] {
         assert!(ran.summary.contains(words), "{words}: {}", ran.summary);
     }
     assert!(ran.outputs.contains("exit-code=2"), "{}", ran.outputs);
@@ -249,11 +257,12 @@ fn gitlab(variables: &[(&str, &str)]) -> (Option<i32>, String, tempfile::TempDir
     let text = read(&root().join("ci/idemspec.gitlab-ci.yml"));
     let template: Template = serde_saphyr::from_str(&text).expect("the template parses");
     let job = template.job;
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_idemspec")).parent().expect("a directory");
-    let path = std::env::join_paths(
-        std::iter::once(bin_dir.to_path_buf())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_idemspec"))
+        .parent()
+        .expect("a directory");
+    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
     .expect("a PATH");
     let dir = tempfile::tempdir().expect("temp dir");
     let out = Command::new("sh")
@@ -276,7 +285,10 @@ fn gitlab(variables: &[(&str, &str)]) -> (Option<i32>, String, tempfile::TempDir
 
 /// Every artifact path the template keeps is there, and the JUnit report is one of them.
 fn artifacts_written(dir: &Path, artifacts: &Artifacts) {
-    assert_eq!(artifacts.when, "always", "reports are kept when the job fails");
+    assert_eq!(
+        artifacts.when, "always",
+        "reports are kept when the job fails"
+    );
     let junit = artifacts.reports.get("junit").expect("a JUnit report");
     assert!(artifacts.paths.contains(junit), "{artifacts:?}");
     for path in &artifacts.paths {
@@ -292,8 +304,7 @@ fn gitlab_template_passes_and_fails_by_the_run() {
     artifacts_written(dir.path(), &artifacts);
 
     let args = format!("{ONLY} --flaw no-fingerprint");
-    let (code, log, dir, artifacts) =
-        gitlab(&[("IDEMSPEC_PROFILE", ""), ("IDEMSPEC_ARGS", &args)]);
+    let (code, log, dir, artifacts) = gitlab(&[("IDEMSPEC_PROFILE", ""), ("IDEMSPEC_ARGS", &args)]);
     assert_eq!(code, Some(1), "{log}");
     artifacts_written(dir.path(), &artifacts);
     let report = read(&dir.path().join("idemspec.md"));
@@ -302,4 +313,3 @@ fn gitlab_template_passes_and_fails_by_the_run() {
     let check = check.expect("the flawed run has a FAIL");
     assert!(report.contains(&html(&check.summary)), "{report}");
 }
-
