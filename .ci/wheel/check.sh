@@ -4,7 +4,9 @@
 # with no package index (nothing is fetched), and, from an empty directory with only that
 # environment and the system on PATH, runs `idemspec --version` (must be the crate's version) and
 # `idemspec run --reference` (must pass: leasebroker and SQLite are inside the binary). Fails when
-# the wheel carries no `idemspec` or the binary cannot run the reference. Prints each part's time.
+# the wheel carries no `idemspec` or the binary cannot run the reference. Then runs the GitHub
+# Action's step (ci/action.sh) with no `binary`, so it installs the version asked for as it does on
+# GitHub, pip finding this wheel instead of PyPI. Prints each part's time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -35,3 +37,10 @@ if [ "$said" != "idemspec $version" ]; then
   exit 1
 fi
 run idemspec run --reference
+
+t=$(date +%s)
+run env PIP_NO_INDEX=1 PIP_FIND_LINKS="$out" RUNNER_TEMP="$tmp" GITHUB_STEP_SUMMARY="$tmp/summary.md" \
+  IDEMSPEC_VERSION="$version" IDEMSPEC_PROFILE= IDEMSPEC_ARGS="--reference --only fingerprint-mismatch" \
+  "$root/ci/action.sh"
+grep -q '^## idemspec: `leasebroker` passed' "$tmp/summary.md"
+echo "the action installed the wheel and passed in $(seconds "$t") s"

@@ -5,7 +5,9 @@
 //! as a GitLab runner does. A passing run writes the summary and JUnit and exits 0; a flawed run
 //! fails with the FAIL's sentence in the summary; a bad profile fails with idemspec's located error.
 //! Both are given the built binary (the action's `binary` input; the template skips installing
-//! when `idemspec` is on PATH), so no wheel is fetched.
+//! when `idemspec` is on PATH), so no wheel is fetched (.ci/wheel/check.sh runs the action's install
+//! path on the wheel CI builds). The workflows the README and docs/ci.md print give the action
+//! only inputs it declares.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -312,4 +314,48 @@ fn gitlab_template_passes_and_fails_by_the_run() {
     let check = json.checks.iter().find(|c| c.verdict == Verdict::Fail);
     let check = check.expect("the flawed run has a FAIL");
     assert!(report.contains(&html(&check.summary)), "{report}");
+}
+
+/// Every step in `value` that uses this repository's action (`uses: idemspec/idemspec@…`).
+fn action_steps<'a>(value: &'a serde_json::Value, found: &mut Vec<&'a serde_json::Value>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            let uses = map.get("uses").and_then(serde_json::Value::as_str);
+            if uses.is_some_and(|u| u.starts_with("idemspec/idemspec@")) {
+                found.push(value);
+            }
+            map.values().for_each(|v| action_steps(v, found));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| action_steps(v, found)),
+        _ => {}
+    }
+}
+
+/// The workflows the README and docs/ci.md print give the action only inputs action.yml declares.
+#[test]
+fn documented_action_steps_use_declared_inputs() {
+    let action: Action = serde_saphyr::from_str(&read(&root().join("action.yml"))).expect("parses");
+    let mut steps = 0;
+    for doc in ["README.md", "docs/ci.md"] {
+        let text = read(&root().join(doc));
+        for block in text.split("```yaml\n").skip(1) {
+            let yaml = block.split("```").next().unwrap_or_default();
+            let Ok(value) = serde_saphyr::from_str::<serde_json::Value>(yaml) else {
+                continue; // GitLab's, or a fragment
+            };
+            let mut found = Vec::new();
+            action_steps(&value, &mut found);
+            for step in found {
+                let with = step["with"].as_object().expect("inputs under `with`");
+                for name in with.keys() {
+                    assert!(action.inputs.contains_key(name), "{doc}: input {name}");
+                }
+                steps += 1;
+            }
+        }
+    }
+    assert!(
+        steps >= 2,
+        "the README and docs/ci.md show the action: {steps}"
+    );
 }
