@@ -23,7 +23,7 @@ work=$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/idemspec.XXXXXX")
 report=$work/idemspec.md
 errors=$work/stderr.txt
 
-# Appends `line=value` to the file GitHub named in $1's variable, when it is set.
+# Appends the text $2 and a newline to the file named by the variable $1 (GITHUB_OUTPUT...), if set.
 record() { if [ -n "${!1:-}" ]; then printf '%s\n' "$2" >>"${!1}"; fi; }
 
 install_idemspec() {
