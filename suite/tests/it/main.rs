@@ -1,6 +1,7 @@
 //! The idemspec crate's one integration-test binary.
 
 mod alt_api_cli;
+mod ci_action;
 mod cli;
 mod client;
 mod client_tls;
