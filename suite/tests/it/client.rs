@@ -88,6 +88,11 @@ pub(crate) fn verdicts(report: &RunReport) -> BTreeMap<String, Verdict> {
 #[case::correct_client(None, &[])]
 #[case::new_key_per_attempt(Some("new-key-per-attempt"), &[("same-key", Verdict::Fail)])]
 #[case::retry_mismatch(Some("retry-mismatch"), &[("no-retry-4xx", Verdict::Fail)])]
+// The permanent 4xx carries `Retry-After: 1`; the in-flight 409 (also with one) is still retried.
+#[case::retries_4xx_with_retry_after(
+    Some("retries-4xx-with-retry-after"),
+    &[("no-retry-4xx", Verdict::Fail)]
+)]
 #[case::no_backoff(Some("no-backoff"), &[("backoff", Verdict::Fail)])]
 #[case::unbounded(Some("unbounded"), &[("bounded-retries", Verdict::Fail)])]
 #[case::no_key(
