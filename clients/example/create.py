@@ -70,6 +70,9 @@ server checks:
     no-key               sends no key at all (but still retries)
     key-dropped-on-retry sends the key on the first attempt only
     lingers              gives up as it should, then never exits (a socket or thread left open)
+    retries-4xx-with-retry-after
+                         retries any 4xx that carries Retry-After (a 400 or 422 included), as
+                         one published SDK does
 """
 
 import gzip
@@ -102,6 +105,7 @@ FLAWS = (
     "no-key",
     "key-dropped-on-retry",
     "lingers",
+    "retries-4xx-with-retry-after",
 )
 PLACES = ("body", "form", "query")
 STRATEGIES = ("jittered", "full", "equal", "decorrelated", "tenpct", "fixed")
@@ -333,6 +337,8 @@ def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strateg
                 except Unreadable as e:
                     raise GaveUp(f"HTTP {error.code} that this {shape} client cannot read: {e}") from None
                 again = kind == "retry" or (kind == "mismatch" and flaw == "retry-mismatch")
+            if flaw == "retries-4xx-with-retry-after" and 400 <= error.code < 500 and retry_after is not None:
+                again = True
             if not again:
                 raise GaveUp(f"HTTP {error.code}: {raw[:200]!r}") from None
             why = f"HTTP {error.code}"

@@ -63,7 +63,8 @@ fn discover(
 /// The most places `--discover` prints, most key-like first; the rest are counted.
 const MAX_SHOWN: usize = 20;
 
-/// What `--discover` found, in lines, and the exit code: 0 when a place was found.
+/// What `--discover` found, in lines, and the exit code: 0 when a place was found other than the
+/// headers that are no key (`client_check::discover::NOT_KEYS`), which are listed apart.
 fn discovery_text(found: &Discovery) -> (String, ExitCode) {
     if let Some(problem) = &found.problem {
         return (
@@ -72,22 +73,7 @@ fn discovery_text(found: &Discovery) -> (String, ExitCode) {
         );
     }
     if found.candidates.is_empty() {
-        let why = match &found.unread_bodies {
-            Some(unread) => format!(
-                "idemspec could not read {unread}; a key in a body was not seen, so where the \
-                 client puts its key is not known"
-            ),
-            None => "the client sends no key, or a new one on each attempt, or the same one for \
-                     every operation"
-                .to_owned(),
-        };
-        return (
-            format!(
-                "discover: no place carried a value fresh per operation and kept across the \
-                 retry: {why}\n"
-            ),
-            ExitCode::ChecksFailed,
-        );
+        return (nothing_found(found), ExitCode::ChecksFailed);
     }
     let mut out = String::from(
         "where the key is, most key-like first (put the first in the client profile's \
@@ -99,8 +85,12 @@ fn discovery_text(found: &Discovery) -> (String, ExitCode) {
             Some(true) => "kept on the retry",
             _ => "not retried, so whether it is kept was not seen",
         };
+        let named = c
+            .not_a_key
+            .map(|why| format!(" (usually {why}; listed because `contract.key_at` names it)"))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "  {}. key_at: {at}  {:?} then {:?}, {kept}\n",
+            "  {}. key_at: {at}  {:?} then {:?}, {kept}{named}\n",
             i + 1,
             c.values.0,
             c.values.1
@@ -114,6 +104,7 @@ fn discovery_text(found: &Discovery) -> (String, ExitCode) {
     {
         out.push_str(&format!("  … and {more} more, less key-like\n"));
     }
+    out.push_str(&not_keys_text(found));
     if !found.retried {
         out.push_str("note: the client did not retry after the lost response\n");
     }
@@ -123,6 +114,51 @@ fn discovery_text(found: &Discovery) -> (String, ExitCode) {
         ));
     }
     (out, ExitCode::Success)
+}
+
+/// What `--discover` says when no place qualified as a key.
+fn nothing_found(found: &Discovery) -> String {
+    let why = match &found.unread_bodies {
+        Some(unread) => format!(
+            "idemspec could not read {unread}; a key in a body was not seen, so where the \
+             client puts its key is not known"
+        ),
+        None if !found.not_keys.is_empty() => {
+            return format!(
+                "discover: no key found: only headers that carry something else (a request \
+                 id, a trace, a date, a signature) were fresh per operation and kept across \
+                 the retry, so the client sends no idempotency key idemspec can see \
+                 (key-present will FAIL it); if the API documents one of them as its key, name \
+                 it in the client profile's `contract.key_at`:\n{}",
+                not_keys_text(found)
+            );
+        }
+        None => "the client sends no key, or a new one on each attempt, or the same one for \
+                 every operation"
+            .to_owned(),
+    };
+    format!(
+        "discover: no place carried a value fresh per operation and kept across the retry: \
+         {why}\n{}",
+        not_keys_text(found)
+    )
+}
+
+/// One line for each place that behaved like a key but is named as something else, with why.
+fn not_keys_text(found: &Discovery) -> String {
+    found
+        .not_keys
+        .iter()
+        .map(|c| {
+            format!(
+                "  seen, not a key: {}  {:?} then {:?} ({})\n",
+                c.at.as_yaml(),
+                c.values.0,
+                c.values.1,
+                c.not_a_key.unwrap_or_default()
+            )
+        })
+        .collect()
 }
 
 fn load_profile(args: &ClientArgs) -> Result<ClientProfile, Failure> {

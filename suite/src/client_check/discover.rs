@@ -5,6 +5,9 @@
 //! parameter, form field and JSON member, [`KeyAt::every_place`]) is a candidate when its value
 //! is fresh per operation (the two clean runs differ) and kept across the retry (the retried
 //! run's attempts agree). Candidates are ranked by their names and values, most key-like first.
+//! Headers that are known to carry something else ([`NOT_KEYS`]: request ids, traces, dates,
+//! signatures, telemetry) are never ranked: they are listed as seen, not a key, unless the
+//! profile's `contract.key_at` names one (an API may document its request id as its key).
 
 use idemspec_scenarios::profile::KeyAt;
 use idemspec_scenarios::rules::Fault;
@@ -26,13 +29,19 @@ pub struct Candidate {
     pub kept_on_retry: Option<bool>,
     /// How key-like its name and value look; higher first.
     pub score: i32,
+    /// Why its name says it is no key ([`NOT_KEYS`]), when it does.
+    pub not_a_key: Option<&'static str>,
 }
 
 /// What the three runs showed.
 #[derive(Debug, Clone)]
 pub struct Discovery {
-    /// The candidates, most key-like first.
+    /// The candidates, most key-like first: none of them is in [`NOT_KEYS`] unless the profile's
+    /// `contract.key_at` names it.
     pub candidates: Vec<Candidate>,
+    /// The places that behaved like a key but whose names say they are not one ([`NOT_KEYS`]),
+    /// in the order the requests carried them.
+    pub not_keys: Vec<Candidate>,
     /// Why nothing could be learned, when the command did not make its requests.
     pub problem: Option<String>,
     /// Whether the client retried after the lost response.
@@ -78,38 +87,19 @@ impl Ctx {
             }
             seen.push(received);
         }
-        let places = |r: &Received| KeyAt::every_place(&r.target, &r.headers, r.body.as_deref());
-        let (first, second, retried) = (places(&seen[0][0]), places(&seen[1][0]), &seen[2]);
-        let retried_places: Vec<Vec<(KeyAt, String)>> = retried.iter().map(places).collect();
-        let mut candidates: Vec<Candidate> = first
-            .iter()
-            .filter(|(at, _)| !framing(at))
-            .filter_map(|(at, v1)| {
-                let v2 = value_at(&second, at)?;
-                if *v1 == v2 || v1.is_empty() {
-                    return None;
+        let (not_keys, mut candidates): (Vec<Candidate>, Vec<Candidate>) =
+            candidates(&seen).into_iter().partition(|c| match &c.at {
+                KeyAt::Header(name) => {
+                    c.not_a_key.is_some() && !self.contract.key_at.matches_header(name)
                 }
-                let kept_on_retry = (retried_places.len() > 1).then(|| {
-                    let values: Vec<Option<String>> =
-                        retried_places.iter().map(|p| value_at(p, at)).collect();
-                    values[0].is_some() && values.iter().all(|v| *v == values[0])
-                });
-                if kept_on_retry == Some(false) {
-                    return None;
-                }
-                Some(Candidate {
-                    at: at.clone(),
-                    score: score(at, v1),
-                    values: (v1.clone(), v2),
-                    kept_on_retry,
-                })
-            })
-            .collect();
+                _ => false,
+            });
         candidates.sort_by_key(|c| std::cmp::Reverse(c.score));
         Discovery {
             candidates,
+            not_keys,
             problem: None,
-            retried: retried.len() > 1,
+            retried: seen[2].len() > 1,
             unread_bodies: unread_bodies(&seen),
         }
     }
@@ -119,11 +109,45 @@ impl Discovery {
     pub(super) fn failed(problem: String) -> Self {
         Self {
             candidates: Vec::new(),
+            not_keys: Vec::new(),
             problem: Some(problem),
             retried: false,
             unread_bodies: None,
         }
     }
+}
+
+/// Every place of the two clean runs' first requests (`seen[0]`, `seen[1]`) whose value is fresh
+/// per operation and not seen to change across the retried run's attempts (`seen[2]`).
+fn candidates(seen: &[Vec<Received>]) -> Vec<Candidate> {
+    let places = |r: &Received| KeyAt::every_place(&r.target, &r.headers, r.body.as_deref());
+    let (first, second) = (places(&seen[0][0]), places(&seen[1][0]));
+    let retried_places: Vec<Vec<(KeyAt, String)>> = seen[2].iter().map(places).collect();
+    first
+        .iter()
+        .filter(|(at, _)| !framing(at))
+        .filter_map(|(at, v1)| {
+            let v2 = value_at(&second, at)?;
+            if *v1 == v2 || v1.is_empty() {
+                return None;
+            }
+            let kept_on_retry = (retried_places.len() > 1).then(|| {
+                let values: Vec<Option<String>> =
+                    retried_places.iter().map(|p| value_at(p, at)).collect();
+                values[0].is_some() && values.iter().all(|v| *v == values[0])
+            });
+            if kept_on_retry == Some(false) {
+                return None;
+            }
+            Some(Candidate {
+                at: at.clone(),
+                score: score(at, v1),
+                values: (v1.clone(), v2),
+                kept_on_retry,
+                not_a_key: not_a_key(at),
+            })
+        })
+        .collect()
 }
 
 /// Why the bodies of the requests `seen` could not be read, when some could not: how many, and
@@ -152,7 +176,46 @@ fn value_at(places: &[(KeyAt, String)], at: &KeyAt) -> Option<String> {
 fn framing(at: &KeyAt) -> bool {
     at.problem().is_some()
         || matches!(at, KeyAt::Header(name)
-            if ["accept", "accept-encoding", "user-agent"].contains(&name.as_str()))
+            if ["accept", "accept-encoding"].contains(&name.as_str()))
+}
+
+/// Request headers whose value can be fresh per operation and kept across its retries, and yet
+/// is no idempotency key: the server reads it for something else, or not at all, so a key-present
+/// check pointed at it would PASS a client that sends no key. Each is a lower-case name, or a
+/// prefix ending in `*`, with why. A vendor whose API documents one of these as its key (a few
+/// do with `X-Request-Id`) names it in `contract.key_at`, and `--discover` lists it as a place.
+pub const NOT_KEYS: &[(&str, &str)] = &[
+    ("x-request-id", "a request id for logs and support; most servers do not deduplicate on it"),
+    ("x-correlation-id", "a correlation id for logs across services"),
+    ("amz-sdk-invocation-id", "the AWS SDKs' id of one call, kept across its retries for their telemetry; AWS deduplicates on a ClientToken"),
+    ("amz-sdk-request", "the AWS SDKs' attempt counter (`attempt=1; max=3`)"),
+    ("x-amzn-trace-id", "an AWS X-Ray trace id"),
+    ("x-amz-date", "the time the request was signed (AWS Signature Version 4)"),
+    ("x-amz-security-token", "temporary credentials' session token"),
+    ("x-amz-content-sha256", "the body's SHA-256 for the signature: it follows the body, a key in it included"),
+    ("authorization", "credentials, or a signature over the request and its date"),
+    ("date", "the time the request was sent (RFC 9110 §6.6.1)"),
+    ("traceparent", "a W3C Trace Context trace and span id"),
+    ("tracestate", "vendor data of a W3C Trace Context trace"),
+    ("baggage", "W3C Baggage: context propagated with a trace"),
+    ("b3", "a Zipkin B3 trace (single header)"),
+    ("x-b3-*", "a Zipkin B3 trace, span or sampling decision"),
+    ("x-cloud-trace-context", "a Google Cloud trace id"),
+    ("x-stainless-*", "telemetry of SDKs Stainless generates (language, version, retry count)"),
+    ("user-agent", "the client's name and version, some with a per-call id"),
+];
+
+/// Why the place `at` is no key, when its name is in [`NOT_KEYS`] (headers only).
+pub fn not_a_key(at: &KeyAt) -> Option<&'static str> {
+    let KeyAt::Header(name) = at else { return None };
+    let name = name.to_ascii_lowercase();
+    NOT_KEYS
+        .iter()
+        .find(|(known, _)| match known.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == *known,
+        })
+        .map(|(_, why)| *why)
 }
 
 /// How key-like a place looks: its name says idempotency, a token, a request id or a key; its
@@ -211,6 +274,26 @@ mod tests {
         assert!(
             invocation < 0 && date < 0,
             "a trace id and a date count against"
+        );
+    }
+
+    #[test]
+    fn request_ids_traces_and_telemetry_are_named_not_keys_and_keys_are_not() {
+        let header = |n: &str| not_a_key(&KeyAt::Header(n.into()));
+        for name in [
+            "X-Request-Id",
+            "traceparent",
+            "X-B3-TraceId",
+            "x-stainless-retry-count",
+        ] {
+            assert!(header(name).is_some(), "{name}");
+        }
+        for name in ["Idempotency-Key", "x-b3", "X-Request-Token", "dates"] {
+            assert!(header(name).is_none(), "{name}");
+        }
+        assert!(
+            not_a_key(&KeyAt::Json("date".into())).is_none(),
+            "only headers"
         );
     }
 }

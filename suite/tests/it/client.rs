@@ -88,6 +88,11 @@ pub(crate) fn verdicts(report: &RunReport) -> BTreeMap<String, Verdict> {
 #[case::correct_client(None, &[])]
 #[case::new_key_per_attempt(Some("new-key-per-attempt"), &[("same-key", Verdict::Fail)])]
 #[case::retry_mismatch(Some("retry-mismatch"), &[("no-retry-4xx", Verdict::Fail)])]
+// The permanent 4xx carries `Retry-After: 1`; the in-flight 409 (also with one) is still retried.
+#[case::retries_4xx_with_retry_after(
+    Some("retries-4xx-with-retry-after"),
+    &[("no-retry-4xx", Verdict::Fail)]
+)]
 #[case::no_backoff(Some("no-backoff"), &[("backoff", Verdict::Fail)])]
 #[case::unbounded(Some("unbounded"), &[("bounded-retries", Verdict::Fail)])]
 #[case::no_key(
@@ -1016,6 +1021,61 @@ fn retrying_client(dir: &Path, headers: &str, body: &str) -> String {
     let path = dir.join("client.py");
     std::fs::write(&path, script).expect("write the client");
     format!("python3 '{}'", path.display())
+}
+
+/// `--discover` never proposes a request id or a trace header as the key (`discover::NOT_KEYS`):
+/// a client that sends only a fresh `X-Request-Id` and `traceparent` per operation, kept on its
+/// retry, exits 1 with both listed as "seen, not a key"; beside a real key they are listed after
+/// it; a profile whose `contract.key_at` names `X-Request-Id` gets it as the place (exit 0).
+#[test]
+fn discover_labels_request_ids_and_traces_and_never_proposes_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ids = "{'X-Request-Id': tok, 'Content-Type': 'application/json', \
+               'traceparent': '00-' + tok.replace('-', '') + '-00f067aa0ba902b7-01'}";
+    let exec = retrying_client(dir.path(), ids, "b'{}'");
+    let (out, _) = idemspec(&["client", "--exec", &exec, "--discover"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("discover: no key found: only headers that carry something else")
+            && stdout.contains("  seen, not a key: {header: x-request-id}  ")
+            && stdout.contains("  seen, not a key: {header: traceparent}  ")
+            && !stdout.contains(". key_at:"),
+        "{stdout}"
+    );
+    let keyed = ids.replace(
+        "{'X-Request-Id'",
+        "{'Idempotency-Key': tok[::-1], 'X-Request-Id'",
+    );
+    let exec = retrying_client(dir.path(), &keyed, "b'{}'");
+    let (out, _) = idemspec(&["client", "--exec", &exec, "--discover"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("  1. key_at: {header: idempotency-key}  ")
+            && stdout.matches(". key_at:").count() == 1
+            && stdout.contains("  seen, not a key: {header: x-request-id}  "),
+        "{stdout}"
+    );
+    let profile = std::fs::read_to_string(root().join(PROFILE))
+        .expect("the example profile")
+        .replace(
+            "  preset: article ",
+            "  key_at: {header: X-Request-Id}\n  preset: article ",
+        );
+    let path = dir.path().join("client.yaml");
+    std::fs::write(&path, profile).expect("write the profile");
+    let exec = retrying_client(dir.path(), ids, "b'{}'");
+    let path = path.display().to_string();
+    let (out, _) = idemspec(&["client", "--profile", &path, "--exec", &exec, "--discover"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("  1. key_at: {header: x-request-id}  ")
+            && stdout.contains("listed because `contract.key_at` names it")
+            && stdout.contains("  seen, not a key: {header: traceparent}  "),
+        "{stdout}"
+    );
 }
 
 /// `--discover` prints at most 20 places, most key-like first, and counts the rest; a client
