@@ -187,6 +187,13 @@ fn framing(at: &KeyAt) -> bool {
 pub const NOT_KEYS: &[(&str, &str)] = &[
     ("x-request-id", "a request id for logs and support; most servers do not deduplicate on it"),
     ("x-correlation-id", "a correlation id for logs across services"),
+    ("x-client-request-id", "a client's id of one call for logs and support"),
+    ("x-ms-client-request-id", "the Azure SDKs' id of one call, kept across its retries for logs"),
+    ("x-ms-request-id", "an Azure request id for logs and support"),
+    ("sentry-trace", "a Sentry trace and span id"),
+    ("x-datadog-*", "a Datadog trace, span or sampling decision"),
+    ("uber-trace-id", "a Jaeger trace (Uber's header)"),
+    ("x-ot-span-context", "an OpenTracing span context"),
     ("amz-sdk-invocation-id", "the AWS SDKs' id of one call, kept across its retries for their telemetry; AWS deduplicates on a ClientToken"),
     ("amz-sdk-request", "the AWS SDKs' attempt counter (`attempt=1; max=3`)"),
     ("x-amzn-trace-id", "an AWS X-Ray trace id"),
@@ -285,6 +292,11 @@ mod tests {
             "traceparent",
             "X-B3-TraceId",
             "x-stainless-retry-count",
+            "x-ms-client-request-id",
+            "sentry-trace",
+            "x-datadog-trace-id",
+            "uber-trace-id",
+            "X-Client-Request-Id",
         ] {
             assert!(header(name).is_some(), "{name}");
         }

@@ -146,9 +146,9 @@ impl Contract {
     /// `content` what the caller found it to carry of the original answer (its body, or its id at
     /// `replay_id_at`), which only the caller, who saw the original, can tell.
     ///
-    /// Where the profile declares how a replay is recognised (`replay_body`, `replay_id_at`), that
-    /// decides: a value at a place in the body, or the original's body or id. Otherwise an answer
-    /// a refusal's body condition recognises is that refusal, and a status that is also a
+    /// An answer a refusal's declared body condition recognises is that refusal. Otherwise, where
+    /// the profile declares how a replay is recognised (`replay_body`, `replay_id_at`), that
+    /// decides: a value at a place in the body, or the original's body or id; and a status that is also a
     /// refusal's, with nothing in the body to tell them apart, is a replay only with the marker.
     /// [`Contract::ambiguous_replay`] refuses at load a contract where nothing could tell them
     /// apart.
@@ -162,6 +162,14 @@ impl Contract {
         if !self.replay_status.contains(&status) {
             return None;
         }
+        // What a refusal's declared body says decides first: a 409 naming a resource is still the
+        // mismatch when its body says `mismatch`, whatever a replay is recognised by.
+        if Refusal::ALL
+            .iter()
+            .any(|r| self.body_of(*r).is_some() && self.refuses(*r, status, body))
+        {
+            return None;
+        }
         if self.replay_body.is_some() || self.replay_id_at.is_some() {
             let says = self
                 .replay_body
@@ -170,12 +178,6 @@ impl Contract {
                 .filter(|c| c.holds(body))
                 .map(|_| ReplayBy::DeclaredBody);
             return says.or(content);
-        }
-        if Refusal::ALL
-            .iter()
-            .any(|r| self.body_of(*r).is_some() && self.refuses(*r, status, body))
-        {
-            return None;
         }
         let shared = Refusal::ALL
             .iter()

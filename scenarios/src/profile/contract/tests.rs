@@ -185,6 +185,22 @@ fn a_replay_under_a_refusal_status_is_told_by_what_the_profile_declares() {
     assert!(by_body.recognises_replay_by_content());
     let by_id = spec("replayed_header: \"\"\nreplay_status: 409\nreplay_id_at: $.error.id\n");
     assert!(by_id.recognises_replay_by_content() && by_id.ambiguous_replay().is_none());
+    // A body the mismatch's declared condition recognises is the mismatch, even when it names
+    // the original's id where a replay's id is read.
+    let id_and_mismatch_body = spec(
+        "replayed_header: \"\"\nreplay_status: 409\nreplay_id_at: $.resource_id\n\
+         mismatch_body: {at: $.error, is: mismatch}\n",
+    );
+    let mismatch = serde_json::json!({"error": "mismatch", "resource_id": "wkr-1"});
+    let exists = serde_json::json!({"error": "already_exists", "resource_id": "wkr-1"});
+    assert_eq!(
+        id_and_mismatch_body.replays_under(409, false, Some(&mismatch), Some(ReplayBy::OriginalId)),
+        None
+    );
+    assert_eq!(
+        id_and_mismatch_body.replays_under(409, false, Some(&exists), Some(ReplayBy::OriginalId)),
+        Some(ReplayBy::OriginalId)
+    );
     let neither = spec("replayed_header: \"\"\nreplay_status: 409\n");
     assert_eq!(neither.ambiguous_replay(), Some((409, "mismatch_status")));
     assert!(spec("replay_status: 200\n")

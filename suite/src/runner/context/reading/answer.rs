@@ -151,12 +151,14 @@ fn carries(e: &Exchange, original: &Exchange, ctx: &ApiCtx) -> Option<ReplayBy> 
 
 /// What `e` carries of an original answer the check never got (its response was lost, or its
 /// client gave up), where the contract recognises a replay by it: under `replay_body: original`, a
-/// body naming a created resource at the profile's `create.id`, or no body at all (the replay of
-/// a `204`): a refusal names no resource and says why; or an id at `replay_id_at`.
+/// body naming a created resource at the profile's `create.id`, or no body at all and no
+/// `Retry-After` (the replay of a `204`; an empty answer that asks to be retried later is an
+/// in-flight refusal): a refusal names no resource and says why; or an id at `replay_id_at`.
 fn carries_unseen(e: &Exchange, ctx: &ApiCtx) -> Option<ReplayBy> {
     let contract = &ctx.contract;
+    let empty_final = e.body.is_empty() && e.retry_after().is_none();
     if contract.replay_body == Some(ReplayBody::Original)
-        && (e.body.is_empty() || ctx.created_id(e).is_some())
+        && (empty_final || ctx.created_id(e).is_some())
     {
         return Some(ReplayBy::OriginalBody);
     }
