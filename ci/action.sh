@@ -13,7 +13,8 @@
 #   GITHUB_STEP_SUMMARY, GITHUB_OUTPUT, GITHUB_PATH, RUNNER_TEMP: as GitHub sets them; the step runs
 #                     without them too (nothing is written where one is unset).
 #
-# Outputs: `exit-code`, `junit` (the JUnit path), `report` (the Markdown report's path).
+# Outputs: `exit-code`, `junit` (the JUnit path), `report` (the Markdown report's path); `junit` and
+# `report` only when that file was written.
 # When idemspec writes no report (a configuration error, exit 2; an unreachable target, exit 3), the
 # summary gets its error output instead, which names the file, line and column at fault.
 set -uo pipefail
@@ -35,10 +36,19 @@ install_idemspec() {
   IDEMSPEC_BIN=$work/venv/bin/idemspec
 }
 
+# Ends the step with exit 2 before idemspec ran: the reason in the log, the summary and outputs.
+give_up() {
+  echo "::error::$1"
+  record GITHUB_STEP_SUMMARY "$(printf '## idemspec: exit 2, not run\n\n%s' "$1")"
+  record GITHUB_OUTPUT "exit-code=2"
+  exit 2
+}
+
+case $junit in *$'\n'* | *$'\r'*) give_up "the junit path has a line break in it" ;; esac
 if [ -z "${IDEMSPEC_BIN:-}" ]; then
-  install_idemspec || { echo "::error::installing idemspec from PyPI failed (see above)"; exit 2; }
+  install_idemspec || give_up "installing idemspec from PyPI failed (see the log above)"
 fi
-"$IDEMSPEC_BIN" --version || { echo "::error::$IDEMSPEC_BIN does not run"; exit 2; }
+"$IDEMSPEC_BIN" --version || give_up "$IDEMSPEC_BIN does not run (the binary input)"
 
 set -f
 args=()
@@ -60,6 +70,7 @@ else
     "$code" "$(cat "$errors")")"
 fi
 record GITHUB_OUTPUT "exit-code=$code"
-record GITHUB_OUTPUT "junit=$junit"
-record GITHUB_OUTPUT "report=$report"
+# A path is an output only when its file was written (a run stopped by exit 2 or 3 writes none).
+if [ -s "$junit" ]; then record GITHUB_OUTPUT "junit=$junit"; fi
+if [ -s "$report" ]; then record GITHUB_OUTPUT "report=$report"; fi
 exit "$code"

@@ -223,6 +223,29 @@ fn action_bad_profile_fails_the_step_with_the_located_error() {
         assert!(ran.summary.contains(words), "{words}: {}", ran.summary);
     }
     assert!(ran.outputs.contains("exit-code=2"), "{}", ran.outputs);
+    // No report was written: no output names one.
+    assert!(
+        !ran.outputs.contains("junit=") && !ran.outputs.contains("report="),
+        "{}",
+        ran.outputs
+    );
+    let no_binary = action(
+        &[
+            ("binary", "/nonexistent/idemspec"),
+            ("profile", "typo.yaml"),
+        ],
+        &[("typo.yaml", &profile)],
+    );
+    assert_eq!(no_binary.code, Some(2), "{}", no_binary.log);
+    assert!(
+        no_binary
+            .summary
+            .contains("/nonexistent/idemspec does not run")
+            && no_binary.outputs.contains("exit-code=2"),
+        "{}\n{}",
+        no_binary.summary,
+        no_binary.outputs
+    );
     let missing = action(&[("binary", bin), ("profile", "missing.yaml")], &[]);
     assert_eq!(missing.code, Some(2), "{}", missing.log);
     assert!(
