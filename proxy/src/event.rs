@@ -166,7 +166,33 @@ fn cut(text: &mut String, max: usize) {
     text.push_str(&format!("…[cut: {whole} bytes, sha256 {hex}]"));
 }
 
+/// What [`ProxyEvent::bound`] kept of a value it cut, and the value's whole length in bytes:
+/// `("abc", 300)` for `abc…[cut: 300 bytes, sha256 0123456789abcdef]`; `None` for a value kept
+/// whole.
+pub fn cut_value(text: &str) -> Option<(&str, usize)> {
+    let (kept, mark) = text.rsplit_once("…[cut: ")?;
+    let (whole, rest) = mark.split_once(" bytes, sha256 ")?;
+    let hex = rest.strip_suffix(']')?;
+    (hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| whole.parse().ok().map(|n| (kept, n)))
+        .flatten()
+}
+
 /// Whether a count is zero (serde's `skip_serializing_if`).
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cut, cut_value};
+
+    #[test]
+    fn a_cut_value_gives_back_what_was_kept_and_its_whole_length() {
+        let mut long = "k".repeat(300);
+        cut(&mut long, 256);
+        assert_eq!(cut_value(&long), Some((&*"k".repeat(256), 300)));
+        assert_eq!(cut_value("order-17"), None);
+        assert_eq!(cut_value("k…[cut: 9 bytes, sha256 nothex]"), None);
+    }
 }

@@ -50,7 +50,7 @@ pub mod toxiproxy;
 
 pub use config::{ProxyConfig, UpstreamTls};
 pub use error::ProxyError;
-pub use event::{ProxyEvent, Side};
+pub use event::{cut_value, ProxyEvent, Side};
 pub use event_log::EventLog;
 pub use handle::ProxyHandle;
 pub use http::PRINCIPAL_HEADER;

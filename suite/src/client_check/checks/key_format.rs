@@ -60,7 +60,11 @@ fn judge_key(raw: &str, sf_string: bool, max_len: usize) -> Finding {
         Some(inner) if sf_string => inner,
         _ => raw,
     };
-    let len = key.chars().count();
+    // A key longer than the proxy's event keeps arrives cut, marked with its whole length.
+    let (key, len, cut) = match idemspec_proxy::cut_value(key) {
+        Some((kept, whole)) => (kept, whole, true),
+        None => (key, key.chars().count(), false),
+    };
     let invisible = key.chars().find(|c| !('\x21'..='\x7e').contains(c));
     match (len, invisible) {
         (0, _) => Finding::Broken("the key is empty".into()),
@@ -70,6 +74,10 @@ fn judge_key(raw: &str, sf_string: bool, max_len: usize) -> Finding {
                 "the key {raw:?} contains {c:?}, which is not visible ASCII: a server rejects it or reads another key"
             ),
         ),
+        (n, None) if cut => Finding::Held(format!(
+            "the key {raw:?}: {n} bytes, the first {} visible ASCII (the rest was not kept)",
+            key.len()
+        )),
         (n, None) => Finding::Held(format!("the key {raw:?}: {n} visible ASCII characters")),
     }
 }
@@ -98,6 +106,17 @@ mod tests {
         assert!(held(&judge_key(&"k".repeat(255), false, 255)));
         assert!(!held(&judge_key(&"k".repeat(65), false, 64)), "AWS's 64");
         assert!(!held(&judge_key("clé", false, 255)));
+        // A key the proxy's event cut is judged by its whole length, not what was kept of it.
+        let cut = format!(
+            "{}…[cut: 300 bytes, sha256 0123456789abcdef]",
+            "k".repeat(256)
+        );
+        assert!(
+            matches!(judge_key(&cut, false, 255), Finding::Broken(m) if m.contains("has 300 characters"))
+        );
+        assert!(
+            matches!(judge_key(&cut, false, 1000), Finding::Held(m) if m.contains("300 bytes, the first 256"))
+        );
         // Random hex in the UUID layout, its version nibble 0 and its variant bits not RFC's.
         assert_eq!(uuid_note("6f1c7a2e-4b7d-0c1a-1a55-0d1f2e3c4b5a"), None);
         assert_eq!(
