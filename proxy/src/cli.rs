@@ -265,7 +265,7 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     if let Some(server) = &toxiproxy {
         println!("idemspec-proxy toxiproxy API on http://{}", server.addr());
         if args.upstream.is_none() && args.scenario.is_none() {
-            wait_for_ctrl_c().await?;
+            wait_for_stop().await?;
             server_shutdown(toxiproxy).await;
             return Ok(());
         }
@@ -309,17 +309,30 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     drop(out);
-    wait_for_ctrl_c().await?;
+    wait_for_stop().await?;
     eprintln!("idemspec-proxy: shutting down, letting exchanges in progress finish; Ctrl-C again to stop now");
     tokio::select! {
         () = async { handle.shutdown().await; server_shutdown(toxiproxy).await } => {}
-        _ = tokio::signal::ctrl_c() => {}
+        _ = wait_for_stop() => {}
     }
     drop(self_signed_ca);
     Ok(())
 }
 
-async fn wait_for_ctrl_c() -> anyhow::Result<()> {
+/// Waits for Ctrl-C or, on Unix, SIGTERM (what a CI job's cancel, `docker stop` and systemd
+/// send), so either stops the proxy the same way: exchanges finish, a `--tls-self-signed` CA's
+/// directory is removed.
+async fn wait_for_stop() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).context("failed to wait for SIGTERM")?;
+        tokio::select! {
+            stopped = tokio::signal::ctrl_c() => stopped.context("failed to wait for Ctrl-C"),
+            _ = term.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
     tokio::signal::ctrl_c()
         .await
         .context("failed to wait for Ctrl-C")

@@ -570,6 +570,59 @@ fn processes_tagged(tag: &str) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// SIGTERM stops `idemspec proxy --tls-self-signed` as Ctrl-C does: it exits and its CA's
+/// directory is gone (no CA file left in the temp dir per run).
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_stops_the_proxy_and_removes_its_self_signed_ca() {
+    use std::io::BufRead as _;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ])
+        .arg("--tls-self-signed")
+        .env("TMPDIR", tmp.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the idemspec binary starts");
+    let stdout = child.stdout.take().expect("piped");
+    let ca = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.strip_prefix("idemspec-proxy CA certificate: ")
+                .map(str::to_owned)
+        })
+        .expect("the proxy names its CA file");
+    assert!(std::path::Path::new(&ca).starts_with(tmp.path()), "{ca}");
+    assert!(std::path::Path::new(&ca).exists(), "{ca}");
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().expect("wait") {
+            break exit;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the proxy did not stop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(exit.success(), "{exit:?}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).expect("tmp").collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 /// SIGTERM (a CI job's timeout) stops the run with exit 130 and takes the reference server's child
 /// process down with it: no orphaned leasebroker keeps a port and a database open.
 #[cfg(target_os = "linux")]
