@@ -33,6 +33,18 @@ pub fn kill_group(pid: Option<u32>) {
     let _ = pid;
 }
 
+/// Kills the process group led by its pid when dropped ([`kill_group`]): held beside a child
+/// whose future may be dropped before it ends (an interrupted run), so what the child's shell
+/// started does not outlive idemspec.
+#[derive(Debug)]
+pub struct GroupGuard(pub Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
+}
+
 /// Set to `stdin` on a child that is itself idemspec (`idemspec __leasebroker`): its stdin is a
 /// pipe whose only write end idemspec holds, and the child exits when the pipe closes — when
 /// idemspec exits, even by SIGKILL ([`exit_with_parent`]). Children that run a user's command get

@@ -2,7 +2,7 @@
 //! in place of `{{base_url}}`, in a process group of its own, with no stdin, its output captured
 //! (the last [`KEEP`] bytes of each stream) and a deadline after which the whole group is killed.
 
-use crate::process_group::{in_own_group, kill_group};
+use crate::process_group::{in_own_group, kill_group, GroupGuard};
 use std::ffi::OsString;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -155,6 +155,8 @@ pub async fn run_until(
     let stdout = tokio::spawn(tail(child.stdout.take()));
     let stderr = tokio::spawn(tail(child.stderr.take()));
     let pid = child.id();
+    // Also when this future is dropped unfinished (Ctrl-C or SIGTERM ends the run).
+    let _group = GroupGuard(pid);
     let exit = tokio::select! {
         waited = tokio::time::timeout(timeout, child.wait()) => match waited {
             Ok(Ok(status)) => exit_of(status),

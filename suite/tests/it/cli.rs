@@ -623,6 +623,55 @@ fn sigterm_stops_the_proxy_and_removes_its_self_signed_ca() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// SIGTERM stops `idemspec client` and the command it runs, with all the command's shell started:
+/// nothing of it outlives idemspec.
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_stops_the_client_run_and_its_command() {
+    let marker = format!("47.{}", std::process::id());
+    let profile = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../clients/example/client.yaml"
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args(["client", "--profile", profile, "--exec"])
+        .arg(format!("sleep {marker}; echo done"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the idemspec binary starts");
+    let sleeping = || {
+        Command::new("pgrep")
+            .args(["-f", &format!("^sleep {marker}$")])
+            .output()
+            .is_ok_and(|o| !o.stdout.is_empty())
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !sleeping() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("idemspec exits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sleeping() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command outlived idemspec"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// SIGTERM (a CI job's timeout) stops the run with exit 130 and takes the reference server's child
 /// process down with it: no orphaned leasebroker keeps a port and a database open.
 #[cfg(target_os = "linux")]
