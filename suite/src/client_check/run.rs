@@ -188,11 +188,34 @@ fn preflight_problem(ctx: &Ctx, run: &CommandRun) -> Option<String> {
             "the command exited 0 without making a {operation} request (it sent {sent}); does it use the base URL in ${} or {{{{base_url}}}}?",
             command::BASE_URL_VAR
         )),
+        (exit, true) if !exit.succeeded() && !ctx.canned => Some(format!(
+            "the command ended ({exit}) after its {operation} requests got {}: with `--upstream` these are the upstream's answers, or the proxy's where the upstream gave none; is the upstream reachable, and does it accept the command's requests?",
+            upstream_answers(run)
+        )),
         (exit, true) if !exit.succeeded() => Some(format!(
             "the command ended ({exit}) although every {operation} request was answered with the profile's success: does the client accept `success` as the profile gives it?"
         )),
         _ => None,
     }
+}
+
+/// What the operation's requests of `run` got, distinct answers in order: a status, with the
+/// proxy's reason where it answered for an upstream that did not (`502 (connection refused)`), or
+/// `no answer`.
+fn upstream_answers(run: &CommandRun) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for a in &run.attempts {
+        let answer = match (a.client_status, &a.error) {
+            (Some(status), Some(why)) if a.upstream_status.is_none() => format!("{status} ({why})"),
+            (Some(status), _) => status.to_string(),
+            (None, Some(why)) => format!("no answer ({why})"),
+            (None, None) => "no answer".to_owned(),
+        };
+        if !seen.contains(&answer) {
+            seen.push(answer);
+        }
+    }
+    seen.join(", ")
 }
 
 /// What to look at when a command served over TLS made no request: whether it trusts the CA.
@@ -201,8 +224,9 @@ fn tls_hint(ctx: &Ctx) -> String {
         return String::new();
     }
     format!(
-        "; it was served over TLS: does the client trust the CA in {} (docs/client.md, \"--tls\")?",
-        super::tls_edge::CA_VARIABLES.join(", ")
+        "; it was served over TLS: does the client trust the CA in {} (docs/client.md, \"--tls\"), and does it use ${} as given (https://; plain HTTP to the TLS port is answered 400 and not proxied)?",
+        super::tls_edge::CA_VARIABLES.join(", "),
+        command::BASE_URL_VAR
     )
 }
 

@@ -290,3 +290,29 @@ async fn an_upstream_is_forwarded_to_as_given_behind_the_tls_edge() {
         "the preflight's create reached the upstream"
     );
 }
+
+/// A command that fails on what an `--upstream` answered is told what that was (here: the proxy's
+/// 502 for an upstream that refuses connections), not that "the profile's success" was refused.
+#[tokio::test]
+async fn a_command_failing_on_the_upstreams_answer_is_told_that_answer() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let mut options = ClientOptions::new(example_profile(), example_https());
+    options.tls = true;
+    options.upstream = Some(format!("http://127.0.0.1:{port}"));
+    options.only = vec!["no-retry-4xx".into()];
+    let report = run_client(options).await;
+    let check = &report.checks[0];
+    assert_eq!(check.verdict, Verdict::Unknown, "{check:#?}");
+    assert!(
+        check.summary.contains("got 502") && check.summary.contains("`--upstream`"),
+        "{}",
+        check.summary
+    );
+    assert!(
+        !check.summary.contains("the profile's success"),
+        "{}",
+        check.summary
+    );
+}
