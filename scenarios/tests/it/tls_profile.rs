@@ -36,6 +36,16 @@ fn write(dir: &Path, name: &str, text: &str) {
     std::fs::write(dir.join(name), text).expect("write a test file");
 }
 
+/// A temporary directory holding alice's certificate and key as `cert.pem` and `key.pem`, and the
+/// certificate's text.
+fn alice_files() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (cert, key) = pair("alice");
+    write(dir.path(), "cert.pem", &cert);
+    write(dir.path(), "key.pem", &key);
+    (dir, cert)
+}
+
 fn load(dir: &Path, text: &str) -> Result<TargetProfile, idemspec_scenarios::LoadError> {
     let file = dir.join("profile.yaml");
     TargetProfile::load(&file.display().to_string(), text, &|_| None)
@@ -179,10 +189,7 @@ fn a_directory_or_a_huge_file_is_no_certificate_and_every_bad_file_is_reported()
 
 #[test]
 fn insecure_skip_verify_alone_loads_and_an_unknown_field_is_located() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let (cert, key) = pair("alice");
-    write(dir.path(), "cert.pem", &cert);
-    write(dir.path(), "key.pem", &key);
+    let (dir, _) = alice_files();
     let alice = "{cert_file: cert.pem, key_file: key.pem}";
     let p = load(dir.path(), &profile("{insecure_skip_verify: true}", alice)).expect("loads");
     assert!(p.tls.expect("tls").insecure_skip_verify);
@@ -213,10 +220,7 @@ fn a_fifo_is_no_certificate_and_does_not_hang_the_load() {
 /// A CA bundle of a few megabytes (a corporate one) is read; the bound is the TLS crate's.
 #[test]
 fn a_ca_bundle_of_megabytes_loads() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let (cert, key) = pair("alice");
-    write(dir.path(), "cert.pem", &cert);
-    write(dir.path(), "key.pem", &key);
+    let (dir, cert) = alice_files();
     let bundle = cert.repeat((3 << 20) / cert.len());
     write(dir.path(), "bundle.pem", &bundle);
     let alice = "{cert_file: cert.pem, key_file: key.pem}";
@@ -227,10 +231,7 @@ fn a_ca_bundle_of_megabytes_loads() {
 /// told to drop one.
 #[test]
 fn an_ipv6_server_name_loads_bracketed_or_bare() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let (cert, key) = pair("alice");
-    write(dir.path(), "cert.pem", &cert);
-    write(dir.path(), "key.pem", &key);
+    let (dir, _) = alice_files();
     let alice = "{cert_file: cert.pem, key_file: key.pem}";
     for name in ["\"[::1]\"", "\"::1\"", "\"[fe80::1]\""] {
         let tls = format!("{{server_name: {name}}}");
@@ -291,11 +292,8 @@ fn a_certificate_and_key_that_do_not_go_together_are_refused_at_load() {
 /// `cert_file`; copies of one certificate under two names are the same certificate.
 #[test]
 fn two_principals_with_one_certificate_are_warned_of() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let (cert, key) = pair("alice");
-    write(dir.path(), "cert.pem", &cert);
+    let (dir, cert) = alice_files();
     write(dir.path(), "copy.pem", &cert);
-    write(dir.path(), "key.pem", &key);
     let text = profile("{}", "{cert_file: cert.pem, key_file: key.pem}").replace(
         "  - {name: bob, headers: {X-Api-Key: kb}}",
         "  - {name: bob, tls: {cert_file: copy.pem, key_file: key.pem}}",

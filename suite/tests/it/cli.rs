@@ -570,6 +570,24 @@ fn processes_tagged(tag: &str) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// Polls `done` every 50 ms until it holds; fails with `what` after `within` seconds.
+fn wait_until(within: u64, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(within);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Sends SIGTERM to `child` (a CI job's cancel, `docker stop`).
+fn sigterm(child: &std::process::Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+}
+
 /// SIGTERM stops `idemspec proxy --tls-self-signed` as Ctrl-C does: it exits and its CA's
 /// directory is gone (no CA file left in the temp dir per run).
 #[cfg(target_os = "linux")]
@@ -602,23 +620,13 @@ fn sigterm_stops_the_proxy_and_removes_its_self_signed_ca() {
         .expect("the proxy names its CA file");
     assert!(std::path::Path::new(&ca).starts_with(tmp.path()), "{ca}");
     assert!(std::path::Path::new(&ca).exists(), "{ca}");
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let exit = loop {
-        if let Some(exit) = child.try_wait().expect("wait") {
-            break exit;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the proxy did not stop"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    assert!(exit.success(), "{exit:?}");
+    sigterm(&child);
+    let mut exit = None;
+    wait_until(20, "the proxy did not stop", || {
+        exit = child.try_wait().expect("wait");
+        exit.is_some()
+    });
+    assert!(exit.is_some_and(|e| e.success()), "{exit:?}");
     let left: Vec<_> = std::fs::read_dir(tmp.path()).expect("tmp").collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
@@ -646,30 +654,12 @@ fn sigterm_stops_the_client_run_and_its_command() {
             .output()
             .is_ok_and(|o| !o.stdout.is_empty())
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !sleeping() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the command never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
+    wait_until(60, "the command never started", &sleeping);
+    sigterm(&child);
     let out = child.wait_with_output().expect("idemspec exits");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while sleeping() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the command outlived idemspec"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_until(10, "the command outlived idemspec", || !sleeping());
 }
 
 /// SIGTERM (a CI job's timeout) stops the run with exit 130 and takes the reference server's child
@@ -689,32 +679,16 @@ fn sigterm_stops_the_run_and_the_reference_server() {
         .spawn()
         .expect("the idemspec binary starts");
     // Wait until the reference server (a grandchild carrying the tag) is up.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while processes_tagged(&tag).len() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the reference server never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
+    wait_until(60, "the reference server never started", || {
+        processes_tagged(&tag).len() >= 2
+    });
+    sigterm(&child);
     let out = child.wait_with_output().expect("idemspec exits");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted by SIGTERM"), "{err}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !processes_tagged(&tag).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "left behind: {:?}",
-            processes_tagged(&tag)
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let left = format!("processes tagged {tag} outlived idemspec");
+    wait_until(20, &left, || processes_tagged(&tag).is_empty());
 }
 
 /// The profile `idemspec init` writes is a working start: against leasebroker in `--dev` mode (any
