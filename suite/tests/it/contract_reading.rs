@@ -4,7 +4,7 @@
 //! flaw FAILs the check that owns it.
 
 use axum::http::StatusCode;
-use idemspec::model::Verdict;
+use idemspec::model::{RunReport, Verdict};
 
 use crate::reach::{assert_passes, judged_once, load, profile, run_profile};
 use crate::support::alt_api::{self, ConflictReplay, Flaw, Options};
@@ -44,9 +44,7 @@ async fn conflict_replays(style: ConflictReplay, flaw: Option<Flaw>) -> alt_api:
 /// request a replay of A's, which cross-tenant FAILs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_replay_under_the_mismatch_status_is_told_by_the_original_body() {
-    let api = conflict_replays(ConflictReplay::OriginalBody, None).await;
-    let report = run_profile(profile(&api, contract(BY_BODY)), &[]).await;
-    assert_passes(&report, 14);
+    let report = passes_and_catches_a_leak(ConflictReplay::OriginalBody, BY_BODY).await;
     let lost = outcome(&report, "lost-response");
     assert!(
         lost.summary
@@ -54,13 +52,19 @@ async fn a_replay_under_the_mismatch_status_is_told_by_the_original_body() {
         "{}",
         lost.summary
     );
-    let leaky = conflict_replays(
-        ConflictReplay::OriginalBody,
-        Some(Flaw::KeysNotPerPrincipal),
-    )
-    .await;
-    let report = run_profile(profile(&leaky, contract(BY_BODY)), &["cross-tenant"]).await;
-    judged_once(&report, Verdict::Fail, "second-principal");
+}
+
+/// Runs the whole catalogue against a `kind` API declared with `declared`, asserts it passes, and
+/// that keys shared across principals FAIL cross-tenant (B's request a replay of A's); gives the
+/// clean run's report.
+async fn passes_and_catches_a_leak(kind: ConflictReplay, declared: &'static str) -> RunReport {
+    let api = conflict_replays(kind, None).await;
+    let report = run_profile(profile(&api, contract(declared)), &[]).await;
+    assert_passes(&report, 14);
+    let leaky = conflict_replays(kind, Some(Flaw::KeysNotPerPrincipal)).await;
+    let leak = run_profile(profile(&leaky, contract(declared)), &["cross-tenant"]).await;
+    judged_once(&leak, Verdict::Fail, "second-principal");
+    report
 }
 
 /// Declared with nothing to tell a `409` replay from the `409` mismatch but the preset's marker,
@@ -155,22 +159,13 @@ const BY_ID: &str = "  mismatch_status: [409]\n  replayed_header: \"\"\n  replay
 /// cross-tenant FAILs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_already_exists_naming_the_original_is_its_replay() {
-    let api = conflict_replays(ConflictReplay::AlreadyExists, None).await;
-    let report = run_profile(profile(&api, contract(BY_ID)), &[]).await;
-    assert_passes(&report, 14);
+    let report = passes_and_catches_a_leak(ConflictReplay::AlreadyExists, BY_ID).await;
     let burst = outcome(&report, "concurrent-same-key");
     assert!(
         burst.summary.contains("succeeded with one resource"),
         "{}",
         burst.summary
     );
-    let leaky = conflict_replays(
-        ConflictReplay::AlreadyExists,
-        Some(Flaw::KeysNotPerPrincipal),
-    )
-    .await;
-    let report = run_profile(profile(&leaky, contract(BY_ID)), &["cross-tenant"]).await;
-    judged_once(&report, Verdict::Fail, "second-principal");
 }
 
 /// A key that ends with its resource is judged by the declared retention: under `retention:
