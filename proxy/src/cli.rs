@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use idemspec_scenarios::rules::{check_upstream, ListenTlsFile, Mode, ProxyFile, UpstreamTlsFile};
+use idemspec_tls::LoopbackServer;
 
 use crate::toxiproxy::ToxiproxyServer;
 use crate::{start, ProxyConfig};
@@ -105,24 +106,9 @@ pub struct TlsArgs {
 pub struct Configured {
     /// What to [`start`].
     pub config: ProxyConfig,
-    /// `--tls-self-signed`'s CA certificate, if the flag was given; its directory is removed
-    /// when this is dropped.
-    pub self_signed_ca: Option<SelfSignedCa>,
-}
-
-/// Where `--tls-self-signed` wrote its CA's certificate: `ca.pem` in a directory of this
-/// process's under the temporary directory (`idemspec-proxy-XXXXXX`), removed with everything
-/// in it when this is dropped (the proxy stopping), so runs leave no files behind.
-#[derive(Debug)]
-pub struct SelfSignedCa {
-    dir: tempfile::TempDir,
-}
-
-impl SelfSignedCa {
-    /// The CA certificate's path, for clients to trust.
-    pub fn path(&self) -> PathBuf {
-        self.dir.path().join("ca.pem")
-    }
+    /// `--tls-self-signed`'s server and CA certificate (`ca.pem` in an `idemspec-proxy-XXXXXX`
+    /// directory), if the flag was given; the directory is removed when this is dropped.
+    pub self_signed_ca: Option<LoopbackServer>,
 }
 
 impl TlsArgs {
@@ -194,13 +180,13 @@ impl TlsArgs {
     }
 
     /// The server config of the proxy's port: from `--tls-cert`/`--tls-key`, a throwaway CA's
-    /// certificate (written to a [`SelfSignedCa`]), or the file's `listen_tls` (its paths
+    /// certificate (a [`LoopbackServer`]), or the file's `listen_tls` (its paths
     /// relative to `dir`); `None` for plain HTTP.
     fn listen(
         &self,
         file: Option<&ListenTlsFile>,
         dir: &Path,
-    ) -> anyhow::Result<(ServerTls, Option<SelfSignedCa>)> {
+    ) -> anyhow::Result<(ServerTls, Option<LoopbackServer>)> {
         let from_file = file
             .filter(|_| !self.tls_self_signed)
             .map(|f| (dir.join(&f.cert_file), dir.join(&f.key_file)));
@@ -216,15 +202,9 @@ impl TlsArgs {
         if !self.tls_self_signed {
             return Ok((None, None));
         }
-        let ca = idemspec_tls::ThrowawayCa::new()?;
-        let (cert, key) = ca.server_cert(&["localhost", "127.0.0.1"])?;
-        let dir = tempfile::Builder::new()
-            .prefix("idemspec-proxy-")
-            .tempdir()
-            .context("failed to make a directory for --tls-self-signed's CA certificate")?;
-        ca.write_ca(dir.path())?;
-        let config = idemspec_tls::server_config_pem(&cert, &key, None, false)?;
-        Ok((Some(config), Some(SelfSignedCa { dir })))
+        let served =
+            LoopbackServer::new("idemspec-proxy-").context("failed to serve --tls-self-signed")?;
+        Ok((Some(served.server_config()), Some(served)))
     }
 }
 
@@ -301,7 +281,7 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         writeln!(
             out,
             "idemspec-proxy CA certificate: {}",
-            ca.path().display()
+            ca.ca_file().display()
         )?;
     }
     if let Some(control) = handle.control_addr() {
@@ -596,9 +576,9 @@ mod tests {
         let served = config(&parse(&["--upstream", "http://a:1", "--tls-self-signed"])).unwrap();
         assert!(served.config.listen_tls.is_some());
         let ca = served.self_signed_ca.expect("a CA certificate written");
-        let pem = std::fs::read_to_string(ca.path()).unwrap();
+        let pem = std::fs::read_to_string(ca.ca_file()).unwrap();
         assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"));
-        let dir = ca.path().parent().unwrap().to_path_buf();
+        let dir = ca.ca_file().parent().unwrap().to_path_buf();
         drop(ca);
         assert!(!dir.exists(), "the CA's directory goes with the proxy");
         assert!(

@@ -88,7 +88,7 @@ async fn the_cli_flags_serve_tls_and_reach_an_https_upstream() {
     let configured = cli::config(&args).unwrap();
     let ca = configured.self_signed_ca.expect("a CA certificate written");
     let proxy = idemspec_proxy::start(configured.config).await.unwrap();
-    let client = trusting_file(ca.path());
+    let client = trusting_file(ca.ca_file().to_path_buf());
     let url = format!("https://localhost:{}/v1/workers", proxy.addr().port());
     let resp = client.post(url).send().await.unwrap();
     assert_eq!(resp.status(), 200);

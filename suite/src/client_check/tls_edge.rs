@@ -6,11 +6,11 @@
 //! run's own, removed when the [`TlsEdge`] is dropped at the run's end.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use idemspec_tls::rustls::ServerConfig;
-use idemspec_tls::{ThrowawayCa, TlsError};
+use idemspec_tls::{LoopbackServer, TlsError};
 
 use crate::model::TlsServed;
 
@@ -28,23 +28,11 @@ pub const CA_VARIABLES: [&str; 5] = [
     "CURL_CA_BUNDLE",
 ];
 
-/// The names the served certificate holds: what a base URL on the loopback may name.
-const NAMES: [&str; 2] = ["127.0.0.1", "localhost"];
-
-/// The TLS every situation's proxy serves the command with, for one run.
+/// The TLS every situation's proxy serves the command with, for one run: a
+/// [`LoopbackServer`] (CA file in `idemspec-client-tls-XXXXXX`).
+#[derive(Debug)]
 pub struct TlsEdge {
-    config: Arc<ServerConfig>,
-    ca_file: PathBuf,
-    /// Removed with the edge: no CA file outlives the run.
-    _dir: tempfile::TempDir,
-}
-
-impl std::fmt::Debug for TlsEdge {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TlsEdge")
-            .field("ca_file", &self.ca_file)
-            .finish_non_exhaustive()
-    }
+    server: LoopbackServer,
 }
 
 impl TlsEdge {
@@ -54,39 +42,24 @@ impl TlsEdge {
     /// # Errors
     /// [`TlsError`] when the certificates cannot be made or the file written.
     pub fn new() -> Result<Self, TlsError> {
-        let ca = ThrowawayCa::new()?;
-        let (cert, key) = ca.server_cert(&NAMES)?;
-        let config = idemspec_tls::server_config_pem(&cert, &key, None, false)?;
-        let dir = tempfile::Builder::new()
-            .prefix("idemspec-client-tls-")
-            .tempdir()
-            .map_err(|cause| TlsError::Write {
-                path: std::env::temp_dir(),
-                cause,
-            })?;
-        let ca_file = ca.write_ca(dir.path())?;
-        Ok(Self {
-            config,
-            ca_file,
-            _dir: dir,
-        })
+        LoopbackServer::new("idemspec-client-tls-").map(|server| Self { server })
     }
 
     /// The server config each situation's proxy listens with.
     pub fn server_config(&self) -> Arc<ServerConfig> {
-        self.config.clone()
+        self.server.server_config()
     }
 
     /// The CA's certificate file (PEM), while the edge lives.
     pub fn ca_file(&self) -> &Path {
-        &self.ca_file
+        self.server.ca_file()
     }
 
     /// The variables the command is given: each of [`CA_VARIABLES`] naming the CA's file.
     pub fn env(&self) -> Vec<(&'static str, OsString)> {
         CA_VARIABLES
             .iter()
-            .map(|var| (*var, self.ca_file.clone().into_os_string()))
+            .map(|var| (*var, self.ca_file().as_os_str().to_owned()))
             .collect()
     }
 
@@ -94,7 +67,10 @@ impl TlsEdge {
     pub fn served(&self) -> TlsServed {
         TlsServed {
             url: "https://127.0.0.1".to_owned(),
-            names: NAMES.iter().map(|n| (*n).to_owned()).collect(),
+            names: LoopbackServer::NAMES
+                .iter()
+                .map(|n| (*n).to_owned())
+                .collect(),
             variables: CA_VARIABLES.iter().map(|v| (*v).to_owned()).collect(),
         }
     }

@@ -137,7 +137,7 @@ fn as_refs<'a>(inputs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a s
 
 /// The JSON report the run wrote to `name` in `dir`.
 fn json_report(dir: &Path, name: &str) -> RunReport {
-    idemspec::report::json::parse(&read(&dir.join(name))).expect("a JSON report")
+    crate::support::read_json_report(dir.join(name))
 }
 
 #[test]

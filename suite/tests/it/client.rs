@@ -253,8 +253,7 @@ fn the_readme_command_passes_the_example_client_and_writes_every_report() {
         stdout.contains("result: ok. 8 passed, 0 failed, 0 warned, 1 info"),
         "{stdout}"
     );
-    let report = idemspec::report::json::parse(&std::fs::read_to_string(&json).expect("json"))
-        .expect("a JSON report of the usual schema");
+    let report = crate::support::read_json_report(&json);
     assert_eq!(report.target, "example-client");
     assert_eq!(report.checks.len(), 9);
     assert!(report.checks.iter().all(|c| c.timeline.attempts > 0));

@@ -158,8 +158,7 @@ fn require_https_is_served_by_tls_and_refused_without_it() {
         stdout.contains("served the command over TLS at https://127.0.0.1"),
         "{stdout}"
     );
-    let report = idemspec::report::json::parse(&std::fs::read_to_string(&json).expect("json"))
-        .expect("a JSON report");
+    let report = crate::support::read_json_report(&json);
     let served = report.served_tls.expect("served_tls in the JSON report");
     assert_eq!(served.names, ["127.0.0.1", "localhost"]);
     let junit = std::fs::read_to_string(&junit).expect("junit");

@@ -188,6 +188,17 @@ async fn an_unverified_target_is_reached_and_said_loudly() {
     }
 }
 
+/// A throwaway CA, and a temporary directory with its certificate in `pki/` (as the worked mTLS
+/// profile reads it): the CA, the directory and the `pki` path.
+fn pki_dir() -> (ThrowawayCa, tempfile::TempDir, std::path::PathBuf) {
+    let ca = ThrowawayCa::new().expect("a CA");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let pki = dir.path().join("pki");
+    std::fs::create_dir(&pki).expect("pki");
+    ca.write_ca(&pki).expect("write the CA");
+    (ca, dir, pki)
+}
+
 /// The worked mTLS profile of docs/profiles/.
 const MTLS_INTERNAL: &str = include_str!("../../../docs/profiles/mtls-internal.yaml");
 
@@ -197,11 +208,7 @@ const MTLS_INTERNAL: &str = include_str!("../../../docs/profiles/mtls-internal.y
 /// requests, direct and through the proxy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn principals_named_by_client_certificates_and_a_cross_tenant_leak_caught() {
-    let ca = ThrowawayCa::new().expect("a CA");
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let pki = dir.path().join("pki");
-    std::fs::create_dir(&pki).expect("pki");
-    ca.write_ca(&pki).expect("write the CA");
+    let (ca, dir, pki) = pki_dir();
     let mut certs = Vec::new();
     for (name, key) in [("alpha", "alpha-key"), ("beta", "beta-key")] {
         let pair = ca.client_cert(name).expect("a client certificate");
@@ -244,11 +251,7 @@ async fn principals_named_by_client_certificates_and_a_cross_tenant_leak_caught(
 /// and is UNKNOWN with that cause, not FAIL; the profile loads with a warning naming both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn principals_sharing_one_certificate_make_cross_tenant_unknown() {
-    let ca = ThrowawayCa::new().expect("a CA");
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let pki = dir.path().join("pki");
-    std::fs::create_dir(&pki).expect("pki");
-    ca.write_ca(&pki).expect("write the CA");
+    let (ca, dir, pki) = pki_dir();
     let pair = ca.client_cert("alpha").expect("a client certificate");
     for name in ["alpha", "beta"] {
         idemspec_tls::write_identity(&pki, name, &pair).expect("write the identity");
