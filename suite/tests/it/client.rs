@@ -976,11 +976,9 @@ async fn a_key_kept_across_a_restart_is_judged_by_what_the_profile_claims(
 #[case::new_key_per_attempt("--flaw new-key-per-attempt", None)]
 fn discover_names_where_the_key_is(#[case] flags: &str, #[case] found: Option<&str>) {
     let exec = format!("python3 clients/example/create.py {flags}");
-    let (out, _) = idemspec(&["client", "--exec", &exec, "--discover"]);
-    let stdout = text(&out.stdout);
+    let stdout = discovered(&exec, None, if found.is_some() { 0 } else { 1 });
     match found {
         Some(place) => {
-            assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
             assert!(
                 stdout.contains(&format!("  1. {place}  ")) && stdout.contains("kept on the retry"),
                 "{stdout}"
@@ -992,7 +990,6 @@ fn discover_names_where_the_key_is(#[case] flags: &str, #[case] found: Option<&s
             );
         }
         None => {
-            assert_eq!(out.status.code(), Some(1), "{stdout}");
             assert!(
                 stdout.contains("no place carried a value fresh per operation"),
                 "{stdout}"
@@ -1022,6 +1019,21 @@ fn retrying_client(dir: &Path, headers: &str, body: &str) -> String {
     format!("python3 '{}'", path.display())
 }
 
+/// `idemspec client --discover` of `exec` (with the client profile at `profile`, else none),
+/// asserted to exit `code`; its standard output.
+fn discovered(exec: &str, profile: Option<&str>, code: i32) -> String {
+    let profile: Vec<&str> = profile.map_or(Vec::new(), |p| vec!["--profile", p]);
+    let (out, _) = idemspec(&[&["client"][..], &profile, &["--exec", exec, "--discover"]].concat());
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{stdout}{}",
+        text(&out.stderr)
+    );
+    stdout
+}
+
 /// `--discover` never proposes a request id or a trace header as the key (`discover::NOT_KEYS`):
 /// a client that sends only a fresh `X-Request-Id` and `traceparent` per operation, kept on its
 /// retry, exits 1 with both listed as "seen, not a key"; beside a real key they are listed after
@@ -1032,9 +1044,7 @@ fn discover_labels_request_ids_and_traces_and_never_proposes_them() {
     let ids = "{'X-Request-Id': tok, 'Content-Type': 'application/json', \
                'traceparent': '00-' + tok.replace('-', '') + '-00f067aa0ba902b7-01'}";
     let exec = retrying_client(dir.path(), ids, "b'{}'");
-    let (out, _) = idemspec(&["client", "--exec", &exec, "--discover"]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let stdout = discovered(&exec, None, 1);
     assert!(
         stdout.contains("discover: no key found: only headers that carry something else")
             && stdout.contains("  seen, not a key: {header: x-request-id}  ")
@@ -1047,9 +1057,7 @@ fn discover_labels_request_ids_and_traces_and_never_proposes_them() {
         "{'Idempotency-Key': tok[::-1], 'X-Request-Id'",
     );
     let exec = retrying_client(dir.path(), &keyed, "b'{}'");
-    let (out, _) = idemspec(&["client", "--exec", &exec, "--discover"]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let stdout = discovered(&exec, None, 0);
     assert!(
         stdout.contains("  1. key_at: {header: idempotency-key}  ")
             && stdout.matches(". key_at:").count() == 1
@@ -1066,9 +1074,7 @@ fn discover_labels_request_ids_and_traces_and_never_proposes_them() {
     std::fs::write(&path, profile).expect("write the profile");
     let exec = retrying_client(dir.path(), ids, "b'{}'");
     let path = path.display().to_string();
-    let (out, _) = idemspec(&["client", "--profile", &path, "--exec", &exec, "--discover"]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let stdout = discovered(&exec, Some(&path), 0);
     assert!(
         stdout.contains("  1. key_at: {header: x-request-id}  ")
             && stdout.contains("listed because `contract.key_at` names it")
@@ -1085,9 +1091,7 @@ fn discover_caps_its_list_and_names_bodies_it_could_not_read() {
     let many = "dict([('X-Tok-%d' % i, tok + str(i)) for i in range(30)], \
                 **{'Content-Type': 'application/json', 'X-Idempotency-Token': tok})";
     let exec = retrying_client(dir.path(), many, "b'{}'");
-    let (out, _) = idemspec(&["client", "--exec", &exec, "--discover"]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let stdout = discovered(&exec, None, 0);
     assert_eq!(stdout.matches(". key_at:").count(), 20, "{stdout}");
     assert!(
         stdout.contains("  1. key_at: {header: x-idempotency-token}"),
@@ -1102,9 +1106,7 @@ fn discover_caps_its_list_and_names_bodies_it_could_not_read() {
     let huge =
         "('{\"clientToken\": \"' + tok + '\", \"pad\": \"' + 'x' * (1 << 20) + '\"}').encode()";
     let exec = retrying_client(dir.path(), "{'Content-Type': 'application/json'}", huge);
-    let (out, _) = idemspec(&["client", "--exec", &exec, "--discover"]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let stdout = discovered(&exec, None, 1);
     assert!(
         stdout.contains("idemspec could not read the bodies of")
             && stdout.contains("the body is over 1024 KiB")
