@@ -39,6 +39,14 @@ pub fn kill_group(pid: Option<u32>) {
 #[derive(Debug)]
 pub struct GroupGuard(pub Option<u32>);
 
+impl GroupGuard {
+    /// Lets the group live on: for a child whose background processes are its point (a hook
+    /// that restarts the target), once it exited on its own.
+    pub fn release(mut self) {
+        self.0 = None;
+    }
+}
+
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         kill_group(self.0);

@@ -155,8 +155,9 @@ pub async fn run_until(
     let stdout = tokio::spawn(tail(child.stdout.take()));
     let stderr = tokio::spawn(tail(child.stderr.take()));
     let pid = child.id();
-    // Also when this future is dropped unfinished (Ctrl-C or SIGTERM ends the run).
-    let _group = GroupGuard(pid);
+    // Killed below once the shell has ended, and also when this future is dropped unfinished
+    // (Ctrl-C or SIGTERM ends the run).
+    let group = GroupGuard(pid);
     let exit = tokio::select! {
         waited = tokio::time::timeout(timeout, child.wait()) => match waited {
             Ok(Ok(status)) => exit_of(status),
@@ -173,7 +174,8 @@ pub async fn run_until(
             Exit::Stopped
         }
     };
-    kill_group(pid);
+    // What the shell left running must not hold the output pipes open while they are read.
+    drop(group);
     let elapsed = started.elapsed();
     let collect = |task: tokio::task::JoinHandle<String>| async move {
         tokio::time::timeout(DRAIN, task)

@@ -120,14 +120,17 @@ async fn run_command(command: &str, timeout: Duration) -> Result<(), String> {
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("could not run `{command}`: {e}"))?;
-    let group = child.id();
+    // Killed on a timeout, and when the run is interrupted while the hook runs; a hook that
+    // ended on its own keeps what it started (a restarted target).
+    let group = crate::process_group::GroupGuard(child.id());
     let status = match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => status.map_err(|e| format!("could not run `{command}`: {e}"))?,
         Err(_) => {
-            crate::process_group::kill_group(group);
+            drop(group);
             return Err(format!("`{command}` took longer than {timeout:?}"));
         }
     };
+    group.release();
     if status.success() {
         return Ok(());
     }

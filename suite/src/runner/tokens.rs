@@ -99,11 +99,12 @@ async fn run_command(name: &str, command: &str) -> Result<String, String> {
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("{what} could not start: {e}"))?;
-    let group = child.id();
+    // Also killed when the run is interrupted while the command runs.
+    let group = crate::process_group::GroupGuard(child.id());
     let stdout = tokio::spawn(read_at_most(child.stdout.take(), MAX_TOKEN_BYTES + 1));
     let stderr = tokio::spawn(read_at_most(child.stderr.take(), 64 << 10));
     let waited = tokio::time::timeout(FETCH_TIMEOUT, child.wait()).await;
-    crate::process_group::kill_group(group);
+    drop(group);
     let status = waited
         .map_err(|_| format!("{what} did not finish within {} s", FETCH_TIMEOUT.as_secs()))?
         .map_err(|e| format!("{what} could not start: {e}"))?;

@@ -662,6 +662,43 @@ fn sigterm_stops_the_client_run_and_its_command() {
     wait_until(10, "the command outlived idemspec", || !sleeping());
 }
 
+/// SIGTERM while a principal's token command runs stops the run with exit 130 and takes all the
+/// command started down with it.
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_during_a_token_command_kills_what_it_started() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let marker = format!("46.{}", std::process::id());
+    let profile = include_str!("fixtures/alt-api.yaml").replace(
+        "headers: {X-Api-Key: alpha-key}\n",
+        &format!(
+            "headers: {{X-Api-Key: alpha-key}}\n    token: {{command: 'sleep {marker}; echo t'}}\n"
+        ),
+    );
+    std::fs::write(dir.path().join("p.yaml"), profile).expect("write the profile");
+    let child = Command::new(env!("CARGO_BIN_EXE_idemspec"))
+        .args(["run", "--target", "p.yaml"])
+        .current_dir(dir.path())
+        .env("ALT_API_URL", "http://127.0.0.1:9")
+        .env("ALT_ADMIN_URL", "http://127.0.0.1:9")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the idemspec binary starts");
+    let sleeping = || {
+        Command::new("pgrep")
+            .args(["-f", &format!("^sleep {marker}$")])
+            .output()
+            .is_ok_and(|o| !o.stdout.is_empty())
+    };
+    wait_until(60, "the token command never started", &sleeping);
+    sigterm(&child);
+    let out = child.wait_with_output().expect("idemspec exits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    wait_until(10, "the token command outlived idemspec", || !sleeping());
+}
+
 /// SIGTERM (a CI job's timeout) stops the run with exit 130 and takes the reference server's child
 /// process down with it: no orphaned leasebroker keeps a port and a database open.
 #[cfg(target_os = "linux")]
