@@ -452,6 +452,22 @@ operations:
     }
 
     #[test]
+    fn a_wait_longer_than_the_limit_is_refused_where_it_is_written() {
+        let text = format!("{MINIMAL}contract:\n  in_flight_wait: {{up_to: 5m, then: 408}}\n");
+        let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+        assert!(
+            err.message
+                .contains("in_flight_wait.up_to: 5m is longer than the limit of 2m"),
+            "{err}"
+        );
+        let written = 1 + text
+            .lines()
+            .position(|l| l.contains("in_flight_wait"))
+            .expect("written");
+        assert_eq!(err.line, written, "{err}");
+    }
+
+    #[test]
     fn a_zero_ttl_or_a_slow_handler_that_does_not_outlive_it_is_refused() {
         let with = |extra: &str| format!("{MINIMAL}{extra}");
         let err = TargetProfile::load("p.yaml", &with("contract:\n  in_flight_ttl: 0s\n"), &no_env)

@@ -442,6 +442,10 @@ pub struct Assertion {
     /// One step's request started while another's was running.
     #[serde(default)]
     pub overlapped: Option<Overlapped>,
+    /// No request of the step that found its key in flight was held past the contract's
+    /// declared wait (`in_flight_wait`); judged only where the contract declares one.
+    #[serde(default)]
+    pub wait_bounded: Option<StepRef>,
 }
 
 /// The steps an assertion kind reads (checked at load: each must exist).
@@ -530,6 +534,7 @@ assertion_kinds!(
     side_effects: SideEffects => SideEffects,
     lock_released: LockReleased => LockReleased,
     overlapped: Overlapped => Overlapped,
+    wait_bounded: StepRef => WaitBounded,
 );
 
 impl Assertion {

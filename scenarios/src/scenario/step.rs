@@ -188,42 +188,63 @@ impl KeySpec {
     }
 }
 
-/// A time limit, absolute (`10s`, positive) or relative to the contract's in-flight TTL
-/// (`in_flight_ttl + 5s`, `in_flight_ttl`).
+/// A time limit, absolute (`10s`, positive) or relative to the contract's in-flight TTL and its
+/// declared wait (`in_flight_ttl + 5s`, `in_flight_ttl`, `in_flight_ttl + in_flight_wait + 5s`):
+/// terms joined by `+`, each a duration or one of the two names, each name at most once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Within {
     /// Whether the contract's in-flight TTL is added.
     pub plus_in_flight_ttl: bool,
+    /// Whether the contract's declared wait of a same-key request in flight
+    /// (`in_flight_wait.up_to`, with its slack) is added; nothing where it declares none.
+    pub plus_in_flight_wait: bool,
     /// The fixed part.
     pub extra: std::time::Duration,
+}
+
+impl Within {
+    /// Parses `text`; a message naming it when it is no time limit.
+    fn parse(text: &str) -> Result<Within, String> {
+        let invalid = |why: String| {
+            format!(
+                "invalid time limit `{text}` ({why}); expected `10s`, `in_flight_ttl + 5s` or \
+                 `in_flight_ttl + in_flight_wait + 5s`"
+            )
+        };
+        let mut w = Within {
+            plus_in_flight_ttl: false,
+            plus_in_flight_wait: false,
+            extra: std::time::Duration::ZERO,
+        };
+        for term in text.split('+').map(str::trim) {
+            let flag = match term {
+                "in_flight_ttl" => &mut w.plus_in_flight_ttl,
+                "in_flight_wait" => &mut w.plus_in_flight_wait,
+                _ => {
+                    let d = humantime::parse_duration(term)
+                        .map_err(|e| invalid(format!("`{term}`: {e}")))?;
+                    w.extra += d;
+                    continue;
+                }
+            };
+            if std::mem::replace(flag, true) {
+                return Err(invalid(format!("`{term}` twice")));
+            }
+        }
+        if !w.plus_in_flight_ttl && w.extra.is_zero() {
+            return Err(format!(
+                "the time limit `{text}` leaves no time to retry or to succeed; expected a \
+                 positive duration (`10s`) or `in_flight_ttl`"
+            ));
+        }
+        Ok(w)
+    }
 }
 
 impl<'de> Deserialize<'de> for Within {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        let (ttl, rest) = match text.trim().strip_prefix("in_flight_ttl") {
-            Some(rest) => (true, rest.trim().strip_prefix('+').unwrap_or(rest).trim()),
-            None => (false, text.trim()),
-        };
-        let extra = if rest.is_empty() && ttl {
-            std::time::Duration::ZERO
-        } else {
-            humantime::parse_duration(rest).map_err(|e| {
-                serde::de::Error::custom(format!(
-                    "invalid time limit `{text}` ({e}); expected `10s` or `in_flight_ttl + 5s`"
-                ))
-            })?
-        };
-        if !ttl && extra.is_zero() {
-            return Err(serde::de::Error::custom(format!(
-                "the time limit `{text}` leaves no time to retry or to succeed; expected a \
-                 positive duration (`10s`) or `in_flight_ttl`"
-            )));
-        }
-        Ok(Within {
-            plus_in_flight_ttl: ttl,
-            extra,
-        })
+        Within::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 

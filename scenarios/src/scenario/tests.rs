@@ -30,6 +30,24 @@ fn loads_a_scenario() {
 }
 
 #[test]
+fn a_time_limit_adds_the_ttl_the_declared_wait_and_a_duration() {
+    let within = |text: &str| serde_saphyr::from_str::<Within>(&format!("{text:?}"));
+    let w = within("in_flight_ttl + in_flight_wait + 5s").expect("parses");
+    assert!(w.plus_in_flight_ttl && w.plus_in_flight_wait);
+    assert_eq!(w.extra, std::time::Duration::from_secs(5));
+    let w = within("in_flight_ttl").expect("parses");
+    assert!(w.plus_in_flight_ttl && !w.plus_in_flight_wait && w.extra.is_zero());
+    for (bad, said) in [
+        ("in_flight_wait", "leaves no time"),
+        ("in_flight_ttl + in_flight_ttl", "`in_flight_ttl` twice"),
+        ("in_flight_ttl + soon", "`soon`"),
+    ] {
+        let err = within(bad).expect_err(bad).to_string();
+        assert!(err.contains(said), "{bad}: {err}");
+    }
+}
+
+#[test]
 fn unknown_assertion_is_located() {
     let text = LOST.replace("created: {equals: 1}", "creatd: {equals: 1}");
     let err = Scenario::load("s.yaml", &text).unwrap_err();

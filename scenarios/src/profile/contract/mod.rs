@@ -1,5 +1,5 @@
 //! The idempotency contract a target claims: a named preset and the fields it overrides
-//! (`spec.rs`, as written), the presets' contracts (`presets.rs`), resolution into the contract
+//! (`spec.rs`, as written), a same-key request's wait (`wait.rs`), the presets' contracts (`presets.rs`), resolution into the contract
 //! checks judge against (`resolve.rs`, `resolved.rs`), and the contract's own rules
 //! (`problems.rs`).
 
@@ -12,6 +12,7 @@ mod resolved;
 mod retention;
 mod spec;
 mod statuses;
+mod wait;
 
 pub use body_condition::BodyCondition;
 pub use presets::Preset;
@@ -20,6 +21,7 @@ pub use resolved::{Contract, MismatchAnswer, Refusal, Replays, MAX_KEY_MAX_LEN};
 pub use retention::{Retention, RetentionCase};
 pub use spec::{ContractSpec, Covered, KeyForm};
 pub use statuses::StoredStatus;
+pub use wait::{InFlightWait, InFlightWaitSpec, MAX_IN_FLIGHT_WAIT, WAIT_SLACK};
 
 #[cfg(test)]
 mod tests;

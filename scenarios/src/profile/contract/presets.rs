@@ -71,6 +71,7 @@ fn article() -> Contract {
         in_flight_body: None,
         missing_key_body: None,
         in_flight_ttl: None,
+        in_flight_wait: None,
         retention: None,
         key_required: true,
         replays_5xx: false,

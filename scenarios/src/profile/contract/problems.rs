@@ -25,6 +25,7 @@ impl ContractSpec {
     pub(crate) fn problems(&self) -> Problems<'_> {
         let mut out = Vec::new();
         self.storage_problems(&mut out);
+        self.wait_problems(&mut out);
         self.header_problems(&mut out);
         self.replay_problems(&mut out);
         self.key_length_problems(&mut out);
@@ -55,6 +56,31 @@ impl ContractSpec {
                  still running; give the TTL the API documents (e.g. `30s`), or leave it out if it \
                  has none"
                     .into(),
+            ));
+        }
+    }
+
+    /// A status a declared wait ends in can be told from the mismatch refusal: where it is also a
+    /// `mismatch_status` code (and not an `in_flight_status` one, which reads as either), the
+    /// mismatch's body must say what it is.
+    fn wait_problems<'a>(&'a self, out: &mut Problems<'a>) {
+        let c = self.resolve();
+        let Some(wait) = &c.in_flight_wait else {
+            return;
+        };
+        let shared = wait.then.iter().find(|code| {
+            c.mismatch_status.contains(code)
+                && !c.in_flight_status.contains(code)
+                && c.mismatch_body.is_none()
+        });
+        if let Some(code) = shared {
+            out.push((
+                None,
+                format!(
+                    "in_flight_wait.then {code} is also the contract's `mismatch_status`, and \
+                     nothing tells a wait that ran out from a mismatch refusal: declare what the \
+                     mismatch's body says (`mismatch_body`), or the status the wait ends in"
+                ),
             ));
         }
     }

@@ -1,7 +1,7 @@
 //! Resolving a contract: the preset's contract ([`super::Preset::contract`]) with each field the
 //! profile gives over it, and the record of which fields those were.
 
-use super::{Contract, ContractSpec, StoredStatus};
+use super::{Contract, ContractSpec, InFlightWait, StoredStatus};
 use crate::profile::KeyAt;
 
 impl ContractSpec {
@@ -29,6 +29,7 @@ impl ContractSpec {
             ("in_flight_body", self.in_flight_body.is_some()),
             ("missing_key_body", self.missing_key_body.is_some()),
             ("in_flight_ttl", self.in_flight_ttl.is_some()),
+            ("in_flight_wait", self.in_flight_wait.is_some()),
             ("retention", self.retention.is_some()),
             ("key_required", self.key_required.is_some()),
             ("replays_5xx", self.replays_5xx.is_some()),
@@ -71,7 +72,8 @@ impl ContractSpec {
         };
     }
 
-    /// The refusals' statuses and bodies, and how a reused key with another request is answered.
+    /// The refusals' statuses and bodies, how a same-key request in flight waits, and how a
+    /// reused key with another request is answered.
     fn override_refusals(&self, c: &mut Contract) {
         if let Some(v) = &self.mismatch_status {
             c.mismatch_status = v.clone();
@@ -92,6 +94,16 @@ impl ContractSpec {
             }
         }
         c.mismatch_answer = self.mismatch_answer.unwrap_or(c.mismatch_answer);
+        // After `in_flight_status`: a wait that names no status of its own ends in it.
+        if let Some(wait) = &self.in_flight_wait {
+            c.in_flight_wait = Some(InFlightWait {
+                up_to: wait.up_to.0,
+                then: wait
+                    .then
+                    .clone()
+                    .unwrap_or_else(|| c.in_flight_status.clone()),
+            });
+        }
     }
 
     /// The layer's record: the in-flight TTL, the retention window, what it stores (`stores`, or

@@ -30,6 +30,9 @@ pub struct Contract {
     pub missing_key_body: Option<BodyCondition>,
     /// Declared in-flight TTL, if any.
     pub in_flight_ttl: Option<std::time::Duration>,
+    /// How a same-key request arriving while the first runs waits for it, if the contract says
+    /// it waits (otherwise it is refused at once, with `in_flight_status`).
+    pub in_flight_wait: Option<super::InFlightWait>,
     /// How long a completed key's record is kept, if declared: a window, or while its resource
     /// exists.
     pub retention: Option<super::Retention>,
@@ -137,6 +140,20 @@ impl Contract {
             Refusal::MissingKey => (&self.missing_key_status, &self.missing_key_body),
         };
         statuses.contains(&status) && condition.as_ref().is_none_or(|c| c.holds(body))
+    }
+
+    /// Whether an answer of `status` is one a declared wait ends in when it runs out
+    /// (`in_flight_wait.then`): like an in-flight refusal, it says the key was still in flight.
+    pub fn wait_ran_out(&self, status: u16) -> bool {
+        self.in_flight_wait
+            .as_ref()
+            .is_some_and(|w| w.then.contains(&status))
+    }
+
+    /// Whether an answer of `status` with `body` says the key was in flight: the contract's
+    /// in-flight refusal, or the status a declared wait ends in.
+    pub fn holds_in_flight(&self, status: u16, body: Option<&serde_json::Value>) -> bool {
+        self.refuses(Refusal::InFlight, status, body) || self.wait_ran_out(status)
     }
 
     /// Whether an answer of `status` is a replay of a completed success under another status, as

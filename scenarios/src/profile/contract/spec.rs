@@ -80,6 +80,10 @@ pub struct ContractSpec {
     pub missing_key_body: Option<BodyCondition>,
     /// How long an abandoned in-flight record locks its key (e.g. `3s`).
     pub in_flight_ttl: Option<HumanDuration>,
+    /// Whether a same-key request arriving while the first runs waits for it instead of being
+    /// refused at once: `{up_to: 10s, then: [408]}` (it gets the first's answer, or `then` when
+    /// the wait runs out). Default: no wait, a refusal with `in_flight_status`.
+    pub in_flight_wait: Option<super::InFlightWaitSpec>,
     /// How long completed records are kept: a duration (`24h`), or `while_resource_exists` (a
     /// key lives as long as the resource its request created).
     pub retention: Option<super::Retention>,

@@ -207,3 +207,43 @@ fn a_replay_under_a_refusal_status_is_told_by_what_the_profile_declares() {
         .replay_marker_warning()
         .is_none());
 }
+
+#[test]
+fn a_declared_wait_ends_in_its_own_status_or_the_in_flight_one() {
+    let spec = |text: &str| serde_saphyr::from_str::<ContractSpec>(text);
+    let c = spec("in_flight_wait: {up_to: 10s, then: [408]}\n")
+        .expect("parses")
+        .resolve();
+    let wait = c.in_flight_wait.clone().expect("declared");
+    assert_eq!(wait.up_to, std::time::Duration::from_secs(10));
+    assert_eq!(wait.limit(), std::time::Duration::from_secs(11));
+    assert!(c.wait_ran_out(408) && c.holds_in_flight(408, None));
+    assert!(c.holds_in_flight(409, None) && !c.holds_in_flight(422, None));
+    assert!(c.overridden.contains(&"in_flight_wait"));
+    // Without `then`, a wait ends in the contract's in-flight status, the profile's if it gives one.
+    let c = spec("in_flight_status: 423\nin_flight_wait: {up_to: 60s}\n")
+        .expect("parses")
+        .resolve();
+    assert_eq!(c.in_flight_wait.expect("declared").then, vec![423]);
+    assert!(ContractSpec::default().resolve().in_flight_wait.is_none());
+    for (bad, said) in [
+        ("in_flight_wait: {up_to: 121s}", "longer than the limit of 2m"),
+        ("in_flight_wait: {up_to: 0s}", "leave `in_flight_wait` out"),
+        ("in_flight_wait: {up_to: 5s, then: [200]}", "200 is not a refusal"),
+        ("in_flight_wait: {then: [408]}", "up_to"),
+        ("in_flight_wait: {up_to: 5s, or: 408}", "unknown field"),
+    ] {
+        let err = spec(bad).expect_err(bad).to_string();
+        assert!(err.contains(said), "{bad}: {err}");
+    }
+    let shared = spec("in_flight_status: 423\nin_flight_wait: {up_to: 5s, then: 409}\n").expect("parses");
+    assert!(
+        shared
+            .problems()
+            .iter()
+            .any(|(_, m)| m.contains("in_flight_wait.then 409 is also the contract's `mismatch_status`")),
+        "{:?}",
+        shared.problems()
+    );
+    assert!(spec("in_flight_wait: {up_to: 5s, then: 409}\n").expect("parses").problems().is_empty());
+}
