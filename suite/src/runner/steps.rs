@@ -7,12 +7,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idemspec_scenarios::profile::Contract;
-use idemspec_scenarios::scenario::{HookName, Operation, RetrySpec, StatusPattern, Step, Wait};
+use idemspec_scenarios::scenario::{
+    HookName, KeySpec, Operation, RetrySpec, StatusPattern, Step, Wait,
+};
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
 
 use super::context::reading::{answer_matches, refused, within};
-use super::context::{twin_step, CheckRun, Needs, Sender, StepMeta, STEP_HEADER, TWIN_AFTER};
+use super::context::{
+    twin_step, CheckRun, Needs, Sender, StepMeta, DEFAULT_TIMEOUT, STEP_HEADER, TWIN_AFTER,
+};
 use crate::http_client::{Exchange, RequestSpec, SentMark};
 
 /// Runs every step in order; background steps are awaited at the end. `needs` says what the
@@ -85,7 +89,7 @@ pub(crate) async fn run(run: &mut CheckRun, needs: &Needs) {
                 continue;
             }
         }
-        let specs = match prepare(&sender, step) {
+        let specs = match prepare(&sender, step, may_wait(run, index, step)) {
             Ok(mut specs) => {
                 if let Some(mark) = marks.get(&name) {
                     for spec in &mut specs {
@@ -178,9 +182,28 @@ async fn send_with_twin(sender: &Sender, spec: &RequestSpec) -> (Exchange, Optio
     (exchange, Some(twin))
 }
 
-/// Renders a request step into one request per `concurrency`.
-fn prepare(sender: &Sender, step: &Step) -> Result<Vec<RequestSpec>, String> {
+/// How much longer than its own timeout a request of `step` (the `index`th) may be held: under a
+/// contract that declares a wait (`in_flight_wait`), a request whose key may be in flight — sent
+/// by an earlier step, or more than once at one barrier — may wait that long (the wait and its
+/// slack) before the API answers it; zero otherwise.
+fn may_wait(run: &CheckRun, index: usize, step: &Step) -> Duration {
+    let Some(wait) = &run.contract().in_flight_wait else {
+        return Duration::ZERO;
+    };
+    let named = step.key.as_ref().and_then(KeySpec::name).is_some();
+    let shared = step.concurrency > 1 || run.scenario.retried_by(index).is_some();
+    if named && shared {
+        wait.limit()
+    } else {
+        Duration::ZERO
+    }
+}
+
+/// Renders a request step into one request per `concurrency`, each given `waits` on top of its
+/// timeout (see [`may_wait`]).
+fn prepare(sender: &Sender, step: &Step, waits: Duration) -> Result<Vec<RequestSpec>, String> {
     let op = step.op.expect("validated: a request step has an op");
+    let timeout = step.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0) + waits;
     let request = sender
         .request(&step.name(), op)
         .principal(step.principal.as_deref())
@@ -188,7 +211,7 @@ fn prepare(sender: &Sender, step: &Step) -> Result<Vec<RequestSpec>, String> {
         .variant(step.body)
         .on(step.on.as_deref())
         .via(step.via)
-        .timeout(step.timeout.map(|t| t.0));
+        .timeout(Some(timeout));
     (0..step.concurrency).map(|_| request.prepare()).collect()
 }
 

@@ -1,7 +1,10 @@
 //! Answers read once, by the contract (issue 41): a replay told from a refusal of the same status
 //! by what it carries of the original answer (its body, or its id where the contract says), judged
 //! alike by every check over the alt API's real sockets; each correct mode passes, each planted
-//! flaw FAILs the check that owns it.
+//! flaw FAILs the check that owns it. A same-key request that waits for the one in flight, as
+//! declared (`in_flight_wait`), is judged by its wait.
+
+use std::time::Duration;
 
 use axum::http::StatusCode;
 use idemspec::model::{RunReport, Verdict};
@@ -236,4 +239,88 @@ async fn the_same_failure_again_is_told_by_what_was_measured() {
         Verdict::Unknown,
         "nothing measured tells the two readings apart",
     );
+}
+
+/// The checks that meet a same-key request while its key is in flight.
+const IN_FLIGHT_CHECKS: [&str; 3] = [
+    "stuck-in-flight",
+    "concurrent-same-key",
+    "client-timeout-in-flight",
+];
+
+/// The alt profile declaring that a same-key request in flight waits up to 1 s, then gets `408`.
+fn waits_1s(t: &str) -> String {
+    assert!(
+        t.contains("  in_flight_ttl: 2s\n"),
+        "the fixture's contract"
+    );
+    t.replace(
+        "  in_flight_ttl: 2s\n",
+        "  in_flight_ttl: 2s\n  in_flight_wait: {up_to: 1s, then: [408]}\n",
+    )
+}
+
+/// An alt API whose same-key request waits up to 1 s for the one in flight, with `flaw`, its
+/// creates taking `create_latency`.
+async fn waiting(create_latency: Option<Duration>, flaw: Option<Flaw>) -> alt_api::AltApi {
+    alt_api::start_with(Options {
+        waits_up_to: Some(Duration::from_secs(1)),
+        create_latency,
+        flaw,
+        ..Options::default()
+    })
+    .await
+}
+
+/// A layer whose same-key request waits for the one in flight (up to 1 s, then `408`), declared
+/// so, passes the checks that meet it: creates that outlast the wait (1.5 s) give the burst's
+/// duplicates and the client's early retry the `408`, within the wait; after a crash a retry
+/// waits and is answered `408` until the record is reclaimed. Undeclared, the burst's `408`s are
+/// no answer the contract names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_duplicate_that_waits_as_declared_passes() {
+    let api = waiting(Some(Duration::from_millis(1500)), None).await;
+    let report = run_profile(profile(&api, waits_1s), &IN_FLIGHT_CHECKS).await;
+    assert_passes(&report, 3);
+    let burst = outcome(&report, "concurrent-same-key");
+    assert!(
+        burst.summary.contains("9 got in-flight conflicts or a wait that ran out")
+            && burst.summary.contains("no request of `burst-1` was held past"),
+        "{}",
+        burst.summary
+    );
+    let early = outcome(&report, "client-timeout-in-flight");
+    assert!(early.summary.contains("`retry` answered 408"), "{}", early.summary);
+    let stuck = outcome(&report, "stuck-in-flight");
+    assert!(
+        stuck.summary.contains("no request of `retry` was held past"),
+        "{}",
+        stuck.summary
+    );
+    let undeclared = run_profile(profile(&api, str::to_owned), &["concurrent-same-key"]).await;
+    judged_once(&undeclared, Verdict::Fail, "408");
+}
+
+/// A duplicate that waited and then runs the request itself makes a second resource:
+/// concurrent-same-key FAILs. A layer that waits for the request in flight however long it runs
+/// (past its declared 1 s) holds the duplicates of a 2.5 s create until it ends, and the retries
+/// of a crashed request for good: concurrent-same-key and stuck-in-flight FAIL, each naming the
+/// wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_duplicate_that_runs_again_or_waits_too_long_fails() {
+    let again = waiting(None, Some(Flaw::WaiterRunsAgain)).await;
+    let report = run_profile(profile(&again, waits_1s), &["concurrent-same-key"]).await;
+    judged_once(&report, Verdict::Fail, "different resources");
+    let unbounded = waiting(
+        Some(Duration::from_millis(2500)),
+        Some(Flaw::WaitsUnbounded),
+    )
+    .await;
+    let checks = ["concurrent-same-key", "stuck-in-flight"];
+    let report = run_profile(profile(&unbounded, waits_1s), &checks).await;
+    for id in checks {
+        let o = outcome(&report, id);
+        assert_eq!(o.verdict, Verdict::Fail, "{id}: {}", o.summary);
+        assert!(o.summary.contains("held past the declared wait"), "{id}: {}", o.summary);
+    }
 }

@@ -1,14 +1,15 @@
 //! `consistent: {step, fidelity_judged_by}`: N simultaneous requests with one key: the successes
 //! are one resource replayed identically (replay fidelity aside, where another check owns it), the
-//! rest in-flight conflicts (article: concurrent retries; ietf-draft-07 §2.6).
+//! rest in-flight conflicts, or under a declared wait (`in_flight_wait`) the status it ends in
+//! (article: concurrent retries; ietf-draft-07 §2.6).
 
-use idemspec_scenarios::scenario::Consistent;
+use idemspec_scenarios::scenario::{Consistent, StatusPattern};
 
 use super::compare::{self, owned_elsewhere, split_fidelity, Difference};
 use super::Judge;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::http_client::Exchange;
-use crate::runner::context::reading::refused;
+use crate::runner::context::reading::{describe_patterns, refused};
 use crate::runner::context::CheckRun;
 
 /// How the later successes of `step` differ from the first, once each: judged here, and owned by
@@ -79,9 +80,9 @@ impl Judge for Consistent {
             .collect();
         if !odd.is_empty() {
             return Broken(format!(
-                "besides the successes, `{step}` got {}; expected only in-flight conflicts ({:?})",
+                "besides the successes, `{step}` got {}; expected only {}",
                 odd.join(", "),
-                contract.in_flight_status
+                describe_patterns(&[StatusPattern::InFlight], contract)
             ));
         }
         let (judged, _) = later_differences(self, run);
@@ -99,8 +100,12 @@ impl Judge for Consistent {
             .iter()
             .filter(|e| !e.is_success())
             .all(|e| e.header("retry-after").is_some());
+        let what = match &contract.in_flight_wait {
+            Some(w) => format!("in-flight conflicts or a wait that ran out ({})", w.describe()),
+            None => "in-flight conflicts".to_owned(),
+        };
         Held(format!(
-            "{} request(s) succeeded with one resource, {conflicts} got in-flight conflicts{}",
+            "{} request(s) succeeded with one resource, {conflicts} got {what}{}",
             successes.len(),
             if conflicts > 0 && !retry_after {
                 " (some without Retry-After)"

@@ -3,7 +3,9 @@
 
 use idemspec_scenarios::scenario::{AssertKind, Assertion, Scenario};
 
-use super::{distinct_ids, distinct_problems, no_5xx, no_response, not_replay_of, Judge};
+use super::{
+    distinct_ids, distinct_problems, no_5xx, no_response, not_replay_of, wait_bounded, Judge,
+};
 use crate::engine::{Finding, Judgement};
 use crate::runner::context::{CheckRun, Needs};
 
@@ -31,6 +33,7 @@ fn judge_of(kind: AssertKind<'_>) -> Box<dyn Judge + '_> {
         AssertKind::SideEffects(a) => Box::new(a),
         AssertKind::LockReleased(a) => Box::new(a),
         AssertKind::Overlapped(a) => Box::new(a),
+        AssertKind::WaitBounded(a) => Box::new(wait_bounded::WaitBounded(a)),
     }
 }
 
@@ -48,7 +51,10 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
     let scenario = &run.scenario;
     let mut out = Vec::new();
     let retention = run.contract().retention;
-    let applies = |a: &&Assertion| a.if_retention.is_none_or(|case| case.holds(retention));
+    // A kind that judges only what the contract declares (a wait) is not judged without it.
+    let applies = |a: &&Assertion| {
+        a.if_retention.is_none_or(|case| case.holds(retention)) && judge_of(a.kind()).applies(run)
+    };
     for a in scenario.assertions.iter().map(|a| &a.value).filter(applies) {
         let steps: Vec<&str> = a.steps();
         let problem = steps.iter().find_map(|s| {

@@ -20,6 +20,13 @@ pub(crate) trait Judge {
     /// rule is about) or skipped.
     fn judge(&self, run: &CheckRun) -> Finding;
 
+    /// Whether the rule applies under the check's contract at all (a rule about a declared wait
+    /// does not where none is declared); one that does not is left out, as if not written.
+    fn applies(&self, run: &CheckRun) -> bool {
+        let _ = run;
+        true
+    }
+
     /// The level this rule is judged at, when the contract decides it rather than the scenario
     /// (a lockout with no declared TTL is a SHOULD).
     fn level(&self, run: &CheckRun) -> Option<Level> {
@@ -50,6 +57,10 @@ impl<R: Judge + ?Sized> Judge for &R {
 
     fn level(&self, run: &CheckRun) -> Option<Level> {
         (**self).level(run)
+    }
+
+    fn applies(&self, run: &CheckRun) -> bool {
+        (**self).applies(run)
     }
 }
 

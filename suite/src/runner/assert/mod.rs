@@ -28,6 +28,7 @@ mod same_response;
 mod side_effects;
 mod status;
 mod succeeded_within;
+mod wait_bounded;
 
 pub(crate) use compare::same_response;
 pub(crate) use evaluate::{evaluate, needs};

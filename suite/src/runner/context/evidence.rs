@@ -94,7 +94,7 @@ fn end_of(ex: &Exchange, contract: &Contract) -> AttemptEnd {
         Reading::Replay { .. } => AttemptEnd::Replay,
         Reading::Success => AttemptEnd::Success,
         Reading::Conflict => AttemptEnd::Conflict,
-        Reading::InFlightRefusal => AttemptEnd::InFlight,
+        Reading::InFlightRefusal | Reading::WaitRanOut => AttemptEnd::InFlight,
         Reading::MismatchRefusal => AttemptEnd::Mismatch,
         Reading::Crash => AttemptEnd::ServerError,
         Reading::MissingKeyRefusal | Reading::OtherFailure if ex.is_server_failure() => {

@@ -20,4 +20,4 @@ mod send;
 pub(crate) use check_run::{CheckRun, StepMeta};
 pub(crate) use needs::{twin_step, Needs, TWIN_AFTER};
 pub(crate) use operations::same_operation;
-pub(crate) use send::{member_bytes, Sender, STEP_HEADER};
+pub(crate) use send::{member_bytes, Sender, DEFAULT_TIMEOUT, STEP_HEADER};

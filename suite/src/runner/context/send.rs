@@ -15,7 +15,7 @@ use crate::runner::api_ctx::ApiCtx;
 use crate::runner::context::reading;
 
 /// Client timeout of a request whose step gives none.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The header that tags a request with its step. The proxy records it in its event (so evidence
 /// can be paired with what the proxy did), fault rules may match it, and it is stripped before the

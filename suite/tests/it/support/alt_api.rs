@@ -189,6 +189,10 @@ pub struct Options {
     /// answered with it (as AWS documents for a repeated client token), instead of a conflict;
     /// after a crash it waits until the abandoned record's TTL and then runs.
     pub waits_for_result: bool,
+    /// As `waits_for_result`, but a wait lasts this long at most: a same-key request still
+    /// waiting then is answered `408` with `Retry-After: 1` (a layer that documents "waits up to
+    /// N s for the request in flight, then 408").
+    pub waits_up_to: Option<Duration>,
     /// A create answers `200` with a long-running operation (as Google Cloud's Operation:
     /// `name`, `status` `RUNNING` or `DONE`, `targetLink`, `selfLink` at `GET
     /// /api/operations/{name}`), and its machine is listed only once the operation is done,
@@ -293,6 +297,13 @@ pub enum Flaw {
     /// A create made to fail (`fail-next`, a `fail-once` flavor) does its work and stores its
     /// success, but its client is told `500`: the retry gets the stored success replayed.
     SucceedsBehindFailure,
+    /// With `waits_up_to`: a same-key request that waited for the one in flight runs as a
+    /// request of its own once the first is done (a second resource), instead of its replay.
+    WaiterRunsAgain,
+    /// With `waits_up_to`: a same-key request waits for the one in flight however long it runs,
+    /// past the bound and past the in-flight TTL (a waiting request never takes an abandoned
+    /// record over, and never gets the `408`).
+    WaitsUnbounded,
 }
 
 /// How long a create's long-running operation runs before its machine exists (`operations`).
@@ -675,6 +686,8 @@ where
         },
         key,
     };
+    // With `waits_up_to`: when this request began to wait for the one in flight, if it did.
+    let mut waiting_since: Option<Instant> = None;
     let claimed = loop {
         let claimed = 'claim: {
             let mut inner = app.lock();
@@ -715,6 +728,12 @@ where
                         "key-reused-with-different-request",
                         "this Idempotency-Key was used with a different request",
                     );
+                }
+                Some(Record::Done { .. })
+                    if waiting_since.is_some()
+                        && app.options.flaw == Some(Flaw::WaiterRunsAgain) =>
+                {
+                    Claimed::RunsAnew
                 }
                 Some(Record::Done { response, .. }) => {
                     let mut replay = response.clone();
@@ -770,7 +789,10 @@ where
                     Claimed::Pend
                 }
                 Some(Record::InFlight { started, .. })
-                    if app.options.waits_for_result && started.elapsed() < IN_FLIGHT_TTL =>
+                    if (app.options.waits_for_result || app.options.waits_up_to.is_some())
+                        && (started.elapsed() < IN_FLIGHT_TTL
+                            || (waiting_since.is_some()
+                                && app.options.flaw == Some(Flaw::WaitsUnbounded))) =>
                 {
                     Claimed::AwaitResult
                 }
@@ -817,6 +839,13 @@ where
             }
         };
         if matches!(claimed, Claimed::AwaitResult) {
+            let since = *waiting_since.get_or_insert_with(Instant::now);
+            let bounded = app.options.flaw != Some(Flaw::WaitsUnbounded);
+            if let Some(bound) = app.options.waits_up_to.filter(|_| bounded) {
+                if since.elapsed() >= bound {
+                    return wait_ran_out();
+                }
+            }
             // Look again shortly: the first request's result replays, or its record's TTL ends.
             tokio::time::sleep(Duration::from_millis(20)).await;
             continue;
@@ -886,6 +915,19 @@ where
             HeaderValue::from_static(first),
         );
     }
+    response
+}
+
+/// The answer to a same-key request whose wait for the one in flight ran out (`waits_up_to`).
+fn wait_ran_out() -> Response {
+    let mut response = problem(
+        StatusCode::REQUEST_TIMEOUT,
+        "request-in-progress",
+        "the request with this Idempotency-Key did not finish in time",
+    );
+    response
+        .headers_mut()
+        .insert("retry-after", HeaderValue::from_static("1"));
     response
 }
 

@@ -1,5 +1,6 @@
 //! What one answer is under the contract, read once per exchange: a success, a replay of one (and
-//! what told it a replay), a refusal the contract names, a crash, another failure, or no answer.
+//! what told it a replay), a refusal the contract names, a declared wait that ran out, a crash,
+//! another failure, or no answer.
 //! The part of the reading that needs the check's other answers — whether an answer carries the
 //! original's body or id, where the contract recognises a replay by that — is made once, when the
 //! exchange is recorded ([`read_replay`], [`read_again`]), and kept on the exchange
@@ -34,6 +35,9 @@ pub(crate) enum Reading {
     InFlightRefusal,
     /// The contract's refusal of a request without a required key (`missing_key_status`).
     MissingKeyRefusal,
+    /// A status a declared wait ends in when it runs out (`in_flight_wait.then`): the request
+    /// waited for its key's first request, which was still in flight.
+    WaitRanOut,
     /// The server failed: a 5xx the contract declares for no refusal, or a 2xx naming a
     /// long-running operation that settled failed.
     Crash,
@@ -62,6 +66,7 @@ pub(crate) fn read(e: &Exchange, contract: &Contract) -> Reading {
         _ if refuses(Refusal::InFlight) && refuses(Refusal::Mismatch) => Reading::Conflict,
         _ if refuses(Refusal::InFlight) => Reading::InFlightRefusal,
         _ if refuses(Refusal::Mismatch) => Reading::MismatchRefusal,
+        _ if contract.wait_ran_out(status) => Reading::WaitRanOut,
         _ if refuses(Refusal::MissingKey) => Reading::MissingKeyRefusal,
         500.. => Reading::Crash,
         _ => Reading::OtherFailure,

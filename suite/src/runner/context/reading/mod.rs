@@ -10,7 +10,7 @@ pub(crate) use answer::{read, read_again, read_replay, Reading};
 
 use std::time::Duration;
 
-use idemspec_scenarios::profile::{BodyCondition, Contract, Refusal};
+use idemspec_scenarios::profile::{BodyCondition, Contract, InFlightWait, Refusal, WAIT_SLACK};
 use idemspec_scenarios::scenario::{StatusPattern, Within};
 
 use crate::http_client::Exchange;
@@ -54,32 +54,71 @@ pub(crate) fn status_matches(
         StatusPattern::Exact(code) => code == status,
         StatusPattern::Class(c) => status / 100 == u16::from(c),
         StatusPattern::Mismatch => contract.refuses(Refusal::Mismatch, status, body),
-        StatusPattern::InFlight => contract.refuses(Refusal::InFlight, status, body),
+        StatusPattern::InFlight => contract.holds_in_flight(status, body),
         StatusPattern::MissingKey => contract.refuses(Refusal::MissingKey, status, body),
         StatusPattern::EndpointMismatch => {
             !contract.per_endpoint && contract.refuses(Refusal::Mismatch, status, body)
         }
         StatusPattern::Released => {
-            !contract.refuses(Refusal::InFlight, status, body) && !(500..600).contains(&status)
+            !contract.holds_in_flight(status, body) && !(500..600).contains(&status)
         }
     }
 }
 
-/// Whether `e` was refused as in flight under `contract` (a status in its `in_flight_status`,
-/// with the body it declares, if any).
+/// Whether `e` was answered as a request whose key was in flight under `contract`: refused as
+/// in flight (a status in its `in_flight_status`, with the body it declares, if any), or held by
+/// a declared wait that ran out (`in_flight_wait.then`).
 pub(crate) fn refused(e: &Exchange, contract: &Contract) -> bool {
-    answer_matches(StatusPattern::InFlight, e, contract)
+    matches!(
+        read(e, contract),
+        Reading::InFlightRefusal | Reading::Conflict | Reading::WaitRanOut
+    )
+}
+
+/// Under a declared wait (`in_flight_wait`), where `e` — a request that may have found its key in
+/// flight — was held longer than the wait allows ([`InFlightWait::limit`]): answered as one whose
+/// key was in flight (a replay, the wait's status, an in-flight refusal) after more than that, or
+/// given more than that and not answered at all. Says how long it was held, and the limit.
+pub(crate) fn held_past_wait(e: &Exchange, contract: &Contract) -> Option<String> {
+    let wait = contract.in_flight_wait.as_ref()?;
+    let waited = matches!(
+        read(e, contract),
+        Reading::Replay { .. }
+            | Reading::InFlightRefusal
+            | Reading::Conflict
+            | Reading::WaitRanOut
+            | Reading::NoAnswer
+    );
+    (waited && e.elapsed > wait.limit()).then(|| {
+        format!(
+            "got {} after {:.1} s, held past the declared wait (`contract.in_flight_wait`: {}) \
+             and {} s of slack",
+            e.describe(),
+            e.elapsed.as_secs_f64(),
+            wait.describe(),
+            WAIT_SLACK.as_secs()
+        )
+    })
 }
 
 /// A [`Within`] as a duration under `contract`; `bound` stands in for an in-flight TTL the contract
-/// does not declare (the run's lockout bound), so a lockout is still measured, up to it.
+/// does not declare (the run's lockout bound), so a lockout is still measured, up to it. A declared
+/// wait counts with its slack ([`InFlightWait::limit`]), nothing where none is declared.
 pub(crate) fn within(w: &Within, contract: &Contract, bound: Duration) -> Duration {
     let ttl = if w.plus_in_flight_ttl {
         contract.in_flight_ttl.unwrap_or(bound)
     } else {
         Duration::ZERO
     };
-    ttl + w.extra
+    let wait = if w.plus_in_flight_wait {
+        contract
+            .in_flight_wait
+            .as_ref()
+            .map_or(Duration::ZERO, InFlightWait::limit)
+    } else {
+        Duration::ZERO
+    };
+    ttl + wait + w.extra
 }
 
 /// Where `status` met one of `patterns` only as a 5xx the contract declares for a refusal (its
@@ -136,9 +175,14 @@ pub(crate) fn describe_patterns(patterns: &[StatusPattern], contract: &Contract)
                 with_body(contract.body_of(Refusal::Mismatch))
             ),
             StatusPattern::InFlight => format!(
-                "in flight ({}{})",
+                "in flight ({}{}{})",
                 list(&contract.in_flight_status),
-                with_body(contract.body_of(Refusal::InFlight))
+                with_body(contract.body_of(Refusal::InFlight)),
+                contract.in_flight_wait.as_ref().map_or(String::new(), |w| format!(
+                    ", or {} when a wait of up to {} runs out",
+                    list(&w.then),
+                    humantime::format_duration(w.up_to)
+                ))
             ),
             StatusPattern::MissingKey => format!(
                 "missing key ({}{})",
@@ -198,8 +242,9 @@ mod tests {
     fn limits_relative_to_the_ttl_use_the_declared_ttl() {
         let mut c = contract(Preset::Article);
         c.in_flight_ttl = Some(Duration::from_secs(3));
-        let w = Within {
+        let mut w = Within {
             plus_in_flight_ttl: true,
+            plus_in_flight_wait: false,
             extra: Duration::from_secs(5),
         };
         assert_eq!(
@@ -210,6 +255,37 @@ mod tests {
         assert_eq!(
             within(&w, &c, Duration::from_secs(60)),
             Duration::from_secs(65)
+        );
+        // A declared wait adds itself and its slack; none declared adds nothing.
+        w.plus_in_flight_wait = true;
+        assert_eq!(
+            within(&w, &c, Duration::from_secs(60)),
+            Duration::from_secs(65)
+        );
+        c.in_flight_wait = Some(InFlightWait {
+            up_to: Duration::from_secs(10),
+            then: vec![408],
+        });
+        assert_eq!(
+            within(&w, &c, Duration::from_secs(60)),
+            Duration::from_secs(76)
+        );
+    }
+
+    #[test]
+    fn a_declared_wait_ends_in_an_answer_that_holds_the_key() {
+        let mut c = contract(Preset::Article);
+        assert!(!status_matches(StatusPattern::InFlight, 408, None, &c));
+        c.in_flight_wait = Some(InFlightWait {
+            up_to: Duration::from_secs(2),
+            then: vec![408],
+        });
+        assert!(status_matches(StatusPattern::InFlight, 408, None, &c));
+        assert!(!status_matches(StatusPattern::Released, 408, None, &c));
+        assert!(status_matches(StatusPattern::InFlight, 409, None, &c));
+        assert_eq!(
+            describe_patterns(&[StatusPattern::InFlight], &c),
+            "in flight (409, or 408 when a wait of up to 2s runs out)"
         );
     }
 }
