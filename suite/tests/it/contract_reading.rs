@@ -284,16 +284,26 @@ async fn a_duplicate_that_waits_as_declared_passes() {
     assert_passes(&report, 3);
     let burst = outcome(&report, "concurrent-same-key");
     assert!(
-        burst.summary.contains("9 got in-flight conflicts or a wait that ran out")
-            && burst.summary.contains("no request of `burst-1` was held past"),
+        burst
+            .summary
+            .contains("9 got in-flight conflicts or a wait that ran out")
+            && burst
+                .summary
+                .contains("no request of `burst-1` was held past"),
         "{}",
         burst.summary
     );
     let early = outcome(&report, "client-timeout-in-flight");
-    assert!(early.summary.contains("`retry` answered 408"), "{}", early.summary);
+    assert!(
+        early.summary.contains("`retry` answered 408"),
+        "{}",
+        early.summary
+    );
     let stuck = outcome(&report, "stuck-in-flight");
     assert!(
-        stuck.summary.contains("no request of `retry` was held past"),
+        stuck
+            .summary
+            .contains("no request of `retry` was held past"),
         "{}",
         stuck.summary
     );
@@ -321,6 +331,10 @@ async fn a_duplicate_that_runs_again_or_waits_too_long_fails() {
     for id in checks {
         let o = outcome(&report, id);
         assert_eq!(o.verdict, Verdict::Fail, "{id}: {}", o.summary);
-        assert!(o.summary.contains("held past the declared wait"), "{id}: {}", o.summary);
+        assert!(
+            o.summary.contains("held past the declared wait"),
+            "{id}: {}",
+            o.summary
+        );
     }
 }

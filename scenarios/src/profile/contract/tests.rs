@@ -227,23 +227,34 @@ fn a_declared_wait_ends_in_its_own_status_or_the_in_flight_one() {
     assert_eq!(c.in_flight_wait.expect("declared").then, vec![423]);
     assert!(ContractSpec::default().resolve().in_flight_wait.is_none());
     for (bad, said) in [
-        ("in_flight_wait: {up_to: 121s}", "longer than the limit of 2m"),
+        (
+            "in_flight_wait: {up_to: 121s}",
+            "longer than the limit of 2m",
+        ),
         ("in_flight_wait: {up_to: 0s}", "leave `in_flight_wait` out"),
-        ("in_flight_wait: {up_to: 5s, then: [200]}", "200 is not a refusal"),
+        (
+            "in_flight_wait: {up_to: 5s, then: [200]}",
+            "200 is not a refusal",
+        ),
         ("in_flight_wait: {then: [408]}", "up_to"),
         ("in_flight_wait: {up_to: 5s, or: 408}", "unknown field"),
     ] {
         let err = spec(bad).expect_err(bad).to_string();
         assert!(err.contains(said), "{bad}: {err}");
     }
-    let shared = spec("in_flight_status: 423\nin_flight_wait: {up_to: 5s, then: 409}\n").expect("parses");
+    let shared =
+        spec("in_flight_status: 423\nin_flight_wait: {up_to: 5s, then: 409}\n").expect("parses");
     assert!(
         shared
             .problems()
             .iter()
-            .any(|(_, m)| m.contains("in_flight_wait.then 409 is also the contract's `mismatch_status`")),
+            .any(|(_, m)| m
+                .contains("in_flight_wait.then 409 is also the contract's `mismatch_status`")),
         "{:?}",
         shared.problems()
     );
-    assert!(spec("in_flight_wait: {up_to: 5s, then: 409}\n").expect("parses").problems().is_empty());
+    assert!(spec("in_flight_wait: {up_to: 5s, then: 409}\n")
+        .expect("parses")
+        .problems()
+        .is_empty());
 }

@@ -101,7 +101,10 @@ impl Judge for Consistent {
             .filter(|e| !e.is_success())
             .all(|e| e.header("retry-after").is_some());
         let what = match &contract.in_flight_wait {
-            Some(w) => format!("in-flight conflicts or a wait that ran out ({})", w.describe()),
+            Some(w) => format!(
+                "in-flight conflicts or a wait that ran out ({})",
+                w.describe()
+            ),
             None => "in-flight conflicts".to_owned(),
         };
         Held(format!(

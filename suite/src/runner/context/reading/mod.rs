@@ -178,11 +178,14 @@ pub(crate) fn describe_patterns(patterns: &[StatusPattern], contract: &Contract)
                 "in flight ({}{}{})",
                 list(&contract.in_flight_status),
                 with_body(contract.body_of(Refusal::InFlight)),
-                contract.in_flight_wait.as_ref().map_or(String::new(), |w| format!(
-                    ", or {} when a wait of up to {} runs out",
-                    list(&w.then),
-                    humantime::format_duration(w.up_to)
-                ))
+                contract
+                    .in_flight_wait
+                    .as_ref()
+                    .map_or(String::new(), |w| format!(
+                        ", or {} when a wait of up to {} runs out",
+                        list(&w.then),
+                        humantime::format_duration(w.up_to)
+                    ))
             ),
             StatusPattern::MissingKey => format!(
                 "missing key ({}{})",
