@@ -463,7 +463,7 @@ operations:
         let written = 1 + text
             .lines()
             .position(|l| l.contains("in_flight_wait"))
-            .expect("written");
+            .expect("written") as u64;
         assert_eq!(err.line, written, "{err}");
     }
 

@@ -2253,6 +2253,8 @@ async fn a_planted_flaw_in_each_shape_fails_the_check_that_owns_it(
         (Flaw::MismatchNotRejected | Flaw::MismatchRunsAgain, _) => Some("fingerprint-mismatch"),
         // Judged in contract_reading.rs, under a contract that re-runs a failure.
         (Flaw::SucceedsBehindFailure, _) => Some("failed-not-cached"),
+        // Judged in contract_reading.rs, under a contract that declares a wait.
+        (Flaw::WaiterRunsAgain | Flaw::WaitsUnbounded, _) => Some("concurrent-same-key"),
     };
     assert_eq!(broken, Vec::from_iter(owner), "{}", table(&report));
     if let Some(owner) = owner {

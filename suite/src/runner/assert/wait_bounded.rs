@@ -16,7 +16,7 @@ use idemspec_scenarios::scenario::StepRef;
 use super::Judge;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::http_client::Exchange;
-use crate::runner::context::reading::held_past_wait;
+use crate::runner::context::reading::{answered_as_in_flight, held_past_wait};
 use crate::runner::context::{twin_step, CheckRun};
 
 /// The `wait_bounded` kind.
@@ -61,15 +61,16 @@ impl Judge for WaitBounded<'_> {
             .iter()
             .copied()
             .chain(twins)
-            .filter(|e| e.status.is_some())
+            .filter(|e| answered_as_in_flight(e, contract))
             .map(|e| e.elapsed)
-            .max()
-            .unwrap_or_default();
+            .max();
+        let longest = longest.map_or("none was answered as one".to_owned(), |d| {
+            format!("the longest answered in {:.1} s", d.as_secs_f64())
+        });
         Held(format!(
-            "no request of `{step}` was held past the declared wait ({}; the longest answered \
-             in {:.1} s)",
-            wait.describe(),
-            longest.as_secs_f64()
+            "no request of `{step}` that found its key in flight was held past the declared wait \
+             ({}; {longest})",
+            wait.describe()
         ))
     }
 }

@@ -75,26 +75,39 @@ pub(crate) fn refused(e: &Exchange, contract: &Contract) -> bool {
     )
 }
 
+/// Whether `e` was answered as a request that found its key in flight may be: with the first's
+/// answer (a replay), an in-flight refusal, or a declared wait that ran out.
+pub(crate) fn answered_as_in_flight(e: &Exchange, contract: &Contract) -> bool {
+    matches!(
+        read(e, contract),
+        Reading::Replay { .. } | Reading::InFlightRefusal | Reading::Conflict | Reading::WaitRanOut
+    )
+}
+
 /// Under a declared wait (`in_flight_wait`), where `e` — a request that may have found its key in
 /// flight — was held longer than the wait allows ([`InFlightWait::limit`]): answered as one whose
-/// key was in flight (a replay, the wait's status, an in-flight refusal) after more than that, or
-/// given more than that and not answered at all. Says how long it was held, and the limit.
+/// key was in flight ([`answered_as_in_flight`]) after more than that, or given more than that and
+/// not answered at all. Says what it got and when, and the wait.
 pub(crate) fn held_past_wait(e: &Exchange, contract: &Contract) -> Option<String> {
     let wait = contract.in_flight_wait.as_ref()?;
-    let waited = matches!(
-        read(e, contract),
-        Reading::Replay { .. }
-            | Reading::InFlightRefusal
-            | Reading::Conflict
-            | Reading::WaitRanOut
-            | Reading::NoAnswer
-    );
-    (waited && e.elapsed > wait.limit()).then(|| {
-        format!(
-            "got {} after {:.1} s, held past the declared wait (`contract.in_flight_wait`: {}) \
-             and {} s of slack",
-            e.describe(),
+    let got = match e.status {
+        None => format!(
+            "got no answer in {:.1} s ({})",
             e.elapsed.as_secs_f64(),
+            e.describe()
+        ),
+        Some(_) if answered_as_in_flight(e, contract) => {
+            format!(
+                "got {} after {:.1} s",
+                e.describe(),
+                e.elapsed.as_secs_f64()
+            )
+        }
+        Some(_) => return None,
+    };
+    (e.elapsed > wait.limit()).then(|| {
+        format!(
+            "{got}, held past the declared wait (`contract.in_flight_wait`: {}) and {} s of slack",
             wait.describe(),
             WAIT_SLACK.as_secs()
         )
