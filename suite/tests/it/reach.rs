@@ -234,6 +234,7 @@ async fn a_retry_that_is_never_answered_is_not_a_released_key() {
         "`retry` got no answer",
         "`retry-twin`, sent with the same key",
         "timed out",
+        "declare it (`contract.in_flight_wait: {up_to, then}`)",
     ];
     stuck_in_flight(options, Verdict::Unknown, &said).await;
 }

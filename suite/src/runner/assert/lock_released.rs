@@ -11,7 +11,9 @@
 //! itself where the key was seen free.
 //! Otherwise it is UNKNOWN: an API that makes same-key requests wait on the abandoned record answers
 //! neither (its key stays locked for as long as that wait), and nor does one with no in-flight lock
-//! at all (whose twin runs the hanging handler too; `concurrent-same-key` owns that defect).
+//! at all (whose twin runs the hanging handler too; `concurrent-same-key` owns that defect). Where
+//! the contract declares that wait (`in_flight_wait`), the retries are given its time, a retry
+//! answered its `then` status still found the key locked, and `wait_bounded` judges the wait.
 
 use idemspec_scenarios::scenario::{Level, LockReleased};
 
@@ -130,10 +132,17 @@ impl Judge for LockReleased {
                          whether its key was free could not be seen: an API that makes a same-key \
                          request wait on the abandoned request's record (its key locked for as long \
                          as that wait) answers neither, and so does one without an in-flight lock, \
-                         whose twin runs the hanging handler too",
+                         whose twin runs the hanging handler too{}",
                         r.evidence.request.step,
                         secs(r.started.saturating_duration_since(from)),
-                        r.describe()
+                        r.describe(),
+                        if contract.in_flight_wait.is_none() {
+                            "; where the API documents such a wait, declare it \
+                             (`contract.in_flight_wait: {up_to, then}`), and the retries are given \
+                             its time"
+                        } else {
+                            ""
+                        }
                     ));
                 }
             }
