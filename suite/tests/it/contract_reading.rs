@@ -305,7 +305,7 @@ async fn a_duplicate_that_waits_as_declared_passes() {
 }
 
 /// A duplicate that waited and then runs the request itself makes a second resource:
-/// concurrent-same-key FAILs. A layer that waits for the request in flight however long it runs
+/// concurrent-same-key and client-timeout-in-flight FAIL. A layer that waits for the request in flight however long it runs
 /// (past its declared 1 s) holds the duplicates of a 2.5 s create until it ends, and the retries
 /// of a crashed request (and their twins) for good: concurrent-same-key and stuck-in-flight FAIL,
 /// each naming the wait.
@@ -314,6 +314,8 @@ async fn a_duplicate_that_runs_again_or_waits_too_long_fails() {
     let again = waiting(None, Some(Flaw::WaiterRunsAgain)).await;
     let report = run_profile(profile(&again, waits_1s), &["concurrent-same-key"]).await;
     judged_once(&report, Verdict::Fail, "different resources");
+    let report = run_profile(profile(&again, waits_1s), &["client-timeout-in-flight"]).await;
+    judged_once(&report, Verdict::Fail, "2 resources with marker");
     // Each on an API of its own: a crash armed by stuck-in-flight lands after the create's
     // latency, which must be shorter than the crashed request's timeout.
     let long_creates = waiting(
