@@ -6,6 +6,7 @@ use idemspec_scenarios::scenario::{Level, StatusPattern};
 
 use crate::engine::Finding;
 use crate::http_client::Exchange;
+use crate::model::Claim;
 use crate::runner::context::reading::answer_matches;
 use crate::runner::context::{CheckRun, Needs};
 
@@ -19,6 +20,13 @@ pub(crate) trait Judge {
     /// Judges what the check observed: held, broken, undecided (the run could not observe what the
     /// rule is about) or skipped.
     fn judge(&self, run: &CheckRun) -> Finding;
+
+    /// [`Judge::judge`]'s finding with the claims its sentence states about the exchanges
+    /// ([`Claim`]), which the audit holds to them. A kind whose sentence states such a fact
+    /// overrides this (and its `judge` returns this finding); the default states none.
+    fn judge_claiming(&self, run: &CheckRun) -> (Finding, Vec<Claim>) {
+        (self.judge(run), Vec::new())
+    }
 
     /// The level this rule is judged at, when the contract decides it rather than the scenario
     /// (a lockout with no declared TTL is a SHOULD).
@@ -42,6 +50,10 @@ impl<R: Judge + ?Sized> Judge for &R {
 
     fn judge(&self, run: &CheckRun) -> Finding {
         (**self).judge(run)
+    }
+
+    fn judge_claiming(&self, run: &CheckRun) -> (Finding, Vec<Claim>) {
+        (**self).judge_claiming(run)
     }
 
     fn notes(&self, run: &CheckRun) -> Vec<String> {
