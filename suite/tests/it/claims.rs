@@ -49,3 +49,34 @@ async fn a_clean_runs_claims_hold_on_its_exchanges() {
         cross.summary
     );
 }
+
+/// A server that stores its 500 and replays it: failed-not-cached FAILs citing the rule the
+/// article contract holds (a 5xx is re-run), not Stripe's (which replays it); and no sentence
+/// beside a retry that got the stored 500 says the retry ran again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_500_is_judged_by_the_rule_that_applies_and_never_said_to_run_again() {
+    let checks = [
+        "failed-not-cached",
+        "failed-creates-nothing",
+        "resumable-side-effects",
+    ];
+    let report = run_reference(&["cache-5xx"], None, &checks).await;
+    let failed = outcome(&report, "failed-not-cached");
+    assert_eq!(failed.verdict, Verdict::Fail, "{}", table(&report));
+    assert!(
+        failed
+            .summary
+            .contains("article: only terminal outcomes are stored"),
+        "{}",
+        failed.summary
+    );
+    assert!(!failed.summary.contains("stripe"), "{}", failed.summary);
+    for check in &report.checks {
+        let said = format!("{} {}", check.summary, check.notes.join(" "));
+        assert!(
+            !said.contains("a retry of it runs again"),
+            "{}: {said}",
+            check.id
+        );
+    }
+}

@@ -87,8 +87,8 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
         if let Some(level) = rule.level(run).or(a.level) {
             judgement = judgement.at(level);
         }
-        if let Some(reference) = &a.reference {
-            judgement.reference = Some(reference.clone());
+        if let Some(reference) = a.reference.clone().or_else(|| rule.reference(run)) {
+            judgement.reference = Some(reference);
         }
         out.push(judgement);
     }

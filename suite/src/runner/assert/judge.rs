@@ -35,6 +35,13 @@ pub(crate) trait Judge {
         None
     }
 
+    /// The source of the rule as this run's contract decides it, where the scenario's reference
+    /// lists several and only one applies (a 5xx re-run or replayed).
+    fn reference(&self, run: &CheckRun) -> Option<String> {
+        let _ = run;
+        None
+    }
+
     /// What the rule saw on the way that another check owns, one sentence each naming that
     /// check: shown with the outcome whatever the verdict, never graded here.
     fn notes(&self, run: &CheckRun) -> Vec<String> {
@@ -62,6 +69,10 @@ impl<R: Judge + ?Sized> Judge for &R {
 
     fn level(&self, run: &CheckRun) -> Option<Level> {
         (**self).level(run)
+    }
+
+    fn reference(&self, run: &CheckRun) -> Option<String> {
+        (**self).reference(run)
     }
 }
 
