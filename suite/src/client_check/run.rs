@@ -237,6 +237,7 @@ fn unrunnable(ctx: &Ctx, about: About, why: &str, preflight: &CommandRun) -> Che
         summary: format!("not judged: {why}"),
         notes: Vec::new(),
         support: vec![preflight.situation.to_owned()],
+        claims: Vec::new(),
     };
     assemble::outcome(ctx, about, graded, std::slice::from_ref(preflight), 0)
 }

@@ -5,7 +5,7 @@
 use idemspec_scenarios::Level;
 
 use super::About;
-use crate::model::Verdict;
+use crate::model::{Claim, Verdict};
 
 /// What one rule's look at the exchanges found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +55,9 @@ pub struct Judgement {
     pub pass_only: bool,
     /// What was seen that another check owns (notes whatever the verdict).
     pub notes: Vec<String>,
+    /// The facts its sentence states about the exchanges, each audited against them after the
+    /// check ([`crate::model::claim::audit`]).
+    pub claims: Vec<Claim>,
 }
 
 impl Judgement {
@@ -68,7 +71,15 @@ impl Judgement {
             precondition: false,
             pass_only: false,
             notes: Vec::new(),
+            claims: Vec::new(),
         }
+    }
+
+    /// Stating `claim` (its sentence is in the finding's text): the audit holds it to the
+    /// exchanges.
+    pub fn claiming(mut self, claim: Claim) -> Self {
+        self.claims.push(claim);
+        self
     }
 
     /// `finding`, supported by the exchanges of `step` (a step or a situation).
@@ -121,6 +132,8 @@ pub struct Graded {
     /// Not a PASS: the steps or situations the deciding findings name, each once, in order
     /// (empty: all of the check's). A PASS shows no evidence.
     pub support: Vec<String>,
+    /// Every finding's claims, in the findings' order: what the summary and notes state.
+    pub claims: Vec<Claim>,
 }
 
 /// Grades `judgements` of the check `about` (the ladder of `docs/reading-reports.md`):
@@ -174,6 +187,7 @@ pub fn grade(judgements: &[Judgement], about: &About) -> Graded {
                     .flat_map(|j| j.notes.iter().map(String::as_str)),
             ),
             support: Vec::new(),
+            claims: Vec::new(),
         };
     };
     let mut summary = chosen
@@ -213,6 +227,7 @@ pub fn grade(judgements: &[Judgement], about: &About) -> Graded {
         summary,
         notes,
         support,
+        claims: judgements.iter().flat_map(|j| j.claims.clone()).collect(),
     }
 }
 

@@ -63,6 +63,8 @@ impl About {
             evidence,
             duration_ms,
             timeline,
+            claims: graded.claims,
+            audit: Vec::new(),
         }
     }
 }

@@ -4,10 +4,11 @@
 //! The runner emits [`RunEvent`]s; reporters (terminal, JUnit, JSON, Markdown, HTML) consume them and never
 //! compute verdicts. A FAIL is data, not an `Err`.
 //!
-//! Layout: `outcome` (verdicts, evidence, one check's outcome), `event` (run events), `report` (the
+//! Layout: `claim` (the facts a sentence states, and their audit against the exchanges), `outcome` (verdicts, evidence, one check's outcome), `event` (run events), `report` (the
 //! whole run), `stats` (counts per verdict), `exit` (exit codes), `timeline` (a check's requests on
 //! a time axis).
 
+pub mod claim;
 mod event;
 mod exit;
 mod outcome;
@@ -15,6 +16,7 @@ mod report;
 mod stats;
 mod timeline;
 
+pub use claim::Claim;
 pub use event::RunEvent;
 pub use exit::ExitCode;
 pub use outcome::{CheckOutcome, Evidence, ProxyAction, RequestRecord, ResponseRecord, Verdict};

@@ -113,6 +113,19 @@ pub struct Evidence {
     pub proxy: Option<ProxyAction>,
 }
 
+impl Evidence {
+    /// Whether this request's work may still be running: it got no response, and the proxy did
+    /// not see the upstream answer it (it went direct, or the upstream never answered it: a
+    /// response the proxy saw and dropped, or a head it refused, is work that ended).
+    pub fn may_still_be_running(&self) -> bool {
+        self.response.is_none()
+            && self
+                .proxy
+                .as_ref()
+                .is_none_or(|p| p.upstream_status.is_none() && p.upstream_head_refused.is_none())
+    }
+}
+
 /// The outcome of one check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckOutcome {
@@ -138,4 +151,12 @@ pub struct CheckOutcome {
     /// Every request of the check on a time axis (the HTML report draws it).
     #[serde(default)]
     pub timeline: super::Timeline,
+    /// The facts the summary and notes state about the exchanges, each with what proves it
+    /// ([`super::Claim`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<super::Claim>,
+    /// Claims the check's exchanges did not bear out ([`super::claim::audit`]), one line each: a
+    /// defect of idemspec, never a finding about the target. Empty in a sound report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audit: Vec<String>,
 }

@@ -16,7 +16,7 @@ use super::proxy::FaultProxy;
 use super::{assert, capabilities, procedures, steps};
 use crate::engine::{grade, About, Check, Finding, Hold, Judgement};
 use crate::http_client::Exchange;
-use crate::model::{CheckOutcome, Verdict};
+use crate::model::{claim, CheckOutcome, Evidence, Verdict};
 
 /// How long a check may take: its own deadline, and when the run's ends.
 #[derive(Debug, Clone, Copy)]
@@ -226,7 +226,17 @@ fn outcome(
         Vec::new()
     };
     let mut graded = graded;
-    let notes = std::mem::take(&mut graded.notes);
+    let mut notes = std::mem::take(&mut graded.notes);
+    let all: Vec<Evidence> = exchanges.iter().map(|e| e.evidence.clone()).collect();
+    let audit = claim::audit(&graded.claims, &all);
+    // Every format shows a claim the exchanges refute, as idemspec's defect, not the target's.
+    notes.extend(audit.iter().map(|line| format!("{AUDIT_NOTE}{line}")));
     let duration_ms = started.elapsed().as_millis() as u64;
-    about.outcome(graded, notes, evidence, duration_ms, Default::default())
+    let mut outcome = about.outcome(graded, notes, evidence, duration_ms, Default::default());
+    outcome.audit = audit;
+    outcome
 }
+
+/// How a note of idemspec's own audit begins: a sentence of this check states what its exchanges
+/// do not show, which is a defect to report, not a finding.
+const AUDIT_NOTE: &str = "idemspec's own audit (a defect of idemspec, please report it): ";

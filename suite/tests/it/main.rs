@@ -2,6 +2,7 @@
 
 mod alt_api_cli;
 mod ci_action;
+mod claims;
 mod cli;
 mod client;
 mod client_tls;

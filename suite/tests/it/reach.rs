@@ -65,13 +65,9 @@ async fn run_scenario(profile: TargetProfile, text: &str) -> RunReport {
     run_with(opts).await
 }
 
-/// Runs `opts`, draining its progress events.
+/// Runs `opts`, draining its progress events; its sentences audited against its exchanges.
 async fn run_with(opts: RunOptions) -> RunReport {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let report = run(opts, tx).await.expect("the run starts");
-    drain.await.expect("drain ends");
-    report
+    crate::support::reference::run_options(opts).await
 }
 
 /// The bundled leasebroker profile up to its hooks (which crash through leasebroker's admin API),

@@ -39,6 +39,9 @@ async fn run_collecting(
         events
     });
     let result = run(opts, tx).await;
+    if let Ok(report) = &result {
+        crate::support::assert_claims_hold(report);
+    }
     (result, collect.await.expect("collector ends"))
 }
 

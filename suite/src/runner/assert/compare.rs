@@ -167,8 +167,16 @@ pub(crate) fn error_again_words(run: &CheckRun, step: &str, other: &str, b: &Exc
 /// Where `original` was answered with a status the contract does not store (`stores`) — the
 /// status it got, or, where the proxy dropped it, the one the upstream answered — the words that
 /// say a retry of it runs again by the contract's own rule: appended to a sentence that finds
-/// the retry was not its replay.
-pub(crate) fn not_stored_note(run: &CheckRun, original: &Exchange) -> Option<String> {
+/// the retry was not its replay. Never where one of the `retries` got the original's answer
+/// itself (its status and body): that retry did not visibly run again.
+pub(crate) fn not_stored_note(
+    run: &CheckRun,
+    original: &Exchange,
+    retries: &[&Exchange],
+) -> Option<String> {
+    if retries.iter().any(|r| same_response(r, original)) {
+        return None;
+    }
     let upstream = || original.evidence.proxy.as_ref()?.upstream_status;
     let status = original.status.or_else(upstream)?;
     let contract = run.contract();

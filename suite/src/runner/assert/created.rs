@@ -6,6 +6,7 @@ use idemspec_scenarios::scenario::Created;
 
 use super::Judge;
 use crate::engine::Finding::{self, Broken, Held, Undecided};
+use crate::model::Claim;
 use crate::runner::context::CheckRun;
 use crate::runner::context::Needs;
 
@@ -19,28 +20,38 @@ impl Judge for Created {
     }
 
     fn judge(&self, run: &CheckRun) -> Finding {
+        self.judge_claiming(run).0
+    }
+
+    fn judge_claiming(&self, run: &CheckRun) -> (Finding, Vec<Claim>) {
         let principal = match run.ctx().principal(self.principal.as_deref()) {
             Ok(p) => p,
-            Err(e) => return Undecided(e),
+            Err(e) => return (Undecided(e), Vec::new()),
         };
         if let Some(Err(e)) = &run.observed.list_before_delete {
-            return Undecided(format!("could not count resources: {e}"));
+            return (
+                Undecided(format!("could not count resources: {e}")),
+                Vec::new(),
+            );
         }
         let count = match run.observed.counts.get(&self.principal) {
             Some(Ok(n)) => *n,
-            Some(Err(e)) => return Undecided(format!("could not count resources: {e}")),
-            None => return Undecided("the resources were not counted".into()),
+            Some(Err(e)) => {
+                return (
+                    Undecided(format!("could not count resources: {e}")),
+                    Vec::new(),
+                )
+            }
+            None => {
+                return (
+                    Undecided("the resources were not counted".into()),
+                    Vec::new(),
+                )
+            }
         };
         let marker = run.marker();
-        // Too few while a request is still unanswered (a timeout, a closed connection) is not a
-        // broken rule: that request's work may still be running. Too many always is.
-        let unanswered = run
-            .exchanges()
-            .iter()
-            .find(|e| e.status.is_none())
-            .map(|e| e.evidence.request.step.clone());
         if let Some(most) = self.at_most {
-            return if count <= most {
+            let finding = if count <= most {
                 Held(format!(
                     "{count} resource(s) created for {}, at most {most}",
                     principal.name
@@ -51,34 +62,68 @@ impl Judge for Created {
                     principal.name
                 ))
             };
+            return (finding, Vec::new());
         }
         let equals = self.equals.unwrap_or_default();
-        match (count, unanswered) {
-            (n, _) if n == equals => {
-                Held(format!("{n} resource(s) created for {}", principal.name))
-            }
-            (n, Some(step)) if n < equals => Undecided(format!(
-                "{n} resources with marker {marker} exist for {}, fewer than {equals}, but step \
-                 `{step}` got no response, so its work may still be running",
+        if count == equals {
+            let held = Held(format!(
+                "{count} resource(s) created for {}",
                 principal.name
-            )),
-            (n, _) if n < equals && merged_keys(run, &principal.name) >= equals => Broken(format!(
-                "{n} resources with marker {marker} exist for {} where {equals} creates with \
-                     different keys each succeeded: requests with different keys were merged \
-                     into one resource; expected exactly {equals}",
-                principal.name
-            )),
-            (n, _) => Broken(format!(
-                "{n} resources with marker {marker} exist for {}; expected exactly {equals}",
-                principal.name
-            )),
+            ));
+            return (held, Vec::new());
         }
+        // Too few while a request's work may still be running (no answer, and the proxy did not
+        // see the upstream answer it) is not a broken rule. Too many always is.
+        let claim = if count < equals {
+            still_running(run).or_else(|| merged(run, &principal.name, equals))
+        } else {
+            None
+        };
+        let finding = match &claim {
+            Some(still @ Claim::StillRunning { .. }) => Undecided(format!(
+                "{count} resources with marker {marker} exist for {}, fewer than {equals}, but \
+                 {still}",
+                principal.name
+            )),
+            Some(different @ Claim::DifferentKeysSucceeded { .. }) => Broken(format!(
+                "{count} resources with marker {marker} exist for {} where {different}: \
+                 requests with different keys were merged into one resource; expected exactly \
+                 {equals}",
+                principal.name
+            )),
+            _ => Broken(format!(
+                "{count} resources with marker {marker} exist for {}; expected exactly {equals}",
+                principal.name
+            )),
+        };
+        (finding, claim.into_iter().collect())
     }
 }
 
-/// How many different keys `principal`'s successful creates carried: where there are as many as
-/// the resources expected, too few resources means different keys were merged.
-fn merged_keys(run: &CheckRun, principal: &str) -> u64 {
+/// The first step whose work may still be running ([`Evidence::may_still_be_running`]).
+///
+/// [`Evidence::may_still_be_running`]: crate::model::Evidence::may_still_be_running
+fn still_running(run: &CheckRun) -> Option<Claim> {
+    run.exchanges()
+        .iter()
+        .find(|e| e.evidence.may_still_be_running())
+        .map(|e| Claim::StillRunning {
+            step: e.evidence.request.step.clone(),
+        })
+}
+
+/// Where `principal`'s creates with at least `expected` different keys each succeeded, the claim
+/// that they did: too few resources then means different keys were merged.
+fn merged(run: &CheckRun, principal: &str, expected: u64) -> Option<Claim> {
+    let keys = succeeded_keys(run, principal);
+    (keys.len() as u64 >= expected && keys.len() >= 2).then(|| Claim::DifferentKeysSucceeded {
+        principal: principal.to_owned(),
+        keys,
+    })
+}
+
+/// The different keys `principal`'s successful creates carried, each once, in send order.
+fn succeeded_keys(run: &CheckRun, principal: &str) -> Vec<String> {
     let creates: Vec<String> = run
         .scenario
         .steps
@@ -86,15 +131,17 @@ fn merged_keys(run: &CheckRun, principal: &str) -> u64 {
         .filter(|s| s.value.op == Some(idemspec_scenarios::scenario::Operation::Create))
         .map(|s| s.value.name())
         .collect();
-    let keys: std::collections::BTreeSet<&str> = run
-        .exchanges()
-        .iter()
-        .filter(|e| e.is_success())
-        .filter(|e| {
-            let r = &e.evidence.request;
-            r.principal == principal && creates.contains(&r.step)
-        })
-        .filter_map(|e| e.evidence.request.idempotency_key.as_deref())
-        .collect();
-    keys.len() as u64
+    let mut keys: Vec<String> = Vec::new();
+    for e in run.exchanges().iter().filter(|e| e.is_success()) {
+        let r = &e.evidence.request;
+        if r.principal != principal || !creates.contains(&r.step) {
+            continue;
+        }
+        if let Some(key) = &r.idempotency_key {
+            if !keys.contains(key) {
+                keys.push(key.clone());
+            }
+        }
+    }
+    keys
 }

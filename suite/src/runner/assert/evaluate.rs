@@ -65,9 +65,9 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
                 .map(|p| format!("step `{s}`: {p}"))
         });
         let rule = judge_of(a.kind());
-        let (mut finding, notes) = match problem {
-            Some(p) => (Undecided(p), Vec::new()),
-            None => (rule.judge(run), rule.notes(run)),
+        let ((mut finding, claims), notes) = match problem {
+            Some(p) => ((Undecided(p), Vec::new()), Vec::new()),
+            None => (rule.judge_claiming(run), rule.notes(run)),
         };
         // `fault_applied` is a precondition by nature: if the fault did not land as planned, the
         // situation the check is about never happened.
@@ -89,11 +89,12 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
         judgement.precondition = precondition;
         judgement.pass_only = a.pass_only;
         judgement.notes = notes;
+        judgement.claims = claims;
         if let Some(level) = rule.level(run).or(a.level) {
             judgement = judgement.at(level);
         }
-        if let Some(reference) = &a.reference {
-            judgement.reference = Some(reference.clone());
+        if let Some(reference) = a.reference.clone().or_else(|| rule.reference(run)) {
+            judgement.reference = Some(reference);
         }
         out.push(judgement);
     }

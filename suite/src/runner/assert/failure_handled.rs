@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use idemspec_scenarios::profile::Preset;
 use idemspec_scenarios::scenario::FailureHandled;
 
 use super::{responses, same_response, Judge};
@@ -40,6 +41,31 @@ impl Judge for FailureHandled {
             Some(Err(e)) => Undecided(format!("could not count resources: {e}")),
             None => Undecided("the resources were not counted".into()),
         }
+    }
+
+    fn reference(&self, run: &CheckRun) -> Option<String> {
+        let first = run.step(&self.failed).first_response()?;
+        Some(rule_source(run, first))
+    }
+}
+
+/// The source of the rule the contract holds the failed attempt to: a stored 5xx replayed
+/// (Stripe's documentation under `stripe-v1`) or a 5xx re-run (the article and the IETF draft),
+/// or the profile's own field where it set what is stored.
+fn rule_source(run: &CheckRun, first: &Exchange) -> String {
+    let contract = run.contract();
+    let profile_says = ["stores", "replays_5xx"]
+        .iter()
+        .any(|f| contract.overridden.contains(f));
+    if profile_says {
+        contract.who_says_stores()
+    } else if failure_stored(run, first) {
+        match contract.preset {
+            Preset::StripeV1 => "stripe: idempotency (500s are replayed)".to_owned(),
+            _ => contract.who_says_stores(),
+        }
+    } else {
+        "article: only terminal outcomes are stored; ietf-draft-07 §2.6".to_owned()
     }
 }
 

@@ -6,6 +6,7 @@ use idemspec_scenarios::scenario::{Level, StatusPattern};
 
 use crate::engine::Finding;
 use crate::http_client::Exchange;
+use crate::model::Claim;
 use crate::runner::context::reading::answer_matches;
 use crate::runner::context::{CheckRun, Needs};
 
@@ -27,9 +28,23 @@ pub(crate) trait Judge {
         true
     }
 
+    /// [`Judge::judge`]'s finding with the claims its sentence states about the exchanges
+    /// ([`Claim`]), which the audit holds to them. A kind whose sentence states such a fact
+    /// overrides this (and its `judge` returns this finding); the default states none.
+    fn judge_claiming(&self, run: &CheckRun) -> (Finding, Vec<Claim>) {
+        (self.judge(run), Vec::new())
+    }
+
     /// The level this rule is judged at, when the contract decides it rather than the scenario
     /// (a lockout with no declared TTL is a SHOULD).
     fn level(&self, run: &CheckRun) -> Option<Level> {
+        let _ = run;
+        None
+    }
+
+    /// The source of the rule as this run's contract decides it, where the scenario's reference
+    /// lists several and only one applies (a 5xx re-run or replayed).
+    fn reference(&self, run: &CheckRun) -> Option<String> {
         let _ = run;
         None
     }
@@ -51,6 +66,10 @@ impl<R: Judge + ?Sized> Judge for &R {
         (**self).judge(run)
     }
 
+    fn judge_claiming(&self, run: &CheckRun) -> (Finding, Vec<Claim>) {
+        (**self).judge_claiming(run)
+    }
+
     fn notes(&self, run: &CheckRun) -> Vec<String> {
         (**self).notes(run)
     }
@@ -61,6 +80,10 @@ impl<R: Judge + ?Sized> Judge for &R {
 
     fn applies(&self, run: &CheckRun) -> bool {
         (**self).applies(run)
+    }
+
+    fn reference(&self, run: &CheckRun) -> Option<String> {
+        (**self).reference(run)
     }
 }
 

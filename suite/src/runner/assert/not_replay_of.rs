@@ -3,10 +3,13 @@
 
 use idemspec_scenarios::scenario::StepPair;
 
+use idemspec_scenarios::scenario::Operation;
+
 use super::compare::{error_again_words, same_answer, same_error_again};
 use super::{responses, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
-use crate::model::RequestRecord;
+use crate::http_client::Exchange;
+use crate::model::{Claim, RequestRecord};
 use crate::runner::context::CheckRun;
 
 /// The `not_replay_of` kind.
@@ -14,39 +17,105 @@ pub(super) struct NotReplayOf<'a>(pub &'a StepPair);
 
 impl Judge for NotReplayOf<'_> {
     fn judge(&self, run: &CheckRun) -> Finding {
+        self.judge_claiming(run).0
+    }
+
+    fn judge_claiming(&self, run: &CheckRun) -> (Finding, Vec<Claim>) {
         let StepPair { step, other } = self.0;
         let Some(original) = run.step(other).first_response() else {
-            return Undecided(format!("step `{other}` got no response to compare with"));
+            let why = format!("step `{other}` got no response to compare with");
+            return (Undecided(why), Vec::new());
         };
-        match responses(run, step) {
-            Err(e) => Undecided(e),
-            Ok(rs) => match rs.iter().find(|r| same_answer(run, r, original)) {
-                Some(again) if same_error_again(run, again, original) => {
-                    Held(error_again_words(run, step, other, original))
-                }
-                Some(replayed) => Broken(format!(
-                    "`{step}` got `{other}`'s response replayed ({}): {}",
-                    original.describe(),
-                    scope_at_issue(&replayed.evidence.request, &original.evidence.request)
-                )),
-                // Only a success was handled; a refusal is no replay, and nothing more.
-                None if rs.iter().all(|r| r.is_success()) => Held(format!(
-                    "`{step}` was handled as its own operation ({})",
-                    rs.iter()
-                        .map(|r| r.describe())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-                None => Held(format!(
-                    "`{step}` did not get `{other}`'s response replayed (it answered {})",
-                    rs.iter()
-                        .map(|r| r.describe())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            },
+        let rs = match responses(run, step) {
+            Err(e) => return (Undecided(e), Vec::new()),
+            Ok(rs) => rs,
+        };
+        if let Some(again) = rs.iter().find(|r| same_answer(run, r, original)) {
+            if same_error_again(run, again, original) {
+                return (
+                    Held(error_again_words(run, step, other, original)),
+                    Vec::new(),
+                );
+            }
+            let alike = again.status == original.status && again.body == original.body;
+            let claim = alike.then(|| Claim::GotAnswerOf {
+                step: step.clone(),
+                of: other.clone(),
+            });
+            let finding = Broken(format!(
+                "`{step}` got `{other}`'s response replayed ({}): {}",
+                original.describe(),
+                scope_at_issue(&again.evidence.request, &original.evidence.request)
+            ));
+            return (finding, claim.into_iter().collect());
         }
+        let ctx = run.ctx();
+        // Between two creates, the resources their answers name tell operations apart (an action's
+        // answer names the resource it acted on, which is the create's).
+        let creates = both_create(run, step, other);
+        let other_id = ctx.created_id(original).filter(|_| creates);
+        // Two creates answered with one resource: the same resource, whatever the bodies say.
+        if let Some((shared, id)) = shared_resource(run, &rs, other_id.as_deref()) {
+            let claim = Claim::GotResourceOf {
+                step: step.clone(),
+                of: other.clone(),
+                id,
+            };
+            let finding = Broken(format!(
+                "{claim} ({}): {}",
+                shared.describe(),
+                scope_at_issue(&shared.evidence.request, &original.evidence.request)
+            ));
+            return (finding, vec![claim]);
+        }
+        let answered = rs
+            .iter()
+            .map(|r| r.describe())
+            .collect::<Vec<_>>()
+            .join(", ");
+        // Only a success was handled; a refusal is no replay, and nothing more.
+        if rs.iter().all(|r| r.is_success()) {
+            let claim = Claim::OwnOperation {
+                step: step.clone(),
+                ids: rs
+                    .iter()
+                    .filter(|_| creates)
+                    .filter_map(|r| ctx.created_id(r))
+                    .collect(),
+                other: other.clone(),
+                other_id,
+            };
+            return (Held(format!("{claim} ({answered})")), vec![claim]);
+        }
+        let held = Held(format!(
+            "`{step}` did not get `{other}`'s response replayed (it answered {answered})"
+        ));
+        (held, Vec::new())
     }
+}
+
+/// Whether `step` and `other` are both creates: a resource both answers name is then one
+/// resource given to two operations.
+fn both_create(run: &CheckRun, step: &str, other: &str) -> bool {
+    let is_create = |name: &str| {
+        run.scenario
+            .steps
+            .iter()
+            .any(|s| s.value.name() == name && s.value.op == Some(Operation::Create))
+    };
+    is_create(step) && is_create(other)
+}
+
+/// The first success among `rs` naming the resource `other_id`, with that id.
+fn shared_resource<'a>(
+    run: &CheckRun,
+    rs: &[&'a Exchange],
+    other_id: Option<&str>,
+) -> Option<(&'a Exchange, String)> {
+    let other_id = other_id?;
+    rs.iter()
+        .find(|r| r.is_success() && run.ctx().created_id(r).as_deref() == Some(other_id))
+        .map(|r| (*r, other_id.to_owned()))
 }
 
 /// What scope the key lacked, read from how the two requests differ: the principal (cross-tenant),

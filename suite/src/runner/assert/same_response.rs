@@ -64,7 +64,7 @@ impl Judge for SameResponse {
             let note = run
                 .step(other)
                 .first_response()
-                .and_then(|original| not_stored_note(run, original))
+                .and_then(|original| not_stored_note(run, original, &[]))
                 .unwrap_or_default();
             Broken(format!(
                 "`{step}` is not the same response as `{other}`: {}{note}",

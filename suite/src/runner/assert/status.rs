@@ -30,7 +30,7 @@ impl Judge for StatusSet {
             // A retry of a key whose first answer the contract does not store runs again: say so.
             let note = run
                 .key_sent_before(&self.step)
-                .and_then(|original| not_stored_note(run, original))
+                .and_then(|original| not_stored_note(run, original, &rs))
                 .unwrap_or_default();
             Broken(format!(
                 "`{}` answered {}; expected {want}{note}",

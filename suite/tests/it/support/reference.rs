@@ -84,6 +84,7 @@ pub async fn run_options(opts: RunOptions) -> RunReport {
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
     let report = run(opts, tx).await.expect("the run starts");
     drain.await.expect("event drain ends");
+    super::assert_claims_hold(&report);
     report
 }
 

@@ -47,6 +47,8 @@ fn outcome(id: &str, title: &str, level: Level, verdict: Verdict, summary: &str)
         evidence: Vec::new(),
         duration_ms: 412,
         timeline: Default::default(),
+        claims: Vec::new(),
+        audit: Vec::new(),
     }
 }
 
