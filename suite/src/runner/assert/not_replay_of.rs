@@ -50,9 +50,10 @@ impl Judge for NotReplayOf<'_> {
             return (finding, claim.into_iter().collect());
         }
         let ctx = run.ctx();
-        // Between two creates, the resources their answers name tell operations apart (an action's
-        // answer names the resource it acted on, which is the create's).
-        let creates = both_create(run, step, other);
+        // Between two principals' creates, the resources their answers name tell operations
+        // apart (an action's answer names the resource it acted on, which is the create's; one
+        // principal's create after a delete may be given the deleted resource's id again).
+        let creates = creates_of_two_principals(run, step, other, original, &rs);
         let other_id = ctx.created_id(original).filter(|_| creates);
         // Two creates answered with one resource: the same resource, whatever the bodies say.
         if let Some((shared, id)) = shared_resource(run, &rs, other_id.as_deref()) {
@@ -94,16 +95,28 @@ impl Judge for NotReplayOf<'_> {
     }
 }
 
-/// Whether `step` and `other` are both creates: a resource both answers name is then one
-/// resource given to two operations.
-fn both_create(run: &CheckRun, step: &str, other: &str) -> bool {
+/// Whether `step` and `other` are both creates, sent by different principals (`original` is
+/// `other`'s answer, `rs` are `step`'s): a resource both answers name is then one resource given
+/// to two principals.
+fn creates_of_two_principals(
+    run: &CheckRun,
+    step: &str,
+    other: &str,
+    original: &Exchange,
+    rs: &[&Exchange],
+) -> bool {
     let is_create = |name: &str| {
         run.scenario
             .steps
             .iter()
             .any(|s| s.value.name() == name && s.value.op == Some(Operation::Create))
     };
-    is_create(step) && is_create(other)
+    let principal = &original.evidence.request.principal;
+    is_create(step)
+        && is_create(other)
+        && rs
+            .iter()
+            .all(|r| &r.evidence.request.principal != principal)
 }
 
 /// The first success among `rs` naming the resource `other_id`, with that id.
