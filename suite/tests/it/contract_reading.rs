@@ -55,6 +55,14 @@ async fn a_replay_under_the_mismatch_status_is_told_by_the_original_body() {
         "{}",
         lost.summary
     );
+    // A first answer that carried its header is said to be that answer, not "a 2xx (or a replay
+    // under 409 …)", which it was not.
+    let shape = outcome(&report, "create-response-shape");
+    assert!(
+        shape.summary.contains("carried `Location` on 201") && !shape.summary.contains("replay"),
+        "{}",
+        shape.summary
+    );
 }
 
 /// Runs the whole catalogue against a `kind` API declared with `declared`, asserts it passes, and

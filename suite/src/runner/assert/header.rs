@@ -4,7 +4,7 @@
 
 use idemspec_scenarios::scenario::{HeaderPresent, StatusPattern};
 
-use super::Judge;
+use super::{answered, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::http_client::Exchange;
 use crate::runner::context::reading::{answer_matches, describe_patterns};
@@ -63,7 +63,13 @@ impl Judge for HeaderPresent {
                 ),
                 None => format!("`{}` answered {} without `{name}`", self.step, e.describe()),
             }),
-            None => Held(format!("`{}` carried `{name}` on {want}", self.step)),
+            // What it carried the header on, as answered (not the patterns: a first answer is
+            // no "replay under 409" because the contract would accept one).
+            None => Held(format!(
+                "`{}` carried `{name}` on {}",
+                self.step,
+                answered(&concerned)
+            )),
         }
     }
 }

@@ -102,6 +102,18 @@ pub(crate) fn responses<'a>(run: &'a CheckRun, step: &str) -> Result<Vec<&'a Exc
     Ok(judged)
 }
 
+/// How `rs` were answered, each distinct answer once in first-seen order (`201, 200 (a replay, as
+/// declared)`): what a sentence says they got, rather than the patterns they met.
+pub(crate) fn answered(rs: &[&Exchange]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for d in rs.iter().map(|e| e.describe()) {
+        if !seen.contains(&d) {
+            seen.push(d);
+        }
+    }
+    seen.join(", ")
+}
+
 /// The responses among `rs` whose status is in none of `patterns`, described for a message.
 pub(crate) fn unmatched(
     rs: &[&Exchange],

@@ -33,4 +33,4 @@ mod wait_bounded;
 pub(crate) use compare::same_response;
 pub(crate) use evaluate::{evaluate, needs};
 pub(crate) use judge::Judge;
-use judge::{responses, unmatched};
+use judge::{answered, responses, unmatched};

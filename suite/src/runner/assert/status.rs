@@ -3,7 +3,7 @@
 use idemspec_scenarios::scenario::StatusSet;
 
 use super::compare::not_stored_note;
-use super::{responses, unmatched, Judge};
+use super::{answered, responses, unmatched, Judge};
 use crate::engine::Finding::{self, Broken, Held, Undecided};
 use crate::runner::context::reading::{declared_5xx_note, describe_patterns};
 use crate::runner::context::CheckRun;
@@ -18,14 +18,7 @@ impl Judge for StatusSet {
         let bad = unmatched(&rs, &self.allowed, contract);
         let want = describe_patterns(&self.allowed, contract);
         if bad.is_empty() {
-            let mut seen: Vec<String> = Vec::new();
-            for e in &rs {
-                let d = e.describe();
-                if !seen.contains(&d) {
-                    seen.push(d);
-                }
-            }
-            Held(format!("`{}` answered {}", self.step, seen.join(", ")))
+            Held(format!("`{}` answered {}", self.step, answered(&rs)))
         } else {
             // A retry of a key whose first answer the contract does not store runs again: say so.
             let note = run
