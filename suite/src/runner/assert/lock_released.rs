@@ -107,6 +107,17 @@ impl Judge for LockReleased {
                 None => Err("no request was sent beside it".to_owned()),
             }
         };
+        // Whether a twin sent while `r` was unanswered was answered without an in-flight
+        // refusal: the key was free beside `r`.
+        let freed_beside = |r: &Exchange| {
+            attempts.iter().any(|t| {
+                t.evidence.request.step == twin_name
+                    && t.started >= r.started
+                    && t.started < ends(r)
+                    && !refused(t, contract)
+                    && !unanswered(t)
+            })
+        };
         // Retries and their twins in send order: the first one not refused as in flight that
         // shows the key free is the release. An unanswered one shows it only through its twin;
         // one the retries went on after (a fast failure, a 5xx) shows nothing.
@@ -123,12 +134,13 @@ impl Judge for LockReleased {
                     released = Some(r);
                     break;
                 }
-                // The retries went on, or it is a 5xx (said below, with the status): no answer
-                // to weigh here.
-                Err(_) if later(r) || r.status.is_some() => {}
+                // The retries went on, or it is a 5xx (said below, with the status), or its twin
+                // was answered (no refusal: the key was free, and the twin is the release, next in
+                // send order): no answer to weigh here.
+                Err(_) if later(r) || r.status.is_some() || freed_beside(r) => {}
                 Err(why) => {
                     return Undecided(format!(
-                        "`{}` got no answer {} after the abandoned request ({}), and {why}, so \
+                        "`{}`, sent {} after the abandoned request, got no answer ({}), and {why}, so \
                          whether its key was free could not be seen: an API that makes a same-key \
                          request wait on the abandoned request's record (its key locked for as long \
                          as that wait) answers neither, and so does one without an in-flight lock, \
