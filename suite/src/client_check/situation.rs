@@ -45,7 +45,7 @@ pub struct Situation {
     /// process restart. Needs the canned upstream, which says when the work was done.
     pub restart: bool,
     /// Stop the command this long after the operation's first attempt was answered (its exit is
-    /// then [`Exit::Stopped`](super::command::Exit::Stopped)), however long it took to send
+    /// then [`Exit::AtBound`](super::command::Exit::AtBound)), however long it took to send
     /// that attempt: a bound on what it does after an answer, not on its start-up (`deadline`
     /// still bounds the whole run).
     pub after_answer: Option<Duration>,
@@ -299,14 +299,26 @@ impl Ctx {
             None => ("http", Vec::new()),
         };
         let base_url = format!("{scheme}://{}", proxy.addr());
-        let answered = self.after_first_answer(&proxy, situation.after_answer);
+        let at_bound = std::sync::atomic::AtomicBool::new(false);
+        let answered = async {
+            self.after_first_answer(&proxy, situation.after_answer)
+                .await;
+            at_bound.store(true, std::sync::atomic::Ordering::Relaxed);
+        };
         let stop = async move {
             tokio::select! {
                 () = stop => {}
                 () = answered => {}
             }
         };
-        let output = command::run_until(&self.command, &base_url, &env, deadline, stop).await;
+        let mut output = command::run_until(&self.command, &base_url, &env, deadline, stop).await;
+        if let (true, command::Exit::Stopped, Some(bound)) = (
+            at_bound.load(std::sync::atomic::Ordering::Relaxed),
+            &output.exit,
+            situation.after_answer,
+        ) {
+            output.exit = command::Exit::AtBound(bound);
+        }
         // A shutdown releases held (`hang`) exchanges and waits for the rest, so every attempt's
         // event is in the log when it returns.
         proxy.shutdown().await;

@@ -172,6 +172,39 @@ async fn client_retry_after_flaw_matrix(
     judged_as(report, Some(flags), expected);
 }
 
+/// retry-after-bound's 5 s count from the hour's answer, not from the command's start: a client
+/// that takes 6 s to send its first attempt is still judged (it ignores the header); and a client
+/// whose own back-off after a plain 503 (5–6 s) could itself pass the bound is UNKNOWN, not
+/// called a client that waits the hour.
+#[rstest]
+#[case::a_slow_start(
+    "sleep 6; python3 clients/example/create.py --long-retry-after ignore",
+    Verdict::Pass,
+    "it ignores a wait this long"
+)]
+#[case::an_own_back_off_past_the_bound(
+    "python3 clients/example/create.py --long-retry-after sleep --backoff tenpct --base-delay 5.5",
+    Verdict::Unknown,
+    "too long for the bound to tell a client that ignores the header from one that waits it out"
+)]
+#[tokio::test]
+async fn retry_after_bound_counts_from_the_answer_and_says_what_it_cannot_see(
+    #[case] exec: &str,
+    #[case] verdict: Verdict,
+    #[case] said: &str,
+) {
+    let mut options = ClientOptions::new(
+        example_profile(),
+        format!("cd '{}' && {exec}", root().display()),
+    );
+    options.only = vec!["retry-after-bound".into()];
+    let report = run_client(options).await;
+    let check = &report.checks[0];
+    let all = format!("{} | {:?}", check.summary, check.notes);
+    assert_eq!(check.verdict, verdict, "{all}");
+    assert!(all.contains(said), "{all}");
+}
+
 /// The client flaw matrix for keys outside the `Idempotency-Key` header: a JSON body member, a
 /// form field, a query parameter, another header. The proxy reads the key where the profile says,
 /// and every check judges it as it judges a header.

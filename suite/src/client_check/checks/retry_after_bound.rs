@@ -105,7 +105,7 @@ fn judge_long(ctx: &Ctx, long: &CommandRun, own: Option<Duration>, plain: usize)
     }
     let took = ms(long.output.elapsed);
     match &long.output.exit {
-        Exit::Stopped | Exit::TimedOut(_) => still_waiting(long, &said, own, ctx),
+        Exit::AtBound(_) | Exit::TimedOut(_) => still_waiting(long, &said, own, ctx),
         Exit::Code(0) => Finding::Broken(format!(
             "exited 0 after a {said}, without a retry: the request was never done, and the \
              caller is told it was"
@@ -158,26 +158,29 @@ fn still_waiting(long: &CommandRun, said: &str, own: Option<Duration>, ctx: &Ctx
     let since: Duration = (killed - long.attempts[0].end())
         .try_into()
         .unwrap_or_default();
-    let bound = match long.output.exit {
-        Exit::TimedOut(after) => {
-            format!("the run's deadline, {}", humantime::format_duration(after))
-        }
-        _ => format!(
-            "the bound, {} after the answer",
-            humantime::format_duration(BOUND)
+    // What stopped it: the bound, or the run's deadline where that came first.
+    let stopped = match long.output.exit {
+        Exit::TimedOut(after) => format!(
+            "killed at the run's deadline ({})",
+            humantime::format_duration(after)
         ),
+        Exit::AtBound(after) => format!(
+            "stopped at the bound ({})",
+            humantime::format_duration(after)
+        ),
+        ref exit => format!("ended: {exit}"),
     };
     if let Some(o) = own.filter(|o| *o * 3 + IGNORED_MARGIN >= since) {
         return Finding::Undecided(format!(
-            "stopped at {bound}, {} after a {said}, without a retry; its own back-off \
-             after a 503 without it is up to {}, too long for the bound to tell a client that \
-             ignores the header from one that waits it out",
+            "no retry {} after a {said}, {stopped}; its own back-off after a 503 without it is \
+             up to {}, too long for the bound to tell a client that ignores the header from one \
+             that waits it out",
             ms(since),
             ms(o)
         ));
     }
     let waiting = format!(
-        "still waiting, with no retry and no exit, when stopped at {bound} ({} after a {said})",
+        "still waiting, with no retry and no exit, {} after a {said}, {stopped}",
         ms(since)
     );
     match ctx.profile.retry_after_cap() {
