@@ -38,6 +38,13 @@ most 2 s, unless said otherwise):
     fixed        500 ms every time: no growth, no jitter (backoff WARNs)
 
 --retry-after-cap N waits at most N seconds for a Retry-After (as several SDKs cap it).
+--long-retry-after POLICY says what it does with a Retry-After longer than 60 s (LONG_WAIT), the
+ways the field handles one:
+
+    give-up      stops and surfaces it: "the server asked to retry after 3600 s" (the default)
+    sleep        waits it out, however long (an hour's Retry-After blocks its caller an hour)
+    cap          waits 60 s of it, then retries
+    ignore       retries after its own back-off, as if no Retry-After had been sent
 --wait-header NAME[:ms] reads the wait from the header NAME instead of Retry-After (in
 milliseconds with :ms), as SDKs of vendors with their own header do.
 --base-delay S starts the doubling at S seconds instead of 0.25.
@@ -109,6 +116,8 @@ FLAWS = (
 )
 PLACES = ("body", "form", "query")
 STRATEGIES = ("jittered", "full", "equal", "decorrelated", "tenpct", "fixed")
+LONG_WAIT = 60.0  # seconds: a Retry-After longer than this is handled by --long-retry-after
+LONG_POLICIES = ("give-up", "sleep", "cap", "ignore")
 SHAPES = ("problem", "stripe-v1", "aws-client-token", "aws-query", "gcp-request-id")
 # The AWS error codes the AWS SDKs retry (throttling, a prior request still running, the
 # service's own unavailability); any other code is final.
@@ -248,6 +257,19 @@ def delay(failures, retry_after, flaw, previous=None, strategy="jittered", cap=N
     return wait
 
 
+def long_wait(retry_after, policy, status):
+    """The wait to honour after an answer that asked for `retry_after` seconds, by `policy` for
+    one longer than LONG_WAIT (see --long-retry-after); GaveUp for "give-up"."""
+    if retry_after is None or retry_after <= LONG_WAIT or policy == "sleep":
+        return retry_after
+    if policy == "give-up":
+        raise GaveUp(
+            f"HTTP {status}: the server asked to retry after {retry_after:.0f} s, longer than this "
+            f"client waits ({LONG_WAIT:.0f} s); try again later"
+        )
+    return LONG_WAIT if policy == "cap" else None
+
+
 def request_for(base_url, fields, key, key_in):
     """The create request with `key` (if any) where `key_in` says."""
     url = base_url.rstrip("/") + "/v1/workers"
@@ -300,7 +322,7 @@ def journaled_key(journal):
 
 
 def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strategy="jittered", cap=None,
-           shape=None, wait_header=("Retry-After", 1), base=BASE_DELAY, journal=None):
+           shape=None, wait_header=("Retry-After", 1), base=BASE_DELAY, journal=None, long_policy="give-up"):
     # The key is made once, before the first attempt: every retry below is the same operation.
     if flaw == "no-key":
         key = None
@@ -342,6 +364,8 @@ def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strateg
             if not again:
                 raise GaveUp(f"HTTP {error.code}: {raw[:200]!r}") from None
             why = f"HTTP {error.code}"
+            if flaw != "no-backoff":  # which ignores every Retry-After
+                retry_after = long_wait(retry_after, long_policy, error.code)
         except (urllib.error.URLError, http.client.HTTPException, OSError, socket.timeout) as error:
             reason = getattr(error, "reason", error)
             if isinstance(reason, ssl.SSLCertVerificationError):
@@ -368,14 +392,19 @@ def main(argv):
         return 0
     flaw, key_in, strategy, cap, shape = None, "header:Idempotency-Key", "jittered", None, None
     wait_header, base, journal, require_https = ("Retry-After", 1), BASE_DELAY, None, False
+    long_policy = "give-up"
     options = (["--flaw"], ["--key-in"], ["--backoff"], ["--retry-after-cap"], ["--speaks"],
-               ["--wait-header"], ["--base-delay"], ["--persist-key"])
+               ["--wait-header"], ["--base-delay"], ["--persist-key"], ["--long-retry-after"])
     while args[:1] == ["--require-https"] or (args[:1] in options and len(args) > 1):
         if args[0] == "--require-https":
             require_https, args = True, args[1:]
             continue
         option, value, args = args[0], args[1], args[2:]
-        if option == "--persist-key":
+        if option == "--long-retry-after":
+            if value not in LONG_POLICIES:
+                sys.exit(f"unknown --long-retry-after {value!r}; one of: {', '.join(LONG_POLICIES)}")
+            long_policy = value
+        elif option == "--persist-key":
             journal = value
         elif option == "--wait-header":
             name, _, unit = value.partition(":")
@@ -421,7 +450,8 @@ def main(argv):
         return 2
     fields = {"image": "debian-12", "cpu": 2, "memory_gb": 1}
     try:
-        worker = create(base_url, fields, flaw, key_in, strategy, cap, shape, wait_header, base, journal)
+        worker = create(base_url, fields, flaw, key_in, strategy, cap, shape, wait_header, base, journal,
+                        long_policy)
     except GaveUp as error:
         forget(journal)
         print(f"error: {error}", file=sys.stderr)

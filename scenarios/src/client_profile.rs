@@ -35,6 +35,17 @@ pub use retries::{GivesUpSpec, RetryAfterHeader, WaitUnit};
 use upstream::{answer_problems, AnswerPart};
 pub use upstream::{RouteSpec, SuccessSpec};
 
+/// Who makes an operation's idempotency key (`key_made_by`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyMadeBy {
+    /// The SDK makes it, inside the call (Stripe's, PayPal's when none is given).
+    #[default]
+    Sdk,
+    /// The caller makes it and passes it in (a parameter of the call, a request option).
+    Caller,
+}
+
 /// A client profile (`docs/client.md`, "The client profile").
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -86,10 +97,22 @@ pub struct ClientProfile {
     #[serde(default)]
     pub persists_keys: Option<Spanned<bool>>,
     /// The most of a `Retry-After` the client's documentation says it honours (several SDKs cap
-    /// it); a retry after this long is recorded with the number, not judged as ignoring the
-    /// header. Shorter than `retry_after`, or it is never seen.
+    /// it), more than 0 and at most 1 h: a retry after this long is recorded with the number,
+    /// not judged as ignoring the header (`backoff` sees it only when it is shorter than the wait
+    /// it sends), and a client still waiting out an hour's `Retry-After` at `retry-after-bound`'s
+    /// bound is recorded as waiting up to it.
     #[serde(default)]
     pub retry_after_cap: Option<Spanned<HumanDuration>>,
+    /// Who makes the idempotency key: the SDK (`sdk`, the default), or the caller, who passes it
+    /// in (`caller`); `restart-key` says whose code would have to keep it across a restart.
+    #[serde(default)]
+    pub key_made_by: Option<Spanned<KeyMadeBy>>,
+    /// Whether the API keeps in-flight state: answers a retry that arrives while the first
+    /// request still runs with the contract's in-flight status (default `true`). With `false`,
+    /// `in-flight` records that the API never sends that answer instead of judging the client on
+    /// one.
+    #[serde(default)]
+    pub in_flight_state: Option<Spanned<bool>>,
     /// Whether the client is served over TLS, as `idemspec client --tls` serves it (a client that
     /// refuses an `http://` base URL): a throwaway CA per run, handed to the command in the
     /// variables SDKs read, the base URL `https://` (default `false`).
@@ -283,7 +306,7 @@ impl ClientProfile {
     }
 
     /// A `Retry-After` of whole seconds from 1 s to 1 h, a wait header that can carry it
-    /// ([`RetryAfterHeader::problem`]), and a cap shorter than it.
+    /// ([`RetryAfterHeader::problem`]), and a cap of more than 0 and at most 1 h.
     fn check_retry_after(&self, errors: &mut LoadErrors) {
         if let Some(ra) = &self.retry_after {
             let d = ra.value.0;
@@ -303,13 +326,12 @@ impl ClientProfile {
             }
         }
         if let Some(cap) = &self.retry_after_cap {
-            if cap.value.0 >= self.retry_after() || cap.value.0.is_zero() {
+            if cap.value.0 > Self::MAX_RETRY_AFTER || cap.value.0.is_zero() {
                 errors.at(
                     &cap.referenced,
                     format!(
-                        "retry_after_cap: `{}` must be shorter than `retry_after` ({}) and more than 0, or no retry could show the cap",
+                        "retry_after_cap: `{}` must be more than 0 and at most 1h",
                         humantime::format_duration(cap.value.0),
-                        humantime::format_duration(self.retry_after())
                     ),
                 );
             }
@@ -428,6 +450,18 @@ impl ClientProfile {
         self.tls.as_ref().is_some_and(|t| t.value)
     }
 
+    /// Who makes the key (default: the SDK).
+    pub fn key_made_by(&self) -> KeyMadeBy {
+        self.key_made_by
+            .as_ref()
+            .map_or(KeyMadeBy::default(), |k| k.value)
+    }
+
+    /// Whether the API keeps in-flight state (default `true`).
+    pub fn in_flight_state(&self) -> bool {
+        self.in_flight_state.as_ref().is_none_or(|s| s.value)
+    }
+
     /// The documented cap on `Retry-After`, if the profile gives one.
     pub fn retry_after_cap(&self) -> Option<Duration> {
         self.retry_after_cap.as_ref().map(|c| c.value.0)
@@ -492,6 +526,24 @@ mod tests {
         assert_eq!(p.operation().path.as_deref(), Some("/v1/customers"));
         assert_eq!(p.headers(), [("Request-Id".into(), "req_1".into())]);
         assert_eq!(p.retry_after(), Duration::from_secs(2));
+        assert_eq!(p.key_made_by(), KeyMadeBy::Sdk, "the default");
+        assert!(p.in_flight_state(), "the default");
+    }
+
+    #[test]
+    fn who_makes_the_key_and_an_api_without_in_flight_state_are_read() {
+        let p = load(
+            "version: 1\nname: x\nkey_made_by: caller\nin_flight_state: false\n\
+             retry_after_cap: 60s\n",
+        )
+        .expect("valid: a cap longer than retry_after");
+        assert_eq!(p.key_made_by(), KeyMadeBy::Caller);
+        assert!(!p.in_flight_state());
+        assert_eq!(p.retry_after_cap(), Some(Duration::from_secs(60)));
+        let err = load("version: 1\nname: x\nkey_made_by: server\n").expect_err("invalid");
+        assert_eq!((err.line, err.column), (3, 14), "{err}");
+        let err = load("version: 1\nname: x\nretry_after_cap: 2h\n").expect_err("invalid");
+        assert!(err.to_string().contains("at most 1h"), "{err}");
     }
 
     #[test]

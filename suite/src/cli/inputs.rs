@@ -83,6 +83,8 @@ pub fn classify(text: &str) -> Option<FileKind> {
         "persists_keys",
         "retry_after_header",
         "retry_after_cap",
+        "key_made_by",
+        "in_flight_state",
     ];
     // `version` and `name` alone (and the fields both kinds share) make the default client
     // profile; a target profile cannot be without its `base_urls`.

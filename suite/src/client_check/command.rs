@@ -33,6 +33,9 @@ pub enum Exit {
     /// idemspec killed its process group on purpose, after the server did the work and before the
     /// client heard back (a restart).
     Stopped,
+    /// idemspec stopped its process group, still running, this long after the operation's first
+    /// attempt was answered (a situation's `after_answer` bound).
+    AtBound(Duration),
     /// It could not be started at all.
     NotStarted(String),
 }
@@ -57,6 +60,11 @@ impl std::fmt::Display for Exit {
             ),
             Exit::NotStarted(why) => write!(f, "not started: {why}"),
             Exit::Stopped => f.write_str("killed by idemspec before it heard back"),
+            Exit::AtBound(after) => write!(
+                f,
+                "still running {} after its first answer, stopped",
+                humantime::format_duration(*after)
+            ),
         }
     }
 }

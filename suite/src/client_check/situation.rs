@@ -44,6 +44,11 @@ pub struct Situation {
     /// by a `hang` fault, so the client never hears back), then run it again without faults: a
     /// process restart. Needs the canned upstream, which says when the work was done.
     pub restart: bool,
+    /// Stop the command this long after the operation's first attempt was answered (its exit is
+    /// then [`Exit::AtBound`](super::command::Exit::AtBound)), however long it took to send
+    /// that attempt: a bound on what it does after an answer, not on its start-up (`deadline`
+    /// still bounds the whole run).
+    pub after_answer: Option<Duration>,
 }
 
 impl Situation {
@@ -54,6 +59,7 @@ impl Situation {
             faults,
             deadline: None,
             restart: false,
+            after_answer: None,
         }
     }
 }
@@ -293,7 +299,26 @@ impl Ctx {
             None => ("http", Vec::new()),
         };
         let base_url = format!("{scheme}://{}", proxy.addr());
-        let output = command::run_until(&self.command, &base_url, &env, deadline, stop).await;
+        let at_bound = std::sync::atomic::AtomicBool::new(false);
+        let answered = async {
+            self.after_first_answer(&proxy, situation.after_answer)
+                .await;
+            at_bound.store(true, std::sync::atomic::Ordering::Relaxed);
+        };
+        let stop = async move {
+            tokio::select! {
+                () = stop => {}
+                () = answered => {}
+            }
+        };
+        let mut output = command::run_until(&self.command, &base_url, &env, deadline, stop).await;
+        if let (true, command::Exit::Stopped, Some(bound)) = (
+            at_bound.load(std::sync::atomic::Ordering::Relaxed),
+            &output.exit,
+            situation.after_answer,
+        ) {
+            output.exit = command::Exit::AtBound(bound);
+        }
         // A shutdown releases held (`hang`) exchanges and waits for the rest, so every attempt's
         // event is in the log when it returns.
         proxy.shutdown().await;
@@ -314,6 +339,28 @@ impl Ctx {
             others,
             output,
         }
+    }
+
+    /// Ready `bound` after `proxy` logged the operation's first answered attempt; never without a
+    /// bound. The log is read every 20 ms.
+    async fn after_first_answer(&self, proxy: &ProxyHandle, bound: Option<Duration>) {
+        let Some(bound) = bound else {
+            return std::future::pending().await;
+        };
+        let operation = self.profile.operation();
+        let mut seen = 0;
+        loop {
+            let events = proxy.events_since(seen);
+            if events
+                .iter()
+                .any(|e| is_operation(&operation, &e.method, &e.path) && e.client_status.is_some())
+            {
+                break;
+            }
+            seen = events.last().map_or(seen, |e| e.seq);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(bound).await;
     }
 
     async fn proxy(

@@ -110,6 +110,101 @@ async fn client_flaw_matrix(#[case] flaw: Option<&str>, #[case] expected: &[(&st
     judged_as(judge(flaw).await, flaw, expected);
 }
 
+/// The client flaw matrix for a `Retry-After` of an hour (retry-after-bound, decided within its
+/// 5 s bound): the example client's `--long-retry-after` policies, the ways the field handles
+/// one. Giving up with the error and retrying after its own back-off (the header ignored) PASS;
+/// sleeping the hour, and capping it at 60 s (which 5 s cannot tell from the hour), WARN; a cap
+/// under the bound PASSes named as a cap; a 60 s cap the profile documents (`retry_after_cap`) is
+/// recorded (INFO). Every other check keeps its verdict.
+#[rstest]
+#[case::gives_up("", "", &[], "gave up within the bound")]
+#[case::ignores_it("--long-retry-after ignore", "", &[], "it ignores a wait this long")]
+#[case::caps_it_under_the_bound(
+    "--long-retry-after cap --retry-after-cap 2",
+    "",
+    &[],
+    "it caps the wait near 2"
+)]
+#[case::sleeps_it(
+    "--long-retry-after sleep",
+    "",
+    &[("retry-after-bound", Verdict::Warn)],
+    "without a cap its caller (a CI job) waits the hour"
+)]
+#[case::caps_it_at_a_minute(
+    "--long-retry-after cap",
+    "",
+    &[("retry-after-bound", Verdict::Warn)],
+    "a cap above"
+)]
+#[case::caps_it_at_a_documented_minute(
+    "--long-retry-after cap",
+    "retry_after_cap: 60s\n",
+    &[("retry-after-bound", Verdict::Info)],
+    "as the profile's `retry_after_cap: 1m` allows"
+)]
+#[tokio::test]
+async fn client_retry_after_flaw_matrix(
+    #[case] flags: &str,
+    #[case] profile_extra: &str,
+    #[case] expected: &[(&str, Verdict)],
+    #[case] said: &str,
+) {
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let profile = ClientProfile::load(PROFILE, &format!("{text}{profile_extra}"), &|_| None)
+        .expect("a valid profile");
+    let script = root().join("clients/example/create.py");
+    let options = ClientOptions::new(profile, format!("python3 '{}' {flags}", script.display()));
+    let report = run_client(options).await;
+    let bound = report
+        .checks
+        .iter()
+        .find(|c| c.id == "retry-after-bound")
+        .expect("retry-after-bound ran");
+    let all = format!("{} | {:?}", bound.summary, bound.notes);
+    assert!(all.contains(said), "{flags}: {all}");
+    // Decided at its bound, 5 s after the answer, not by waiting the hour (or the 60 s cap).
+    assert!(
+        bound.duration_ms < 50_000,
+        "{flags}: took {} ms",
+        bound.duration_ms
+    );
+    judged_as(report, Some(flags), expected);
+}
+
+/// retry-after-bound's 5 s count from the hour's answer, not from the command's start: a client
+/// that takes 6 s to send its first attempt is still judged (it ignores the header); and a client
+/// whose own back-off after a plain 503 (5–6 s) could itself pass the bound is UNKNOWN, not
+/// called a client that waits the hour.
+#[rstest]
+#[case::a_slow_start(
+    "sleep 6; python3 clients/example/create.py --long-retry-after ignore",
+    Verdict::Pass,
+    "it ignores a wait this long"
+)]
+#[case::an_own_back_off_past_the_bound(
+    "python3 clients/example/create.py --long-retry-after sleep --backoff tenpct --base-delay 5.5",
+    Verdict::Unknown,
+    "too long for the bound to tell a client that ignores the header from one that waits it out"
+)]
+#[tokio::test]
+async fn retry_after_bound_counts_from_the_answer_and_says_what_it_cannot_see(
+    #[case] exec: &str,
+    #[case] verdict: Verdict,
+    #[case] said: &str,
+) {
+    let mut options = ClientOptions::new(
+        example_profile(),
+        format!("cd '{}' && {exec}", root().display()),
+    );
+    options.only = vec!["retry-after-bound".into()];
+    let report = run_client(options).await;
+    let check = &report.checks[0];
+    let all = format!("{} | {:?}", check.summary, check.notes);
+    assert_eq!(check.verdict, verdict, "{all}");
+    assert!(all.contains(said), "{all}");
+}
+
 /// The client flaw matrix for keys outside the `Idempotency-Key` header: a JSON body member, a
 /// form field, a query parameter, another header. The proxy reads the key where the profile says,
 /// and every check judges it as it judges a header.
@@ -185,6 +280,10 @@ pub(crate) fn judged_as(report: RunReport, flaw: Option<&str>, expected: &[(&str
         );
     }
     for check in report.checks.iter().filter(|c| c.verdict == Verdict::Info) {
+        // Its INFO records a cap the profile documents; the matrix that expects it says which.
+        if check.id == "retry-after-bound" {
+            continue;
+        }
         if check.id == "restart-key" && flaw != Some("no-key") {
             assert!(
                 check
@@ -225,7 +324,7 @@ pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The README's client command, with every report: exit 0, and each report holds the nine
+/// The README's client command, with every report: exit 0, and each report holds the eleven
 /// checks (restart-key records that the example client keeps its key in memory).
 #[test]
 fn the_readme_command_passes_the_example_client_and_writes_every_report() {
@@ -250,12 +349,12 @@ fn the_readme_command_passes_the_example_client_and_writes_every_report() {
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(
-        stdout.contains("result: ok. 8 passed, 0 failed, 0 warned, 1 info"),
+        stdout.contains("result: ok. 10 passed, 0 failed, 0 warned, 1 info"),
         "{stdout}"
     );
     let report = crate::support::read_json_report(&json);
     assert_eq!(report.target, "example-client");
-    assert_eq!(report.checks.len(), 9);
+    assert_eq!(report.checks.len(), 11);
     assert!(report.checks.iter().all(|c| c.timeline.attempts > 0));
     let junit = std::fs::read_to_string(&junit).expect("junit");
     assert!(junit.contains(r#"<testcase name="same-key""#), "{junit}");
@@ -304,7 +403,7 @@ fn a_command_that_cannot_be_judged_is_unknown_with_its_cause(
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
     assert!(
-        stdout.contains("0 passed, 0 failed, 0 warned, 0 info, 0 skipped, 9 unknown"),
+        stdout.contains("0 passed, 0 failed, 0 warned, 0 info, 0 skipped, 11 unknown"),
         "{stdout}"
     );
     assert!(
@@ -390,7 +489,9 @@ async fn a_trailing_slash_is_the_same_operation() {
 }
 
 /// A client that never retries is not passed on retries it never made: bounded-retries and
-/// backoff record that nothing was retried (INFO), and a bound of one attempt is a valid profile.
+/// backoff record that nothing was retried (INFO), and so does retry-after-bound (it gives up on
+/// any 503, so nothing shows what it does with a long wait); a bound of one attempt is a valid
+/// profile. The 429 it did not retry is rate-limit's to judge: WARN.
 #[tokio::test]
 async fn a_client_that_never_retries_is_recorded_not_passed() {
     let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
@@ -406,16 +507,25 @@ async fn a_client_that_never_retries_is_recorded_not_passed() {
     let script = dir.path().join("once.py");
     std::fs::write(&script, once).expect("write the client");
     let mut options = ClientOptions::new(profile, format!("python3 '{}'", script.display()));
-    options.only = vec!["bounded-retries".into(), "backoff".into()];
+    options.only = [
+        "bounded-retries",
+        "backoff",
+        "rate-limit",
+        "retry-after-bound",
+    ]
+    .map(String::from)
+    .to_vec();
     let report = run_client(options).await;
     for check in &report.checks {
-        assert_eq!(
-            check.verdict,
-            Verdict::Info,
-            "{}: {}",
-            check.id,
-            check.summary
-        );
+        let (verdict, said) = match check.id.as_str() {
+            "rate-limit" => (Verdict::Warn, "gave up on a 429 that said `Retry-After: 1`"),
+            "retry-after-bound" => (Verdict::Info, "it retries no 503"),
+            "backoff" => (Verdict::Info, "(rate-limit judges that)"),
+            _ => (Verdict::Info, ""),
+        };
+        let all = format!("{} {}", check.summary, check.notes.join(" "));
+        assert_eq!(check.verdict, verdict, "{}: {all}", check.id);
+        assert!(all.contains(said), "{}: {all}", check.id);
     }
     let bounded = report
         .checks
@@ -630,11 +740,15 @@ async fn a_documented_retry_after_cap_is_recorded_with_its_number() {
         let all = format!("{} {}", check.summary, check.notes.join(" "));
         assert!(all.contains(said), "cap {cap}: {all}");
     }
-    let bad = text.replace("retry_after_cap: 1s", "retry_after_cap: 3s");
-    let err = ClientProfile::load(PROFILE, &bad, &|_| None).expect_err("a cap no shorter");
+    // A cap no shorter than `retry_after` is valid (retry-after-bound reads it against an
+    // hour's wait); a cap of nothing is not.
+    let longer = text.replace("retry_after_cap: 1s", "retry_after_cap: 60s");
+    ClientProfile::load(PROFILE, &longer, &|_| None).expect("a cap longer than retry_after");
+    let bad = text.replace("retry_after_cap: 1s", "retry_after_cap: 0s");
+    let err = ClientProfile::load(PROFILE, &bad, &|_| None).expect_err("a cap of nothing");
     assert!(
         err.to_string()
-            .contains("must be shorter than `retry_after`"),
+            .contains("must be more than 0 and at most 1h"),
         "{err}"
     );
 }
@@ -671,8 +785,7 @@ fn validate_checks_a_client_profile() {
     );
 }
 
-/// The example client profile in docs/client.md loads as it is written (once it set a
-/// `retry_after_cap` no shorter than its `retry_after`, which the loader refuses).
+/// The example client profile in docs/client.md loads as it is written.
 #[test]
 fn the_documented_client_profile_loads() {
     let doc = std::fs::read_to_string(root().join("docs/client.md")).expect("docs/client.md");
@@ -907,23 +1020,35 @@ async fn the_wait_an_answer_asks_for_is_judged_by_what_the_client_did(
 /// restart-key: killed after the server did the work and before it heard back, the example
 /// client runs again. Keeping its key in memory it sends a new one: recorded (INFO) under a
 /// profile that claims nothing, WARN under one that claims `persists_keys: true`; with its key
-/// in a journal (`--persist-key`), the next run sends the crashed run's key and it PASSes.
+/// in a journal (`--persist-key`), the next run sends the crashed run's key and it PASSes. Who
+/// made the key (`key_made_by`) decides whose code the INFO says would have to keep it: the
+/// SDK's memory, or the caller's code that passed it in.
 #[rstest]
 #[case::in_memory_unclaimed(
     false,
     false,
+    "sdk",
     Verdict::Info,
     "a new key, so the server does the work again"
+)]
+#[case::made_by_the_caller(
+    false,
+    false,
+    "caller",
+    Verdict::Info,
+    "the caller makes the key (`key_made_by: caller`): the command's own code made a new one"
 )]
 #[case::in_memory_claimed(
     false,
     true,
+    "sdk",
     Verdict::Warn,
     "although the profile says the client persists its keys"
 )]
 #[case::journaled(
     true,
     true,
+    "sdk",
     Verdict::Pass,
     "the run after the crash sent the first run's key"
 )]
@@ -931,12 +1056,13 @@ async fn the_wait_an_answer_asks_for_is_judged_by_what_the_client_did(
 async fn a_key_kept_across_a_restart_is_judged_by_what_the_profile_claims(
     #[case] journal: bool,
     #[case] claimed: bool,
+    #[case] made_by: &str,
     #[case] verdict: Verdict,
     #[case] said: &str,
 ) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
-    let text = format!("{text}persists_keys: {claimed}\n");
+    let text = format!("{text}persists_keys: {claimed}\nkey_made_by: {made_by}\n");
     let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
     let script = root().join("clients/example/create.py");
     let flags = if journal {
@@ -954,6 +1080,12 @@ async fn a_key_kept_across_a_restart_is_judged_by_what_the_profile_claims(
         check.summary, check.notes
     );
     assert!(check.summary.contains(said), "{}", check.summary);
+    assert_eq!(
+        check.summary.contains("an SDK that keeps them in memory"),
+        verdict == Verdict::Info && made_by == "sdk",
+        "the SDK is blamed only where it made the key: {}",
+        check.summary
+    );
     assert!(
         !dir.path().join("key").exists(),
         "the journal is gone once the operation ended"
@@ -1177,6 +1309,44 @@ async fn a_retry_after_longer_than_the_run_leaves_in_flight_unjudged() {
         "{}",
         check.summary
     );
+}
+
+/// in-flight says whether its retry kept the 409's `Retry-After` (the example client waits it
+/// out; `--flaw no-backoff` retries at once, which is backoff's to judge, so in-flight still
+/// PASSes); a profile that says the API keeps no in-flight state (`in_flight_state: false`) gets
+/// INFO naming that, whatever the client would do with a 409 it is never sent.
+#[rstest]
+#[case::waited_out("", "", Verdict::Pass, "the `Retry-After: 1` waited out")]
+#[case::sooner(
+    "--flaw no-backoff",
+    "",
+    Verdict::Pass,
+    "sooner than its `Retry-After: 1` asked (backoff judges the wait)"
+)]
+#[case::no_in_flight_state(
+    "",
+    "in_flight_state: false\n",
+    Verdict::Info,
+    "the API keeps no in-flight state (`in_flight_state: false`)"
+)]
+#[tokio::test]
+async fn in_flight_says_whether_the_wait_was_kept_or_that_the_api_has_no_in_flight_state(
+    #[case] flags: &str,
+    #[case] profile_extra: &str,
+    #[case] verdict: Verdict,
+    #[case] said: &str,
+) {
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let profile =
+        ClientProfile::load(PROFILE, &format!("{text}{profile_extra}"), &|_| None).expect("valid");
+    let script = root().join("clients/example/create.py");
+    let mut options =
+        ClientOptions::new(profile, format!("python3 '{}' {flags}", script.display()));
+    options.only = vec!["in-flight".into()];
+    let report = run_client(options).await;
+    let check = &report.checks[0];
+    assert_eq!(check.verdict, verdict, "{}", check.summary);
+    assert!(check.summary.contains(said), "{}", check.summary);
 }
 
 /// restart-key against `--upstream` is SKIP (idemspec cannot tell when a real server did the

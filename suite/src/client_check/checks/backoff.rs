@@ -156,8 +156,14 @@ fn judge_retry_after(ctx: &Ctx, run: &CommandRun, own: Option<Duration>) -> Judg
                 humantime::format_duration(wait)
             )));
         }
+        // Whether a 429 should have been retried is `rate-limit`'s rule, not a timing.
+        let owner = if name == "retry-after-rate-limit" {
+            " (rate-limit judges that)"
+        } else {
+            ""
+        };
         return on(Finding::Recorded(format!(
-            "`{name}`: a {status} with {said} was not retried"
+            "`{name}`: a {status} with {said} was not retried{owner}"
         )));
     };
     let own_text =

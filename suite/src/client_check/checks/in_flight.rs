@@ -1,16 +1,16 @@
 //! `in-flight`: a 409 in flight (the contract's in-flight status, with `Retry-After`) is waited
 //! out and retried, not reported as a failure; the retry's key is `same-key`'s to judge and its
-//! timing `backoff`'s.
+//! timing `backoff`'s (the sentence says whether the retry came after the wait). An API that
+//! keeps no in-flight state (`in_flight_state: false`) never sends that answer: recorded.
 
 use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
-use super::{about, delays, ClientCheck, CommandRun, Ctx, Judgement, Situation};
+use super::{about, delays, retry_delay_text, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::client_check::command::Exit;
 use crate::client_check::situation::Times;
 use crate::engine::About;
 use crate::engine::Finding;
-use crate::report::human_duration;
 
 /// See the module documentation.
 pub struct InFlight;
@@ -25,7 +25,11 @@ impl ClientCheck for InFlight {
         )
     }
 
+    /// None when the profile says the API keeps no in-flight state: it never sends that answer.
     fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
+        if !ctx.profile.in_flight_state() {
+            return Vec::new();
+        }
         vec![Situation::new(
             "in-flight",
             vec![ctx.planned(AnswerKind::InFlight, true, Times::First(1))],
@@ -33,7 +37,17 @@ impl ClientCheck for InFlight {
     }
 
     fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
+        if !ctx.profile.in_flight_state() {
+            return vec![Judgement::new(Finding::Recorded(
+                "the profile says the API keeps no in-flight state (`in_flight_state: false`): \
+                 it never answers a retry with a conflict in flight, so what the client does \
+                 with one is not judged"
+                    .into(),
+            ))];
+        }
         let wait = ctx.profile.retry_after();
+        let (header, value) = ctx.profile.retry_after_field(wait);
+        let said = format!("{header}: {value}");
         runs.iter()
             .map(|run| {
                 let status = run.attempts[0].client_status.unwrap_or_default();
@@ -62,8 +76,8 @@ impl ClientCheck for InFlight {
                         ),
                     ),
                     (Some(d), true) => Finding::Held(format!(
-                        "waited out the {status} in flight and completed (the retry came after {})",
-                        human_duration(d.as_millis() as u64)
+                        "retried the {status} in flight and completed (the retry came {})",
+                        retry_delay_text(*d, wait, &said)
                     )),
                     (Some(_), false) => Finding::Undecided(format!(
                         "retried after the {status} and was answered the success, but the command ended with {}",

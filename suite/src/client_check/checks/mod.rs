@@ -9,7 +9,9 @@ mod in_flight;
 mod key_format;
 mod key_present;
 mod no_retry_4xx;
+mod rate_limit;
 mod restart_key;
+mod retry_after_bound;
 mod same_key;
 
 use std::time::Duration;
@@ -49,6 +51,8 @@ pub fn catalogue() -> Vec<Box<dyn ClientCheck>> {
         Box::new(no_retry_4xx::NoRetry4xx),
         Box::new(bounded_retries::BoundedRetries),
         Box::new(in_flight::InFlight),
+        Box::new(rate_limit::RateLimit),
+        Box::new(retry_after_bound::RetryAfterBound),
         Box::new(restart_key::RestartKey),
     ]
 }
@@ -85,12 +89,30 @@ fn delays_text(delays: &[Duration]) -> String {
         .join(", ")
 }
 
-/// `key "k"` or `no key`.
 /// `1 attempt`, `3 attempts`.
 fn attempts(n: usize) -> String {
     format!("{n} attempt{}", if n == 1 { "" } else { "s" })
 }
 
+/// How much sooner than the wait an answer asked for a retry may come and still be said to have
+/// waited it out (clock granularity: a client that sleeps exactly the header's seconds), as
+/// `backoff` reads it.
+const WAIT_SLACK: Duration = Duration::from_millis(50);
+
+/// A retry `delay` after an answer that asked for `wait` in `said` (`Retry-After: 2`), in words:
+/// `after 2.1s, the Retry-After: 2 waited out`, or `after 502ms, sooner than its Retry-After: 2
+/// (backoff judges the wait)`. Whether the wait was kept is backoff's rule; the sentence only
+/// says which it was.
+fn retry_delay_text(delay: Duration, wait: Duration, said: &str) -> String {
+    let after = crate::report::human_duration(delay.as_millis() as u64);
+    if delay + WAIT_SLACK >= wait {
+        format!("after {after}, the `{said}` waited out")
+    } else {
+        format!("after {after}, sooner than its `{said}` asked (backoff judges the wait)")
+    }
+}
+
+/// `key "k"` or `no key`.
 fn key_text(key: Option<&str>) -> String {
     key.map_or("no key".into(), |k| format!("{k:?}"))
 }

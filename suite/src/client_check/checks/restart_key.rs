@@ -2,8 +2,10 @@
 //! sends the same key when it runs again (the article's "keep it across retries, and across
 //! process restarts if the operation matters"). Only a client that persists the key before the
 //! first attempt can; most keep it in memory, so this is recorded (INFO) unless the profile
-//! claims persistence (`persists_keys: true`), and then judged at SHOULD.
+//! claims persistence (`persists_keys: true`), and then judged at SHOULD. Whose code made the
+//! new key, the SDK's or the caller's, is the profile's `key_made_by`.
 
+use idemspec_scenarios::client_profile::KeyMadeBy;
 use idemspec_scenarios::rules::Fault;
 use idemspec_scenarios::Level;
 
@@ -98,6 +100,14 @@ fn judge_restart(ctx: &Ctx, run: &CommandRun) -> Judgement {
                  work; the next run sent {a:?}, a new key, so the server does the work again: a \
                  second resource"
             );
+            // Whose code made the new key: the SDK's, or the caller's, which passed it in.
+            let whose = match ctx.profile.key_made_by() {
+                KeyMadeBy::Sdk => "an SDK that keeps them in memory cannot do otherwise",
+                KeyMadeBy::Caller => {
+                    "the caller makes the key (`key_made_by: caller`): the command's own code \
+                     made a new one, and only it could have kept the first across the restart"
+                }
+            };
             if claimed {
                 on(Finding::Broken(format!(
                     "{cost}, although the profile says the client persists its keys \
@@ -105,8 +115,7 @@ fn judge_restart(ctx: &Ctx, run: &CommandRun) -> Judgement {
                 )))
             } else {
                 on(Finding::Recorded(format!(
-                    "{cost} (the profile does not claim the client persists its keys; an SDK that \
-                     keeps them in memory cannot do otherwise)"
+                    "{cost} (the profile does not claim the client persists its keys; {whose})"
                 )))
             }
         }
