@@ -34,19 +34,6 @@ pub(crate) fn assert_passes(report: &RunReport, at_least: usize) {
     assert!(passed >= at_least, "{}", table(report));
 }
 
-/// Every check of `report` PASSes but key-validation, which WARNs: an API whose refusals are XML,
-/// not RFC 9457 problem bodies, breaks the SHOULD that asks for one, and nothing else.
-fn passes_but_problem_bodies(report: &RunReport) {
-    for o in &report.checks {
-        let expected = if o.id == "key-validation" {
-            Verdict::Warn
-        } else {
-            Verdict::Pass
-        };
-        assert_eq!(o.verdict, expected, "{}: {}", o.id, table(report));
-    }
-}
-
 /// `report` judged its one check `verdict`, in a sentence that says `said`.
 pub(crate) fn judged_once(report: &RunReport, verdict: Verdict, said: &str) {
     let o = &report.checks[0];
@@ -797,8 +784,9 @@ async fn a_mismatch_answered_with_the_original_is_judged_by_the_contract() {
 
 /// A Google-Compute-shaped API, all at once: `requestId` a UUID in the query, each principal's
 /// project in the path, client-chosen names, a create that answers an Operation whose machine
-/// appears once it is done, an id inside its `targetLink`, and a repeated `requestId` with other
-/// parameters answered with the original operation. Its profile starts from the `gcp-request-id`
+/// appears once it is done, an id inside its `targetLink`, a repeated `requestId` with other
+/// parameters answered with the original operation, and every refusal Google's error object
+/// with no `Retry-After`. Its profile starts from the `gcp-request-id`
 /// preset and says only what the preset cannot know (the paths, the operation, the 5xx it
 /// stores), and the catalogue passes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -828,14 +816,14 @@ async fn an_aws_shaped_api_passes_under_the_aws_preset() {
 
 /// An API shaped like EC2's Query protocol (every request a `POST /` whose form `Action` names
 /// it, the token the form's `ClientToken`, instances named in the body, XML answers, the mismatch
-/// `400` known by its code) passes the catalogue under its worked profile, but for
-/// key-validation's SHOULD of RFC 9457 bodies, which XML refusals are not; the action named
-/// wrongly (`Action=Reboot`) is a plain 400 for any token, never taken for the mismatch.
+/// `400` known by its code, every refusal's error named where its worked profile's `error_shape`
+/// says) passes the catalogue under its worked profile; the action named wrongly
+/// (`Action=Reboot`) is a plain 400 for any token, never taken for the mismatch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_aws_query_shaped_api_passes_under_its_worked_profile() {
     let api = alt_api::start_with(Shape::AwsQuery.options()).await;
     let report = run_profile(profile(&api, |_| AWS_QUERY_SHAPED.to_owned()), &[]).await;
-    passes_but_problem_bodies(&report);
+    assert_passes(&report, 14);
     let wrong = |_: &str| AWS_QUERY_SHAPED.replace("Action=RebootInstances", "Action=Reboot");
     let report = run_profile(profile(&api, wrong), &["endpoint-scope"]).await;
     judged_once(&report, Verdict::Unknown, "`control`");
@@ -852,9 +840,9 @@ fn stripe_shaped(_: &str) -> String {
     STRIPE_SHAPED.to_owned()
 }
 
-/// The three shapes of public API the alt API takes, each with its worked profile.
+/// The shapes of public API the alt API takes, each with its worked profile.
 #[derive(Debug, Clone, Copy)]
-enum Shape {
+pub(crate) enum Shape {
     /// `?requestId=` UUIDs, projects in the path, instance names, Operations, a repeated
     /// requestId answered with the original.
     Google,
@@ -869,7 +857,7 @@ enum Shape {
 
 impl Shape {
     /// The alt API's options that give it this shape.
-    fn options(self) -> alt_api::Options {
+    pub(crate) fn options(self) -> alt_api::Options {
         match self {
             Shape::Google => alt_api::Options {
                 key_in: alt_api::KeyIn::Query("requestId"),
@@ -878,6 +866,7 @@ impl Shape {
                 names_in_body: true,
                 operations: true,
                 mismatch_answers_original: true,
+                gcp_errors: true,
                 ..alt_api::Options::default()
             },
             Shape::AwsJson => alt_api::Options {
@@ -904,7 +893,7 @@ impl Shape {
     }
 
     /// Its worked profile (docs/profiles/).
-    fn profile(self) -> &'static str {
+    pub(crate) fn profile(self) -> &'static str {
         match self {
             Shape::Google => GOOGLE_SHAPED,
             Shape::AwsJson => AWS_JSON_SHAPED,
@@ -914,13 +903,13 @@ impl Shape {
     }
 }
 
-/// A Stripe-shaped API: form bodies, keys per principal across endpoints, and a reused key with
-/// another request a `400` told from any other `400` only by `error.type`. Under `stripe-v1` with
-/// the body conditions declared, every MUST check passes (Stripe documents neither `Retry-After`
-/// on a 409 nor RFC 9457 bodies, so the article's three SHOULDs about them WARN, as they would
-/// against Stripe); an API that replays the create to an action with its key WARNs endpoint-scope
-/// (a SHOULD) and no other check: the false PASS a status-only contract gave, where any 400
-/// counted as the refusal.
+/// A Stripe-shaped API: form bodies, keys per principal across endpoints, a reused key with
+/// another request a `400` told from any other `400` only by `error.type`, every refusal Stripe's
+/// error object and no `Retry-After` on the in-flight `409`. Under `stripe-v1` with the body
+/// conditions declared, the catalogue passes (the preset promises Stripe's error shape and no
+/// `Retry-After`, so neither the article's problem body nor its `Retry-After` is asked); an API
+/// that replays the create to an action with its key WARNs endpoint-scope (a SHOULD) and no other
+/// check: the false PASS a status-only contract gave, where any 400 counted as the refusal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stripe_shaped_api_passes_under_the_stripe_preset() {
     let api = alt_api::start_with(Shape::Stripe.options()).await;
@@ -933,15 +922,10 @@ async fn a_stripe_shaped_api_passes_under_the_stripe_preset() {
             .collect()
     };
     let expect = |extra: Option<(&str, Verdict)>| -> std::collections::BTreeMap<String, Verdict> {
-        [
-            ("concurrent-same-key", Verdict::Warn),
-            ("client-timeout-in-flight", Verdict::Warn),
-            ("key-validation", Verdict::Warn),
-        ]
-        .into_iter()
-        .chain(extra)
-        .map(|(id, v)| (id.to_owned(), v))
-        .collect()
+        extra
+            .into_iter()
+            .map(|(id, v)| (id.to_owned(), v))
+            .collect()
     };
     let report = run_profile(profile(&api, stripe_shaped), &[]).await;
     assert_eq!(not_passed(&report), expect(None), "{}", table(&report));

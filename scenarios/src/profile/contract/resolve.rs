@@ -28,6 +28,8 @@ impl ContractSpec {
             ("mismatch_body", self.mismatch_body.is_some()),
             ("in_flight_body", self.in_flight_body.is_some()),
             ("missing_key_body", self.missing_key_body.is_some()),
+            ("error_shape", self.error_shape.is_some()),
+            ("in_flight_retry_after", self.in_flight_retry_after.is_some()),
             ("in_flight_ttl", self.in_flight_ttl.is_some()),
             ("retention", self.retention.is_some()),
             ("key_required", self.key_required.is_some()),
@@ -71,7 +73,8 @@ impl ContractSpec {
         };
     }
 
-    /// The refusals' statuses and bodies, and how a reused key with another request is answered.
+    /// The refusals' statuses and bodies (and what every refusal's body and an in-flight one's
+    /// headers are promised to carry), and how a reused key with another request is answered.
     fn override_refusals(&self, c: &mut Contract) {
         if let Some(v) = &self.mismatch_status {
             c.mismatch_status = v.clone();
@@ -92,6 +95,12 @@ impl ContractSpec {
             }
         }
         c.mismatch_answer = self.mismatch_answer.unwrap_or(c.mismatch_answer);
+        if let Some(shape) = &self.error_shape {
+            c.error_shape = shape.clone();
+        }
+        c.in_flight_retry_after = self
+            .in_flight_retry_after
+            .unwrap_or(c.in_flight_retry_after);
     }
 
     /// The layer's record: the in-flight TTL, the retention window, what it stores (`stores`, or

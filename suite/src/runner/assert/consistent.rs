@@ -95,10 +95,12 @@ impl Judge for Consistent {
             ));
         }
         let conflicts = rs.len() - successes.len();
-        let retry_after = rs
-            .iter()
-            .filter(|e| !e.is_success())
-            .all(|e| e.header("retry-after").is_some());
+        // Said only where the contract promises it (`in_flight_retry_after`).
+        let retry_after = !run.contract().in_flight_retry_after
+            || rs
+                .iter()
+                .filter(|e| !e.is_success())
+                .all(|e| e.header("retry-after").is_some());
         Held(format!(
             "{} request(s) succeeded with one resource, {conflicts} got in-flight conflicts{}",
             successes.len(),

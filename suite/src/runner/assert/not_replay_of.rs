@@ -1,6 +1,10 @@
 //! `not_replay_of: {step, as}`: the step was handled as its own operation, not answered with the
-//! other step's response replayed.
+//! other step's response replayed — unless the contract says that is the answer: a key reused on
+//! another endpoint by the same principal, where keys are not scoped per endpoint and a reused key
+//! with another request gets the original's answer (`per_endpoint: false`, `mismatch_answer:
+//! original`, Google Cloud's `requestId`).
 
+use idemspec_scenarios::profile::{Contract, MismatchAnswer};
 use idemspec_scenarios::scenario::StepPair;
 
 use super::compare::{error_again_words, same_answer, same_error_again};
@@ -23,6 +27,21 @@ impl Judge for NotReplayOf<'_> {
             Ok(rs) => match rs.iter().find(|r| same_answer(run, r, original)) {
                 Some(again) if same_error_again(run, again, original) => {
                     Held(error_again_words(run, step, other, original))
+                }
+                Some(replayed)
+                    if answers_original(
+                        run.contract(),
+                        &replayed.evidence.request,
+                        &original.evidence.request,
+                    ) =>
+                {
+                    Held(format!(
+                        "`{step}` got `{other}`'s answer ({}): under {}, a key reused with \
+                         another request (here on another endpoint, keys not scoped per \
+                         endpoint) is answered with the original's",
+                        replayed.describe(),
+                        run.contract().who_says("mismatch_answer", "original")
+                    ))
                 }
                 Some(replayed) => Broken(format!(
                     "`{step}` got `{other}`'s response replayed ({}): {}",
@@ -47,6 +66,16 @@ impl Judge for NotReplayOf<'_> {
             },
         }
     }
+}
+
+/// Whether the contract makes `replayed`'s answer the original's: the same principal sent the key
+/// to another endpoint, keys are not scoped per endpoint, and a reused key with another request
+/// gets the original's answer.
+fn answers_original(contract: &Contract, replayed: &RequestRecord, original: &RequestRecord) -> bool {
+    contract.mismatch_answer == MismatchAnswer::Original
+        && !contract.per_endpoint
+        && replayed.principal == original.principal
+        && (replayed.method != original.method || replayed.path != original.path)
 }
 
 /// What scope the key lacked, read from how the two requests differ: the principal (cross-tenant),
