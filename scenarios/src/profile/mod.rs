@@ -25,8 +25,9 @@ mod wire;
 
 pub use checks_at_once::{ChecksAtOnce, MAX_CHECKS_AT_ONCE};
 pub use contract::{
-    BodyCondition, Contract, ContractSpec, Covered, ErrorShape, KeyForm, MismatchAnswer, Preset, Promise, Refusal,
-    ReplayBody, ReplayBy, Replays, Retention, RetentionCase, StoredStatus, MAX_KEY_MAX_LEN,
+    BodyCondition, Contract, ContractSpec, Covered, ErrorShape, KeyForm, MismatchAnswer, Preset,
+    Promise, Refusal, ReplayBody, ReplayBy, Replays, Retention, RetentionCase, StoredStatus,
+    MAX_KEY_MAX_LEN,
 };
 pub use create::{CreateOp, SlowVariant, Variant, Variants};
 pub use env::expand_env;

@@ -257,7 +257,11 @@ async fn vendor_refusals_are_judged_by_the_shape_their_contract_promises() {
     for (shape, preset, promised) in [
         (Shape::Stripe, "stripe-v1", "a member at $.error.type"),
         (Shape::AwsJson, "aws-client-token", "a member at $.__type"),
-        (Shape::Google, "gcp-request-id", "a member at $.error.status or $.error.code"),
+        (
+            Shape::Google,
+            "gcp-request-id",
+            "a member at $.error.status or $.error.code",
+        ),
     ] {
         let worked = |_: &str| shape.profile().to_owned();
         let api = alt_api::start_with(shape.options()).await;
@@ -342,5 +346,9 @@ async fn a_request_id_answered_with_the_original_operation_anywhere_is_as_docume
         )
     };
     let report = run_profile(profile(&api, per_endpoint), &["endpoint-scope"]).await;
-    judged_once(&report, Verdict::Warn, "the key was not scoped to the operation");
+    judged_once(
+        &report,
+        Verdict::Warn,
+        "the key was not scoped to the operation",
+    );
 }

@@ -57,13 +57,15 @@ impl ErrorShape {
     pub fn names(&self, body: Option<&serde_json::Value>) -> Option<String> {
         match self {
             ErrorShape::Problem => problem_type(body).map(str::to_owned),
-            ErrorShape::At(paths) => paths.iter().find_map(|p| {
-                match body.and_then(|b| p.first(b))? {
-                    serde_json::Value::Null => None,
-                    serde_json::Value::String(s) => Some(s.clone()),
-                    other => Some(other.to_string()),
-                }
-            }),
+            ErrorShape::At(paths) => {
+                paths
+                    .iter()
+                    .find_map(|p| match body.and_then(|b| p.first(b))? {
+                        serde_json::Value::Null => None,
+                        serde_json::Value::String(s) => Some(s.clone()),
+                        other => Some(other.to_string()),
+                    })
+            }
             ErrorShape::Unpromised => None,
         }
     }
@@ -222,13 +224,19 @@ mod tests {
         let stripe = read("{at: $.error.type}").unwrap();
         assert_eq!(stripe.as_yaml(), "{at: $.error.type}");
         let gcp = read("{at: [$.error.status, $.error.code]}").unwrap();
-        assert_eq!(gcp.describe(), "an error body with a member at $.error.status or $.error.code");
+        assert_eq!(
+            gcp.describe(),
+            "an error body with a member at $.error.status or $.error.code"
+        );
         for bad in ["rfc9457", "{at: []}", "{at: $.a, is: x}", "{at: 'a[['}"] {
             assert!(read(bad).is_err(), "{bad}");
         }
         let err = read("rfc9457").unwrap_err().to_string();
         assert!(err.contains("none of `problem`"), "{err}");
-        assert_eq!(serde_json::to_value(&gcp).unwrap(), json!({"at": ["$.error.status", "$.error.code"]}));
+        assert_eq!(
+            serde_json::to_value(&gcp).unwrap(),
+            json!({"at": ["$.error.status", "$.error.code"]})
+        );
     }
 
     #[test]
@@ -243,7 +251,10 @@ mod tests {
         assert!(stripe.holds(Some("application/json"), Some(&stripe_body)));
         assert!(!stripe.holds(None, Some(&json!({"error": {"type": null}}))));
         assert!(!stripe.holds(None, None));
-        assert_eq!(stripe.names(Some(&stripe_body)).as_deref(), Some("invalid_request_error"));
+        assert_eq!(
+            stripe.names(Some(&stripe_body)).as_deref(),
+            Some("invalid_request_error")
+        );
         let gcp = ErrorShape::at(&["$.error.status", "$.error.code"]);
         let legacy = json!({"error": {"code": 400, "message": "bad"}});
         assert_eq!(gcp.names(Some(&legacy)).as_deref(), Some("400"));

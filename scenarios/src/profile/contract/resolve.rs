@@ -29,7 +29,10 @@ impl ContractSpec {
             ("in_flight_body", self.in_flight_body.is_some()),
             ("missing_key_body", self.missing_key_body.is_some()),
             ("error_shape", self.error_shape.is_some()),
-            ("in_flight_retry_after", self.in_flight_retry_after.is_some()),
+            (
+                "in_flight_retry_after",
+                self.in_flight_retry_after.is_some(),
+            ),
             ("in_flight_ttl", self.in_flight_ttl.is_some()),
             ("retention", self.retention.is_some()),
             ("key_required", self.key_required.is_some()),

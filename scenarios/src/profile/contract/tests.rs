@@ -231,10 +231,20 @@ fn each_contract_promises_its_own_error_shape_and_retry_after() {
     ] {
         let c = spec(&format!("preset: {preset}"));
         let shape = &c.error_shape;
-        assert!(shape.holds(Some("application/json"), Some(fits)), "{preset}");
-        assert!(!shape.holds(Some("application/json"), Some(misfits)), "{preset}");
+        assert!(
+            shape.holds(Some("application/json"), Some(fits)),
+            "{preset}"
+        );
+        assert!(
+            !shape.holds(Some("application/json"), Some(misfits)),
+            "{preset}"
+        );
         assert!(!shape.holds(None, None), "{preset}: a refusal with no body");
-        assert_eq!(c.promises(Promise::InFlightRetryAfter), retry_after, "{preset}");
+        assert_eq!(
+            c.promises(Promise::InFlightRetryAfter),
+            retry_after,
+            "{preset}"
+        );
     }
     let stripe = spec("preset: stripe-v1");
     assert_eq!(
@@ -244,11 +254,16 @@ fn each_contract_promises_its_own_error_shape_and_retry_after() {
              not promise it (`in_flight_retry_after: false`)"
         )
     );
-    assert_eq!(stripe.promised_by_profile(Promise::InFlightRetryAfter), None);
+    assert_eq!(
+        stripe.promised_by_profile(Promise::InFlightRetryAfter),
+        None
+    );
     let promised = spec("preset: stripe-v1\nin_flight_retry_after: true\nerror_shape: none\n");
     assert_eq!(promised.unpromised(Promise::InFlightRetryAfter), None);
     assert_eq!(
-        promised.promised_by_profile(Promise::InFlightRetryAfter).as_deref(),
+        promised
+            .promised_by_profile(Promise::InFlightRetryAfter)
+            .as_deref(),
         Some("the profile's `in_flight_retry_after: true` (over the stripe-v1 preset)")
     );
     assert_eq!(promised.error_shape, ErrorShape::Unpromised);

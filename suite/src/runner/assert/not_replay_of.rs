@@ -71,7 +71,11 @@ impl Judge for NotReplayOf<'_> {
 /// Whether the contract makes `replayed`'s answer the original's: the same principal sent the key
 /// to another endpoint, keys are not scoped per endpoint, and a reused key with another request
 /// gets the original's answer.
-fn answers_original(contract: &Contract, replayed: &RequestRecord, original: &RequestRecord) -> bool {
+fn answers_original(
+    contract: &Contract,
+    replayed: &RequestRecord,
+    original: &RequestRecord,
+) -> bool {
     contract.mismatch_answer == MismatchAnswer::Original
         && !contract.per_endpoint
         && replayed.principal == original.principal

@@ -1002,7 +1002,12 @@ fn stripe_error(status: StatusCode, kind: &str, code: Option<&str>) -> Response 
 /// `{"__type": TYPE}`, as AWS's JSON protocol names an error (`aws_errors`).
 fn aws_error(status: StatusCode, kind: &str) -> Response {
     let body = json!({"__type": kind, "message": kind}).to_string();
-    (status, [("content-type", "application/x-amz-json-1.1")], body).into_response()
+    (
+        status,
+        [("content-type", "application/x-amz-json-1.1")],
+        body,
+    )
+        .into_response()
 }
 
 /// Google's error object, `{"error": {"code", "message", "status"}}` (`gcp_errors`).
