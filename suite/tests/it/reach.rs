@@ -2268,8 +2268,8 @@ fn as_xml_profile(t: &str) -> String {
              \"https://alt-api.test/problems/key-reused-with-different-request\"}\n",
         ),
         (
-            "  error_shape: problem\n",
-            "  error_shape: {at: $.Response.type}\n",
+            "  error_shape: problem",
+            "  error_shape: {at: $.Response.type}",
         ),
     ] {
         assert!(t.contains(json), "the fixture's {json}");
