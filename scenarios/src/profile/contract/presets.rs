@@ -14,15 +14,16 @@ use crate::profile::KeyAt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Preset {
-    /// The article's contract (leasebroker's): 409 for mismatch and in flight, 5xx never stored,
-    /// per-principal and per-endpoint scope, 400 for a missing key.
+    /// The article's contract (leasebroker's): 409 for mismatch and in flight (with
+    /// `Retry-After`), every refusal an RFC 9457 problem, 5xx never stored, per-principal and
+    /// per-endpoint scope, 400 for a missing key.
     #[default]
     Article,
     /// draft-ietf-httpapi-idempotency-key-header: 400 missing key, 422 mismatch, 409 in flight,
     /// Structured Fields string keys.
     IetfDraft,
     /// Stripe's API (stripe: idempotency): 400 mismatch, 409 in flight, a 500 is replayed,
-    /// `Idempotent-Replayed` on replays, keys optional.
+    /// `Idempotent-Replayed` on replays, keys optional, every error Stripe's `error` object.
     StripeV1,
     /// AWS's client token (EC2 "Ensuring idempotency", and the JSON-protocol services'
     /// `clientToken`): in a JSON body, at most 64 ASCII characters, optional; a reused token with
