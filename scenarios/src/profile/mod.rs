@@ -25,9 +25,9 @@ mod wire;
 
 pub use checks_at_once::{ChecksAtOnce, MAX_CHECKS_AT_ONCE};
 pub use contract::{
-    BodyCondition, Contract, ContractSpec, Covered, InFlightWait, InFlightWaitSpec, KeyForm,
-    MismatchAnswer, Preset, Refusal, ReplayBody, ReplayBy, Replays, Retention, RetentionCase,
-    StoredStatus, MAX_IN_FLIGHT_WAIT, MAX_KEY_MAX_LEN, WAIT_SLACK,
+    BodyCondition, Contract, ContractSpec, Covered, ErrorShape, InFlightWait, InFlightWaitSpec,
+    KeyForm, MismatchAnswer, Preset, Promise, Refusal, ReplayBody, ReplayBy, Replays, Retention,
+    RetentionCase, StoredStatus, MAX_IN_FLIGHT_WAIT, MAX_KEY_MAX_LEN, WAIT_SLACK,
 };
 pub use create::{CreateOp, SlowVariant, Variant, Variants};
 pub use env::expand_env;

@@ -388,6 +388,12 @@ pub struct Assertion {
     /// resource (replay-after-delete) gives each case its assertions. Default: every contract.
     #[serde(default)]
     pub if_retention: Option<crate::profile::RetentionCase>,
+    /// Judged only under a contract that promises this (`in_flight_retry_after`): a rule some
+    /// contracts ask and others do not (the article asks `Retry-After` on an in-flight `409`;
+    /// Stripe promises none). Under one that does not, the assertion is recorded as not looked
+    /// for, naming who says so. Default: every contract.
+    #[serde(default)]
+    pub if_contract: Option<crate::profile::Promise>,
     /// Status in a set.
     #[serde(default)]
     pub status: Option<StatusSet>,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use idemspec::model::{RunReport, Verdict};
 
-use crate::reach::{assert_passes, judged_once, load, profile, run_profile};
+use crate::reach::{assert_passes, judged_once, load, profile, run_profile, Shape};
 use crate::support::alt_api::{self, ConflictReplay, Flaw, Options};
 use crate::support::reference::outcome;
 
@@ -336,4 +336,119 @@ async fn a_duplicate_that_runs_again_or_waits_too_long_fails() {
     let unbounded = waiting(None, Some(Flaw::WaitsUnbounded)).await;
     let report = run_profile(profile(&unbounded, waits_1s), &["stuck-in-flight"]).await;
     judged_once(&report, Verdict::Fail, "held past the declared wait");
+}
+
+/// The checks that ask of a refusal what some contracts promise and others do not: an error body
+/// of the contract's `error_shape`, `Retry-After` while in flight (`in_flight_retry_after`).
+const SHAPE_CHECKS: [&str; 3] = [
+    "key-validation",
+    "concurrent-same-key",
+    "client-timeout-in-flight",
+];
+
+/// Each vendor-shaped API answers its refusals in its vendor's error object, with no
+/// `Retry-After` while in flight, as its preset promises: under its worked profile key-validation,
+/// concurrent-same-key and client-timeout-in-flight PASS (no SHOULD of the article's problem body
+/// or `Retry-After` is asked), the bursts saying `Retry-After` is not looked for and whose preset
+/// says so. With an invalid key refused by a bare `400` (no body at all), key-validation WARNs,
+/// naming the shape the preset promises and its source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn vendor_refusals_are_judged_by_the_shape_their_contract_promises() {
+    for (shape, preset, promised) in [
+        (Shape::Stripe, "stripe-v1", "a member at $.error.type"),
+        (Shape::AwsJson, "aws-client-token", "a member at $.__type"),
+        (
+            Shape::Google,
+            "gcp-request-id",
+            "a member at $.error.status or $.error.code",
+        ),
+    ] {
+        let worked = |_: &str| shape.profile().to_owned();
+        let api = alt_api::start_with(shape.options()).await;
+        let report = run_profile(profile(&api, worked), &SHAPE_CHECKS).await;
+        assert_passes(&report, SHAPE_CHECKS.len());
+        let burst = outcome(&report, "concurrent-same-key");
+        let unasked = format!(
+            "`Retry-After` on an in-flight refusal is not looked for: the {preset} contract does \
+             not promise it"
+        );
+        assert!(
+            burst.notes.iter().any(|n| n.contains(&unasked)),
+            "{preset}: {:?}",
+            burst.notes
+        );
+        let bare = alt_api::start_with(Options {
+            flaw: Some(Flaw::BareRefusals),
+            ..shape.options()
+        })
+        .await;
+        let report = run_profile(profile(&bare, worked), &["key-validation"]).await;
+        judged_once(
+            &report,
+            Verdict::Warn,
+            &format!("without an error body with {promised}, which the {preset} contract promises"),
+        );
+    }
+}
+
+/// A profile that declares its API's own error shape over the preset is judged by it, and named
+/// as who promises it: EC2's Query-shaped API answers XML errors naming the code under the root
+/// element, which its worked profile declares (`error_shape: {at: $.Response.__type}`), and
+/// key-validation PASSes; refused bare, it WARNs naming the profile's field. The same API under
+/// the article's problem shape WARNs for the problem body the article promises.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_declared_error_shape_is_judged_and_named_as_the_profiles() {
+    let worked = |_: &str| Shape::AwsQuery.profile().to_owned();
+    let api = alt_api::start_with(Shape::AwsQuery.options()).await;
+    let report = run_profile(profile(&api, worked), &["key-validation"]).await;
+    judged_once(&report, Verdict::Pass, "");
+    let bare = alt_api::start_with(Options {
+        flaw: Some(Flaw::BareRefusals),
+        ..Shape::AwsQuery.options()
+    })
+    .await;
+    let report = run_profile(profile(&bare, worked), &["key-validation"]).await;
+    judged_once(
+        &report,
+        Verdict::Warn,
+        "without an error body with a member at $.Response.__type, which the profile's \
+         `error_shape: {at: $.Response.__type}` (over the aws-client-token preset) promises",
+    );
+    let problems = |t: &str| {
+        worked(t).replace(
+            "  error_shape: {at: $.Response.__type}\n",
+            "  error_shape: problem\n",
+        )
+    };
+    let report = run_profile(profile(&api, problems), &["key-validation"]).await;
+    judged_once(&report, Verdict::Warn, "without an RFC 9457 problem body");
+}
+
+/// A reused `requestId` answered with the original operation wherever it is sent, as Google
+/// Cloud documents (`gcp-request-id`: keys not per endpoint, `mismatch_answer: original`): the
+/// create's id on the reboot gets the create's operation, which endpoint-scope PASSes as the
+/// documented answer; a profile that says keys are per endpoint WARNs it as the create replayed
+/// to another operation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_request_id_answered_with_the_original_operation_anywhere_is_as_documented() {
+    let api = alt_api::start_with(Options {
+        keys_across_endpoints: true,
+        ..Shape::Google.options()
+    })
+    .await;
+    let worked = |_: &str| Shape::Google.profile().to_owned();
+    let report = run_profile(profile(&api, worked), &["endpoint-scope"]).await;
+    judged_once(&report, Verdict::Pass, "`action` got `create`'s answer");
+    let per_endpoint = |t: &str| {
+        worked(t).replace(
+            "  covers: [create, delete, action]\n",
+            "  covers: [create, delete, action]\n  per_endpoint: true\n",
+        )
+    };
+    let report = run_profile(profile(&api, per_endpoint), &["endpoint-scope"]).await;
+    judged_once(
+        &report,
+        Verdict::Warn,
+        "the key was not scoped to the operation",
+    );
 }

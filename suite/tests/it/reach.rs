@@ -34,19 +34,6 @@ pub(crate) fn assert_passes(report: &RunReport, at_least: usize) {
     assert!(passed >= at_least, "{}", table(report));
 }
 
-/// Every check of `report` PASSes but key-validation, which WARNs: an API whose refusals are XML,
-/// not RFC 9457 problem bodies, breaks the SHOULD that asks for one, and nothing else.
-fn passes_but_problem_bodies(report: &RunReport) {
-    for o in &report.checks {
-        let expected = if o.id == "key-validation" {
-            Verdict::Warn
-        } else {
-            Verdict::Pass
-        };
-        assert_eq!(o.verdict, expected, "{}: {}", o.id, table(report));
-    }
-}
-
 /// `report` judged its one check `verdict`, in a sentence that says `said`.
 pub(crate) fn judged_once(report: &RunReport, verdict: Verdict, said: &str) {
     let o = &report.checks[0];
@@ -794,8 +781,9 @@ async fn a_mismatch_answered_with_the_original_is_judged_by_the_contract() {
 
 /// A Google-Compute-shaped API, all at once: `requestId` a UUID in the query, each principal's
 /// project in the path, client-chosen names, a create that answers an Operation whose machine
-/// appears once it is done, an id inside its `targetLink`, and a repeated `requestId` with other
-/// parameters answered with the original operation. Its profile starts from the `gcp-request-id`
+/// appears once it is done, an id inside its `targetLink`, a repeated `requestId` with other
+/// parameters answered with the original operation, and every refusal Google's error object
+/// with no `Retry-After`. Its profile starts from the `gcp-request-id`
 /// preset and says only what the preset cannot know (the paths, the operation, the 5xx it
 /// stores), and the catalogue passes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -825,14 +813,14 @@ async fn an_aws_shaped_api_passes_under_the_aws_preset() {
 
 /// An API shaped like EC2's Query protocol (every request a `POST /` whose form `Action` names
 /// it, the token the form's `ClientToken`, instances named in the body, XML answers, the mismatch
-/// `400` known by its code) passes the catalogue under its worked profile, but for
-/// key-validation's SHOULD of RFC 9457 bodies, which XML refusals are not; the action named
-/// wrongly (`Action=Reboot`) is a plain 400 for any token, never taken for the mismatch.
+/// `400` known by its code, every refusal's error named where its worked profile's `error_shape`
+/// says) passes the catalogue under its worked profile; the action named wrongly
+/// (`Action=Reboot`) is a plain 400 for any token, never taken for the mismatch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_aws_query_shaped_api_passes_under_its_worked_profile() {
     let api = alt_api::start_with(Shape::AwsQuery.options()).await;
     let report = run_profile(profile(&api, |_| AWS_QUERY_SHAPED.to_owned()), &[]).await;
-    passes_but_problem_bodies(&report);
+    assert_passes(&report, 14);
     let wrong = |_: &str| AWS_QUERY_SHAPED.replace("Action=RebootInstances", "Action=Reboot");
     let report = run_profile(profile(&api, wrong), &["endpoint-scope"]).await;
     judged_once(&report, Verdict::Unknown, "`control`");
@@ -849,9 +837,9 @@ fn stripe_shaped(_: &str) -> String {
     STRIPE_SHAPED.to_owned()
 }
 
-/// The three shapes of public API the alt API takes, each with its worked profile.
+/// The shapes of public API the alt API takes, each with its worked profile.
 #[derive(Debug, Clone, Copy)]
-enum Shape {
+pub(crate) enum Shape {
     /// `?requestId=` UUIDs, projects in the path, instance names, Operations, a repeated
     /// requestId answered with the original.
     Google,
@@ -866,7 +854,7 @@ enum Shape {
 
 impl Shape {
     /// The alt API's options that give it this shape.
-    fn options(self) -> alt_api::Options {
+    pub(crate) fn options(self) -> alt_api::Options {
         match self {
             Shape::Google => alt_api::Options {
                 key_in: alt_api::KeyIn::Query("requestId"),
@@ -875,6 +863,7 @@ impl Shape {
                 names_in_body: true,
                 operations: true,
                 mismatch_answers_original: true,
+                gcp_errors: true,
                 ..alt_api::Options::default()
             },
             Shape::AwsJson => alt_api::Options {
@@ -901,7 +890,7 @@ impl Shape {
     }
 
     /// Its worked profile (docs/profiles/).
-    fn profile(self) -> &'static str {
+    pub(crate) fn profile(self) -> &'static str {
         match self {
             Shape::Google => GOOGLE_SHAPED,
             Shape::AwsJson => AWS_JSON_SHAPED,
@@ -911,13 +900,13 @@ impl Shape {
     }
 }
 
-/// A Stripe-shaped API: form bodies, keys per principal across endpoints, and a reused key with
-/// another request a `400` told from any other `400` only by `error.type`. Under `stripe-v1` with
-/// the body conditions declared, every MUST check passes (Stripe documents neither `Retry-After`
-/// on a 409 nor RFC 9457 bodies, so the article's three SHOULDs about them WARN, as they would
-/// against Stripe); an API that replays the create to an action with its key WARNs endpoint-scope
-/// (a SHOULD) and no other check: the false PASS a status-only contract gave, where any 400
-/// counted as the refusal.
+/// A Stripe-shaped API: form bodies, keys per principal across endpoints, a reused key with
+/// another request a `400` told from any other `400` only by `error.type`, every refusal Stripe's
+/// error object and no `Retry-After` on the in-flight `409`. Under `stripe-v1` with the body
+/// conditions declared, the catalogue passes (the preset promises Stripe's error shape and no
+/// `Retry-After`, so neither the article's problem body nor its `Retry-After` is asked); an API
+/// that replays the create to an action with its key WARNs endpoint-scope (a SHOULD) and no other
+/// check: the false PASS a status-only contract gave, where any 400 counted as the refusal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stripe_shaped_api_passes_under_the_stripe_preset() {
     let api = alt_api::start_with(Shape::Stripe.options()).await;
@@ -930,15 +919,10 @@ async fn a_stripe_shaped_api_passes_under_the_stripe_preset() {
             .collect()
     };
     let expect = |extra: Option<(&str, Verdict)>| -> std::collections::BTreeMap<String, Verdict> {
-        [
-            ("concurrent-same-key", Verdict::Warn),
-            ("client-timeout-in-flight", Verdict::Warn),
-            ("key-validation", Verdict::Warn),
-        ]
-        .into_iter()
-        .chain(extra)
-        .map(|(id, v)| (id.to_owned(), v))
-        .collect()
+        extra
+            .into_iter()
+            .map(|(id, v)| (id.to_owned(), v))
+            .collect()
     };
     let report = run_profile(profile(&api, stripe_shaped), &[]).await;
     assert_eq!(not_passed(&report), expect(None), "{}", table(&report));
@@ -2252,6 +2236,8 @@ async fn a_planted_flaw_in_each_shape_fails_the_check_that_owns_it(
         (Flaw::SucceedsBehindFailure, _) => Some("failed-not-cached"),
         // Judged in contract_reading.rs, under a contract that declares a wait.
         (Flaw::WaiterRunsAgain | Flaw::WaitsUnbounded, _) => Some("concurrent-same-key"),
+        // A SHOULD's (key-validation WARNs), judged in contract_reading.rs: nothing FAILs.
+        (Flaw::BareRefusals, _) => None,
     };
     assert_eq!(broken, Vec::from_iter(owner), "{}", table(&report));
     if let Some(owner) = owner {
@@ -2261,7 +2247,8 @@ async fn a_planted_flaw_in_each_shape_fails_the_check_that_owns_it(
 }
 
 /// The alt-api profile for its XML answers (`Options::xml_answers`): the id, the list's items, the
-/// action's counter and a mismatch's body read through the XML-as-JSON mapping.
+/// action's counter, a mismatch's body and every refusal's error shape (its problem document's
+/// `type`, now under the root element) read through the XML-as-JSON mapping.
 fn as_xml_profile(t: &str) -> String {
     let mut t = t.to_owned();
     for (json, xml) in [
@@ -2279,6 +2266,10 @@ fn as_xml_profile(t: &str) -> String {
             "  mismatch_status: [400, 422]\n  mismatch_body: {at: $.Response.type, is: \
              \"https://alt-api.test/problems/key-reused-with-different-request\"}\n",
         ),
+        (
+            "  error_shape: problem",
+            "  error_shape: {at: $.Response.type}",
+        ),
     ] {
         assert!(t.contains(json), "the fixture's {json}");
         t = t.replace(json, xml);
@@ -2288,9 +2279,9 @@ fn as_xml_profile(t: &str) -> String {
 
 /// An API that answers in XML (as EC2's Query protocol does) is read through the XML-as-JSON
 /// mapping: the created id, the list's items, the action's counter and a refusal's body are all
-/// JSONPaths over it, and the catalogue passes (but for key-validation's SHOULD of RFC 9457
-/// bodies, which XML refusals are not); a key ignored still FAILs lost-response, so the
-/// verdicts are read from the XML, not defaulted.
+/// JSONPaths over it, and the catalogue passes (its refusals' error shape declared where the XML
+/// puts it); a key ignored still FAILs lost-response, so the verdicts are read from the XML, not
+/// defaulted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_api_answering_xml_is_read_through_its_mapping() {
     let xml = as_xml_profile;
@@ -2300,7 +2291,7 @@ async fn an_api_answering_xml_is_read_through_its_mapping() {
     })
     .await;
     let report = run_profile(profile(&api, xml), &[]).await;
-    passes_but_problem_bodies(&report);
+    assert_passes(&report, 14);
     let flawed = alt_api::start_with(alt_api::Options {
         xml_answers: true,
         flaw: Some(alt_api::Flaw::IgnoresKey),

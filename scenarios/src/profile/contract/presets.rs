@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    BodyCondition, Contract, Covered, KeyForm, MismatchAnswer, Replays, Retention, StoredStatus,
+    BodyCondition, Contract, Covered, ErrorShape, KeyForm, MismatchAnswer, Replays, Retention,
+    StoredStatus,
 };
 use crate::profile::KeyAt;
 
@@ -13,15 +14,16 @@ use crate::profile::KeyAt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Preset {
-    /// The article's contract (leasebroker's): 409 for mismatch and in flight, 5xx never stored,
-    /// per-principal and per-endpoint scope, 400 for a missing key.
+    /// The article's contract (leasebroker's): 409 for mismatch and in flight (with
+    /// `Retry-After`), every refusal an RFC 9457 problem, 5xx never stored, per-principal and
+    /// per-endpoint scope, 400 for a missing key.
     #[default]
     Article,
     /// draft-ietf-httpapi-idempotency-key-header: 400 missing key, 422 mismatch, 409 in flight,
     /// Structured Fields string keys.
     IetfDraft,
     /// Stripe's API (stripe: idempotency): 400 mismatch, 409 in flight, a 500 is replayed,
-    /// `Idempotent-Replayed` on replays, keys optional.
+    /// `Idempotent-Replayed` on replays, keys optional, every error Stripe's `error` object.
     StripeV1,
     /// AWS's client token (EC2 "Ensuring idempotency", and the JSON-protocol services'
     /// `clientToken`): in a JSON body, at most 64 ASCII characters, optional; a reused token with
@@ -42,6 +44,17 @@ impl Preset {
             Preset::StripeV1 => "stripe-v1",
             Preset::AwsClientToken => "aws-client-token",
             Preset::GcpRequestId => "gcp-request-id",
+        }
+    }
+
+    /// Where the preset's `error_shape` comes from, to cite beside a refusal judged by it.
+    pub fn error_source(self) -> &'static str {
+        match self {
+            Preset::Article => "article: every error a problem document; RFC 9457",
+            Preset::IetfDraft => "ietf-draft-07 §2.7 (error scenarios); RFC 9457",
+            Preset::StripeV1 => "stripe: errors (the error object and its type)",
+            Preset::AwsClientToken => "AWS JSON protocol: the error named in __type",
+            Preset::GcpRequestId => "Google Cloud APIs: errors (the error object)",
         }
     }
 
@@ -70,6 +83,9 @@ fn article() -> Contract {
         mismatch_body: None,
         in_flight_body: None,
         missing_key_body: None,
+        // Every refusal an RFC 9457 problem, and `409` + `Retry-After` while in flight.
+        error_shape: ErrorShape::Problem,
+        in_flight_retry_after: true,
         in_flight_ttl: None,
         in_flight_wait: None,
         retention: None,
@@ -96,11 +112,13 @@ fn article() -> Contract {
 }
 
 /// draft-ietf-httpapi-idempotency-key-header-07 §2.7: 422 for a reused key with a different
-/// request; §2.1: the key is an sf-string.
+/// request, its errors described as problem documents and nothing said of `Retry-After`; §2.1:
+/// the key is an sf-string.
 fn ietf_draft() -> Contract {
     Contract {
         preset: Preset::IetfDraft,
         mismatch_status: vec![422],
+        in_flight_retry_after: false,
         sf_string_keys: true,
         // §2.2 asks a key be unique per request payload; across resources it says nothing.
         per_endpoint: false,
@@ -109,11 +127,14 @@ fn ietf_draft() -> Contract {
 }
 
 /// stripe: idempotency — 400 for a mismatch, keys optional, results (500s included) stored for
-/// 24 hours.
+/// 24 hours; stripe: errors — every error the `error` object, its `type` always there; no
+/// `Retry-After` promised on the in-flight 409.
 fn stripe_v1() -> Contract {
     Contract {
         preset: Preset::StripeV1,
         mismatch_status: vec![400],
+        error_shape: ErrorShape::at(&["$.error.type"]),
+        in_flight_retry_after: false,
         retention: Some(Retention::For(std::time::Duration::from_secs(24 * 3600))),
         key_required: false,
         replays_5xx: true,
@@ -132,11 +153,13 @@ fn stripe_v1() -> Contract {
 
 /// EC2: the token is optional (an SDK fills one in), at most 64 ASCII characters, and the same
 /// token with other parameters fails with IdempotentParameterMismatch (a 400); the JSON-protocol
-/// services put it in the body as `clientToken` and name the error in `__type`. Nothing marks a
-/// replay.
+/// services put it in the body as `clientToken` and name every error in `__type`. Nothing marks a
+/// replay, and no `Retry-After` is promised.
 fn aws_client_token() -> Contract {
     Contract {
         preset: Preset::AwsClientToken,
+        error_shape: ErrorShape::at(&["$.__type"]),
+        in_flight_retry_after: false,
         replays: Replays::CurrentState,
         key_at: KeyAt::Json("clientToken".into()),
         key_max_len: 64,
@@ -160,10 +183,14 @@ fn aws_client_token() -> Contract {
 
 /// Compute Engine: `requestId` is an optional query parameter, a UUID (not the zero UUID); a
 /// request whose id the server has seen is ignored and the original operation returned, whatever
-/// else it carries. Nothing marks a replay.
+/// else it carries. Nothing marks a replay. Google's APIs answer every error with the `error`
+/// object, its `code` always there and its `status` in the newer format; no `Retry-After` is
+/// promised.
 fn gcp_request_id() -> Contract {
     Contract {
         preset: Preset::GcpRequestId,
+        error_shape: ErrorShape::at(&["$.error.status", "$.error.code"]),
+        in_flight_retry_after: false,
         replays: Replays::CurrentState,
         key_at: KeyAt::Query("requestId".into()),
         key_form: KeyForm::Uuid,

@@ -28,6 +28,11 @@ impl ContractSpec {
             ("mismatch_body", self.mismatch_body.is_some()),
             ("in_flight_body", self.in_flight_body.is_some()),
             ("missing_key_body", self.missing_key_body.is_some()),
+            ("error_shape", self.error_shape.is_some()),
+            (
+                "in_flight_retry_after",
+                self.in_flight_retry_after.is_some(),
+            ),
             ("in_flight_ttl", self.in_flight_ttl.is_some()),
             ("in_flight_wait", self.in_flight_wait.is_some()),
             ("retention", self.retention.is_some()),
@@ -72,8 +77,9 @@ impl ContractSpec {
         };
     }
 
-    /// The refusals' statuses and bodies, how a same-key request in flight waits, and how a
-    /// reused key with another request is answered.
+    /// The refusals' statuses and bodies (and what every refusal's body and an in-flight one's
+    /// headers are promised to carry), how a same-key request in flight waits, and how a reused
+    /// key with another request is answered.
     fn override_refusals(&self, c: &mut Contract) {
         if let Some(v) = &self.mismatch_status {
             c.mismatch_status = v.clone();
@@ -104,6 +110,12 @@ impl ContractSpec {
                     .unwrap_or_else(|| c.in_flight_status.clone()),
             });
         }
+        if let Some(shape) = &self.error_shape {
+            c.error_shape = shape.clone();
+        }
+        c.in_flight_retry_after = self
+            .in_flight_retry_after
+            .unwrap_or(c.in_flight_retry_after);
     }
 
     /// The layer's record: the in-flight TTL, the retention window, what it stores (`stores`, or

@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{BodyCondition, Covered, KeyForm, Preset, ReplayBody, ReplayBy, StoredStatus};
+use super::{
+    BodyCondition, Covered, ErrorShape, KeyForm, Preset, ReplayBody, ReplayBy, StoredStatus,
+};
 use crate::profile::KeyAt;
 
 /// A resolved contract: the preset with every override applied. Checks judge against this.
@@ -28,6 +30,12 @@ pub struct Contract {
     pub in_flight_body: Option<BodyCondition>,
     /// What a missing-key refusal's body says besides its status, if declared.
     pub missing_key_body: Option<BodyCondition>,
+    /// What a refusal's body is promised to look like (key-validation's SHOULD of an error body;
+    /// what tells two refusals apart).
+    pub error_shape: ErrorShape,
+    /// Whether an in-flight refusal is promised to carry `Retry-After` (a SHOULD of
+    /// concurrent-same-key and client-timeout-in-flight where it is).
+    pub in_flight_retry_after: bool,
     /// Declared in-flight TTL, if any.
     pub in_flight_ttl: Option<std::time::Duration>,
     /// How a same-key request arriving while the first runs waits for it, if the contract says
@@ -129,7 +137,66 @@ impl Refusal {
     }
 }
 
+/// A rule some contracts promise and others do not, named by the contract field that says
+/// whether it does (a scenario assertion's `if_contract`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Promise {
+    /// An in-flight refusal carries `Retry-After` (`in_flight_retry_after`).
+    InFlightRetryAfter,
+}
+
+impl Promise {
+    /// The contract field that says whether it is promised.
+    pub fn field(self) -> &'static str {
+        match self {
+            Promise::InFlightRetryAfter => "in_flight_retry_after",
+        }
+    }
+
+    /// What is promised, for a sentence.
+    pub fn what(self) -> &'static str {
+        match self {
+            Promise::InFlightRetryAfter => "`Retry-After` on an in-flight refusal",
+        }
+    }
+}
+
 impl Contract {
+    /// Whether the contract promises `promise`.
+    pub fn promises(&self, promise: Promise) -> bool {
+        match promise {
+            Promise::InFlightRetryAfter => self.in_flight_retry_after,
+        }
+    }
+
+    /// Where the contract does not promise `promise`, the sentence that says it is not looked
+    /// for and who says so; `None` where it does.
+    pub fn unpromised(&self, promise: Promise) -> Option<String> {
+        if self.promises(promise) {
+            return None;
+        }
+        let field = promise.field();
+        let written = if self.overridden.contains(&field) {
+            String::new()
+        } else {
+            format!(" (`{field}: false`)")
+        };
+        Some(format!(
+            "{} is not looked for: {} does not promise it{written}",
+            promise.what(),
+            self.who_says(field, "false")
+        ))
+    }
+
+    /// The source of `promise`'s rule where the profile, not the preset, promises it: the
+    /// profile's field over the preset, to cite in place of the preset's source.
+    pub fn promised_by_profile(&self, promise: Promise) -> Option<String> {
+        let field = promise.field();
+        (self.promises(promise) && self.overridden.contains(&field))
+            .then(|| self.who_says(field, "true"))
+    }
+
     /// Whether an answer of `status` with `body` (parsed JSON, if it parsed) is the contract's
     /// `refusal`: its status is one declared for it and, where the profile declares what its body
     /// says, the body says it. Status alone is the default.

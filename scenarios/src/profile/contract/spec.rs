@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::statuses::{refusals, replay_statuses, stored_statuses};
-use super::{BodyCondition, MismatchAnswer, Preset, ReplayBody, Replays, StoredStatus};
+use super::{BodyCondition, ErrorShape, MismatchAnswer, Preset, ReplayBody, Replays, StoredStatus};
 use crate::load::Spanned;
 use crate::profile::KeyAt;
 use crate::value::HumanDuration;
@@ -78,6 +78,12 @@ pub struct ContractSpec {
     pub in_flight_body: Option<BodyCondition>,
     /// What else the body of a missing-key refusal says.
     pub missing_key_body: Option<BodyCondition>,
+    /// What a refusal's body is promised to look like: `problem` (RFC 9457), `{at: $.error.type}`
+    /// (a vendor's error object with a member there; one JSONPath or a list), or `none`.
+    pub error_shape: Option<ErrorShape>,
+    /// Whether an in-flight refusal carries `Retry-After` (`true` under `article`, which asks for
+    /// it; `false` where the documentation does not promise it).
+    pub in_flight_retry_after: Option<bool>,
     /// How long an abandoned in-flight record locks its key (e.g. `3s`).
     pub in_flight_ttl: Option<HumanDuration>,
     /// Whether a same-key request arriving while the first runs waits for it instead of being

@@ -258,3 +258,67 @@ fn a_declared_wait_ends_in_its_own_status_or_the_in_flight_one() {
         .problems()
         .is_empty());
 }
+
+/// A refusal's body and `Retry-After` while in flight are promised by the contract that asks
+/// them: the article and the IETF draft a problem document, each vendor its own error object; the
+/// article alone `Retry-After`. A profile overrides either, and is then named as who promises it.
+#[test]
+fn each_contract_promises_its_own_error_shape_and_retry_after() {
+    let spec = |text: &str| {
+        serde_saphyr::from_str::<ContractSpec>(text)
+            .expect("parses")
+            .resolve()
+    };
+    let stripe_error = serde_json::json!({"error": {"type": "invalid_request_error"}});
+    let aws_error = serde_json::json!({"__type": "ValidationException", "message": "bad"});
+    let gcp_error = serde_json::json!({"error": {"code": 400, "message": "bad"}});
+    let problem = serde_json::json!({"type": "https://x.test/problems/bad-key"});
+    for (preset, fits, misfits, retry_after) in [
+        ("article", &problem, &stripe_error, true),
+        ("ietf-draft", &problem, &aws_error, false),
+        ("stripe-v1", &stripe_error, &problem, false),
+        ("aws-client-token", &aws_error, &stripe_error, false),
+        ("gcp-request-id", &gcp_error, &aws_error, false),
+    ] {
+        let c = spec(&format!("preset: {preset}"));
+        let shape = &c.error_shape;
+        assert!(
+            shape.holds(Some("application/json"), Some(fits)),
+            "{preset}"
+        );
+        assert!(
+            !shape.holds(Some("application/json"), Some(misfits)),
+            "{preset}"
+        );
+        assert!(!shape.holds(None, None), "{preset}: a refusal with no body");
+        assert_eq!(
+            c.promises(Promise::InFlightRetryAfter),
+            retry_after,
+            "{preset}"
+        );
+    }
+    let stripe = spec("preset: stripe-v1");
+    assert_eq!(
+        stripe.unpromised(Promise::InFlightRetryAfter).as_deref(),
+        Some(
+            "`Retry-After` on an in-flight refusal is not looked for: the stripe-v1 contract does \
+             not promise it (`in_flight_retry_after: false`)"
+        )
+    );
+    assert_eq!(
+        stripe.promised_by_profile(Promise::InFlightRetryAfter),
+        None
+    );
+    let promised = spec("preset: stripe-v1\nin_flight_retry_after: true\nerror_shape: none\n");
+    assert_eq!(promised.unpromised(Promise::InFlightRetryAfter), None);
+    assert_eq!(
+        promised
+            .promised_by_profile(Promise::InFlightRetryAfter)
+            .as_deref(),
+        Some("the profile's `in_flight_retry_after: true` (over the stripe-v1 preset)")
+    );
+    assert_eq!(promised.error_shape, ErrorShape::Unpromised);
+    assert!(promised.overridden.contains(&"error_shape"));
+    let err = serde_saphyr::from_str::<ContractSpec>("error_shape: rfc9457\n").unwrap_err();
+    assert!(err.to_string().contains("none of `problem`"), "{err}");
+}

@@ -96,10 +96,12 @@ impl Judge for Consistent {
             ));
         }
         let conflicts = rs.len() - successes.len();
-        let retry_after = rs
-            .iter()
-            .filter(|e| !e.is_success())
-            .all(|e| e.header("retry-after").is_some());
+        // Said only where the contract promises it (`in_flight_retry_after`).
+        let retry_after = !contract.in_flight_retry_after
+            || rs
+                .iter()
+                .filter(|e| !e.is_success())
+                .all(|e| e.header("retry-after").is_some());
         let what = match &contract.in_flight_wait {
             Some(w) => format!(
                 "in-flight conflicts or a wait that ran out ({})",

@@ -1,9 +1,11 @@
 //! `distinct_problems: {steps}`: two conflicts a client must tell apart — "in flight, retry later"
-//! and "mismatch, never retry" — differ in status or in problem `type` (RFC 9457 §3.1.1). An entry
+//! and "mismatch, never retry" — differ in status, in what the contract's `error_shape` names (the
+//! problem `type`, RFC 9457 §3.1.1, under `problem`; the vendor's member at `at`), in a vendor's
+//! error code, or in `Retry-After`. An entry
 //! may list several steps (two same-key requests, either of which may be the one refused as in
 //! flight); the first of them that got a refusal stands for it.
 
-use idemspec_scenarios::profile::MismatchAnswer;
+use idemspec_scenarios::profile::{Contract, MismatchAnswer};
 use idemspec_scenarios::scenario::{ConflictSteps, StepChoice};
 
 use super::Judge;
@@ -33,11 +35,15 @@ impl Judge for DistinctProblems<'_> {
         }
         for (i, (a, ea)) in firsts.iter().enumerate() {
             for (b, eb) in &firsts[i + 1..] {
-                if tells(ea) == tells(eb) {
+                if tells(ea, contract) == tells(eb, contract) {
                     return Broken(format!(
-                        "`{a}` and `{b}` both answered {}, with the same problem type, error code \
-                         and Retry-After: a client cannot tell a retryable conflict from a terminal one",
-                        ea.describe()
+                        "`{a}` and `{b}` both answered {}, with the same {}error code and \
+                         Retry-After: a client cannot tell a retryable conflict from a terminal one",
+                        ea.describe(),
+                        contract
+                            .error_shape
+                            .naming()
+                            .map_or(String::new(), |n| format!("{n}, "))
                     ));
                 }
             }
@@ -72,10 +78,11 @@ fn refusal_of<'r>(
     )))
 }
 
-/// What a client can tell two conflicts apart by: the status, the RFC 9457 problem `type`, an
-/// error code in a JSON body (`code`, `error.code`, `error.type`, or `error` as a string, as
-/// vendors write them), and whether `Retry-After` says "come back later".
-fn tells(e: &Exchange) -> (Option<u16>, Option<String>, Option<String>, bool) {
+/// What a client can tell two conflicts apart by: the status, what the contract's error shape
+/// names (the problem `type`, or the value at the vendor's place), an error code in a JSON body
+/// (`code`, `error.code`, `error.type`, or `error` as a string, as vendors write them, whatever
+/// the shape), and whether `Retry-After` says "come back later".
+fn tells(e: &Exchange, contract: &Contract) -> (Option<u16>, Option<String>, Option<String>, bool) {
     let code = e.json.as_deref().and_then(|json| {
         ["/code", "/error/code", "/error/type", "/error"]
             .iter()
@@ -83,7 +90,7 @@ fn tells(e: &Exchange) -> (Option<u16>, Option<String>, Option<String>, bool) {
     });
     (
         e.status,
-        e.problem_type().map(str::to_owned),
+        contract.error_shape.names(e.json.as_deref()),
         code,
         e.header("retry-after").is_some(),
     )

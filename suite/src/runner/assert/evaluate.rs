@@ -46,17 +46,24 @@ pub(crate) fn needs(scenario: &Scenario) -> Needs {
     needs
 }
 
-/// Evaluates every assertion of the check, after its steps and observations.
+/// Evaluates every assertion of the check, after its steps and observations. An assertion of
+/// another retention case is left out; one whose rule the contract does not promise
+/// (`if_contract`) is recorded as not looked for.
 pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
     let scenario = &run.scenario;
+    let contract = run.contract();
     let mut out = Vec::new();
-    let retention = run.contract().retention;
+    let retention = contract.retention;
     // A kind that judges only what the contract declares (a wait) is not judged without it.
     let applies = |a: &&Assertion| {
         a.if_retention.is_none_or(|case| case.holds(retention)) && judge_of(a.kind()).applies(run)
     };
     for a in scenario.assertions.iter().map(|a| &a.value).filter(applies) {
         let steps: Vec<&str> = a.steps();
+        if let Some(unpromised) = a.if_contract.and_then(|p| contract.unpromised(p)) {
+            out.push(Judgement::new(Finding::Recorded(unpromised)).on_steps(steps));
+            continue;
+        }
         let problem = steps.iter().find_map(|s| {
             run.step(s)
                 .meta
@@ -65,29 +72,11 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
                 .map(|p| format!("step `{s}`: {p}"))
         });
         let rule = judge_of(a.kind());
-        let ((mut finding, claims), notes) = match problem {
+        let ((finding, claims), notes) = match problem {
             Some(p) => ((Undecided(p), Vec::new()), Vec::new()),
             None => (rule.judge_claiming(run), rule.notes(run)),
         };
-        // `fault_applied` is a precondition by nature: if the fault did not land as planned, the
-        // situation the check is about never happened.
-        let precondition = a.precondition || a.fault_applied.is_some() || a.judged_by.is_some();
-        if precondition {
-            if let Broken(m) = finding {
-                finding = Undecided(match &a.judged_by {
-                    Some(owner) => format!("precondition not met: {m} ({owner} judges that rule)"),
-                    None => format!("precondition not met: {m}"),
-                });
-            }
-        }
-        if a.record {
-            if let Held(m) | Broken(m) = finding {
-                finding = Finding::Recorded(m);
-            }
-        }
-        let mut judgement = Judgement::new(finding).on_steps(steps);
-        judgement.precondition = precondition;
-        judgement.pass_only = a.pass_only;
+        let mut judgement = graded(a, finding, run).on_steps(steps);
         judgement.notes = notes;
         judgement.claims = claims;
         if let Some(level) = rule.level(run).or(a.level) {
@@ -109,4 +98,34 @@ pub(crate) fn evaluate(run: &CheckRun) -> Vec<Judgement> {
         }
     }
     out
+}
+
+/// `finding` as the assertion `a` grades it: a precondition's broken finding undecided (naming
+/// the check that owns the rule, where another does), a recorded one recorded, with the
+/// assertion's own source, or the profile's field where the profile promises the rule.
+fn graded(a: &Assertion, mut finding: Finding, run: &CheckRun) -> Judgement {
+    // `fault_applied` is a precondition by nature: if the fault did not land as planned, the
+    // situation the check is about never happened.
+    let precondition = a.precondition || a.fault_applied.is_some() || a.judged_by.is_some();
+    if precondition {
+        if let Broken(m) = finding {
+            finding = Undecided(match &a.judged_by {
+                Some(owner) => format!("precondition not met: {m} ({owner} judges that rule)"),
+                None => format!("precondition not met: {m}"),
+            });
+        }
+    }
+    if a.record {
+        if let Held(m) | Broken(m) = finding {
+            finding = Finding::Recorded(m);
+        }
+    }
+    let mut judgement = Judgement::new(finding);
+    judgement.precondition = precondition;
+    judgement.pass_only = a.pass_only;
+    let by_profile = a
+        .if_contract
+        .and_then(|p| run.contract().promised_by_profile(p));
+    judgement.reference = by_profile.or_else(|| a.reference.clone());
+    judgement
 }

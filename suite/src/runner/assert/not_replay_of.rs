@@ -1,9 +1,11 @@
 //! `not_replay_of: {step, as}`: the step was handled as its own operation, not answered with the
-//! other step's response replayed.
+//! other step's response replayed — unless the contract says that is the answer: a key reused on
+//! another endpoint by the same principal, where keys are not scoped per endpoint and a reused key
+//! with another request gets the original's answer (`per_endpoint: false`, `mismatch_answer:
+//! original`, Google Cloud's `requestId`).
 
-use idemspec_scenarios::scenario::StepPair;
-
-use idemspec_scenarios::scenario::Operation;
+use idemspec_scenarios::profile::{Contract, MismatchAnswer};
+use idemspec_scenarios::scenario::{Operation, StepPair};
 
 use super::compare::{error_again_words, same_answer, same_error_again};
 use super::{responses, Judge};
@@ -37,6 +39,17 @@ impl Judge for NotReplayOf<'_> {
                     Vec::new(),
                 );
             }
+            let (replayed, first) = (&again.evidence.request, &original.evidence.request);
+            if answers_original(run.contract(), replayed, first) {
+                let held = Held(format!(
+                    "`{step}` got `{other}`'s answer ({}): under {}, a key reused with another \
+                     request (here on another endpoint, keys not scoped per endpoint) is answered \
+                     with the original's",
+                    again.describe(),
+                    run.contract().who_says("mismatch_answer", "original")
+                ));
+                return (held, Vec::new());
+            }
             let alike = again.status == original.status && again.body == original.body;
             let claim = alike.then(|| Claim::GotAnswerOf {
                 step: step.clone(),
@@ -45,7 +58,7 @@ impl Judge for NotReplayOf<'_> {
             let finding = Broken(format!(
                 "`{step}` got `{other}`'s response replayed ({}): {}",
                 original.describe(),
-                scope_at_issue(&again.evidence.request, &original.evidence.request)
+                scope_at_issue(replayed, first)
             ));
             return (finding, claim.into_iter().collect());
         }
@@ -129,6 +142,20 @@ fn shared_resource<'a>(
     rs.iter()
         .find(|r| r.is_success() && run.ctx().created_id(r).as_deref() == Some(other_id))
         .map(|r| (*r, other_id.to_owned()))
+}
+
+/// Whether the contract makes `replayed`'s answer the original's: the same principal sent the key
+/// to another endpoint, keys are not scoped per endpoint, and a reused key with another request
+/// gets the original's answer.
+fn answers_original(
+    contract: &Contract,
+    replayed: &RequestRecord,
+    original: &RequestRecord,
+) -> bool {
+    contract.mismatch_answer == MismatchAnswer::Original
+        && !contract.per_endpoint
+        && replayed.principal == original.principal
+        && (replayed.method != original.method || replayed.path != original.path)
 }
 
 /// What scope the key lacked, read from how the two requests differ: the principal (cross-tenant),

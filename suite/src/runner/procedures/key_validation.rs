@@ -1,7 +1,7 @@
-//! key-validation: invalid keys (empty, over-long, non-ASCII) get a 4xx with a problem body, never a
-//! 5xx and never a resource; a missing key gets the contract's status when keys are required; a
-//! valid key sent as an RFC 8941 string names the same record as the bare key where the contract
-//! accepts sf-strings (ietf-draft-07 §2.1).
+//! key-validation: invalid keys (empty, over-long, non-ASCII) get a 4xx with the error body the
+//! contract promises (`error_shape`), never a 5xx and never a resource; a missing key gets the
+//! contract's status when keys are required; a valid key sent as an RFC 8941 string names the same
+//! record as the bare key where the contract accepts sf-strings (ietf-draft-07 §2.1).
 
 use futures::future::BoxFuture;
 use idemspec_scenarios::profile::{Contract, Refusal};
@@ -18,9 +18,9 @@ pub(crate) struct KeyValidation;
 /// The built-in check: its header as a scenario has it.
 const SCENARIO: &str = r#"version: 1
 id: key-validation
-title: Invalid keys get a 4xx with a problem body, never a 5xx; a missing key gets what the contract says
+title: Invalid keys get a 4xx with the declared error body, never a 5xx; a missing key gets what the contract says
 level: MUST
-reference: "ietf-draft-07 §2.1 (key syntax), §2.7 (error handling); RFC 9457; RFC 8941 §3.3.3"
+reference: "ietf-draft-07 §2.1 (key syntax), §2.7 (error handling); RFC 8941 §3.3.3"
 procedure: key-validation
 "#;
 
@@ -101,16 +101,7 @@ async fn run(run: &CheckRun) -> Vec<Judgement> {
             accepted_anyway.push(what);
         }
         judgements.push(judge(invalid_finding(&ex, what), Level::Must, step));
-        if ex.status.is_some_and(|s| (400..500).contains(&s)) && !is_problem(&ex) {
-            judgements.push(judge(
-                Finding::Broken(format!(
-                    "{what} was rejected with {} but without an RFC 9457 problem body",
-                    ex.describe()
-                )),
-                Level::Should,
-                step,
-            ));
-        }
+        judgements.extend(unshaped(&ex, contract, what).map(|j| j.on_steps([step])));
     }
     let missing = create(run, "missing-key", KeySpec::None).await;
     let (finding, level) = missing_finding(&missing, contract, "a request without a key");
@@ -269,10 +260,28 @@ fn invalid_finding(ex: &Exchange, what: &str) -> Finding {
     }
 }
 
-fn is_problem(ex: &Exchange) -> bool {
-    ex.header("content-type")
-        .is_some_and(|c| c.starts_with("application/problem+json"))
-        || ex.problem_type().is_some()
+/// Where an invalid key's 4xx lacks the error body the contract promises a refusal
+/// (`error_shape`), the broken SHOULD, naming the shape and who promises it, at the shape's
+/// source; `None` where it has it, or where the contract promises none.
+fn unshaped(ex: &Exchange, contract: &Contract, what: &str) -> Option<Judgement> {
+    let shape = &contract.error_shape;
+    let refused = ex.status.is_some_and(|s| (400..500).contains(&s));
+    if !refused || shape.holds(ex.header("content-type"), ex.json.as_deref()) {
+        return None;
+    }
+    let who = contract.who_says("error_shape", &shape.as_yaml());
+    let mut judgement = Judgement::new(Finding::Broken(format!(
+        "{what} was rejected with {} but without {}, which {who} promises for a refusal",
+        ex.describe(),
+        shape.describe()
+    )))
+    .at(Level::Should);
+    judgement.reference = Some(if contract.overridden.contains(&"error_shape") {
+        who
+    } else {
+        contract.preset.error_source().to_owned()
+    });
+    Some(judgement)
 }
 
 async fn create(run: &CheckRun, step: &str, key: KeySpec) -> Exchange {

@@ -203,8 +203,12 @@ pub struct Options {
     pub mismatch_answers_original: bool,
     /// A reused key with another request is a `400` whose JSON names the error in `__type`
     /// (`IdempotentParameterMismatch`, as AWS's JSON protocol answers), and every other bad
-    /// request a `400` too (`ValidationException`), so only the body tells them apart.
+    /// request a `400` too (an invalid key `ValidationException`), so only the body tells them
+    /// apart; a key in flight is a `409` `ConflictException`, with no `Retry-After`.
     pub aws_errors: bool,
+    /// Google's error object, `{"error": {"code", "message", "status"}}`: an invalid key a `400`
+    /// `INVALID_ARGUMENT`, a key in flight a `409` `ABORTED`, with no `Retry-After`.
+    pub gcp_errors: bool,
     /// The longest key accepted (255 when `None`; AWS documents 64 for a client token).
     pub key_max_len: Option<usize>,
     /// Stripe's shapes: a create takes a form body (`flavor=…&tag=…`, typed
@@ -304,6 +308,9 @@ pub enum Flaw {
     /// past the bound and past the in-flight TTL (a waiting request never takes an abandoned
     /// record over, and never gets the `408`).
     WaitsUnbounded,
+    /// An invalid key is refused with a bare `400`, no body at all: not the error body the API's
+    /// shape promises.
+    BareRefusals,
 }
 
 /// How long a create's long-running operation runs before its machine exists (`operations`).
@@ -649,20 +656,7 @@ where
         }
         Some(value) => match valid_key(value, app.options.uuid_keys, app.options.key_max_len) {
             Some(key) => key,
-            None if app.options.stripe_shape => {
-                return stripe_error(StatusCode::BAD_REQUEST, "invalid_request_error", None)
-            }
-            None => {
-                return problem(
-                    StatusCode::BAD_REQUEST,
-                    "invalid-idempotency-key",
-                    if app.options.uuid_keys {
-                        "the Idempotency-Key must be a UUID"
-                    } else {
-                        "the Idempotency-Key must be 1-255 visible ASCII characters"
-                    },
-                )
-            }
+            None => return invalid_key(&app.options),
         },
     };
     let fingerprint = fingerprint(method, uri, body);
@@ -719,7 +713,7 @@ where
                         return stripe_error(StatusCode::BAD_REQUEST, "idempotency_error", None);
                     }
                     if app.options.aws_errors {
-                        return aws_error("IdempotentParameterMismatch");
+                        return aws_error(StatusCode::BAD_REQUEST, "IdempotentParameterMismatch");
                     }
                     return problem(
                         app.options
@@ -805,12 +799,8 @@ where
                     if app.options.plain_conflicts {
                         return plain_conflict("request_in_progress", true);
                     }
-                    if app.options.stripe_shape {
-                        return stripe_error(
-                            StatusCode::CONFLICT,
-                            "idempotency_error",
-                            Some("idempotency_key_in_use"),
-                        );
+                    if let Some(vendor) = vendor_in_flight(&app.options) {
+                        return vendor;
                     }
                     let mut response = problem(
                         app.options.in_flight_status.unwrap_or(StatusCode::CONFLICT),
@@ -1051,15 +1041,63 @@ fn stripe_error(status: StatusCode, kind: &str, code: Option<&str>) -> Response 
         .into_response()
 }
 
-/// A `400` with `{"__type": TYPE}`, as AWS's JSON protocol names an error (`aws_errors`).
-fn aws_error(kind: &str) -> Response {
+/// `{"__type": TYPE}`, as AWS's JSON protocol names an error (`aws_errors`).
+fn aws_error(status: StatusCode, kind: &str) -> Response {
     let body = json!({"__type": kind, "message": kind}).to_string();
     (
-        StatusCode::BAD_REQUEST,
+        status,
         [("content-type", "application/x-amz-json-1.1")],
         body,
     )
         .into_response()
+}
+
+/// Google's error object, `{"error": {"code", "message", "status"}}` (`gcp_errors`).
+fn gcp_error(status: StatusCode, name: &str) -> Response {
+    let error = json!({"code": status.as_u16(), "message": name, "status": name});
+    (
+        status,
+        [("content-type", "application/json; charset=UTF-8")],
+        json!({ "error": error }).to_string(),
+    )
+        .into_response()
+}
+
+/// The refusal of an invalid key, in the API's error shape (bare with `Flaw::BareRefusals`).
+fn invalid_key(options: &Options) -> Response {
+    let status = StatusCode::BAD_REQUEST;
+    if options.flaw == Some(Flaw::BareRefusals) {
+        return status.into_response();
+    }
+    if options.stripe_shape {
+        return stripe_error(status, "invalid_request_error", None);
+    }
+    if options.aws_errors {
+        return aws_error(status, "ValidationException");
+    }
+    if options.gcp_errors {
+        return gcp_error(status, "INVALID_ARGUMENT");
+    }
+    let detail = if options.uuid_keys {
+        "the Idempotency-Key must be a UUID"
+    } else {
+        "the Idempotency-Key must be 1-255 visible ASCII characters"
+    };
+    problem(status, "invalid-idempotency-key", detail)
+}
+
+/// The refusal of a key in flight in a vendor's error shape, none of which sends `Retry-After`;
+/// `None` for the API's own problem body.
+fn vendor_in_flight(options: &Options) -> Option<Response> {
+    let status = StatusCode::CONFLICT;
+    if options.stripe_shape {
+        let code = Some("idempotency_key_in_use");
+        return Some(stripe_error(status, "idempotency_error", code));
+    }
+    if options.aws_errors {
+        return Some(aws_error(status, "ConflictException"));
+    }
+    options.gcp_errors.then(|| gcp_error(status, "ABORTED"))
 }
 
 /// A `409` with `{"error": {"code": CODE}}` (no problem type), with `Retry-After: 1` if asked.
