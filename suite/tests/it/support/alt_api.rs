@@ -89,6 +89,16 @@ impl AltApi {
         self.app.lock().logins
     }
 
+    /// With `actions_by_body`: the body of each restart the API took, in order, as text.
+    pub fn action_bodies(&self) -> Vec<String> {
+        let inner = self.app.lock();
+        inner
+            .action_bodies
+            .iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect()
+    }
+
     /// With `operations`: how many answered polls each operation got, most first.
     pub fn polls(&self) -> Vec<u64> {
         let mut polls: Vec<u64> = self.app.lock().polls.values().copied().collect();
@@ -266,6 +276,11 @@ pub struct Options {
     /// A create made to fail by `fail-next` fails at once, before the create's latency (an error
     /// page answered before any work), instead of after it.
     pub fails_before_work: bool,
+    /// A restart names its machine in its JSON body too, `{"machine": UUID}` (one without it, or
+    /// naming another machine than its path, is a `400`), and the idempotency layer's
+    /// fingerprint is the body alone, not the method and path: a layer that hashes only the
+    /// body, to which every body-less action would look the same.
+    pub actions_by_body: bool,
 }
 
 /// How a `conflict_replays` API answers a completed key's retry (`Options::conflict_replays`).
@@ -397,6 +412,8 @@ struct Inner {
     logins: u64,
     /// With `operations`: how many polls of an operation were answered, by its name.
     polls: HashMap<String, u64>,
+    /// With `actions_by_body`: the body of each restart that reached the handler, in order.
+    action_bodies: Vec<Bytes>,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -654,7 +671,7 @@ where
             }
         },
     };
-    let fingerprint = fingerprint(method, uri, body);
+    let fingerprint = fingerprint(method, uri, body, app.options.actions_by_body);
     if app.options.flaw == Some(Flaw::IgnoresKey) {
         return finish(tokio::spawn(work(app.clone(), fresh_sub_key())).await).await;
     }
@@ -935,12 +952,16 @@ fn fresh_sub_key() -> String {
     hex::encode(Sha256::digest(uuid::Uuid::new_v4().as_bytes()))
 }
 
-fn fingerprint(method: &Method, uri: &Uri, body: &Bytes) -> [u8; 32] {
+/// A request's fingerprint: its method, path and body, or (`body_only`, `actions_by_body`) its
+/// body alone.
+fn fingerprint(method: &Method, uri: &Uri, body: &Bytes, body_only: bool) -> [u8; 32] {
     let mut hash = Sha256::new();
-    hash.update(method.as_str());
-    hash.update([0]);
-    hash.update(uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
-    hash.update([0]);
+    if !body_only {
+        hash.update(method.as_str());
+        hash.update([0]);
+        hash.update(uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
+        hash.update([0]);
+    }
     hash.update(body);
     hash.finalize().into()
 }
@@ -1622,6 +1643,19 @@ async fn restart_machine(
         .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
     if app.options.stripe_shape && !body.is_empty() && !form {
         return stripe_error(StatusCode::BAD_REQUEST, "invalid_request_error", None);
+    }
+    if app.options.actions_by_body {
+        app.lock().action_bodies.push(body.clone());
+        let named = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v.get("machine").and_then(Value::as_str).map(str::to_owned));
+        if named.as_deref() != Some(uuid.as_str()) {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "invalid-body",
+                "a restart names its machine in its body: {\"machine\": UUID}",
+            );
+        }
     }
     idempotent(
         &app,
