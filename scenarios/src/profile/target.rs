@@ -52,7 +52,7 @@ pub struct TargetProfile {
     #[serde(default)]
     pub checks_at_once: Option<Spanned<ChecksAtOnce>>,
     /// Whose cookie jar a request uses (default: `per_principal` where a principal has a
-    /// `login`, else `off`).
+    /// `login` or a `session`, else `off`).
     #[serde(default)]
     pub cookies: Option<CookieScope>,
     /// How an `https://` target is trusted (default: the platform's root certificates, the URL's
@@ -216,10 +216,10 @@ impl TargetProfile {
     }
 
     /// Whose cookie jar a request uses: the profile's `cookies`, or by default `per_principal`
-    /// where a principal has a `login` and `off` where none has.
+    /// where a principal has a `login` or a `session` and `off` where none has.
     pub fn cookie_scope(&self) -> CookieScope {
         self.cookies
-            .unwrap_or(if self.principals.value.iter().any(|p| p.login.is_some()) {
+            .unwrap_or(if self.principals.value.iter().any(Principal::opens_session) {
                 CookieScope::PerPrincipal
             } else {
                 CookieScope::Off

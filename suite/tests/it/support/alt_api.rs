@@ -99,6 +99,11 @@ impl AltApi {
             .collect()
     }
 
+    /// With `first_answer_sessions`: how many sessions its answers opened.
+    pub fn sessions_opened(&self) -> usize {
+        self.app.lock().first_answer_sessions.len()
+    }
+
     /// With `operations`: how many answered polls each operation got, most first.
     pub fn polls(&self) -> Vec<u64> {
         let mut polls: Vec<u64> = self.app.lock().polls.values().copied().collect();
@@ -281,6 +286,11 @@ pub struct Options {
     /// fingerprint is the body alone, not the method and path: a layer that hashes only the
     /// body, to which every body-less action would look the same.
     pub actions_by_body: bool,
+    /// A request without a session cookie this API issued opens a session: its answer sets
+    /// `sid` (`Set-Cookie`), and the idempotency layer keeps records per session, so a retry
+    /// sent without that cookie is another session's request and runs anew (a layer that opens
+    /// the caller's session on its first answer).
+    pub first_answer_sessions: bool,
 }
 
 /// How a `conflict_replays` API answers a completed key's retry (`Options::conflict_replays`).
@@ -414,6 +424,8 @@ struct Inner {
     polls: HashMap<String, u64>,
     /// With `actions_by_body`: the body of each restart that reached the handler, in order.
     action_bodies: Vec<Bytes>,
+    /// With `first_answer_sessions`: the sessions opened, each its `sid`.
+    first_answer_sessions: std::collections::HashSet<String>,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -549,6 +561,14 @@ impl App {
         } else {
             api
         };
+        let api = if self.options.first_answer_sessions {
+            api.route_layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                session_on_first_answer,
+            ))
+        } else {
+            api
+        };
         let api = if self.options.sessions {
             api.route_layer(axum::middleware::from_fn_with_state(
                 self.clone(),
@@ -680,10 +700,10 @@ where
         None => key,
     };
     let scope = Scope {
-        principal: if app.options.flaw == Some(Flaw::KeysNotPerPrincipal) {
-            "everyone".to_owned()
-        } else {
-            principal.to_owned()
+        principal: match (app.options.flaw, session_of(headers)) {
+            (Some(Flaw::KeysNotPerPrincipal), _) => "everyone".to_owned(),
+            (_, Some(sid)) => format!("{principal} in session {sid}"),
+            (_, None) => principal.to_owned(),
         },
         endpoint: if app.options.keys_across_endpoints {
             "any endpoint"
@@ -1269,14 +1289,7 @@ async fn session_only(
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let sid = request
-        .headers()
-        .get_all(axum::http::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|c| c.trim().strip_prefix("sid=").map(str::to_owned));
-    let key = sid.and_then(|sid| app.lock().sessions.get(&sid).cloned());
+    let key = sid_cookie(request.headers()).and_then(|sid| app.lock().sessions.get(&sid).cloned());
     let Some(key) = key else {
         return unauthorized();
     };
@@ -1285,6 +1298,55 @@ async fn session_only(
         HeaderValue::from_str(&key).expect("a known key"),
     );
     next.run(request).await
+}
+
+/// The header through which `session_on_first_answer` tells the idempotency layer a request's
+/// session.
+const SESSION_HEADER: &str = "x-alt-session";
+
+/// The `sid` a request's cookies carry, if any.
+fn sid_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|c| c.trim().strip_prefix("sid=").map(str::to_owned))
+}
+
+/// The session `session_on_first_answer` put a request in, if any.
+fn session_of(headers: &HeaderMap) -> Option<&str> {
+    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+}
+
+/// With `first_answer_sessions`: a request in a session this API issued stays in it; any other
+/// opens one, whose `sid` its answer sets.
+async fn session_on_first_answer(
+    State(app): State<App>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let known =
+        sid_cookie(request.headers()).filter(|sid| app.lock().first_answer_sessions.contains(sid));
+    let (sid, new) = match known {
+        Some(sid) => (sid, false),
+        None => (uuid::Uuid::new_v4().simple().to_string(), true),
+    };
+    request.headers_mut().insert(
+        SESSION_HEADER,
+        HeaderValue::from_str(&sid).expect("a hex sid"),
+    );
+    if new {
+        app.lock().first_answer_sessions.insert(sid.clone());
+    }
+    let mut response = next.run(request).await;
+    if new {
+        response.headers_mut().insert(
+            axum::http::header::SET_COOKIE,
+            HeaderValue::from_str(&format!("sid={sid}; Path=/; HttpOnly")).expect("a cookie"),
+        );
+    }
+    response
 }
 
 /// The principal an `X-Api-Key` authenticates, if any.
