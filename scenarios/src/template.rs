@@ -154,6 +154,11 @@ impl Template {
         names
     }
 
+    /// Whether the template uses `{{key_name}}` (it names what it creates after the key).
+    pub fn has_key_name(&self) -> bool {
+        self.pieces.iter().any(|p| matches!(p, Piece::KeyName))
+    }
+
     /// Whether the template uses `{{variant}}` (so a differing body can be rendered).
     pub fn has_variant(&self) -> bool {
         self.pieces.iter().any(|p| matches!(p, Piece::Variant))

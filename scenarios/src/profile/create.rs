@@ -125,7 +125,8 @@ impl CreateOp {
         }
     }
 
-    /// The rules the create shares with `contract` (written at `contract_at`): where the key goes
+    /// The rules the create shares with `contract` (its key's place written at `contract_at`,
+    /// where the errors point): where the key goes
     /// in a body, the body (of type `body_type`, the create's own `Content-Type` header or its
     /// `content_type`) is of that kind, or the key would be appended to something the API cannot
     /// read; the slow variant outlives the in-flight TTL (or, without one, takes some time).

@@ -36,7 +36,7 @@ pub use hooks::{HookSpec, Hooks, HttpHook};
 pub use key_at::KeyAt;
 pub use long_running::{LongRunningOperation, PollAt};
 pub use operations::{id_in_body, ActionOp, GetOp, KeyUse, ListOp, Operations, PathOp, ID_IN_BODY};
-pub use principal::{CookieScope, Login, Principal};
+pub use principal::{CookieScope, Login, Principal, SessionStart};
 pub use process::{ProcessSpec, Readiness};
 pub use resource_path::ResourcePath;
 pub use side_effects::SideEffectsProbe;

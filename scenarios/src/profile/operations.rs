@@ -82,6 +82,29 @@ impl Operations {
             .collect()
     }
 
+    /// Where the id the create's answer gives leaves its principal out although two principals'
+    /// resources may share it: the create names what it makes after its key (`{{key_name}}`,
+    /// the same name for every principal that sends that key, as cross-tenant does), and a
+    /// resource path puts a principal's variable beside the id (`/projects/{{principal.project}}
+    /// /machines/{id}`), so the id is a name only the principal's tenant makes unique. The first
+    /// such path's field (`get.path`), where it is written, and the variable.
+    pub fn tenant_outside_id(&self) -> Option<(&'static str, &crate::load::Location, &str)> {
+        let create = &self.create;
+        if !create.body.has_key_name() && !create.path.has_key_name() {
+            return None;
+        }
+        let paths = [
+            ("get.path", self.get.as_ref().map(|o| &o.path)),
+            ("delete.path", self.delete.as_ref().map(|o| &o.path)),
+            ("action.path", self.action.as_ref().map(|o| &o.path)),
+        ];
+        paths.into_iter().find_map(|(field, path)| {
+            let path = path?;
+            let var = *path.value.template().principal_vars().first()?;
+            Some((field, &path.referenced, var))
+        })
+    }
+
     /// Every request template of the operations, with the field it is written in.
     pub fn templates(&self) -> Vec<(String, &Template)> {
         let mut out: Vec<(String, &Template)> = vec![

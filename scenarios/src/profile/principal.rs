@@ -31,6 +31,10 @@ pub struct Principal {
     /// `Set-Cookie` headers fill the jar.
     #[serde(default)]
     pub login: Option<Login>,
+    /// How the principal's session opens where the API issues it without a login (see
+    /// [`SessionStart`]); with neither, the principal has no session of its own to open.
+    #[serde(default)]
+    pub session: Option<SessionStart>,
     /// The client certificate this principal presents to an mTLS target, on direct requests and
     /// through the fault proxy alike (the target tells principals apart by it).
     #[serde(default)]
@@ -63,6 +67,18 @@ pub struct Login {
     /// Headers besides the principal's.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+}
+
+/// How a principal's session opens where no `login` opens it (`principals[].session`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStart {
+    /// The API sets its session cookie on its first answer to a caller without one (a layer that
+    /// opens the caller's session as it answers): before the principal's first request of each
+    /// cookie jar, its `operations.list` request (as the preflight renders it, `{{marker}}` as
+    /// `preflight`) is sent, and its answer's `Set-Cookie` fills the jar, so no check's first
+    /// request is the one that opens it.
+    FirstAnswer,
 }
 
 /// Whose cookie jar a request uses (`cookies:` at the top of a profile): none (`off`, a
@@ -116,6 +132,12 @@ pub(crate) fn check_principals(
 }
 
 impl Principal {
+    /// Whether a request of idemspec's opens this principal's session: its `login`, or the
+    /// first answer its `session` names.
+    pub fn opens_session(&self) -> bool {
+        self.login.is_some() || self.session.is_some()
+    }
+
     /// What is wrong with this principal, each in words: a header HTTP cannot carry, then its
     /// login's problems ([`Login::problems`]) under the profile's `cookies`, then its signing's.
     fn problems(&self, cookies: Option<CookieScope>) -> Vec<String> {
@@ -126,9 +148,32 @@ impl Principal {
         let login = self.login.iter().flat_map(|l| l.problems(cookies));
         headers
             .chain(login)
+            .chain(self.session_problems(cookies))
             .chain(self.sign_problems())
             .chain(self.token_problems())
             .collect()
+    }
+
+    /// What is wrong with this principal's `session`: a `login` beside it (two requests would
+    /// open one session), or `cookies: off`, under which the session would never be sent.
+    fn session_problems(&self, cookies: Option<CookieScope>) -> Vec<String> {
+        if self.session.is_none() {
+            return Vec::new();
+        }
+        let mut problems = Vec::new();
+        if self.login.is_some() {
+            problems.push(
+                "has both a `login` and `session: first_answer`, and each would open its session;                  keep the `login` where a request must log in, else `session`"
+                    .to_owned(),
+            );
+        }
+        if cookies == Some(CookieScope::Off) {
+            problems.push(
+                "has `session: first_answer` but the profile says `cookies: off`, so the session                  its first answer opens would never be sent; say `cookies: per_principal` or                  `per_check`, or remove `session`"
+                    .to_owned(),
+            );
+        }
+        problems
     }
 
     /// What is wrong with this principal's `token` ([`Token::problems`], and a `sign` beside it);

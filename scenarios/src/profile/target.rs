@@ -52,7 +52,7 @@ pub struct TargetProfile {
     #[serde(default)]
     pub checks_at_once: Option<Spanned<ChecksAtOnce>>,
     /// Whose cookie jar a request uses (default: `per_principal` where a principal has a
-    /// `login`, else `off`).
+    /// `login` or a `session`, else `off`).
     #[serde(default)]
     pub cookies: Option<CookieScope>,
     /// How an `https://` target is trusted (default: the platform's root certificates, the URL's
@@ -102,7 +102,8 @@ impl TargetProfile {
     /// What loads but is likely a mistake, one sentence each, located in `file` (this profile's
     /// path as named to the user), for `idemspec validate` and `idemspec run`: two principals
     /// that present one client certificate; a replay status only the preset's marker header
-    /// tells from a refusal ([`Contract::replay_marker_warning`]).
+    /// tells from a refusal ([`Contract::replay_marker_warning`]); an id that leaves out the
+    /// tenant a resource path adds ([`Operations::tenant_outside_id`]).
     pub fn warnings(&self, file: &str) -> Vec<String> {
         self.shared_certificates()
             .into_iter()
@@ -124,7 +125,26 @@ impl TargetProfile {
                     .replay_marker_warning()
                     .map(|warning| format!("{file}: {warning}")),
             )
+            .chain(self.tenant_outside_id_warning(file))
             .collect()
+    }
+
+    /// The warning for an id that leaves its principal's tenant out
+    /// ([`Operations::tenant_outside_id`]), at the path that puts it beside the id.
+    fn tenant_outside_id_warning(&self, file: &str) -> Option<String> {
+        let (field, at, var) = self.operations.tenant_outside_id()?;
+        Some(format!(
+            "{file}:{}:{}: `operations.{field}` puts `{{{{principal.{var}}}}}` beside `{{id}}`, \
+             so the id the create's answer gives leaves the principal's `{var}` out, and the \
+             create names its resource after its key (`{{{{key_name}}}}`), the same name for \
+             both principals of cross-tenant: their two resources get one id, and cross-tenant \
+             reads them as one. Read the resource's whole name as the id (`create.id_after` \
+             cut before the `{var}`, e.g. `id_after: /compute/v1/` for \
+             `projects/P/zones/Z/instances/NAME`) and insert it with `{{+id}}` \
+             (`/compute/v1/{{+id}}`)",
+            at.line(),
+            at.column()
+        ))
     }
 
     /// Whether a principal presents a client certificate (the target is mTLS).
@@ -183,9 +203,10 @@ impl TargetProfile {
     /// that depend on the contract ([`super::CreateOp::check_against`]).
     fn check_contract(&self, errors: &mut LoadErrors) {
         self.contract.value.check(&self.contract.referenced, errors);
-        if let Some(KeyAt::HeaderMatching(p)) = &self.contract.value.key_at {
+        let key_at = self.contract.value.key_at.as_ref();
+        if let Some((KeyAt::HeaderMatching(p), at)) = key_at.map(|k| (&k.value, &k.referenced)) {
             errors.at(
-                &self.contract.referenced,
+                at,
                 format!(
                     "contract: `key_at: {{header_matching: \"{p}\"}}` names no header to send \
                      the key in; the checks send keys, so give `{{header: NAME}}` (a pattern is for \
@@ -197,12 +218,11 @@ impl TargetProfile {
         let body_type = ops
             .own_content_type(Operation::Create)
             .unwrap_or(&ops.create.content_type);
-        ops.create.check_against(
-            &self.contract(),
-            body_type,
-            &self.contract.referenced,
-            errors,
-        );
+        // A body of the wrong kind is located at `key_at` where the profile gives it (a
+        // preset's place, at `contract:`).
+        let key_at_written = key_at.map_or(&self.contract.referenced, |k| &k.referenced);
+        ops.create
+            .check_against(&self.contract(), body_type, key_at_written, errors);
     }
 
     /// How long after a request is sent a crash that does not arm kills the target: the
@@ -216,14 +236,15 @@ impl TargetProfile {
     }
 
     /// Whose cookie jar a request uses: the profile's `cookies`, or by default `per_principal`
-    /// where a principal has a `login` and `off` where none has.
+    /// where a principal has a `login` or a `session` and `off` where none has.
     pub fn cookie_scope(&self) -> CookieScope {
-        self.cookies
-            .unwrap_or(if self.principals.value.iter().any(|p| p.login.is_some()) {
+        self.cookies.unwrap_or(
+            if self.principals.value.iter().any(Principal::opens_session) {
                 CookieScope::PerPrincipal
             } else {
                 CookieScope::Off
-            })
+            },
+        )
     }
 
     /// The contract with the preset's defaults and the profile's overrides applied.
@@ -368,8 +389,9 @@ operations:
         );
     }
 
-    /// A key placed in a body of another kind is refused at load: a form field appended to a JSON
-    /// body, or a JSON member in a form body, would be a request the API cannot read.
+    /// A key placed in a body of another kind is refused at load, at `key_at`: a form field
+    /// appended to a JSON body, or a JSON member in a form body, would be a request the API
+    /// cannot read.
     #[test]
     fn a_key_in_a_body_of_another_kind_is_refused() {
         let form = format!("{MINIMAL}contract:\n  key_at: {{form: ClientToken}}\n");
@@ -379,6 +401,11 @@ operations:
                 .contains("the key goes in a form field (`key_at: {form: ClientToken}`), but the create's body is `application/json`"),
             "{err}"
         );
+        let key_at_line = 1 + form
+            .lines()
+            .position(|l| l.contains("key_at:"))
+            .expect("key_at");
+        assert_eq!(err.line, key_at_line as u64, "located at `key_at`: {err}");
         let typed = form.replace(
             "  create: {path: /things,",
             "  create: {content_type: application/x-www-form-urlencoded, path: /things,",
@@ -449,6 +476,54 @@ operations:
         }
         let same = with("  header: X-Key\n  key_at: {header: x-key}\n");
         assert!(TargetProfile::load("p.yaml", &same, &no_env).is_ok());
+    }
+
+    /// A create that names its resource after its key, and a resource path that adds the
+    /// principal's tenant beside the id, is warned of at that path's line: two principals'
+    /// resources of one name would share an id. The whole name as the id (`{+id}`) is not, nor
+    /// a tenant path whose create does not name its resources.
+    #[test]
+    fn an_id_that_leaves_the_tenant_out_of_a_named_resource_is_warned_of() {
+        let tenants = MINIMAL
+            .replace("X-Api-Key: ka}", "X-Api-Key: ka}, vars: {p: pa}")
+            .replace("X-Api-Key: kb}", "X-Api-Key: kb}, vars: {p: pb}")
+            .replace(
+                "create: {path: /things,",
+                "create: {path: \"/p/{{principal.p}}/things\",",
+            );
+        let named = tenants.replace(
+            "{\"m\":\"{{marker}}\"}",
+            "{\"m\":\"{{marker}}\",\"n\":\"{{key_name}}\"}",
+        );
+        assert_ne!(named, tenants, "the minimal profile's create body");
+        let warnings = |text: &str| {
+            TargetProfile::load("p.yaml", text, &no_env)
+                .unwrap()
+                .warnings("p.yaml")
+        };
+        assert!(
+            warnings(&named).is_empty(),
+            "no resource path adds the tenant"
+        );
+        let beside = named.replace("\"/things/{id}\"", "\"/p/{{principal.p}}/things/{id}\"");
+        let line = 1 + beside
+            .lines()
+            .position(|l| l.contains("get:"))
+            .expect("get");
+        let said = warnings(&beside);
+        assert!(
+            said.len() == 1
+                && said[0].starts_with(&format!("p.yaml:{line}:"))
+                && said[0].contains("`operations.get.path` puts `{{principal.p}}` beside `{id}`"),
+            "{said:?}"
+        );
+        let whole = named.replace("\"/things/{id}\"", "\"/{+id}\"");
+        assert!(warnings(&whole).is_empty(), "the id is the whole name");
+        let unnamed = tenants.replace("\"/things/{id}\"", "\"/p/{{principal.p}}/things/{id}\"");
+        assert!(
+            warnings(&unnamed).is_empty(),
+            "the API names what it creates"
+        );
     }
 
     #[test]

@@ -4,8 +4,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use idemspec_scenarios::profile::{Contract, CookieScope, Principal, ReplayBy, TargetProfile};
+use idemspec_scenarios::profile::{
+    Contract, CookieScope, Login, Principal, ReplayBy, TargetProfile,
+};
 use idemspec_scenarios::scenario::{HookName, Operation};
+use idemspec_scenarios::template::TemplateVars;
 
 use super::tokens::Tokens;
 use crate::hooks::HookRunner;
@@ -36,7 +39,20 @@ pub(crate) struct ApiCtx {
     tokens: Tokens,
 }
 
-/// How long a principal's login may take.
+/// A request rendered from the profile, not yet sent: its method, path, body and every header
+/// (a principal's list of its resources, or its login).
+pub(crate) struct RenderedRequest {
+    /// The method, as the profile writes it.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// The body, where the request has one.
+    pub body: Option<String>,
+    /// Every header to send.
+    pub headers: Vec<(String, String)>,
+}
+
+/// How long the request that opens a principal's session (its login) may take.
 const LOGIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl ApiCtx {
@@ -95,8 +111,8 @@ impl ApiCtx {
     }
 
     /// Sends `spec` for the check marked `marker`, in its principal's cookie session where the
-    /// profile keeps one (`cookies`): the session is opened first (the principal's `login`, once
-    /// per jar), its cookies go in a `Cookie` header and the answer's `Set-Cookie` is kept. Last,
+    /// profile keeps one (`cookies`): the session is opened first (the principal's `login`, or
+    /// its first answer, once per jar), its cookies go in a `Cookie` header and the answer's `Set-Cookie` is kept. Last,
     /// the request is signed where the principal's `sign` says so (each send anew: a retry gets
     /// a new date). A session that could not be opened, or a request that could not be signed,
     /// fails the request with the reason.
@@ -173,8 +189,8 @@ impl ApiCtx {
     }
 
     /// Opens principal `name`'s session for the check marked `marker`: fetches its bearer token
-    /// where it has a `token`, and logs in where the profile keeps a session (its `login`, once
-    /// per jar).
+    /// where it has a `token`, and opens its session where the profile keeps one (its `login`,
+    /// or its first answer, once per jar).
     ///
     /// # Errors
     /// Why the token could not be fetched or the session opened (see [`ApiCtx::send`]).
@@ -183,8 +199,8 @@ impl ApiCtx {
         self.opened_session(name, marker).await.map(drop)
     }
 
-    /// Principal `name`'s session for the check marked `marker`, opened (its `login` run once
-    /// per jar); `None` where the profile keeps no cookies.
+    /// Principal `name`'s session for the check marked `marker`, opened (its `login`, or its
+    /// first answer, once per jar); `None` where the profile keeps no cookies.
     ///
     /// # Errors
     /// Why the session could not be opened.
@@ -196,7 +212,7 @@ impl ApiCtx {
         let Some((session, principal)) = self.session(name, marker) else {
             return Ok(None);
         };
-        session.open(|| self.login(&session, principal)).await?;
+        session.open(|| self.open_jar(&session, principal)).await?;
         Ok(Some(session))
     }
 
@@ -235,41 +251,20 @@ impl ApiCtx {
         format!("{}{path}", self.first_base()).parse().ok()
     }
 
-    /// Opens `principal`'s session: sends its `login` (none: nothing to do) and keeps the
-    /// cookies it set.
+    /// Opens `principal`'s session: sends the request that opens it ([`ApiCtx::session_opener`];
+    /// none: nothing to do) and keeps the cookies its answer set.
     ///
     /// # Errors
-    /// The login got no 2xx (its status and the start of its body), or no answer.
-    async fn login(&self, session: &Session, principal: &Principal) -> Result<(), String> {
-        let Some(login) = &principal.login else {
+    /// The request got no 2xx (its status and the start of its body), no answer, or a 2xx
+    /// without a `Set-Cookie`.
+    async fn open_jar(&self, session: &Session, principal: &Principal) -> Result<(), String> {
+        let Some((mut spec, what, field)) = self.session_opener(principal) else {
             return Ok(());
         };
-        let mut headers: Vec<(String, String)> = principal
-            .headers
-            .iter()
-            .chain(&login.headers)
-            .map(|(n, v)| (n.clone(), v.clone()))
-            .collect();
-        if login.body.is_some() {
-            headers.push(("Content-Type".into(), login.content_type.clone()));
-        }
-        let mut spec = RequestSpec {
-            step: "login".into(),
-            base_url: self.first_base().to_owned(),
-            origin: self.first_base().to_owned(),
-            method: login.method.clone(),
-            path: login.path.clone(),
-            principal: principal.name.clone(),
-            headers,
-            key: None,
-            body: login.body.clone(),
-            timeout: LOGIN_TIMEOUT,
-            via_proxy: false,
-            sent: None,
-        };
+        let path = spec.path.clone();
         self.authorize(&mut spec).await?;
         let exchange = self.client.send(spec).await;
-        if let Some(u) = self.cookie_url(&login.path) {
+        if let Some(u) = self.cookie_url(&path) {
             session.store(&exchange.headers, &u);
         }
         let got = match exchange.status {
@@ -286,10 +281,62 @@ impl ApiCtx {
             None => format!("got no answer ({})", exchange.describe()),
         };
         Err(format!(
-            "principal `{}`'s login ({} {}) {got}, so its session is not open; check \
-             `principals[].login`",
-            principal.name, login.method, login.path
+            "principal `{}`'s {what} {got}, so its session is not open; check `{field}`",
+            principal.name
         ))
+    }
+
+    /// The request that opens `principal`'s session, what to call it in a sentence and the
+    /// field that declares it: its `login` (`login (POST /login)`), or with `session:
+    /// first_answer` its list request as the preflight renders it (`first answer (GET
+    /// /machines?tag=preflight)`); `None` where it declares neither.
+    fn session_opener(&self, principal: &Principal) -> Option<(RequestSpec, String, &'static str)> {
+        let (request, step, what, field) = match &principal.login {
+            Some(login) => (
+                login_request(principal, login),
+                "login",
+                "login",
+                "principals[].login",
+            ),
+            None => {
+                principal.session?;
+                let list = self.list_request(principal, "preflight");
+                (list, "session", "first answer", "principals[].session")
+            }
+        };
+        let what = format!("{what} ({} {})", request.method, request.path);
+        let spec = RequestSpec {
+            step: step.into(),
+            base_url: self.first_base().to_owned(),
+            origin: self.first_base().to_owned(),
+            method: request.method,
+            path: request.path,
+            principal: principal.name.clone(),
+            headers: request.headers,
+            key: None,
+            body: request.body,
+            timeout: LOGIN_TIMEOUT,
+            via_proxy: false,
+            sent: None,
+        };
+        Some((spec, what, field))
+    }
+
+    /// The profile's `list` of `principal`'s resources marked `marker`, rendered (see
+    /// [`RenderedRequest`]).
+    pub(crate) fn list_request(&self, principal: &Principal, marker: &str) -> RenderedRequest {
+        let list = &self.profile.operations.list;
+        let vars = TemplateVars::new(marker, 1).as_principal(&principal.vars);
+        let uuid = || uuid::Uuid::new_v4().to_string();
+        let body = list.body.as_ref().map(|b| b.render(&vars, uuid));
+        let content_type = body.as_ref().map(|_| "application/json".to_owned());
+        let headers = self.headers_for(principal, Operation::List, content_type);
+        RenderedRequest {
+            method: list.method.clone(),
+            path: list.path.render(&vars, uuid),
+            body,
+            headers,
+        }
     }
 
     /// Whether the profile's request variant does what `hook` is there for, because the profile
@@ -363,6 +410,26 @@ impl ApiCtx {
             None => id,
         };
         (!id.is_empty()).then_some(id)
+    }
+}
+
+/// `principal`'s `login`, rendered: its headers after the principal's, with its `content_type`
+/// where it has a body.
+fn login_request(principal: &Principal, login: &Login) -> RenderedRequest {
+    let mut headers: Vec<(String, String)> = principal
+        .headers
+        .iter()
+        .chain(&login.headers)
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
+    if login.body.is_some() {
+        headers.push(("Content-Type".into(), login.content_type.clone()));
+    }
+    RenderedRequest {
+        method: login.method.clone(),
+        path: login.path.clone(),
+        body: login.body.clone(),
+        headers,
     }
 }
 

@@ -4,10 +4,8 @@
 use std::collections::BTreeMap;
 
 use idemspec_scenarios::profile::Principal;
-use idemspec_scenarios::scenario::Operation;
-use idemspec_scenarios::template::TemplateVars;
 
-use super::api_ctx::ApiCtx;
+use super::api_ctx::{ApiCtx, RenderedRequest};
 use crate::http_client::{Exchange, RequestSpec};
 
 /// Client timeout for observation requests.
@@ -36,7 +34,7 @@ pub(crate) async fn count_created(
     is_delete: &(dyn Fn(&Exchange) -> bool + Sync),
 ) -> Result<u64, String> {
     let list = &ctx.profile.operations.list;
-    let request = list_request(ctx, principal, marker);
+    let request = ctx.list_request(principal, marker);
     let (method, path) = (request.method.clone(), request.path.clone());
     let ex = send_list(ctx, principal, request, marker).await;
     let json = json_of(&ex, "list")?;
@@ -294,41 +292,12 @@ pub(crate) fn effect_of(ctx: &ApiCtx, ex: &Exchange) -> Result<i64, String> {
         })
 }
 
-/// The profile's `list` of `principal`'s resources marked `marker`, rendered: its method, path,
-/// body (as JSON) and headers (the principal's, then the operation's).
-pub(crate) struct ListRequest {
-    /// `GET`, or the list's method.
-    pub method: String,
-    /// Path and query.
-    pub path: String,
-    /// The body of a list that takes one.
-    pub body: Option<String>,
-    /// Every header to send.
-    pub headers: Vec<(String, String)>,
-}
-
-/// Renders the profile's `list` for `principal` and `marker` (see [`ListRequest`]).
-pub(crate) fn list_request(ctx: &ApiCtx, principal: &Principal, marker: &str) -> ListRequest {
-    let list = &ctx.profile.operations.list;
-    let vars = TemplateVars::new(marker, 1).as_principal(&principal.vars);
-    let uuid = || uuid::Uuid::new_v4().to_string();
-    let body = list.body.as_ref().map(|b| b.render(&vars, uuid));
-    let content_type = body.as_ref().map(|_| "application/json".to_owned());
-    let headers = ctx.headers_for(principal, Operation::List, content_type);
-    ListRequest {
-        method: list.method.clone(),
-        path: list.path.render(&vars, uuid),
-        body,
-        headers,
-    }
-}
-
 /// Sends `request` as `principal`, direct, trying the next base URL while one does not answer.
 /// `marker` is the check's (its cookie session, where the profile keeps one per check).
 async fn send_list(
     ctx: &ApiCtx,
     principal: &Principal,
-    request: ListRequest,
+    request: RenderedRequest,
     marker: &str,
 ) -> Exchange {
     let urls = &ctx.profile.base_urls.value;

@@ -124,15 +124,16 @@ pub enum Unreachable {
         principal: String,
         /// The status (and problem type) it answered.
         answer: String,
-        /// What of the principal carries its credentials: `headers`, its `login`'s cookie, or
-        /// its signature (`sign`), the API's refusal named.
+        /// What of the principal carries its credentials: `headers`, the cookie its `login` or
+        /// `session` opened, or its signature (`sign`), the API's refusal named.
         credentials: String,
     },
     /// The TLS handshake failed before any check: the cause in words, with what to do (set
     /// `tls.ca_file`, `tls.server_name`, `principals[].tls`; use `http://`).
     #[error("TLS handshake failed: {0}")]
     Tls(String),
-    /// A principal's session could not be opened: its `login` got no 2xx, or set no cookie.
+    /// A principal's session could not be opened: its `login`, or the first answer its `session`
+    /// names, got no 2xx, or set no cookie.
     #[error("{0}")]
     Session(String),
     /// The API answered a principal's list with a 2xx that the profile's `list` cannot read: not

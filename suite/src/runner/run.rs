@@ -129,10 +129,16 @@ fn credentials_of(principal: &Principal, ex: &Exchange) -> String {
              `access_key_id`, `secret_access_key`, `region` and `service`, and this machine's clock"
         );
     }
-    if principal.login.is_some() {
-        return "`login` (does the cookie it sets apply to this path: its `Path`, `Domain`, \
-                `Max-Age`?)"
-            .into();
+    if principal.opens_session() {
+        let field = if principal.login.is_some() {
+            "login"
+        } else {
+            "session"
+        };
+        return format!(
+            "`{field}` (does the cookie it sets apply to this path: its `Path`, `Domain`, \
+             `Max-Age`?)"
+        );
     }
     "headers".into()
 }
@@ -150,7 +156,7 @@ async fn preflight(ctx: &ApiCtx) -> Result<(), RunError> {
                     reason: Unreachable::Session(why),
                 });
             }
-            let request = observe::list_request(ctx, principal, "preflight");
+            let request = ctx.list_request(principal, "preflight");
             let ex = ctx
                 .send(
                     RequestSpec {

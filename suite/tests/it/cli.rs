@@ -84,8 +84,8 @@ fn init_writes_a_profile_that_validates_and_refuses_to_overwrite() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
-/// `init --preset NAME` writes a starting profile for every preset that validates as it stands
-/// and claims that preset; an unknown name is refused, listing the presets, and writes nothing.
+/// `init --preset NAME` writes a starting profile for every preset that validates as it stands,
+/// without a warning, and claims that preset; an unknown name is refused, listing the presets, and writes nothing.
 #[test]
 fn init_writes_a_profile_for_each_preset() {
     let dir = workspace();
@@ -101,6 +101,11 @@ fn init_writes_a_profile_for_each_preset() {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let out = idemspec(dir.path(), &["validate", &file]);
         assert_eq!(out.status.code(), Some(0), "{preset}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("warning"),
+            "{preset}: {}",
+            stderr(&out)
+        );
         assert!(
             stdout(&out).contains(&format!("contract `{preset}`")),
             "{}",

@@ -9,6 +9,7 @@ mod client_tls;
 mod contract_reading;
 mod flaw_matrix;
 mod html_report;
+mod layer_policies;
 mod layers;
 mod lifeline;
 mod reach;

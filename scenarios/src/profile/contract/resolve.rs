@@ -63,9 +63,9 @@ impl ContractSpec {
     /// {header: …}`), or the preset's place.
     fn place_key(&self, c: &mut Contract) {
         if let Some(v) = &self.header {
-            c.header = v.clone();
+            c.header = v.value.clone();
         }
-        c.key_at = match &self.key_at {
+        c.key_at = match self.key_at.as_ref().map(|at| &at.value) {
             Some(KeyAt::Header(name)) => {
                 c.header = name.clone();
                 KeyAt::Header(name.clone())
@@ -121,13 +121,13 @@ impl ContractSpec {
     /// The layer's record: the in-flight TTL, the retention window, what it stores (`stores`, or
     /// `replays_5xx` as its shorthand) and which operations it covers.
     fn override_storage(&self, c: &mut Contract) {
-        if let Some(v) = self.in_flight_ttl {
-            c.in_flight_ttl = Some(v.0);
+        if let Some(v) = &self.in_flight_ttl {
+            c.in_flight_ttl = Some(v.value.0);
         }
-        if let Some(v) = self.retention {
-            c.retention = Some(v);
+        if let Some(v) = &self.retention {
+            c.retention = Some(v.value);
         }
-        match (&self.stores, self.replays_5xx) {
+        match (&self.stores, self.replays_5xx.as_ref().map(|r| r.value)) {
             (Some(stores), _) => c.stores = stores.clone(),
             // `replays_5xx` alone adds the 5xx class to the preset's, or takes every 5xx out.
             (None, Some(true)) if !c.stores.iter().any(|s| s.is_5xx()) => {
@@ -145,7 +145,7 @@ impl ContractSpec {
     /// The key's form, length and scope, and whether it is required.
     fn override_keys(&self, c: &mut Contract) {
         c.key_required = self.key_required.unwrap_or(c.key_required);
-        c.key_max_len = self.key_max_len.unwrap_or(c.key_max_len);
+        c.key_max_len = self.key_max_len.as_ref().map_or(c.key_max_len, |n| n.value);
         c.per_principal = self.per_principal.unwrap_or(c.per_principal);
         c.per_endpoint = self.per_endpoint.unwrap_or(c.per_endpoint);
         c.sf_string_keys = self.sf_string_keys.unwrap_or(c.sf_string_keys);
@@ -157,19 +157,19 @@ impl ContractSpec {
     /// What marks a replay and how one is answered.
     fn override_replays(&self, c: &mut Contract) {
         if let Some(v) = &self.replayed_header {
-            c.replayed_header = v.clone();
+            c.replayed_header = v.value.clone();
         }
         if let Some(v) = &self.replay_status {
-            c.replay_status = v.clone();
+            c.replay_status = v.value.clone();
         }
         if let Some(v) = &self.replay_body {
-            c.replay_body = Some(v.clone());
+            c.replay_body = Some(v.value.clone());
         }
         if let Some(v) = &self.replay_id_at {
-            c.replay_id_at = Some(v.clone());
+            c.replay_id_at = Some(v.value.clone());
         }
         if let Some(v) = &self.replay_envelope {
-            c.replay_envelope = Some(envelope_member(v).to_owned());
+            c.replay_envelope = Some(envelope_member(&v.value).to_owned());
         }
         c.replays = self.replays.unwrap_or(c.replays);
     }

@@ -47,7 +47,9 @@ pub enum Covered {
     Action,
 }
 
-/// The `contract:` block of a profile: a preset and optional overrides.
+/// The `contract:` block of a profile: a preset and optional overrides. The fields a rule of the
+/// contract may find in conflict keep where they were written ([`Spanned`]), so its error points
+/// at the field's line.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContractSpec {
@@ -55,11 +57,11 @@ pub struct ContractSpec {
     #[serde(default)]
     pub preset: Preset,
     /// The request header carrying the key (default `Idempotency-Key`).
-    pub header: Option<String>,
+    pub header: Option<Spanned<String>>,
     /// Where a request carries the key, when not in `header`: `{query: requestId}` (a query
     /// parameter), `{form: ClientToken}` (a field of a form body), `{json: clientToken}` (a member
     /// of a JSON body; `a.b` for one inside another), or `{header: X-Client-Token}`.
-    pub key_at: Option<KeyAt>,
+    pub key_at: Option<Spanned<KeyAt>>,
     /// Statuses accepted for "same key, different request": one code (`422`) or a list
     /// (`[409, 423]`), each a 4xx or 5xx; a null keeps the preset's.
     #[serde(default, deserialize_with = "refusals")]
@@ -85,18 +87,18 @@ pub struct ContractSpec {
     /// it; `false` where the documentation does not promise it).
     pub in_flight_retry_after: Option<bool>,
     /// How long an abandoned in-flight record locks its key (e.g. `3s`).
-    pub in_flight_ttl: Option<HumanDuration>,
+    pub in_flight_ttl: Option<Spanned<HumanDuration>>,
     /// Whether a same-key request arriving while the first runs waits for it instead of being
     /// refused at once: `{up_to: 10s, then: [408]}` (it gets the first's answer, or `then` when
     /// the wait runs out). Default: no wait, a refusal with `in_flight_status`.
     pub in_flight_wait: Option<super::InFlightWaitSpec>,
     /// How long completed records are kept: a duration (`24h`), or `while_resource_exists` (a
     /// key lives as long as the resource its request created).
-    pub retention: Option<super::Retention>,
+    pub retention: Option<Spanned<super::Retention>>,
     /// Whether mutating requests without a key are rejected.
     pub key_required: Option<bool>,
     /// Whether a 5xx outcome is stored and replayed (`true`, Stripe) or the retry re-runs (`false`).
-    pub replays_5xx: Option<bool>,
+    pub replays_5xx: Option<Spanned<bool>>,
     /// The answers the idempotency layer stores and replays: codes (`201`) and classes (`2xx`,
     /// `4xx`, `5xx`), one or a list (see [`StoredStatus`]). Default: `[2xx, 4xx]`, with `5xx`
     /// where the preset replays a 5xx (`stripe-v1`).
@@ -112,7 +114,7 @@ pub struct ContractSpec {
     pub sf_string_keys: Option<bool>,
     /// The header a replay carries (default `Idempotent-Replayed`), checked at SHOULD level; `""`:
     /// the API marks no replay, and none is looked for.
-    pub replayed_header: Option<String>,
+    pub replayed_header: Option<Spanned<String>>,
     /// The form of key the API accepts (default `opaque`).
     pub key_form: Option<KeyForm>,
     /// With `key_form: template`: the key's text, e.g. `ord_{{uuid}}` or `{{key}}-v1`.
@@ -124,7 +126,7 @@ pub struct ContractSpec {
     /// The longest key the API accepts, in characters (default 255, the IETF draft's advice;
     /// AWS documents 64 for a client token): key-validation sends one character more as the key
     /// too long.
-    pub key_max_len: Option<u32>,
+    pub key_max_len: Option<Spanned<u32>>,
     /// Whether an empty key header counts as no key at all (some libraries document this) rather
     /// than an invalid key (default `false`).
     pub empty_key_is_missing: Option<bool>,
@@ -132,15 +134,15 @@ pub struct ContractSpec {
     /// middleware that answers a completed key `409` with the original body): one code or a
     /// list, each a 2xx or 4xx. Default: none (a replay keeps the original's status).
     #[serde(default, deserialize_with = "replay_statuses")]
-    pub replay_status: Option<Vec<u16>>,
+    pub replay_status: Option<Spanned<Vec<u16>>>,
     /// What the body of a replay under `replay_status` says (`{at: $.cached, is: true}`), or
     /// `original` (it is the original answer's body, byte for byte), where its status alone does
     /// not tell it from a refusal with that status.
-    pub replay_body: Option<ReplayBody>,
+    pub replay_body: Option<Spanned<ReplayBody>>,
     /// Where the body of a replay under `replay_status` names the original's resource
     /// (`$.Error.ResourceId`): an answer naming the original's id there is its replay, however
     /// the rest of its body differs (an "already exists" error naming the resource).
-    pub replay_id_at: Option<crate::value::JsonPathExpr>,
+    pub replay_id_at: Option<Spanned<crate::value::JsonPathExpr>>,
     /// What a replay of a created resource's answer shows: the stored response byte for byte
     /// (`stored`, the default) or the same resource in its current state (`current_state`, as AWS
     /// and Google Cloud document).
@@ -149,7 +151,7 @@ pub struct ContractSpec {
     /// envelope (`{"cached": true, "data": {…}}`: `data`): a member name, `a.b` for one inside
     /// another. A body is such an envelope where `replay_body` says so (or, without it, where the
     /// replay marker header does).
-    pub replay_envelope: Option<String>,
+    pub replay_envelope: Option<Spanned<String>>,
     /// The mutating operations the idempotency layer covers (default: all three under `article`
     /// and `ietf-draft`; `create` and `action` — POST — under `stripe-v1`). A check of an uncovered
     /// operation is SKIP.

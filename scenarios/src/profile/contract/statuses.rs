@@ -2,7 +2,9 @@
 //! (`mismatch_status: [409, 423]`, `replay_status`), and the answers a layer stores, codes or
 //! classes (`stores: [2xx, 4xx]`), each read with an error that names the value.
 
-use serde::Serialize;
+use serde::{Deserialize as _, Serialize};
+
+use crate::load::Spanned;
 
 /// Reads a contract's refusal statuses: one code (`422`) or a non-empty list (`[409, 423]`), each
 /// a 4xx or 5xx, since each names how the API refuses a request; a null keeps the preset's.
@@ -29,6 +31,17 @@ pub(super) fn refusals<'de, D: serde::Deserializer<'de>>(
 /// As [`refusals`], and a code that is a 1xx, 3xx or 5xx (a 5xx says the server failed, which
 /// no replay of a success is).
 pub(super) fn replay_statuses<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Spanned<Vec<u16>>>, D::Error> {
+    /// The codes, inside the position the parser records around them.
+    #[derive(serde::Deserialize)]
+    struct Codes(#[serde(deserialize_with = "replay_status_codes")] Option<Vec<u16>>);
+    let read = Option::<Spanned<Codes>>::deserialize(d)?;
+    Ok(read.and_then(|s| Some(Spanned::new(s.value.0?, s.referenced, s.defined))))
+}
+
+/// The codes of [`replay_statuses`], without their position.
+fn replay_status_codes<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<Vec<u16>>, D::Error> {
     status_codes(d, |c| match c {

@@ -322,3 +322,76 @@ fn each_contract_promises_its_own_error_shape_and_retry_after() {
     let err = serde_saphyr::from_str::<ContractSpec>("error_shape: rfc9457\n").unwrap_err();
     assert!(err.to_string().contains("none of `problem`"), "{err}");
 }
+
+/// Each rule the contract breaks is located at the field to change, where the profile wrote it,
+/// not at `contract:`: a conflict at the field that must give way (`replays_5xx` beside `stores`,
+/// `key_at` beside `header`), a value that cannot hold at its own field.
+#[test]
+fn a_broken_rule_is_located_at_the_field_to_change() {
+    for (yaml, field, said) in [
+        (
+            "stores: [2xx]\nreplays_5xx: true\n",
+            "replays_5xx",
+            "disagree",
+        ),
+        ("in_flight_ttl: 0s\n", "in_flight_ttl", "zero TTL"),
+        (
+            "header: X-Key\nkey_at: {query: k}\n",
+            "key_at",
+            "both say where",
+        ),
+        (
+            "replay_body: {at: $.c, is: true}\nreplay_envelope: \"data[0]\"\n",
+            "replay_envelope",
+            "names no member",
+        ),
+        (
+            "replayed_header: \"\"\nreplay_status: 409\n",
+            "replay_status",
+            "nothing tells",
+        ),
+        (
+            "key_form: uuid\nkey_max_len: 30\n",
+            "key_max_len",
+            "36 characters",
+        ),
+        (
+            "retention: 0s\n",
+            "retention",
+            "`while_resource_exists` where",
+        ),
+        (
+            "replay_id_at: $.error.id\n",
+            "replay_id_at",
+            "declares none",
+        ),
+        ("replay_body: original\n", "replay_body", "declares neither"),
+        (
+            "replay_body: original\nreplay_envelope: data\nreplayed_header: X-Replayed\n",
+            "replay_body",
+            "declares neither",
+        ),
+    ] {
+        let text = format!("preset: article\n{yaml}");
+        let spec = serde_saphyr::from_str::<ContractSpec>(&text).expect("parses");
+        let problems = spec.problems();
+        let (at, m) = problems
+            .iter()
+            .find(|(_, m)| m.contains(said))
+            .unwrap_or_else(|| panic!("{yaml}: no problem saying {said:?}: {problems:?}"));
+        let line = 1 + text
+            .lines()
+            .position(|l| l.starts_with(field))
+            .expect("field");
+        assert_eq!(at.map(|l| l.line()), Some(line as u64), "{yaml}: {m}");
+    }
+    // A replay_body that says what an envelope's body says is read without a replay_status, and
+    // a window of time is a retention.
+    for yaml in [
+        "replay_body: {at: $.cached, is: true}\nreplay_envelope: data\n",
+        "retention: 24h\nreplay_status: 409\nreplay_id_at: $.error.id\nreplayed_header: \"\"\n",
+    ] {
+        let spec = serde_saphyr::from_str::<ContractSpec>(yaml).expect("parses");
+        assert!(spec.problems().is_empty(), "{yaml}: {:?}", spec.problems());
+    }
+}

@@ -89,6 +89,21 @@ impl AltApi {
         self.app.lock().logins
     }
 
+    /// With `actions_by_body`: the body of each restart the API took, in order, as text.
+    pub fn action_bodies(&self) -> Vec<String> {
+        let inner = self.app.lock();
+        inner
+            .action_bodies
+            .iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect()
+    }
+
+    /// With `first_answer_sessions`: how many sessions its answers opened.
+    pub fn sessions_opened(&self) -> usize {
+        self.app.lock().first_answer_sessions.len()
+    }
+
     /// With `operations`: how many answered polls each operation got, most first.
     pub fn polls(&self) -> Vec<u64> {
         let mut polls: Vec<u64> = self.app.lock().polls.values().copied().collect();
@@ -274,6 +289,16 @@ pub struct Options {
     /// A create made to fail by `fail-next` fails at once, before the create's latency (an error
     /// page answered before any work), instead of after it.
     pub fails_before_work: bool,
+    /// A restart names its machine in its JSON body too, `{"machine": UUID}` (one without it, or
+    /// naming another machine than its path, is a `400`), and the idempotency layer's
+    /// fingerprint is the body alone, not the method and path: a layer that hashes only the
+    /// body, to which every body-less action would look the same.
+    pub actions_by_body: bool,
+    /// A request without a session cookie this API issued opens a session: its answer sets
+    /// `sid` (`Set-Cookie`), and the idempotency layer keeps records per session, so a retry
+    /// sent without that cookie is another session's request and runs anew (a layer that opens
+    /// the caller's session on its first answer).
+    pub first_answer_sessions: bool,
 }
 
 /// How a `conflict_replays` API answers a completed key's retry (`Options::conflict_replays`).
@@ -415,6 +440,10 @@ struct Inner {
     logins: u64,
     /// With `operations`: how many polls of an operation were answered, by its name.
     polls: HashMap<String, u64>,
+    /// With `actions_by_body`: the body of each restart that reached the handler, in order.
+    action_bodies: Vec<Bytes>,
+    /// With `first_answer_sessions`: the sessions opened, each its `sid`.
+    first_answer_sessions: std::collections::HashSet<String>,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -550,6 +579,14 @@ impl App {
         } else {
             api
         };
+        let api = if self.options.first_answer_sessions {
+            api.route_layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                session_on_first_answer,
+            ))
+        } else {
+            api
+        };
         let api = if self.options.sessions {
             api.route_layer(axum::middleware::from_fn_with_state(
                 self.clone(),
@@ -659,7 +696,7 @@ where
             None => return invalid_key(&app.options),
         },
     };
-    let fingerprint = fingerprint(method, uri, body);
+    let fingerprint = fingerprint(method, uri, body, app.options.actions_by_body);
     if app.options.flaw == Some(Flaw::IgnoresKey) {
         return finish(tokio::spawn(work(app.clone(), fresh_sub_key())).await).await;
     }
@@ -668,10 +705,10 @@ where
         None => key,
     };
     let scope = Scope {
-        principal: if app.options.flaw == Some(Flaw::KeysNotPerPrincipal) {
-            "everyone".to_owned()
-        } else {
-            principal.to_owned()
+        principal: match (app.options.flaw, session_of(headers)) {
+            (Some(Flaw::KeysNotPerPrincipal), _) => "everyone".to_owned(),
+            (_, Some(sid)) => format!("{principal} in session {sid}"),
+            (_, None) => principal.to_owned(),
         },
         endpoint: if app.options.keys_across_endpoints {
             "any endpoint"
@@ -967,12 +1004,16 @@ fn fresh_sub_key() -> String {
     hex::encode(Sha256::digest(uuid::Uuid::new_v4().as_bytes()))
 }
 
-fn fingerprint(method: &Method, uri: &Uri, body: &Bytes) -> [u8; 32] {
+/// A request's fingerprint: its method, path and body, or (`body_only`, `actions_by_body`) its
+/// body alone.
+fn fingerprint(method: &Method, uri: &Uri, body: &Bytes, body_only: bool) -> [u8; 32] {
     let mut hash = Sha256::new();
-    hash.update(method.as_str());
-    hash.update([0]);
-    hash.update(uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
-    hash.update([0]);
+    if !body_only {
+        hash.update(method.as_str());
+        hash.update([0]);
+        hash.update(uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
+        hash.update([0]);
+    }
     hash.update(body);
     hash.finalize().into()
 }
@@ -1328,14 +1369,7 @@ async fn session_only(
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let sid = request
-        .headers()
-        .get_all(axum::http::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|c| c.trim().strip_prefix("sid=").map(str::to_owned));
-    let key = sid.and_then(|sid| app.lock().sessions.get(&sid).cloned());
+    let key = sid_cookie(request.headers()).and_then(|sid| app.lock().sessions.get(&sid).cloned());
     let Some(key) = key else {
         return unauthorized();
     };
@@ -1344,6 +1378,55 @@ async fn session_only(
         HeaderValue::from_str(&key).expect("a known key"),
     );
     next.run(request).await
+}
+
+/// The header through which `session_on_first_answer` tells the idempotency layer a request's
+/// session.
+const SESSION_HEADER: &str = "x-alt-session";
+
+/// The `sid` a request's cookies carry, if any.
+fn sid_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|c| c.trim().strip_prefix("sid=").map(str::to_owned))
+}
+
+/// The session `session_on_first_answer` put a request in, if any.
+fn session_of(headers: &HeaderMap) -> Option<&str> {
+    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+}
+
+/// With `first_answer_sessions`: a request in a session this API issued stays in it; any other
+/// opens one, whose `sid` its answer sets.
+async fn session_on_first_answer(
+    State(app): State<App>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let known =
+        sid_cookie(request.headers()).filter(|sid| app.lock().first_answer_sessions.contains(sid));
+    let (sid, new) = match known {
+        Some(sid) => (sid, false),
+        None => (uuid::Uuid::new_v4().simple().to_string(), true),
+    };
+    request.headers_mut().insert(
+        SESSION_HEADER,
+        HeaderValue::from_str(&sid).expect("a hex sid"),
+    );
+    if new {
+        app.lock().first_answer_sessions.insert(sid.clone());
+    }
+    let mut response = next.run(request).await;
+    if new {
+        response.headers_mut().insert(
+            axum::http::header::SET_COOKIE,
+            HeaderValue::from_str(&format!("sid={sid}; Path=/; HttpOnly")).expect("a cookie"),
+        );
+    }
+    response
 }
 
 /// The principal an `X-Api-Key` authenticates, if any.
@@ -1702,6 +1785,19 @@ async fn restart_machine(
         .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
     if app.options.stripe_shape && !body.is_empty() && !form {
         return stripe_error(StatusCode::BAD_REQUEST, "invalid_request_error", None);
+    }
+    if app.options.actions_by_body {
+        app.lock().action_bodies.push(body.clone());
+        let named = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v.get("machine").and_then(Value::as_str).map(str::to_owned));
+        if named.as_deref() != Some(uuid.as_str()) {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "invalid-body",
+                "a restart names its machine in its body: {\"machine\": UUID}",
+            );
+        }
     }
     idempotent(
         &app,
