@@ -120,31 +120,43 @@ async fn client_flaw_matrix(#[case] flaw: Option<&str>, #[case] expected: &[(&st
 /// each runs every check once, and `said` is in backoff's summary or notes (the situations its
 /// verdict rests on). docs/BENCHMARKS.md has each verdict over 20 runs beside a loaded machine.
 #[rstest]
-// The AWS SDKs' "standard" mode: full jitter from 50 ms, three attempts. A third of the four
-// attempts the bound allows; in-flight and the waits are honoured as the example does.
+// The AWS SDKs' "standard" mode: full jitter from 50 ms, three attempts (within the bound of
+// four); in-flight and the waits are honoured as the example does. Its draws are as short as the
+// delays a heavily loaded machine adds (0.1-0.4 s at a load average of 30 on two cores), where
+// backoff WARNed it instead ("first retry at once", docs/BENCHMARKS.md): a WARN is accepted,
+// a PASS never.
 #[case::full_jitter_from_50ms(
     "--backoff standard",
     &[("backoff", Verdict::Fail)],
+    Some(Verdict::Warn),
     "retried at once, or nearly: the median delay at every retry is under 100ms"
 )]
 // urllib3's Retry: the first retry at once, then 500 ms, 1 s, never drawn.
 #[case::immediate_first_retry(
     "--backoff immediate-first",
     &[("backoff", Verdict::Warn)],
+    None,
     "retried its first failure at once"
 )]
 // Never retries a 502 (nor any HTTP error): judged on the resets, lost responses and timeout it
 // retried; the 409 in flight is given up on (in-flight's rule).
-#[case::transport_only("--retries transport", &[("in-flight", Verdict::Warn)], "after a reset [")]
+#[case::transport_only(
+    "--retries transport",
+    &[("in-flight", Verdict::Warn)],
+    None,
+    "after a reset ["
+)]
 #[case::transport_only_fixed(
     "--retries transport --backoff fixed",
     &[("backoff", Verdict::Warn), ("in-flight", Verdict::Warn)],
+    None,
     "the delays after a reset do not grow"
 )]
 #[tokio::test]
 async fn client_strategy_flaw_matrix(
     #[case] flags: &str,
     #[case] expected: &[(&str, Verdict)],
+    #[case] loaded: Option<Verdict>,
     #[case] said: &str,
 ) {
     let report = judge_with(format!(" {flags}"), None).await;
@@ -154,8 +166,15 @@ async fn client_strategy_flaw_matrix(
         .find(|c| c.id == "backoff")
         .expect("backoff ran");
     let all = format!("{} {}", backoff.summary, backoff.notes.join(" "));
-    assert!(all.contains(said), "{flags}: {all}");
-    judged_as(report, Some(flags), expected);
+    // The verdict a loaded machine may give instead, for backoff only.
+    let mut want = expected.to_vec();
+    if loaded.is_some_and(|v| v == backoff.verdict) {
+        want.retain(|(id, _)| *id != "backoff");
+        want.push(("backoff", backoff.verdict));
+    } else {
+        assert!(all.contains(said), "{flags}: {all}");
+    }
+    judged_as(report, Some(flags), &want);
 }
 
 /// The client flaw matrix for keys outside the `Idempotency-Key` header: a JSON body member, a
