@@ -137,8 +137,12 @@ fn judge_retry_after(ctx: &Ctx, run: &CommandRun, own: Option<Duration>) -> Judg
             "`{name}`: a {status} with {said} was not retried"
         )));
     };
-    let own_text =
-        |own: Duration| format!("its own first back-off without Retry-After is up to {}", ms(own));
+    let own_text = |own: Duration| {
+        format!(
+            "its own first back-off without Retry-After is up to {}",
+            ms(own)
+        )
+    };
     if d + RETRY_AFTER_SLACK >= wait {
         return match own.filter(|o| *o + RETRY_AFTER_SLACK >= wait) {
             // Its own back-off is as long: the wait shows nothing of the header.

@@ -288,7 +288,10 @@ pub(super) fn judge(runs: &[CommandRun]) -> (Vec<Judgement>, bool) {
     let not_retried: Vec<&str> = FAMILIES
         .iter()
         .filter(|f| {
-            !by.contains_key(*f) && names.iter().any(|n| Family::of(n).is_some_and(|(g, _)| g == **f))
+            !by.contains_key(*f)
+                && names
+                    .iter()
+                    .any(|n| Family::of(n).is_some_and(|(g, _)| g == **f))
         })
         .map(|f| f.words())
         .collect();
