@@ -417,3 +417,46 @@ fn growth_and_jitter(family: Family, runs: &[(&str, &Vec<Duration>)]) -> Vec<Jud
     });
     found
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_is_named_once_and_read_back_as_its_family() {
+        for f in FAMILIES {
+            let name = sample_name(f.prefix(), 7);
+            assert_eq!(Family::of(name), Some((f, 7)));
+            assert!(std::ptr::eq(name, sample_name(f.prefix(), 7)), "made once");
+        }
+        assert_eq!(Family::of("retry-after-in-flight"), None);
+        assert_eq!(Family::of("502s-x"), None);
+        assert_eq!(Family::of("lost-response"), None);
+    }
+
+    #[test]
+    fn more_samples_are_asked_only_near_a_line() {
+        let ms = Duration::from_millis;
+        let fixed: Vec<Vec<Duration>> = (0..6).map(|_| vec![ms(500), ms(505), ms(510)]).collect();
+        let fixed: Vec<&Vec<Duration>> = fixed.iter().collect();
+        assert_eq!(by_retry(&fixed, median), vec![ms(500), ms(505), ms(510)]);
+        assert!(
+            !near_a_line(&fixed, &fixed),
+            "a fixed 500 ms is far from both lines"
+        );
+        let short: Vec<Vec<Duration>> = (0..6).map(|i| vec![ms(10 + i), ms(60 + i)]).collect();
+        let short: Vec<&Vec<Duration>> = short.iter().collect();
+        assert!(
+            near_a_line(&short, &short),
+            "a median of 63 ms is near 100 ms"
+        );
+        let doubling: Vec<Vec<Duration>> = (0..6)
+            .map(|i| vec![ms(250 + i), ms(500), ms(1000)])
+            .collect();
+        let doubling: Vec<&Vec<Duration>> = doubling.iter().collect();
+        assert!(
+            !near_a_line(&doubling, &doubling),
+            "a doubling is far from both"
+        );
+    }
+}
