@@ -625,12 +625,13 @@ async fn a_key_the_proxy_cannot_read_is_not_called_missing() {
 }
 
 /// backoff judged as the field writes it: each strategy of create.py's `--backoff` (and its
-/// default, a doubling delay times 0.25–1.75), judged once. Exponential with a random factor,
-/// full, equal and decorrelated jitter and a ±10 % jitter PASS; a fixed delay WARNs (no growth,
-/// no jitter), and so does a client that caps `Retry-After` below what the server asked. Once is
-/// enough: each verdict held in 20 of 20 runs beside a loaded machine (docs/BENCHMARKS.md,
-/// "Client backoff verdicts"), the rules being stated on medians and quartiles with more samples
-/// taken near a line.
+/// default, a doubling delay times 0.25–1.75), judged in three runs. Exponential with a random
+/// factor, full, equal and decorrelated jitter and a ±10 % jitter PASS; a fixed delay WARNs (no
+/// growth, no jitter), and so does a client that caps `Retry-After` below what the server asked.
+/// The verdict must hold in at least two of the three: a random strategy's draws may, now and
+/// then, fall where no growth shows (decorrelated jitter WARNed once in 20 loaded runs,
+/// docs/BENCHMARKS.md "Client backoff verdicts"), and a check that judged the strategy wrongly
+/// would miss in every run.
 #[rstest]
 #[case::jittered("--backoff jittered", Verdict::Pass)]
 #[case::full_jitter("--backoff full", Verdict::Pass)]
@@ -642,17 +643,26 @@ async fn a_key_the_proxy_cannot_read_is_not_called_missing() {
 #[tokio::test]
 async fn backoff_strategies_flaw_matrix(#[case] flags: &str, #[case] expected: Verdict) {
     let script = root().join("clients/example/create.py");
-    let mut options = ClientOptions::new(
-        example_profile(),
-        format!("python3 '{}' {flags}", script.display()),
-    );
-    options.only = vec!["backoff".into()];
-    let report = run_client(options).await;
-    let check = &report.checks[0];
-    assert_eq!(
-        check.verdict, expected,
-        "{flags}: {} | {:?}",
-        check.summary, check.notes
+    let mut missed = Vec::new();
+    for round in 0..3 {
+        let mut options = ClientOptions::new(
+            example_profile(),
+            format!("python3 '{}' {flags}", script.display()),
+        );
+        options.only = vec!["backoff".into()];
+        let report = run_client(options).await;
+        let check = &report.checks[0];
+        if check.verdict != expected {
+            missed.push(format!(
+                "round {round}: {:?}: {} | {:?}",
+                check.verdict, check.summary, check.notes
+            ));
+        }
+    }
+    assert!(
+        missed.len() <= 1,
+        "{flags}: {expected:?} expected in at least two of three runs:\n{}",
+        missed.join("\n")
     );
 }
 
