@@ -36,7 +36,15 @@ most 2 s, unless said otherwise):
     decorrelated a random delay from 250 ms to three times the previous one ("decorrelated jitter")
     tenpct       the doubling delay, plus or minus 10 %
     fixed        500 ms every time: no growth, no jitter (backoff WARNs)
+    standard     a random delay from 0 to the doubling delay from 50 ms, three attempts in all (the
+                 AWS SDKs' "standard" mode for a transient error: backoff FAILs, at once)
+    immediate-first
+                 the first retry at once, then 500 ms, 1 s: no jitter (urllib3's Retry with
+                 backoff_factor 0.25: backoff WARNs)
 
+--retries transport retries only a transport failure (a reset, a lost response, a timeout), never an
+HTTP error (a 502, a 503, a 429, a 409 in flight), as SDKs built on urllib3's connect and read
+retries do.
 --retry-after-cap N waits at most N seconds for a Retry-After (as several SDKs cap it).
 --long-retry-after POLICY says what it does with a Retry-After longer than 60 s (LONG_WAIT), the
 ways the field handles one:
@@ -115,7 +123,9 @@ FLAWS = (
     "retries-4xx-with-retry-after",
 )
 PLACES = ("body", "form", "query")
-STRATEGIES = ("jittered", "full", "equal", "decorrelated", "tenpct", "fixed")
+STRATEGIES = ("jittered", "full", "equal", "decorrelated", "tenpct", "fixed", "standard", "immediate-first")
+# The AWS SDKs' "standard" retry mode: full jitter from 50 ms for a transient error, three attempts.
+STANDARD_BASE, STANDARD_ATTEMPTS = 0.05, 3
 LONG_WAIT = 60.0  # seconds: a Retry-After longer than this is handled by --long-retry-after
 LONG_POLICIES = ("give-up", "sleep", "cap", "ignore")
 SHAPES = ("problem", "stripe-v1", "aws-client-token", "aws-query", "gcp-request-id")
@@ -242,6 +252,10 @@ def backoff(failures, previous, strategy, base=BASE_DELAY):
         return doubling * random.uniform(0.9, 1.1)
     if strategy == "fixed":
         return 0.5
+    if strategy == "standard":
+        return random.uniform(0, STANDARD_BASE * 2 ** (failures - 1))
+    if strategy == "immediate-first":
+        return 0.0 if failures == 1 else base * 2 ** (failures - 1)
     return doubling * random.uniform(0.25, 1.75)
 
 
@@ -322,7 +336,8 @@ def journaled_key(journal):
 
 
 def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strategy="jittered", cap=None,
-           shape=None, wait_header=("Retry-After", 1), base=BASE_DELAY, journal=None, long_policy="give-up"):
+           shape=None, wait_header=("Retry-After", 1), base=BASE_DELAY, journal=None, long_policy="give-up",
+           retries="any"):
     # The key is made once, before the first attempt: every retry below is the same operation.
     if flaw == "no-key":
         key = None
@@ -361,6 +376,8 @@ def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strateg
                 again = kind == "retry" or (kind == "mismatch" and flaw == "retry-mismatch")
             if flaw == "retries-4xx-with-retry-after" and 400 <= error.code < 500 and retry_after is not None:
                 again = True
+            if retries == "transport":
+                again = False
             if not again:
                 raise GaveUp(f"HTTP {error.code}: {raw[:200]!r}") from None
             why = f"HTTP {error.code}"
@@ -375,7 +392,7 @@ def create(base_url, fields, flaw=None, key_in="header:Idempotency-Key", strateg
                 ) from None
             why = f"{type(error).__name__}: {error}"
         failures += 1
-        if flaw != "unbounded" and failures >= MAX_ATTEMPTS:
+        if flaw != "unbounded" and failures >= (STANDARD_ATTEMPTS if strategy == "standard" else MAX_ATTEMPTS):
             raise GaveUp(f"gave up after {failures} attempts; last: {why}")
         waited = delay(failures, retry_after, flaw, waited, strategy, cap, base)
         time.sleep(waited)
@@ -392,9 +409,10 @@ def main(argv):
         return 0
     flaw, key_in, strategy, cap, shape = None, "header:Idempotency-Key", "jittered", None, None
     wait_header, base, journal, require_https = ("Retry-After", 1), BASE_DELAY, None, False
-    long_policy = "give-up"
+    long_policy, retries = "give-up", "any"
     options = (["--flaw"], ["--key-in"], ["--backoff"], ["--retry-after-cap"], ["--speaks"],
-               ["--wait-header"], ["--base-delay"], ["--persist-key"], ["--long-retry-after"])
+               ["--wait-header"], ["--base-delay"], ["--persist-key"], ["--long-retry-after"],
+               ["--retries"])
     while args[:1] == ["--require-https"] or (args[:1] in options and len(args) > 1):
         if args[0] == "--require-https":
             require_https, args = True, args[1:]
@@ -406,6 +424,10 @@ def main(argv):
             long_policy = value
         elif option == "--persist-key":
             journal = value
+        elif option == "--retries":
+            if value not in ("any", "transport"):
+                sys.exit(f"--retries takes any or transport, not {value!r}")
+            retries = value
         elif option == "--wait-header":
             name, _, unit = value.partition(":")
             if not name or unit not in ("", "ms"):
@@ -451,7 +473,7 @@ def main(argv):
     fields = {"image": "debian-12", "cpu": 2, "memory_gb": 1}
     try:
         worker = create(base_url, fields, flaw, key_in, strategy, cap, shape, wait_header, base, journal,
-                        long_policy)
+                        long_policy, retries)
     except GaveUp as error:
         forget(journal)
         print(f"error: {error}", file=sys.stderr)

@@ -265,8 +265,13 @@ async fn run_and_grade(
         .await
     };
     let mut runs: Vec<CommandRun> = run_all(check.situations(ctx)).await;
-    let more = check.follow_up(ctx, &runs);
-    runs.extend(run_all(more).await);
+    for _ in 0..checks::FOLLOW_UPS {
+        let more = check.follow_up(ctx, &runs);
+        if more.is_empty() {
+            break;
+        }
+        runs.extend(run_all(more).await);
+    }
     let mut found: Vec<Judgement> = runs
         .iter()
         .filter(|r| !r.attempted())

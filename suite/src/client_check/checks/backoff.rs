@@ -1,22 +1,19 @@
 //! `backoff`: retries wait, and wait longer each time, with jitter; a `Retry-After` on a 409 in
 //! flight, a 429 or a 503 is honoured.
 //!
-//! Timing is judged by what the recognised strategies (exponential with a random factor, full,
-//! equal and decorrelated jitter) guarantee, read so that a loaded machine, which only ever makes
-//! a delay longer and only now and then, cannot make a fixed delay pass: "no backoff" is an upper
-//! quartile of the delays under [`AT_ONCE`] (full jitter draws some delays near zero); growth is
-//! the envelope (the longest delay at each retry, over the runs) ending longer than it began by
-//! [`GROWTH`] and a quarter; jitter is, at some retry whose median delay is at least [`AT_ONCE`]
-//! (shorter ones are spread by scheduling alone), the runs' median delay longer than their
-//! shortest by [`JITTER`] and [`JITTER_SHARE`] of it — a random draw spreads the delays both ways,
-//! while a late wake-up moves one run and leaves the median where a fixed delay puts it.
+//! The client's own back-off is measured on every failure without `Retry-After` it retries (a
+//! 502, a 503, a reset, a lost response, a timeout) and judged by the rules of
+//! [`backoff_timing`](super::backoff_timing); the answers with `Retry-After` follow, asking for a
+//! wait longer than that back-off. When no failure without `Retry-After` was retried, the
+//! client's own back-off was not seen and the check does not pass on the waits alone.
 
 use std::time::Duration;
 
 use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
-use super::{about, delays, delays_text, ClientCheck, CommandRun, Ctx, Judgement, Situation};
+use super::backoff_timing as timing;
+use super::{about, delays, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::client_check::command::Exit;
 use crate::client_check::situation::Times;
 use crate::engine::About;
@@ -26,29 +23,14 @@ use crate::report::human_duration;
 /// See the module documentation.
 pub struct Backoff;
 
-/// Retries this soon after the previous answer (three in four of them) did not back off.
-const AT_ONCE: Duration = Duration::from_millis(100);
-/// At one retry, the runs' median delay this much longer than their shortest (and by
-/// [`JITTER_SHARE`]) shows jitter: a ±10 % draw around 250 ms spreads them by tens of ms, while a
-/// fixed delay's median stays within a few ms of its shortest (docs/client.md has the rates).
-const JITTER: Duration = Duration::from_millis(10);
-/// …and by this share of the shortest: one part in twenty-five.
-const JITTER_SHARE: u32 = 25;
-/// A delay that grows is at least this much longer than the first (and by a quarter): exponential
-/// backoff doubles; scheduling noise does not make a constant delay grow by this.
-const GROWTH: Duration = Duration::from_millis(50);
 /// How much sooner than `Retry-After` a retry may come (clock granularity; a client that sleeps
 /// exactly the header's seconds must pass).
 const RETRY_AFTER_SLACK: Duration = Duration::from_millis(50);
-/// The situations with plain 502s (no `Retry-After`), run six times to compare delays (a median
-/// of six ignores the two runs a loaded machine woke late).
-const PLAIN: [&str; 6] = [
-    "502s-first",
-    "502s-second",
-    "502s-third",
-    "502s-fourth",
-    "502s-fifth",
-    "502s-sixth",
+/// The situations with `Retry-After`, sent once the client's own back-off is measured.
+const WITH_WAIT: [&str; 3] = [
+    "retry-after-in-flight",
+    "retry-after-rate-limit",
+    "retry-after-unavailable",
 ];
 
 impl ClientCheck for Backoff {
@@ -62,19 +44,18 @@ impl ClientCheck for Backoff {
     }
 
     fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
-        let plain = |name| {
-            Situation::new(
-                name,
-                vec![ctx.planned(AnswerKind::BadGateway, false, Times::First(3))],
-            )
-        };
-        PLAIN.iter().map(|name| plain(name)).collect()
+        timing::first_round(ctx)
     }
 
-    /// The answers with a wait, sent once the plain runs measured the client's own back-off, so
-    /// that the wait is longer than it ([`wait_for`]).
-    fn follow_up(&self, ctx: &Ctx, first: &[CommandRun]) -> Vec<Situation> {
-        let wait = wait_for(ctx, own_back_off(first));
+    /// More runs of the failure retried most where the first round showed too few or sits near
+    /// a line ([`timing::more_samples`]); beside the first of them, the answers with a wait,
+    /// longer than the back-off the first round measured ([`wait_for`]).
+    fn follow_up(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Situation> {
+        let mut more = timing::more_samples(ctx, runs);
+        if runs.iter().any(|r| WITH_WAIT.contains(&r.situation)) {
+            return more;
+        }
+        let wait = wait_for(ctx, timing::own_back_off(runs));
         // Named by what they answer, whose status the profile's `answers` may change.
         let after = |name, kind| {
             Situation::new(
@@ -82,36 +63,31 @@ impl ClientCheck for Backoff {
                 vec![ctx.planned_wait(kind, Some(wait), Times::First(1))],
             )
         };
-        vec![
-            after("retry-after-in-flight", AnswerKind::InFlight),
-            after("retry-after-rate-limit", AnswerKind::RateLimited),
-            after("retry-after-unavailable", AnswerKind::Unavailable),
-        ]
+        more.extend([
+            after(WITH_WAIT[0], AnswerKind::InFlight),
+            after(WITH_WAIT[1], AnswerKind::RateLimited),
+            after(WITH_WAIT[2], AnswerKind::Unavailable),
+        ]);
+        more
     }
 
+    /// The timing rules on the runs without `Retry-After`, then what the client did with each
+    /// wait; a wait honoured is recorded, not held, when the client's own back-off was not seen
+    /// (a PASS never rests on the waits alone).
     fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
-        let plain: Vec<(&CommandRun, Vec<Duration>)> = runs
-            .iter()
-            .filter(|r| PLAIN.contains(&r.situation))
-            .map(|r| (r, delays(&r.attempts)))
-            .collect();
-        let mut found = judge_plain(&plain);
-        let own = own_back_off(runs);
-        for run in runs.iter().filter(|r| !PLAIN.contains(&r.situation)) {
-            found.push(judge_retry_after(ctx, run, own));
+        let (mut found, seen) = timing::judge(runs);
+        let own = timing::own_back_off(runs);
+        for run in runs.iter().filter(|r| !timing::is_timing(r)) {
+            let mut judged = judge_retry_after(ctx, run, own);
+            if let (false, Finding::Held(m)) = (seen, &judged.finding) {
+                judged.finding = Finding::Recorded(format!(
+                    "{m} (its own back-off was not seen: no failure without Retry-After was retried)"
+                ));
+            }
+            found.push(judged);
         }
         found
     }
-}
-
-/// The client's own first back-off: the longest first delay after a plain 502, over the plain
-/// runs (`None` when it never retried one). A wait this long after a `Retry-After` is no evidence
-/// that it read the header.
-fn own_back_off(runs: &[CommandRun]) -> Option<Duration> {
-    runs.iter()
-        .filter(|r| PLAIN.contains(&r.situation))
-        .filter_map(|r| delays(&r.attempts).first().copied())
-        .max()
 }
 
 /// The wait the answers ask for: the profile's `retry_after`, or, where the client's own first
@@ -129,7 +105,8 @@ const LONGEST_WAIT: Duration = Duration::from_secs(60);
 
 /// What a client did after an answer with `Retry-After` (or the vendor's header): waited it out,
 /// capped it (at the number it documents, or at one it does not), ignored it; and whether its own
-/// back-off (`own`, its longest first delay after a plain 502) leaves that unshown.
+/// back-off (`own`, its longest first delay after a failure without `Retry-After`) leaves that
+/// unshown.
 fn judge_retry_after(ctx: &Ctx, run: &CommandRun, own: Option<Duration>) -> Judgement {
     let status = run.attempts[0].client_status.unwrap_or_default();
     let wait = wait_for(ctx, own);
@@ -166,8 +143,12 @@ fn judge_retry_after(ctx: &Ctx, run: &CommandRun, own: Option<Duration>) -> Judg
             "`{name}`: a {status} with {said} was not retried{owner}"
         )));
     };
-    let own_text =
-        |own: Duration| format!("its own first back-off after a 502 is up to {}", ms(own));
+    let own_text = |own: Duration| {
+        format!(
+            "its own first back-off without Retry-After is up to {}",
+            ms(own)
+        )
+    };
     if d + RETRY_AFTER_SLACK >= wait {
         return match own.filter(|o| *o + RETRY_AFTER_SLACK >= wait) {
             // Its own back-off is as long: the wait shows nothing of the header.
@@ -197,12 +178,13 @@ fn judge_retry_after(ctx: &Ctx, run: &CommandRun, own: Option<Duration>) -> Judg
             ", sooner than even its documented cap (`retry_after_cap: {}`)",
             humantime::format_duration(c)
         ),
-        // Longer than its back-off after a 502, yet short of the header: it may cap the header,
+        // Longer than its own back-off, yet short of the header: it may cap the header,
         // or back off longer after this status (several SDKs use another base for a throttle);
         // either way the wait was not honoured, and which it was is not shown.
         (None, Some(o)) if d > o + RETRY_AFTER_SLACK => format!(
-            ": longer than its own first back-off after a 502 ({}), but short of the header: it \
-             caps the header near {}, or backs off longer after a {status} than after a 502; if \
+            ": longer than its own first back-off ({}), but short of the header: it caps the \
+             header near {}, or backs off longer after a {status} than after a failure without \
+             Retry-After; if \
              its documentation gives a cap, give it as `retry_after_cap`",
             ms(o),
             ms(d)
@@ -218,109 +200,4 @@ fn judge_retry_after(ctx: &Ctx, run: &CommandRun, own: Option<Duration>) -> Judg
         ms(d)
     )))
     .at(Level::Should)
-}
-
-/// Backoff, growth and jitter over the plain-502 runs.
-fn judge_plain(plain: &[(&CommandRun, Vec<Duration>)]) -> Vec<Judgement> {
-    let names: Vec<&'static str> = plain.iter().map(|(r, _)| r.situation).collect();
-    let retried: Vec<&(&CommandRun, Vec<Duration>)> =
-        plain.iter().filter(|(_, d)| !d.is_empty()).collect();
-    let on = |finding| Judgement::new(finding).on_steps(names.iter().copied());
-    if retried.is_empty() {
-        return vec![on(Finding::Recorded(
-            "a plain 502 was not retried: no backoff to judge".into(),
-        ))];
-    }
-    let shown: Vec<String> = retried
-        .iter()
-        .map(|(r, d)| format!("`{}`: {}", r.situation, delays_text(d)))
-        .collect();
-    let shown = shown.join("; ");
-    // The upper quartile, not the longest: one retry delayed by a loaded machine is not a
-    // backoff; nor the median: full jitter draws half its delays under half the cap.
-    let mut all: Vec<Duration> = retried
-        .iter()
-        .flat_map(|(_, d)| d.iter().copied())
-        .collect();
-    all.sort();
-    if all[all.len() * 3 / 4] < AT_ONCE {
-        return vec![on(Finding::Broken(
-            format!(
-                "retried at once after a 502, or nearly (delays {shown}; three in four are under {}): a back-off this short (none, or a few tens of ms) gives a recovering server no rest, and clients that failed together hammer it together",
-                human_duration(AT_ONCE.as_millis() as u64)
-            ),
-        ))];
-    }
-    let mut found = vec![on(Finding::Held(format!(
-        "backed off after a 502 (delays {shown})"
-    )))];
-    let runs: Vec<&Vec<Duration>> = retried.iter().map(|(_, d)| d).collect();
-    // Growth: the envelope, the longest delay at each retry over the runs.
-    let envelope = by_retry(&runs, |at| at.iter().max().copied());
-    match (envelope.first(), envelope.last()) {
-        (Some(first), Some(last)) if envelope.len() > 1 => {
-            if !(*last > *first + GROWTH && *last > *first + *first / 4) {
-                found.push(on(Finding::Broken(format!(
-                    "the delays do not grow ({shown}; the longest at each retry: {}): a server that stays down is retried at the same rate",
-                    delays_text(&envelope)
-                )))
-                .at(Level::Should));
-            }
-        }
-        _ => found.push(on(Finding::Recorded(
-            "one retry per run: whether delays grow is not observable".into(),
-        ))),
-    }
-    // Jitter: at some retry, the runs' median delay clearly longer than their shortest.
-    if runs.len() > 2 {
-        let spread = by_retry(&runs, |at| {
-            let mut at = at.to_vec();
-            at.sort();
-            (at.len() > 2).then(|| at[at.len() / 2].saturating_sub(at[0]))
-        });
-        let shortest = by_retry(&runs, |at| at.iter().min().copied());
-        let median = by_retry(&runs, |at| {
-            let mut at = at.to_vec();
-            at.sort();
-            Some(at[at.len() / 2])
-        });
-        // Only at a retry whose median delay is a real wait: under AT_ONCE, scheduling and the
-        // client's own processing spread the delays as much as any draw would.
-        let jittered = spread
-            .iter()
-            .zip(&shortest)
-            .zip(&median)
-            .any(|((s, min), med)| *med >= AT_ONCE && *s > JITTER && *s > *min / JITTER_SHARE);
-        found.push(if jittered {
-            on(Finding::Held(format!("the delays differ between runs ({shown}): jitter")))
-        } else {
-            on(Finding::Broken(format!(
-                "the {} runs waited the same delays at every retry (at no retry whose median delay was at least {} was it {} ms and a {}th longer than their shortest): without jitter, clients that failed together retry together",
-                runs.len(),
-                human_duration(AT_ONCE.as_millis() as u64),
-                JITTER.as_millis(),
-                JITTER_SHARE
-            )))
-            .at(Level::Should)
-        });
-    }
-    found
-}
-
-/// For each retry (by position) that at least three runs made, `of` the runs' delays at it; the
-/// retries fewer runs made are left out.
-fn by_retry(
-    runs: &[&Vec<Duration>],
-    of: impl Fn(&[Duration]) -> Option<Duration>,
-) -> Vec<Duration> {
-    let longest = runs.iter().map(|d| d.len()).max().unwrap_or(0);
-    (0..longest)
-        .map_while(|i| {
-            let at: Vec<Duration> = runs.iter().filter_map(|d| d.get(i).copied()).collect();
-            if at.len() < 3.min(runs.len()) {
-                return None;
-            }
-            of(&at)
-        })
-        .collect()
 }

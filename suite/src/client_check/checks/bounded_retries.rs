@@ -1,9 +1,12 @@
-//! `bounded-retries`: when every attempt is answered 502 (a gateway error most clients retry), the client gives up — with an error —
-//! within the profile's bound (`gives_up`: attempts and time).
+//! `bounded-retries`: when every attempt is answered 502 (a gateway error most clients retry), or
+//! every connection is reset (a transport failure, which clients that never retry a 502 retry),
+//! the client gives up — with an error — within the profile's bound (`gives_up`: attempts and
+//! time).
 
 use std::time::Duration;
 
 use idemspec_scenarios::client_profile::answers::AnswerKind;
+use idemspec_scenarios::rules::Fault;
 use idemspec_scenarios::Level;
 
 use super::{about, attempts, delays, ClientCheck, CommandRun, Ctx, Judgement, Situation};
@@ -27,12 +30,21 @@ impl ClientCheck for BoundedRetries {
     }
 
     fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
-        let mut situation = Situation::new(
-            "always-502",
-            vec![ctx.planned(AnswerKind::BadGateway, false, Times::Always)],
-        );
-        situation.deadline = Some(ctx.profile.give_up_within().min(ctx.timeout));
-        vec![situation]
+        let bounded = |name, planned| {
+            let mut situation = Situation::new(name, vec![planned]);
+            situation.deadline = Some(ctx.profile.give_up_within().min(ctx.timeout));
+            situation
+        };
+        vec![
+            bounded(
+                "always-502",
+                ctx.planned(AnswerKind::BadGateway, false, Times::Always),
+            ),
+            bounded(
+                "always-reset",
+                ctx.plan("reset", Fault::Refuse { reset: true }, Times::Always),
+            ),
+        ]
     }
 
     fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
@@ -42,6 +54,7 @@ impl ClientCheck for BoundedRetries {
                 let n = run.attempts.len();
                 let took = human_duration(run.output.elapsed.as_millis() as u64);
                 let bound = ctx.profile.give_up_within();
+                let every = every_one(run);
                 let finding = match (&run.output.exit, lingered(run)) {
                     // The run's deadline (`--command-timeout`) came before the profile's bound:
                     // the client still had time, so a quiet spell may be its next back-off wait
@@ -65,23 +78,46 @@ impl ClientCheck for BoundedRetries {
                         ))
                     }
                     (Exit::TimedOut(after), None) => Finding::Broken(format!(
-                            "still retrying when killed after {} ({}, every one answered 502): the client does not give up",
+                            "still retrying when killed after {} ({}, every one {every}): the client does not give up",
                             humantime::format_duration(*after),
                             attempts(n)
                         ),
                     ),
-                    (Exit::Code(0), _) => Finding::Broken(format!("exited 0 after {}, every one answered 502: the failure is hidden from the caller", attempts(n)),
+                    (Exit::Code(0), _) => Finding::Broken(format!("exited 0 after {}, every one {every}: the failure is hidden from the caller", attempts(n)),
                     ),
                     (Exit::NotStarted(why), _) => Finding::Undecided(format!("the command did not run: {why}")),
-                    (exit, _) if n > max => Finding::Broken(format!("gave up only after {} ({exit}, {took}); the bound is {max}", attempts(n)),
+                    (exit, _) if n > max => Finding::Broken(format!("gave up only after {} ({exit}, {took}, every one {every}); the bound is {max}", attempts(n)),
                     ),
                     // Nothing retried, nothing to bound: not a pass on what it never did.
-                    (exit, _) if n <= 1 => Finding::Recorded(format!("gave up after its first attempt, without a retry ({exit}, {took}): no retries to bound")),
-                    (exit, _) => Finding::Held(format!("gave up after {} in {took} ({exit})", attempts(n))),
+                    (exit, _) if n <= 1 => Finding::Recorded(format!("gave up after its first attempt, without a retry ({every}; {exit}, {took}): no retries to bound")),
+                    (exit, _) => Finding::Held(format!("gave up after {} in {took}, every one {every} ({exit})", attempts(n))),
                 };
-                Judgement::on(run.situation, finding)
+                Judgement::on(run.situation, named(run.situation, finding))
             })
             .collect()
+    }
+}
+
+/// `finding` with its sentence starting with the situation's name.
+fn named(situation: &str, finding: Finding) -> Finding {
+    let name = |m: String| format!("`{situation}`: {m}");
+    match finding {
+        Finding::Held(m) => Finding::Held(name(m)),
+        Finding::Broken(m) => Finding::Broken(name(m)),
+        Finding::Undecided(m) => Finding::Undecided(name(m)),
+        Finding::Skipped(m) => Finding::Skipped(name(m)),
+        Finding::Recorded(m) => Finding::Recorded(name(m)),
+    }
+}
+
+/// What every attempt of `run` got, in words: `answered 502`, `reset`.
+fn every_one(run: &CommandRun) -> String {
+    match run.faults.first().map(|p| &p.fault) {
+        Some(Fault::Refuse { .. }) => "reset".into(),
+        _ => format!(
+            "answered {}",
+            run.faults.first().map_or("502", |p| p.name.as_str())
+        ),
     }
 }
 

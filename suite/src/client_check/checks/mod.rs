@@ -3,6 +3,7 @@
 //! sources).
 
 mod backoff;
+mod backoff_timing;
 mod bounded_retries;
 mod distinct_keys;
 mod in_flight;
@@ -29,9 +30,11 @@ pub trait ClientCheck: Send + Sync {
     fn about(&self) -> About;
     /// The situations it runs the command in (at once, up to the run's parallelism).
     fn situations(&self, ctx: &Ctx) -> Vec<Situation>;
-    /// Situations that depend on what the first ones showed, run after them (`backoff` sends a
-    /// `Retry-After` longer than the back-off it measured); none by default.
-    fn follow_up(&self, _ctx: &Ctx, _first: &[CommandRun]) -> Vec<Situation> {
+    /// Situations that depend on what the runs so far showed, run after them; asked again, with
+    /// every run so far, until it returns none (at most [`FOLLOW_UPS`] times). `backoff` takes
+    /// more samples where a verdict is near its line, and sends a `Retry-After` longer than the
+    /// back-off it measured. None by default.
+    fn follow_up(&self, _ctx: &Ctx, _so_far: &[CommandRun]) -> Vec<Situation> {
         Vec::new()
     }
     /// What it finds in the situations where the command made at least one attempt (a situation
@@ -39,6 +42,9 @@ pub trait ClientCheck: Send + Sync {
     /// source unless it says otherwise, and names the situations behind it.
     fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement>;
 }
+
+/// How many rounds of [`ClientCheck::follow_up`] a check gets, at most.
+pub const FOLLOW_UPS: usize = 3;
 
 /// Every client check, in the order they are reported.
 pub fn catalogue() -> Vec<Box<dyn ClientCheck>> {
