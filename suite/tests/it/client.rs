@@ -234,16 +234,22 @@ async fn retry_after_bound_counts_from_the_answer_and_says_what_it_cannot_see(
     "retried its first failure at once"
 )]
 // Never retries a 502 (nor any HTTP error): judged on the resets, lost responses and timeout it
-// retried; the 409 in flight is given up on (in-flight's rule).
+// retried; the 409 in flight and the 429 are given up on (in-flight's and rate-limit's rules), and
+// a 503 with an hour's Retry-After shows nothing of the wait (it retries no 503).
 #[case::transport_only(
     "--retries transport",
-    &[("in-flight", Verdict::Warn)],
+    &[("in-flight", Verdict::Warn), ("rate-limit", Verdict::Warn), ("retry-after-bound", Verdict::Info)],
     None,
     "after a reset ["
 )]
 #[case::transport_only_fixed(
     "--retries transport --backoff fixed",
-    &[("backoff", Verdict::Warn), ("in-flight", Verdict::Warn)],
+    &[
+        ("backoff", Verdict::Warn),
+        ("in-flight", Verdict::Warn),
+        ("rate-limit", Verdict::Warn),
+        ("retry-after-bound", Verdict::Info),
+    ],
     None,
     "the delays after a reset do not grow"
 )]
