@@ -214,7 +214,8 @@ async fn a_retry_that_is_never_answered_is_not_a_released_key() {
         ..alt_api::Options::default()
     };
     let said = [
-        "`retry` got no answer",
+        "`retry`, sent ",
+        "after the abandoned request, got no answer",
         "`retry-twin`, sent with the same key",
         "timed out",
         "declare it (`contract.in_flight_wait: {up_to, then}`)",
@@ -235,7 +236,8 @@ async fn a_twin_refused_only_after_its_retry_ended_shows_nothing() {
         ..alt_api::Options::default()
     };
     let said = [
-        "`retry` got no answer",
+        "`retry`, sent ",
+        "after the abandoned request, got no answer",
         // 1.0 s after the retry, or 1.1 s where a wake-up is late.
         "`retry-twin`, sent with the same key 1.",
         "s into it, got timed out",
