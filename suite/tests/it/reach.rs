@@ -2185,9 +2185,11 @@ async fn merged_keys_are_named_as_such() {
     let o = &report.checks[0];
     assert_eq!(o.verdict, Verdict::Fail, "{}", table(&report));
     assert!(
-        o.summary.contains(
-            "where 3 creates with different keys each succeeded: requests with different keys were merged into one resource"
-        ),
+        o.summary
+            .contains("where 3 creates of alpha with different keys (")
+            && o.summary.contains(
+                "each succeeded: requests with different keys were merged into one resource"
+            ),
         "{}",
         o.summary
     );
