@@ -41,6 +41,7 @@ pub(crate) struct ApiCtx {
 
 /// A request rendered from the profile, not yet sent: its method, path, body and every header
 /// (a principal's list of its resources, or its login).
+#[derive(Clone)]
 pub(crate) struct RenderedRequest {
     /// The method, as the profile writes it.
     pub method: String,
@@ -50,6 +51,33 @@ pub(crate) struct RenderedRequest {
     pub body: Option<String>,
     /// Every header to send.
     pub headers: Vec<(String, String)>,
+}
+
+impl RenderedRequest {
+    /// The request as `principal` sends it direct to `base_url` (never through a fault proxy,
+    /// without an idempotency key), tagged `step` in the evidence, given `timeout`.
+    pub(crate) fn direct(
+        self,
+        step: &str,
+        base_url: &str,
+        principal: &str,
+        timeout: std::time::Duration,
+    ) -> RequestSpec {
+        RequestSpec {
+            step: step.into(),
+            base_url: base_url.to_owned(),
+            origin: base_url.to_owned(),
+            method: self.method,
+            path: self.path,
+            principal: principal.to_owned(),
+            headers: self.headers,
+            key: None,
+            body: self.body,
+            timeout,
+            via_proxy: false,
+            sent: None,
+        }
+    }
 }
 
 /// How long the request that opens a principal's session (its login) may take.
@@ -305,20 +333,7 @@ impl ApiCtx {
             }
         };
         let what = format!("{what} ({} {})", request.method, request.path);
-        let spec = RequestSpec {
-            step: step.into(),
-            base_url: self.first_base().to_owned(),
-            origin: self.first_base().to_owned(),
-            method: request.method,
-            path: request.path,
-            principal: principal.name.clone(),
-            headers: request.headers,
-            key: None,
-            body: request.body,
-            timeout: LOGIN_TIMEOUT,
-            via_proxy: false,
-            sent: None,
-        };
+        let spec = request.direct(step, self.first_base(), &principal.name, LOGIN_TIMEOUT);
         Some((spec, what, field))
     }
 

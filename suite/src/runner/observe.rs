@@ -303,26 +303,10 @@ async fn send_list(
     let urls = &ctx.profile.base_urls.value;
     let mut tries = urls.len();
     loop {
-        let base_url = ctx.pick(urls).to_owned();
-        let ex = ctx
-            .send(
-                RequestSpec {
-                    step: "list".into(),
-                    origin: base_url.clone(),
-                    base_url,
-                    method: request.method.clone(),
-                    path: request.path.clone(),
-                    principal: principal.name.clone(),
-                    headers: request.headers.clone(),
-                    key: None,
-                    body: request.body.clone(),
-                    timeout: OBSERVE_TIMEOUT,
-                    via_proxy: false,
-                    sent: None,
-                },
-                marker,
-            )
-            .await;
+        let spec = request
+            .clone()
+            .direct("list", ctx.pick(urls), &principal.name, OBSERVE_TIMEOUT);
+        let ex = ctx.send(spec, marker).await;
         tries -= 1;
         if ex.status.is_some() || tries == 0 {
             return ex;

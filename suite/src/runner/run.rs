@@ -9,7 +9,7 @@ use super::{capabilities, observe, tls_preflight, RunError, RunOptions, Target, 
 use crate::engine::EventSink;
 use crate::engine::{self, RunRecord};
 use crate::hooks::{HookRunner, ProfileHooks};
-use crate::http_client::{Exchange, RequestSpec, TlsSettings};
+use crate::http_client::{Exchange, TlsSettings};
 use crate::model::RunReport;
 use crate::reference::ReferenceServer;
 use crate::target_process::{ProcessHooks, TargetProcess};
@@ -156,26 +156,13 @@ async fn preflight(ctx: &ApiCtx) -> Result<(), RunError> {
                     reason: Unreachable::Session(why),
                 });
             }
-            let request = ctx.list_request(principal, "preflight");
-            let ex = ctx
-                .send(
-                    RequestSpec {
-                        step: "preflight".into(),
-                        base_url: url.trim_end_matches('/').to_owned(),
-                        origin: url.trim_end_matches('/').to_owned(),
-                        method: request.method,
-                        path: request.path,
-                        principal: principal.name.clone(),
-                        headers: request.headers,
-                        key: None,
-                        body: request.body,
-                        timeout: std::time::Duration::from_secs(10),
-                        via_proxy: false,
-                        sent: None,
-                    },
-                    "preflight",
-                )
-                .await;
+            let request = ctx.list_request(principal, "preflight").direct(
+                "preflight",
+                url.trim_end_matches('/'),
+                &principal.name,
+                std::time::Duration::from_secs(10),
+            );
+            let ex = ctx.send(request, "preflight").await;
             if let Some(plain_to_tls) = tls_preflight::plain_to_tls(url, &ex).await {
                 return Err(plain_to_tls);
             }
