@@ -6,8 +6,7 @@
 use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
-use super::{about, delays, retry_delay_text, ClientCheck, CommandRun, Ctx, Judgement, Situation};
-use crate::client_check::command::Exit;
+use super::{about, retried_after_wait, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::client_check::situation::Times;
 use crate::engine::About;
 use crate::engine::Finding;
@@ -45,46 +44,25 @@ impl ClientCheck for InFlight {
                     .into(),
             ))];
         }
-        let wait = ctx.profile.retry_after();
-        let (header, value) = ctx.profile.retry_after_field(wait);
-        let said = format!("{header}: {value}");
         runs.iter()
             .map(|run| {
                 let status = run.attempts[0].client_status.unwrap_or_default();
-                let killed = matches!(run.output.exit, Exit::TimedOut(_));
-                let finding = match (delays(&run.attempts).first(), run.output.exit.succeeded()) {
-                    // Still waiting out a Retry-After longer than the run: nothing to judge.
-                    (None, _) if killed && wait >= ctx.timeout => Finding::Recorded(format!(
-                        "no retry before the run's deadline ({}), which came before the {status}'s \
-                         Retry-After of {} ended: whether it waits it out and retries is not seen",
-                        humantime::format_duration(ctx.timeout),
-                        humantime::format_duration(wait)
-                    )),
-                    (None, _) if killed => Finding::Broken(format!(
-                        "never retried the {status} in flight: it was still running, without a \
-                         retry, when killed after {} (Retry-After was {})",
-                        humantime::format_duration(ctx.timeout),
-                        humantime::format_duration(wait)
-                    )),
-                    (None, _) => Finding::Broken(format!(
-                            "gave up on a {status} in flight ({}{}): the operation is completing on the server, the caller sees an error, and a caller that tries again{} creates a second",
-                            run.output.exit,
-                            // Its own last words say whether it gave up or could not read the answer.
-                            last_words(run).map(|w| format!("; it said {w:?}")).unwrap_or_default(),
-                            // Of a key only where the client sent one.
-                            if run.attempts[0].key.is_some() { " with a new key" } else { "" }
-                        ),
-                    ),
-                    (Some(d), true) => Finding::Held(format!(
-                        "retried the {status} in flight and completed (the retry came {})",
-                        retry_delay_text(*d, wait, &said)
-                    )),
-                    (Some(_), false) => Finding::Undecided(format!(
-                        "retried after the {status} and was answered the success, but the command ended with {}",
-                        run.output.exit
-                    )),
-                };
-                Judgement::on(run.situation, finding)
+                let gave_up = format!(
+                    "{}): the operation is completing on the server, the caller sees an error, and \
+                     a caller that tries again{} creates a second",
+                    // Its own last words say whether it gave up or could not read the answer.
+                    last_words(run)
+                        .map(|w| format!("; it said {w:?}"))
+                        .unwrap_or_default(),
+                    // Of a key only where the client sent one.
+                    if run.attempts[0].key.is_some() {
+                        " with a new key"
+                    } else {
+                        ""
+                    }
+                );
+                let what = format!("{status} in flight");
+                Judgement::on(run.situation, retried_after_wait(ctx, run, &what, &gave_up))
             })
             .collect()
     }

@@ -22,7 +22,8 @@ use idemspec_scenarios::Level;
 use super::attempt::Attempt;
 use super::situation::{CommandRun, Situation};
 use super::Ctx;
-use crate::engine::{About, Judgement};
+use crate::client_check::command::Exit;
+use crate::engine::{About, Finding, Judgement};
 
 /// One client check.
 pub trait ClientCheck: Send + Sync {
@@ -115,6 +116,47 @@ fn retry_delay_text(delay: Duration, wait: Duration, said: &str) -> String {
         format!("after {after}, the `{said}` waited out")
     } else {
         format!("after {after}, sooner than its `{said}` asked (backoff judges the wait)")
+    }
+}
+
+/// What the client did with the one answer of `run` that asked it to retry after a wait (the
+/// profile's `retry_after`, said as `Retry-After: 1`): retried and completed (held, saying
+/// whether the wait was kept), retried but ended otherwise (undecided), still waiting out a wait
+/// longer than the run (recorded), still running without a retry at the deadline, exited 0
+/// without one, or gave up (broken; `gave_up` gives what giving up costs, after the exit). `what`
+/// names the answer in a sentence (`409 in flight`). One ladder for every answer that asks for a
+/// retry (in-flight's 409, rate-limit's 429), so they read alike.
+fn retried_after_wait(ctx: &Ctx, run: &CommandRun, what: &str, gave_up: &str) -> Finding {
+    let wait = ctx.profile.retry_after();
+    let (header, value) = ctx.profile.retry_after_field(wait);
+    let said = format!("{header}: {value}");
+    let run_took = humantime::format_duration(ctx.timeout);
+    let status = run.attempts[0].client_status.unwrap_or_default();
+    match (delays(&run.attempts).first(), &run.output.exit) {
+        (Some(d), exit) if exit.succeeded() => Finding::Held(format!(
+            "retried the {what} and completed (the retry came {})",
+            retry_delay_text(*d, wait, &said)
+        )),
+        (Some(_), exit) => Finding::Undecided(format!(
+            "retried after the {status} and was answered the success, but the command ended with \
+             {exit}"
+        )),
+        // Still waiting out a wait longer than the run: nothing to judge.
+        (None, Exit::TimedOut(_)) if wait >= ctx.timeout => Finding::Recorded(format!(
+            "no retry before the run's deadline ({run_took}), which came before the {what}'s \
+             `{said}` ended: whether it waits it out and retries is not seen"
+        )),
+        (None, Exit::TimedOut(_)) => Finding::Broken(format!(
+            "never retried the {what} that said `{said}`: it was still running, without a retry, \
+             when killed after {run_took}"
+        )),
+        (None, Exit::Code(0)) => Finding::Broken(format!(
+            "exited 0 after a {what} that said `{said}`, without a retry: the request was never \
+             done, and the caller is told it was"
+        )),
+        (None, exit) => Finding::Broken(format!(
+            "gave up on a {what} that said `{said}` ({exit}{gave_up}"
+        )),
     }
 }
 

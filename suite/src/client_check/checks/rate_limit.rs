@@ -10,8 +10,7 @@
 use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::Level;
 
-use super::{about, delays, retry_delay_text, ClientCheck, CommandRun, Ctx, Judgement, Situation};
-use crate::client_check::command::Exit;
+use super::{about, retried_after_wait, ClientCheck, CommandRun, Ctx, Judgement, Situation};
 use crate::client_check::situation::Times;
 use crate::engine::About;
 use crate::engine::Finding;
@@ -45,37 +44,12 @@ impl ClientCheck for RateLimit {
 
 /// What the client did with the one 429 of `run`.
 fn judge_run(ctx: &Ctx, run: &CommandRun) -> Finding {
-    let wait = ctx.profile.retry_after();
-    let (header, value) = ctx.profile.retry_after_field(wait);
-    let said = format!("{header}: {value}");
     let status = run.attempts[0].client_status.unwrap_or_default();
-    let run_took = humantime::format_duration(ctx.timeout);
-    match (delays(&run.attempts).first(), &run.output.exit) {
-        (Some(d), exit) if exit.succeeded() => Finding::Held(format!(
-            "retried the {status} and completed (the retry came {})",
-            retry_delay_text(*d, wait, &said)
-        )),
-        (Some(_), exit) => Finding::Undecided(format!(
-            "retried after the {status} and was answered the success, but the command ended with \
-             {exit}"
-        )),
-        // Still waiting out a wait longer than the run: nothing to judge.
-        (None, Exit::TimedOut(_)) if wait >= ctx.timeout => Finding::Recorded(format!(
-            "no retry before the run's deadline ({run_took}), which came before the {status}'s \
-             `{said}` ended: whether it retries is not seen"
-        )),
-        (None, Exit::TimedOut(_)) => Finding::Broken(format!(
-            "never retried the {status} that said `{said}`: it was still running, without a \
-             retry, when killed after {run_took}"
-        )),
-        (None, Exit::Code(0)) => Finding::Broken(format!(
-            "exited 0 after a {status} that said `{said}`, without a retry: the request was never \
-             done, and the caller is told it was"
-        )),
-        (None, exit) => Finding::Broken(format!(
-            "gave up on a {status} that said `{said}` ({exit}): the server asked for the request \
-             again after the wait, and the caller gets an error for a request that would have \
-             succeeded"
-        )),
-    }
+    retried_after_wait(
+        ctx,
+        run,
+        &status.to_string(),
+        "): the server asked for the request again after the wait, and the caller gets an error \
+         for a request that would have succeeded",
+    )
 }
