@@ -275,6 +275,15 @@ fn default_contract() -> Spanned<ContractSpec> {
 mod tests {
     use super::*;
 
+    /// The 1-based line of `text` that first contains `needle`: where an error about it is
+    /// located.
+    fn line_of(text: &str, needle: &str) -> u64 {
+        1 + text
+            .lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line holds {needle:?}")) as u64
+    }
+
     /// A parse error on a line a `${VAR}` filled shows the line as written and the message names
     /// the variable, never its value: a secret must not reach a terminal through a typo.
     #[test]
@@ -401,11 +410,8 @@ operations:
                 .contains("the key goes in a form field (`key_at: {form: ClientToken}`), but the create's body is `application/json`"),
             "{err}"
         );
-        let key_at_line = 1 + form
-            .lines()
-            .position(|l| l.contains("key_at:"))
-            .expect("key_at");
-        assert_eq!(err.line, key_at_line as u64, "located at `key_at`: {err}");
+        let key_at_line = line_of(&form, "key_at:");
+        assert_eq!(err.line, key_at_line, "located at `key_at`: {err}");
         let typed = form.replace(
             "  create: {path: /things,",
             "  create: {content_type: application/x-www-form-urlencoded, path: /things,",
@@ -506,10 +512,7 @@ operations:
             "no resource path adds the tenant"
         );
         let beside = named.replace("\"/things/{id}\"", "\"/p/{{principal.p}}/things/{id}\"");
-        let line = 1 + beside
-            .lines()
-            .position(|l| l.contains("get:"))
-            .expect("get");
+        let line = line_of(&beside, "get:");
         let said = warnings(&beside);
         assert!(
             said.len() == 1
@@ -535,10 +538,7 @@ operations:
                 .contains("in_flight_wait.up_to: 5m is longer than the limit of 2m"),
             "{err}"
         );
-        let written = 1 + text
-            .lines()
-            .position(|l| l.contains("in_flight_wait"))
-            .expect("written") as u64;
+        let written = line_of(&text, "in_flight_wait");
         assert_eq!(err.line, written, "{err}");
     }
 
@@ -562,10 +562,7 @@ operations:
                     .contains("must be longer than the contract's in-flight TTL (2s)"),
                 "{takes}: {err}"
             );
-            let written = 1 + text
-                .lines()
-                .position(|l| l.contains("takes:"))
-                .expect("takes") as u64;
+            let written = line_of(&text, "takes:");
             assert_eq!(err.line, written, "the error points at `takes`: {err}");
         }
         TargetProfile::load("p.yaml", &slow("3s", "2s"), &no_env)

@@ -593,6 +593,24 @@ fn sigterm(child: &std::process::Child) {
     assert!(status.success());
 }
 
+/// Once `what` (a `sleep MARKER` that `child`, an idemspec, started) runs, sends `child` SIGTERM
+/// and asserts idemspec exits 130 and `what` does not outlive it.
+#[cfg(target_os = "linux")]
+fn sigterm_takes_down(child: std::process::Child, marker: &str, what: &str) {
+    let sleeping = || {
+        Command::new("pgrep")
+            .args(["-f", &format!("^sleep {marker}$")])
+            .output()
+            .is_ok_and(|o| !o.stdout.is_empty())
+    };
+    wait_until(60, &format!("{what} never started"), sleeping);
+    sigterm(&child);
+    let out = child.wait_with_output().expect("idemspec exits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    wait_until(10, &format!("{what} outlived idemspec"), || !sleeping());
+}
+
 /// SIGTERM stops `idemspec proxy --tls-self-signed` as Ctrl-C does: it exits and its CA's
 /// directory is gone (no CA file left in the temp dir per run).
 #[cfg(target_os = "linux")]
@@ -653,18 +671,7 @@ fn sigterm_stops_the_client_run_and_its_command() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("the idemspec binary starts");
-    let sleeping = || {
-        Command::new("pgrep")
-            .args(["-f", &format!("^sleep {marker}$")])
-            .output()
-            .is_ok_and(|o| !o.stdout.is_empty())
-    };
-    wait_until(60, "the command never started", &sleeping);
-    sigterm(&child);
-    let out = child.wait_with_output().expect("idemspec exits");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{err}");
-    wait_until(10, "the command outlived idemspec", || !sleeping());
+    sigterm_takes_down(child, &marker, "the command");
 }
 
 /// SIGTERM while a principal's token command runs stops the run with exit 130 and takes all the
@@ -690,18 +697,7 @@ fn sigterm_during_a_token_command_kills_what_it_started() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("the idemspec binary starts");
-    let sleeping = || {
-        Command::new("pgrep")
-            .args(["-f", &format!("^sleep {marker}$")])
-            .output()
-            .is_ok_and(|o| !o.stdout.is_empty())
-    };
-    wait_until(60, "the token command never started", &sleeping);
-    sigterm(&child);
-    let out = child.wait_with_output().expect("idemspec exits");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{err}");
-    wait_until(10, "the token command outlived idemspec", || !sleeping());
+    sigterm_takes_down(child, &marker, "the token command");
 }
 
 /// SIGTERM (a CI job's timeout) stops the run with exit 130 and takes the reference server's child

@@ -25,6 +25,19 @@ pub(crate) fn root() -> PathBuf {
         .to_owned()
 }
 
+/// The example client's command line with `flags` (none where empty), as every check runs it.
+fn example_command(flags: &str) -> String {
+    python(&root().join("clients/example/create.py"), flags)
+}
+
+/// The command line that runs the Python client `script` with `flags` (none where empty).
+fn python(script: &std::path::Path, flags: &str) -> String {
+    match flags.trim() {
+        "" => format!("python3 '{}'", script.display()),
+        flags => format!("python3 '{}' {flags}", script.display()),
+    }
+}
+
 pub(crate) const PROFILE: &str = "clients/example/client.yaml";
 
 pub(crate) fn example_profile() -> ClientProfile {
@@ -49,7 +62,6 @@ async fn judge_keyed(flaw: Option<&str>, key_in: Option<&str>) -> RunReport {
 /// Runs every client check on the example client with `flags` (each after a space), its key
 /// where `key_in` says, as [`judge_keyed`].
 async fn judge_with(mut flags: String, key_in: Option<&str>) -> RunReport {
-    let script = root().join("clients/example/create.py");
     let mut profile = example_profile();
     if let Some(place) = key_in {
         flags.push_str(&format!(" --key-in {place}"));
@@ -66,7 +78,7 @@ async fn judge_with(mut flags: String, key_in: Option<&str>) -> RunReport {
         );
         profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("a valid profile");
     }
-    let options = ClientOptions::new(profile, format!("python3 '{}'{flags}", script.display()));
+    let options = ClientOptions::new(profile, example_command(&flags));
     run_client(options).await
 }
 
@@ -159,8 +171,7 @@ async fn client_retry_after_flaw_matrix(
     let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
     let profile = ClientProfile::load(PROFILE, &format!("{text}{profile_extra}"), &|_| None)
         .expect("a valid profile");
-    let script = root().join("clients/example/create.py");
-    let options = ClientOptions::new(profile, format!("python3 '{}' {flags}", script.display()));
+    let options = ClientOptions::new(profile, example_command(flags));
     let report = run_client(options).await;
     let bound = report
         .checks
@@ -541,8 +552,7 @@ async fn a_trailing_slash_is_the_same_operation() {
         );
     assert!(text.contains("/v1/workers/") && text.contains("\"type\""));
     let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("a valid profile");
-    let script = root().join("clients/example/create.py");
-    let mut options = ClientOptions::new(profile, format!("python3 '{}'", script.display()));
+    let mut options = ClientOptions::new(profile, example_command(""));
     options.only = vec!["key-present".into(), "same-key".into()];
     let report = run_client(options).await;
     for check in &report.checks {
@@ -579,7 +589,7 @@ async fn a_client_that_never_retries_is_recorded_not_passed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let script = dir.path().join("once.py");
     std::fs::write(&script, once).expect("write the client");
-    let mut options = ClientOptions::new(profile, format!("python3 '{}'", script.display()));
+    let mut options = ClientOptions::new(profile, python(&script, ""));
     options.only = [
         "bounded-retries",
         "backoff",
@@ -623,11 +633,7 @@ async fn a_client_that_stopped_retrying_but_lingers_is_called_lingering() {
     let text = text.replace("  within: 20s ", "  within: 12s ");
     assert!(text.contains("within: 12s"));
     let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("a valid profile");
-    let script = root().join("clients/example/create.py");
-    let mut options = ClientOptions::new(
-        profile,
-        format!("python3 '{}' --flaw lingers", script.display()),
-    );
+    let mut options = ClientOptions::new(profile, example_command("--flaw lingers"));
     options.only = vec!["bounded-retries".into()];
     let report = run_client(options).await;
     let check = &report.checks[0];
@@ -660,12 +666,12 @@ async fn a_client_that_discovers_its_api_first_is_answered_per_route() {
     let routed = format!(
         "{text}routes:\n  - {{path: /v1/version, body: '{{\"version\":\"1\"}}', headers: {{X-Api: v1}}}}\n"
     );
+    let command = python(&script, "");
     let run_with = |text: String| {
-        let script = script.clone();
+        let command = command.clone();
         async move {
             let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
-            let mut options =
-                ClientOptions::new(profile, format!("python3 '{}'", script.display()));
+            let mut options = ClientOptions::new(profile, command);
             options.only = vec!["key-present".into()];
             run_client(options).await
         }
@@ -728,7 +734,7 @@ async fn a_key_the_proxy_cannot_read_is_not_called_missing() {
         "  key_at: {json: clientToken}\n  preset: article ",
     );
     let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
-    let mut options = ClientOptions::new(profile, format!("python3 '{}'", script.display()));
+    let mut options = ClientOptions::new(profile, python(&script, ""));
     options.only = vec!["key-present".into()];
     let report = run_client(options).await;
     let check = &report.checks[0];
@@ -758,13 +764,9 @@ async fn a_key_the_proxy_cannot_read_is_not_called_missing() {
 #[case::retry_after_capped("--retry-after-cap 0.2", Verdict::Warn)]
 #[tokio::test]
 async fn backoff_strategies_flaw_matrix(#[case] flags: &str, #[case] expected: Verdict) {
-    let script = root().join("clients/example/create.py");
     let mut missed = Vec::new();
     for round in 0..3 {
-        let mut options = ClientOptions::new(
-            example_profile(),
-            format!("python3 '{}' {flags}", script.display()),
-        );
+        let mut options = ClientOptions::new(example_profile(), example_command(flags));
         options.only = vec!["backoff".into()];
         let report = run_client(options).await;
         let check = &report.checks[0];
@@ -789,7 +791,6 @@ async fn backoff_strategies_flaw_matrix(#[case] flags: &str, #[case] expected: V
 async fn a_documented_retry_after_cap_is_recorded_with_its_number() {
     let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
     let text = format!("{text}retry_after: 3s\nretry_after_cap: 1s\n");
-    let script = root().join("clients/example/create.py");
     for (cap, verdict, said) in [
         (
             "1",
@@ -801,7 +802,7 @@ async fn a_documented_retry_after_cap_is_recorded_with_its_number() {
         let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
         let mut options = ClientOptions::new(
             profile,
-            format!("python3 '{}' --retry-after-cap {cap}", script.display()),
+            example_command(&format!("--retry-after-cap {cap}")),
         );
         options.only = vec!["backoff".into()];
         let report = run_client(options).await;
@@ -945,14 +946,10 @@ async fn a_vendor_sdk_is_judged_on_its_vendors_answers(
     #[case] key_in: &str,
     #[case] flaw: Option<&str>,
 ) {
-    let script = root().join("clients/example/create.py");
     let flags = flaw.map(|f| format!(" --flaw {f}")).unwrap_or_default();
     let options = ClientOptions::new(
         vendor_profile(contract, key_at, shape),
-        format!(
-            "python3 '{}' --speaks {shape} --key-in {key_in}{flags}",
-            script.display()
-        ),
+        example_command(&format!("--speaks {shape} --key-in {key_in}{flags}")),
     );
     let expected: &[(&str, Verdict)] = match flaw {
         Some(_) => &[("no-retry-4xx", Verdict::Fail)],
@@ -967,11 +964,7 @@ async fn a_vendor_sdk_is_judged_on_its_vendors_answers(
 /// The answers preset is what made the difference.
 #[tokio::test]
 async fn a_vendor_sdk_against_another_vendors_answers_is_not_passed() {
-    let script = root().join("clients/example/create.py");
-    let command = format!(
-        "python3 '{}' --speaks aws-query --key-in form",
-        script.display()
-    );
+    let command = example_command("--speaks aws-query --key-in form");
     let all_problems = vendor_profile("aws-client-token", "{form: ClientToken}", "problem");
     let mut options = ClientOptions::new(all_problems, command.clone());
     options.only = vec!["in-flight".into()];
@@ -1069,9 +1062,7 @@ async fn the_wait_an_answer_asks_for_is_judged_by_what_the_client_did(
             .replace("within: 20s", "within: 5s");
     }
     let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
-    let script = root().join("clients/example/create.py");
-    let mut options =
-        ClientOptions::new(profile, format!("python3 '{}' {flags}", script.display()));
+    let mut options = ClientOptions::new(profile, example_command(flags));
     options.only = vec!["backoff".into()];
     let report = run_client(options).await;
     let check = &report.checks[0];
@@ -1138,13 +1129,12 @@ async fn a_key_kept_across_a_restart_is_judged_by_what_the_profile_claims(
     let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
     let text = format!("{text}persists_keys: {claimed}\nkey_made_by: {made_by}\n");
     let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
-    let script = root().join("clients/example/create.py");
     let flags = if journal {
         format!(" --persist-key '{}'", dir.path().join("key").display())
     } else {
         String::new()
     };
-    let mut options = ClientOptions::new(profile, format!("python3 '{}'{flags}", script.display()));
+    let mut options = ClientOptions::new(profile, example_command(&flags));
     options.only = vec!["restart-key".into()];
     let report = run_client(options).await;
     let check = &report.checks[0];
@@ -1370,8 +1360,7 @@ async fn a_retry_after_longer_than_the_run_leaves_in_flight_unjudged() {
         .replace("timeout: 30s", "timeout: 4s")
         .replace("within: 20s", "within: 4s");
     let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
-    let script = root().join("clients/example/create.py");
-    let mut options = ClientOptions::new(profile, format!("python3 '{}'", script.display()));
+    let mut options = ClientOptions::new(profile, example_command(""));
     options.only = vec!["in-flight".into()];
     let report = run_client(options).await;
     let check = &report.checks[0];
@@ -1413,9 +1402,7 @@ async fn in_flight_says_whether_the_wait_was_kept_or_that_the_api_has_no_in_flig
     let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
     let profile =
         ClientProfile::load(PROFILE, &format!("{text}{profile_extra}"), &|_| None).expect("valid");
-    let script = root().join("clients/example/create.py");
-    let mut options =
-        ClientOptions::new(profile, format!("python3 '{}' {flags}", script.display()));
+    let mut options = ClientOptions::new(profile, example_command(flags));
     options.only = vec!["in-flight".into()];
     let report = run_client(options).await;
     let check = &report.checks[0];
@@ -1428,12 +1415,10 @@ async fn in_flight_says_whether_the_wait_was_kept_or_that_the_api_has_no_in_flig
 /// the other checks (run one at a time, as its journal is shared) keep their verdicts.
 #[tokio::test]
 async fn restart_key_skips_a_real_upstream_and_a_persisting_client_passes_every_check() {
-    let script = root().join("clients/example/create.py");
     let upstream = idemspec::client_check::canned::CannedUpstream::start(&example_profile())
         .await
         .expect("an upstream");
-    let mut options =
-        ClientOptions::new(example_profile(), format!("python3 '{}'", script.display()));
+    let mut options = ClientOptions::new(example_profile(), example_command(""));
     options.upstream = Some(upstream.url());
     options.only = vec!["restart-key".into()];
     let report = run_client(options).await;
@@ -1450,11 +1435,10 @@ async fn restart_key_skips_a_real_upstream_and_a_persisting_client_passes_every_
         .expect("valid");
     let options = ClientOptions::new(
         profile,
-        format!(
-            "python3 '{}' --persist-key '{}'",
-            script.display(),
+        example_command(&format!(
+            "--persist-key '{}'",
             dir.path().join("key").display()
-        ),
+        )),
     );
     let report = run_client(options).await;
     let got = verdicts(&report);
@@ -1477,13 +1461,9 @@ async fn a_key_header_named_by_a_pattern_is_found_and_judged() {
         "  key_at: {header_matching: \"x-*-idempotency-key\"}\n  preset: article ",
     );
     let profile = ClientProfile::load(PROFILE, &text, &|_| None).expect("valid");
-    let script = root().join("clients/example/create.py");
     let options = ClientOptions::new(
         profile,
-        format!(
-            "python3 '{}' --key-in header:X-Acme-Idempotency-Key",
-            script.display()
-        ),
+        example_command("--key-in header:X-Acme-Idempotency-Key"),
     );
     judged_as(run_client(options).await, None, &[]);
 }
