@@ -57,8 +57,10 @@ impl Judge for DistinctProblems<'_> {
 }
 
 /// The first step of `choice` whose first answer was a refusal, with it; or the finding when
-/// none was: not compared (every step was answered with a success, so none was refused: the
-/// requests did not overlap), or undecided (a step got no answer).
+/// none was: not compared (every step was answered with a success, and the sentence says what
+/// that shows: one step's success is its own assertion's to judge; two same-key requests that
+/// were both served did not overlap, or were not refused though they did), or undecided (a step
+/// got no answer).
 fn refusal_of<'r>(
     run: &'r CheckRun,
     choice: &'r StepChoice,
@@ -71,9 +73,21 @@ fn refusal_of<'r>(
             None => return Err(Undecided(format!("step `{s}` got no response"))),
         }
     }
+    let why = if answered.len() < 2 {
+        // One step, answered as a success: the assertion that owns that step judges the answer.
+        "not a refusal".to_owned()
+    } else if run.ctx().profile.operations.create.variants.slow.is_some() {
+        "neither refused, though the profile's `slow` request kept the first running: the API \
+         took them up one after the other, or does not refuse a key in flight \
+         (concurrent-same-key judges that)"
+            .to_owned()
+    } else {
+        "neither refused: they did not overlap (two same-key requests surely overlap only with \
+         the profile's `slow` request variant, which it has none of)"
+            .to_owned()
+    };
     Err(Recorded(format!(
-        "the conflicts could not be compared: {}, not a conflict (a request is surely still \
-         running when the next arrives only where the profile has a `slow` request variant)",
+        "the conflicts could not be compared: {}, {why}",
         answered.join(", ")
     )))
 }
