@@ -6,6 +6,7 @@ mod checks_at_once;
 pub mod content_coding;
 mod contract;
 mod create;
+mod documented;
 mod env;
 mod file;
 mod hooks;
@@ -30,6 +31,7 @@ pub use contract::{
     RetentionCase, StoredStatus, MAX_IN_FLIGHT_WAIT, MAX_KEY_MAX_LEN, WAIT_SLACK,
 };
 pub use create::{CreateOp, SlowVariant, Variant, Variants};
+pub use documented::{check_known as check_documented_checks, Deviation, MAX_SAYS};
 pub use env::expand_env;
 pub(crate) use file::load_profile;
 pub use hooks::{HookSpec, Hooks, HttpHook};

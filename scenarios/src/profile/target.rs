@@ -11,7 +11,7 @@ use super::file::load_profile;
 use super::principal::check_principals;
 use super::tls::{profile_dir, resolve};
 use super::{
-    check_url, Contract, ContractSpec, CookieScope, Hooks, KeyAt, Operations, Principal,
+    check_url, Contract, ContractSpec, CookieScope, Deviation, Hooks, KeyAt, Operations, Principal,
     ProcessSpec, SideEffectsProbe, TlsSpec,
 };
 use crate::load::{check_version, LoadError, LoadErrors, Spanned};
@@ -59,6 +59,11 @@ pub struct TargetProfile {
     /// host as the name to verify).
     #[serde(default)]
     pub tls: Option<TlsSpec>,
+    /// Deviations from the article the API's own documentation states, each shown beside its
+    /// check's FAIL or WARN "as documented" ([`Deviation`]). A documented FAIL does not fail the
+    /// run unless `idemspec run --fail-documented`.
+    #[serde(default)]
+    pub documented: Vec<Deviation>,
     /// The directory the profile's relative file paths (`tls.ca_file`, `principals[].tls`) start
     /// from: the profile file's own, set by [`TargetProfile::load`].
     #[serde(skip)]
@@ -81,6 +86,11 @@ impl TargetProfile {
         let mut profile: Self = load_profile(file, text, env, Self::validate)?;
         profile.dir = profile_dir(file);
         Ok(profile)
+    }
+
+    /// The deviation documented for check `id`, if any (`documented`).
+    pub fn deviation(&self, id: &str) -> Option<&Deviation> {
+        self.documented.iter().find(|d| d.check.value == id)
     }
 
     /// `written`, a file path as the profile has it, resolved against the profile's directory.
@@ -179,6 +189,7 @@ impl TargetProfile {
         }
         self.check_contract(&mut errors);
         self.operations.check_resource_paths(&mut errors);
+        super::documented::check(&self.documented, &mut errors);
         errors.finish()
     }
 
@@ -681,5 +692,65 @@ operations:
         let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
         assert_eq!(err.line, 8, "{err}");
         assert!(err.message.contains("unknown placeholder"), "{err}");
+    }
+
+    /// `documented` loads with its statuses, quotes `says (source)`, and refuses an empty `says`,
+    /// a check named twice, a status class and (against the ids a run knows) a misspelt check,
+    /// each at its line.
+    #[test]
+    fn documented_deviations_load_and_are_refused_at_their_line() {
+        let text = format!(
+            "{MINIMAL}documented:\n  - check: endpoint-scope\n    says: \"Another endpoint's \
+             key is refused.\"\n    source: https://x.test/docs\n    answer: [400, 409]\n  - \
+             {{check: lost-response, says: \"x\"}}\n"
+        );
+        let p = TargetProfile::load("p.yaml", &text, &no_env).expect("loads");
+        let d = p.deviation("endpoint-scope").expect("the entry");
+        assert_eq!(d.answer, Some(vec![400, 409]));
+        assert_eq!(
+            d.quoted(),
+            "Another endpoint's key is refused. (https://x.test/docs)"
+        );
+        assert_eq!(
+            p.deviation("lost-response").map(|d| d.answer.clone()),
+            Some(None)
+        );
+        let known = ["endpoint-scope", "lost-response"];
+        assert!(super::super::check_documented_checks(&p.documented, "p.yaml", &known).is_ok());
+        let err = super::super::check_documented_checks(&p.documented, "p.yaml", &known[..1])
+            .unwrap_err();
+        assert_eq!(err.line, line_of(&text, "check: lost-response"), "{err}");
+        assert!(
+            err.message.contains("no check is named `lost-response`"),
+            "{err}"
+        );
+
+        for (entries, needle, said) in [
+            (
+                "  - {check: lost-response, says: \"  \"}\n",
+                "says",
+                "`says` is empty",
+            ),
+            (
+                "  - {check: lost-response, says: a}\n  - {check: lost-response, says: b}\n",
+                "says: b",
+                "named twice",
+            ),
+            (
+                "  - {check: lost-response, says: a, answer: 4xx}\n",
+                "answer",
+                "list the codes themselves",
+            ),
+            (
+                "  - {check: lost-response, says: a, because: b}\n",
+                "because",
+                "unknown field",
+            ),
+        ] {
+            let text = format!("{MINIMAL}documented:\n{entries}");
+            let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+            assert_eq!(err.line, line_of(&text, needle), "{err}");
+            assert!(err.to_string().contains(said), "{said}: {err}");
+        }
     }
 }

@@ -271,4 +271,8 @@ pub struct ReportArgs {
     /// allowed UNKNOWN); without it such a run exits 4.
     #[arg(long, help_heading = "Reports")]
     pub allow_nothing_judged: bool,
+    /// Fail the run on a FAIL the target profile's `documented` states; without it such a FAIL
+    /// is reported "as documented" and does not change the exit code.
+    #[arg(long, help_heading = "Reports")]
+    pub fail_documented: bool,
 }

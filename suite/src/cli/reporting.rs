@@ -32,6 +32,7 @@ pub(super) fn options(
     let policy = ExitPolicy {
         allow_unknown: args.allow_unknown,
         allow_nothing_judged: args.allow_nothing_judged,
+        fail_documented: args.fail_documented,
     };
     let options = ReporterOptions {
         terminal: TerminalOptions {

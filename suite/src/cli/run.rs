@@ -6,7 +6,8 @@ use idemspec::engine::SelectError;
 use idemspec::model::ExitCode;
 use idemspec::reference::ReferenceOptions;
 use idemspec::runner::{self, RunError, RunOptions, Target, Unreachable};
-use idemspec_scenarios::profile::TargetProfile;
+use idemspec_scenarios::profile::{check_documented_checks, TargetProfile};
+use idemspec_scenarios::scenario::Scenario;
 
 use super::args::RunArgs;
 use super::list::load_scenario;
@@ -100,6 +101,9 @@ fn options(args: &RunArgs, printer: &Printer) -> Result<RunOptions, Failure> {
     for path in inputs::expand(&args.scenario)? {
         options.scenarios.push(load_scenario(&path)?);
     }
+    if let (Target::Profile(profile), Some(path)) = (&options.target, &args.target) {
+        check_documented(profile, &path.display().to_string(), &options.scenarios)?;
+    }
     options.only = args.only.clone();
     options.skip = args.skip.clone();
     options.check_timeout = args.check_timeout;
@@ -107,6 +111,21 @@ fn options(args: &RunArgs, printer: &Printer) -> Result<RunOptions, Failure> {
     options.lockout_bound = args.lockout_bound;
     options.parallelism = usize::from(args.jobs);
     Ok(options)
+}
+
+/// Each of the profile's `documented` deviations names a check of this run's catalogue (the
+/// built-in checks and `scenarios`), so a misspelt id is an error at its line.
+fn check_documented(
+    profile: &TargetProfile,
+    name: &str,
+    scenarios: &[Scenario],
+) -> Result<(), Failure> {
+    let mut known = idemspec::runner::catalogue_ids();
+    known.extend(scenarios.iter().map(|s| s.id.value.clone()));
+    let known: Vec<&str> = known.iter().map(String::as_str).collect();
+    check_documented_checks(&profile.documented, name, &known)
+        .with_context(|| format!("invalid target profile `{name}`"))
+        .map_err(|e| Failure::usage(e).hint("`idemspec list` shows every check id"))
 }
 
 /// Maps a [`RunError`] to its exit code and a hint.

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{anyhow, Context as _};
 use idemspec::model::ExitCode;
 use idemspec_scenarios::client_profile::ClientProfile;
-use idemspec_scenarios::profile::TargetProfile;
+use idemspec_scenarios::profile::{check_documented_checks, TargetProfile};
 use idemspec_scenarios::rules::ProxyFile;
 use idemspec_scenarios::scenario::Scenario;
 
@@ -123,8 +123,17 @@ fn check(path: &Path) -> Result<Checked, Invalid> {
                     error,
                     hint: Some("every profile field, its default and each preset's values: docs/profile-reference.md"),
                 })?;
+            let mut warnings = profile.warnings(&name);
+            let ids = idemspec::runner::catalogue_ids();
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            if let Err(e) = check_documented_checks(&profile.documented, &name, &ids) {
+                warnings.push(format!(
+                    "{e:#} (unless a scenario of your own has that id: `idemspec run` refuses a \
+                     `documented` check that is neither built in nor given with `--scenario`)"
+                ));
+            }
             Checked {
-                warnings: profile.warnings(&name),
+                warnings,
                 ..described(format!(
                     "target profile `{}`, contract `{}`",
                     profile.name,

@@ -65,6 +65,7 @@ impl About {
             timeline,
             claims: graded.claims,
             audit: Vec::new(),
+            documented: None,
         }
     }
 }

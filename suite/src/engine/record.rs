@@ -86,7 +86,7 @@ impl RunRecord {
     pub fn finish(self, checks: Vec<CheckOutcome>, target_log: Option<String>) -> RunReport {
         let mut stats = RunStats::default();
         for c in &checks {
-            stats.record(c.verdict);
+            stats.record(c);
         }
         let report = RunReport {
             version: RunReport::VERSION,

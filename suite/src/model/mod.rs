@@ -19,7 +19,9 @@ mod timeline;
 pub use claim::Claim;
 pub use event::RunEvent;
 pub use exit::ExitCode;
-pub use outcome::{CheckOutcome, Evidence, ProxyAction, RequestRecord, ResponseRecord, Verdict};
+pub use outcome::{
+    AsDocumented, CheckOutcome, Evidence, ProxyAction, RequestRecord, ResponseRecord, Verdict,
+};
 pub use report::{RunReport, TlsReached, TlsServed};
 pub use stats::{ExitPolicy, RunStats};
 pub use timeline::{AttemptEnd, Bucket, Lane, Span, Timeline};

@@ -159,4 +159,58 @@ pub struct CheckOutcome {
     /// defect of idemspec, never a finding about the target. Empty in a sound report.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub audit: Vec<String>,
+    /// Set on a FAIL or WARN the target's own documentation states (the profile's
+    /// `documented`): still a deviation from the article at the check's level, shown "as
+    /// documented" in every report. A documented FAIL does not fail the run unless
+    /// `--fail-documented` ([`super::ExitPolicy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documented: Option<AsDocumented>,
+}
+
+/// What the target's documentation says about a check's FAIL or WARN (the profile's
+/// `documented[]`), as the report shows it beside the verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AsDocumented {
+    /// What the documentation says, then where in parentheses: the profile's `says (source)`.
+    pub says: String,
+    /// The documented statuses (`answer`) the check's exchanges got, in order; empty when the
+    /// profile names none, and then any FAIL or WARN of the check is taken as the documented one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seen: Vec<u16>,
+}
+
+impl CheckOutcome {
+    /// The verdict as every report labels a check: `FAIL`, or `FAIL (as documented)` for one the
+    /// target's documentation states.
+    pub fn label(&self) -> String {
+        match self.documented {
+            Some(_) => format!("{} (as documented)", self.verdict.label()),
+            None => self.verdict.label().to_owned(),
+        }
+    }
+
+    /// `as documented: SAYS (SOURCE); this check's exchanges got 400`, the line every report
+    /// shows under a documented FAIL or WARN's sentence; `None` for any other outcome.
+    pub fn documented_line(&self) -> Option<String> {
+        let d = self.documented.as_ref()?;
+        let seen = if d.seen.is_empty() {
+            String::new()
+        } else {
+            let seen: Vec<String> = d.seen.iter().map(u16::to_string).collect();
+            format!(
+                "; this check's exchanges got {}, the documented answer",
+                seen.join(" and ")
+            )
+        };
+        Some(format!(
+            "as documented: {}{seen} (a deviation from the article all the same, at its level)",
+            d.says
+        ))
+    }
+
+    /// Whether this outcome fails a run under `policy`: a FAIL, unless it is documented and
+    /// `--fail-documented` was not given.
+    pub fn fails_run(&self, policy: super::ExitPolicy) -> bool {
+        self.verdict == Verdict::Fail && (self.documented.is_none() || policy.fail_documented)
+    }
 }

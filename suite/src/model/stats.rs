@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ExitCode, Verdict};
+use super::{CheckOutcome, ExitCode, Verdict};
 
 /// Counts per verdict over a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,12 +19,26 @@ pub struct RunStats {
     pub skip: usize,
     /// Checks that could not decide.
     pub unknown: usize,
+    /// Of the FAILs and WARNs, those the target's documentation states (the profile's
+    /// `documented`).
+    #[serde(default)]
+    pub documented: usize,
+    /// Of the FAILs, those the target's documentation states: they fail the run only under
+    /// `--fail-documented`.
+    #[serde(default)]
+    pub documented_fail: usize,
 }
 
 impl RunStats {
-    /// Adds one verdict to the counts.
-    pub fn record(&mut self, verdict: Verdict) {
-        match verdict {
+    /// Adds one check's verdict to the counts, and whether it is documented.
+    pub fn record(&mut self, check: &CheckOutcome) {
+        if check.documented.is_some() {
+            self.documented += 1;
+            if check.verdict == Verdict::Fail {
+                self.documented_fail += 1;
+            }
+        }
+        match check.verdict {
             Verdict::Pass => self.pass += 1,
             Verdict::Fail => self.fail += 1,
             Verdict::Warn => self.warn += 1,
@@ -40,12 +54,18 @@ impl RunStats {
         self.pass + self.fail + self.warn
     }
 
-    /// The exit code these counts call for (README "Exit codes"): FAIL always fails the run;
-    /// UNKNOWN fails it unless allowed; a run in which no check judged anything (every check
+    /// The exit code these counts call for (README "Exit codes"): FAIL fails the run, a FAIL the
+    /// target's documentation states only under `--fail-documented`; UNKNOWN fails it unless
+    /// allowed; a run in which no check judged anything (every check
     /// skipped, say) is [`ExitCode::NothingJudged`] unless allowed, so a CI gate never passes on a
     /// run that checked nothing.
     pub fn exit_code(&self, policy: ExitPolicy) -> ExitCode {
-        if self.fail > 0 || (self.unknown > 0 && !policy.allow_unknown) {
+        let failed = if policy.fail_documented {
+            self.fail
+        } else {
+            self.fail - self.documented_fail
+        };
+        if failed > 0 || (self.unknown > 0 && !policy.allow_unknown) {
             ExitCode::ChecksFailed
         } else if self.judged() == 0 && !policy.allow_nothing_judged {
             ExitCode::NothingJudged
@@ -62,4 +82,7 @@ pub struct ExitPolicy {
     pub allow_unknown: bool,
     /// `--allow-nothing-judged`: a run with no PASS, FAIL or WARN exits 0.
     pub allow_nothing_judged: bool,
+    /// `--fail-documented`: a FAIL the target's documentation states (the profile's
+    /// `documented`) fails the run as any other FAIL.
+    pub fail_documented: bool,
 }

@@ -19,6 +19,7 @@ pub fn lines(outcome: &CheckOutcome) -> Vec<String> {
         outcome.summary,
         source_suffix(outcome)
     )];
+    out.extend(outcome.documented_line());
     out.extend(outcome.notes.iter().map(|note| format!("note: {note}")));
     for (index, evidence) in outcome.evidence.iter().enumerate() {
         exchange(&mut out, index + 1, evidence);

@@ -115,7 +115,10 @@ impl ReportFiles {
     ) -> Result<Vec<PathBuf>, ReportError> {
         let mut written = Vec::new();
         if let Some(path) = &self.junit {
-            write_file(path, &junit::render(report).map_err(ReportError::Junit)?)?;
+            write_file(
+                path,
+                &junit::render(report, policy).map_err(ReportError::Junit)?,
+            )?;
             written.push(path.clone());
         }
         if let Some(path) = &self.json {

@@ -14,9 +14,24 @@ pub fn human_duration(ms: u64) -> String {
 }
 
 /// The counts per verdict in words: `14 passed, 1 failed, 1 warned, 0 info, 0 skipped, 0 unknown`.
+/// A run with FAILs or WARNs the target's documentation states adds how many after the counts:
+/// `… 0 unknown; 1 of them as documented`.
 pub fn counts(stats: &RunStats) -> String {
+    let documented = match stats.documented {
+        0 => String::new(),
+        n => format!(
+            "; {n} of the {} as documented",
+            if stats.warn == 0 {
+                "failures"
+            } else if stats.fail == 0 {
+                "warnings"
+            } else {
+                "failures and warnings"
+            }
+        ),
+    };
     format!(
-        "{} passed, {} failed, {} warned, {} info, {} skipped, {} unknown",
+        "{} passed, {} failed, {} warned, {} info, {} skipped, {} unknown{documented}",
         stats.pass, stats.fail, stats.warn, stats.info, stats.skip, stats.unknown
     )
 }

@@ -93,7 +93,7 @@ fn overview(report: &RunReport) -> String {
             title = esc(&c.title),
             level = c.level,
             v = class(c.verdict),
-            label = c.verdict.label(),
+            label = c.label(),
             time = human_duration(c.duration_ms),
         );
     }
@@ -126,16 +126,20 @@ fn section(c: &CheckOutcome) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
-        "<section class=\"check {v}\" id=\"check-{id}\" data-verdict=\"{label}\">\
+        "<section class=\"check {v}\" id=\"check-{id}\" data-verdict=\"{verdict}\">\
          <h2><span class=\"badge {v}\">{label}</span> <code>{id}</code> <small>({level})</small> {title}</h2>\
          <p class=\"summary\">{summary}</p><p class=\"source\">source: {reference}</p>",
         id = esc(&c.id),
-        label = c.verdict.label(),
+        verdict = c.verdict.label(),
+        label = c.label(),
         level = c.level,
         title = esc(&c.title),
         summary = esc(&c.summary),
         reference = esc(&c.reference),
     );
+    if let Some(line) = c.documented_line() {
+        let _ = write!(out, "<p class=\"documented\">{}</p>", esc(&line));
+    }
     if !c.notes.is_empty() {
         out.push_str("<ul class=\"notes\">");
         for note in &c.notes {

@@ -10,13 +10,17 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::evidence_text;
-use crate::model::{CheckOutcome, RunReport, Verdict};
+use crate::model::{CheckOutcome, ExitPolicy, RunReport, Verdict};
 
-/// Renders `report` as JUnit XML.
+/// Renders `report` as JUnit XML; `policy` decides whether a FAIL the profile's `documented`
+/// states is a failure (`--fail-documented`) or, as the exit code then ignores it, a passing case.
 ///
 /// # Errors
 /// Only if XML serialisation fails, which quick-junit reports for I/O on its writer.
-pub fn render(report: &RunReport) -> Result<String, quick_junit::SerializeError> {
+pub fn render(
+    report: &RunReport,
+    policy: ExitPolicy,
+) -> Result<String, quick_junit::SerializeError> {
     let mut suite = TestSuite::new(report.target.as_str());
     suite.set_time(Duration::from_millis(report.duration_ms));
     suite.add_property(("contract", report.contract.as_str()));
@@ -33,7 +37,12 @@ pub fn render(report: &RunReport) -> Result<String, quick_junit::SerializeError>
     if !header.is_empty() {
         suite.set_system_out(header.join("\n"));
     }
-    suite.add_test_cases(report.checks.iter().map(|check| test_case(report, check)));
+    suite.add_test_cases(
+        report
+            .checks
+            .iter()
+            .map(|check| test_case(report, check, policy)),
+    );
 
     let mut junit = Report::new("idemspec");
     junit.set_time(Duration::from_millis(report.duration_ms));
@@ -41,18 +50,21 @@ pub fn render(report: &RunReport) -> Result<String, quick_junit::SerializeError>
     junit.to_string()
 }
 
-fn test_case(report: &RunReport, check: &CheckOutcome) -> TestCase {
+fn test_case(report: &RunReport, check: &CheckOutcome, policy: ExitPolicy) -> TestCase {
     let evidence = format!(
         "{} {} ({}), judged against contract `{}`\n{}",
-        check.verdict,
+        check.label(),
         check.id,
         check.level,
         report.contract,
         evidence_text::text(check, "  ")
     );
     let message = format!("{}{}", check.summary, evidence_text::source_suffix(check));
+    // A FAIL the target's documentation states is written as a WARN is, a success with its
+    // evidence in system-out, unless --fail-documented: the test view follows the exit code.
+    let documented = check.documented.is_some() && !check.fails_run(policy);
     let status = match check.verdict {
-        Verdict::Fail | Verdict::Unknown => {
+        Verdict::Fail | Verdict::Unknown if !documented => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
             status
                 .set_type(check.verdict.label())
@@ -65,13 +77,15 @@ fn test_case(report: &RunReport, check: &CheckOutcome) -> TestCase {
             status.set_type("SKIP").set_message(check.summary.as_str());
             status
         }
-        Verdict::Pass | Verdict::Warn | Verdict::Info => TestCaseStatus::success(),
+        Verdict::Pass | Verdict::Fail | Verdict::Warn | Verdict::Info | Verdict::Unknown => {
+            TestCaseStatus::success()
+        }
     };
     // The name is the check id alone, so CI test-history views track a check across runs.
     let mut case = TestCase::new(check.id.as_str(), status);
     case.set_classname(report.target.as_str())
         .set_time(Duration::from_millis(check.duration_ms));
-    if matches!(check.verdict, Verdict::Warn | Verdict::Info) {
+    if documented || matches!(check.verdict, Verdict::Warn | Verdict::Info) {
         case.set_system_out(evidence);
     }
     case

@@ -39,7 +39,7 @@ pub fn render(report: &RunReport, policy: ExitPolicy) -> String {
             cell(&check.title),
             check.level,
             icon(check.verdict),
-            check.verdict,
+            check.label(),
             human_duration(check.duration_ms)
         );
     }
@@ -47,7 +47,7 @@ pub fn render(report: &RunReport, policy: ExitPolicy) -> String {
         let _ = write!(
             out,
             "\n<details><summary>{} <code>{}</code> ({}): {}</summary>\n\n```text\n{}```\n\n</details>\n",
-            check.verdict,
+            check.label(),
             check.id,
             check.level,
             html(&check.summary),

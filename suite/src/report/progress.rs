@@ -65,7 +65,7 @@ impl Progress {
             }
             RunEvent::CheckFinished(outcome) => {
                 // Padded before painting: escape sequences would otherwise count as width.
-                let label = format!("{:>7}", outcome.verdict.label());
+                let label = format!("{:>7}", outcome.label());
                 let line = format!(
                     "{} {} {}",
                     self.palette.verdict(outcome.verdict, &label),

@@ -80,7 +80,7 @@ pub fn render(report: &RunReport, options: TerminalOptions) -> String {
         let _ = writeln!(
             out,
             "{} {} {}",
-            palette.verdict(check.verdict, check.verdict.label()),
+            palette.verdict(check.verdict, &check.label()),
             palette.bold(&check.id),
             palette.dim(&format!("({}) {}", check.level, check.title))
         );
@@ -101,7 +101,7 @@ pub fn table(checks: &[CheckOutcome], palette: Palette) -> String {
             check.id.clone(),
             check.title.clone(),
             check.level.to_string(),
-            check.verdict.label().to_owned(),
+            check.label(),
             human_duration(check.duration_ms),
         ]);
     }
@@ -144,6 +144,10 @@ pub fn summary(report: &RunReport, options: TerminalOptions) -> String {
     let mut unknown_note = String::new();
     if stats.unknown > 0 && policy.allow_unknown {
         unknown_note.push_str(" (UNKNOWN allowed by --allow-unknown)");
+    }
+    if stats.documented_fail > 0 && !policy.fail_documented {
+        unknown_note
+            .push_str(" (a FAIL as documented does not fail the run; --fail-documented makes it)");
     }
     if stats.judged() == 0 {
         unknown_note.push_str(if policy.allow_nothing_judged {

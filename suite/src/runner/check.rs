@@ -72,7 +72,13 @@ impl Check for ScenarioCheck {
                 .run_ends
                 .saturating_duration_since(Instant::now());
             let limit = self.limits.check.min(left);
-            run_check(ctx, self.scenario.clone(), limit, hold, self.isolation).await
+            let deviation = ctx.profile.deviation(&self.about.id).cloned();
+            let mut outcome =
+                run_check(ctx, self.scenario.clone(), limit, hold, self.isolation).await;
+            if let Some(deviation) = deviation {
+                super::documented::mark(&mut outcome, &deviation);
+            }
+            outcome
         })
     }
 }

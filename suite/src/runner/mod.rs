@@ -16,6 +16,7 @@ mod assert;
 mod capabilities;
 mod check;
 mod context;
+mod documented;
 mod observe;
 mod options;
 mod procedures;

@@ -7,6 +7,7 @@ mod cli;
 mod client;
 mod client_tls;
 mod contract_reading;
+mod documented;
 mod flaw_matrix;
 mod html_report;
 mod layer_policies;

@@ -114,13 +114,13 @@ fn summary_follows_allow_unknown_without_changing_verdicts() {
 
 #[test]
 fn junit_report_snapshot() {
-    let xml = junit::render(&sample::report()).expect("the sample renders");
+    let xml = junit::render(&sample::report(), Default::default()).expect("the sample renders");
     redacted!(insta::assert_snapshot!(xml));
 }
 
 #[test]
 fn junit_marks_fail_and_unknown_as_failures_and_skip_as_skipped() {
-    let xml = junit::render(&sample::report()).expect("the sample renders");
+    let xml = junit::render(&sample::report(), Default::default()).expect("the sample renders");
     assert_eq!(xml.matches("<testcase ").count(), 6);
     assert_eq!(xml.matches("<failure ").count(), 2, "{xml}");
     assert!(xml.contains(r#"type="FAIL""#) && xml.contains(r#"type="UNKNOWN""#));
@@ -175,7 +175,7 @@ fn report_files_are_written_where_asked_with_the_rendered_content() {
     let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).expect("written");
     assert_eq!(
         read("nested/dir/junit.xml"),
-        junit::render(&report).expect("renders")
+        junit::render(&report, Default::default()).expect("renders")
     );
     assert_eq!(read("report.json"), json::render(&report).expect("renders"));
     assert_eq!(

@@ -128,7 +128,8 @@ async fn a_failed_storm_leads_with_its_totals_and_names_a_bounded_number_of_keys
         "a confirmation is named by its id: {}",
         o.summary
     );
-    let junit = idemspec::report::junit::render(&report).expect("JUnit renders");
+    let junit =
+        idemspec::report::junit::render(&report, Default::default()).expect("JUnit renders");
     let message = junit
         .split("message=\"")
         .nth(1)

@@ -181,7 +181,10 @@ async fn an_unverified_target_is_reached_and_said_loudly() {
         ("markdown", markdown::render(&report, policy)),
         ("json", json::render(&report).expect("renders")),
         ("html", html::render(&report, policy)),
-        ("junit", junit::render(&report).expect("renders")),
+        (
+            "junit",
+            junit::render(&report, Default::default()).expect("renders"),
+        ),
     ] {
         assert!(text.contains("NOT verified"), "{format}:\n{text}");
         assert!(text.contains("CN=localhost"), "{format}:\n{text}");

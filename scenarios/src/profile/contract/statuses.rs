@@ -40,6 +40,17 @@ pub(super) fn replay_statuses<'de, D: serde::Deserializer<'de>>(
     Ok(read.and_then(|s| Some(Spanned::new(s.value.0?, s.referenced, s.defined))))
 }
 
+/// Reads statuses of any class: one code (`422`) or a non-empty list (`[404, 422]`), such as
+/// the answers a documented deviation gives (`documented[].answer`); a null is `None`.
+///
+/// # Errors
+/// As [`refusals`], without its rule on the class.
+pub(crate) fn any_statuses<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<u16>>, D::Error> {
+    status_codes(d, |_| Ok(()))
+}
+
 /// The codes of [`replay_statuses`], without their position.
 fn replay_status_codes<'de, D: serde::Deserializer<'de>>(
     d: D,

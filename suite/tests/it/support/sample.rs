@@ -49,6 +49,7 @@ fn outcome(id: &str, title: &str, level: Level, verdict: Verdict, summary: &str)
         timeline: Default::default(),
         claims: Vec::new(),
         audit: Vec::new(),
+        documented: None,
     }
 }
 
@@ -171,7 +172,7 @@ pub fn report() -> RunReport {
     let checks = vec![never, lost, scope, mismatch, stuck, storm];
     let mut stats = RunStats::default();
     for check in &checks {
-        stats.record(check.verdict);
+        stats.record(check);
     }
     RunReport {
         version: idemspec::model::RunReport::VERSION,
