@@ -110,7 +110,7 @@ pub struct ClientProfile {
     /// Whether the API keeps in-flight state: answers a retry that arrives while the first
     /// request still runs with the contract's in-flight status (default `true`). With `false`,
     /// `in-flight` records that the API never sends that answer instead of judging the client on
-    /// one.
+    /// one, and `same-key` and `backoff` send none.
     #[serde(default)]
     pub in_flight_state: Option<Spanned<bool>>,
     /// Whether the client is served over TLS, as `idemspec client --tls` serves it (a client that

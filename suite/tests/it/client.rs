@@ -1410,6 +1410,41 @@ async fn in_flight_says_whether_the_wait_was_kept_or_that_the_api_has_no_in_flig
     assert!(check.summary.contains(said), "{}", check.summary);
 }
 
+/// Under `in_flight_state: false` no check sends the 409 in flight the API never answers:
+/// same-key and backoff run without their in-flight situations and keep their verdicts; with the
+/// default, same-key has one.
+#[tokio::test]
+async fn an_api_without_in_flight_state_is_never_answered_in_flight() {
+    let text = std::fs::read_to_string(root().join(PROFILE)).expect("the example profile");
+    let in_flight_steps = |report: &RunReport, id: &str| -> Vec<String> {
+        let check = report.checks.iter().find(|c| c.id == id).expect("ran");
+        check
+            .timeline
+            .lanes
+            .iter()
+            .map(|l| l.name.clone())
+            .filter(|n| n.contains("in-flight"))
+            .collect()
+    };
+    let profile = ClientProfile::load(PROFILE, &format!("{text}in_flight_state: false\n"), &|_| {
+        None
+    })
+    .expect("valid");
+    let mut options = ClientOptions::new(profile, example_command(""));
+    options.only = vec!["same-key".into(), "backoff".into()];
+    let report = run_client(options).await;
+    for id in ["same-key", "backoff"] {
+        assert_eq!(in_flight_steps(&report, id), Vec::<String>::new(), "{id}");
+    }
+    let got = verdicts(&report);
+    assert!(got.values().all(|v| *v == Verdict::Pass), "{got:?}");
+
+    let mut options = ClientOptions::new(example_profile(), example_command(""));
+    options.only = vec!["same-key".into()];
+    let report = run_client(options).await;
+    assert_eq!(in_flight_steps(&report, "same-key"), vec!["in-flight"]);
+}
+
 /// restart-key against `--upstream` is SKIP (idemspec cannot tell when a real server did the
 /// work), not UNKNOWN; and a client that persists its keys, with every check run, PASSes it while
 /// the other checks (run one at a time, as its journal is shared) keep their verdicts.

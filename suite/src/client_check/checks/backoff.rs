@@ -63,8 +63,11 @@ impl ClientCheck for Backoff {
                 vec![ctx.planned_wait(kind, Some(wait), Times::First(1))],
             )
         };
+        // An API without in-flight state never answers a 409 in flight (`in_flight_state: false`).
+        if ctx.profile.in_flight_state() {
+            more.push(after(WITH_WAIT[0], AnswerKind::InFlight));
+        }
         more.extend([
-            after(WITH_WAIT[0], AnswerKind::InFlight),
             after(WITH_WAIT[1], AnswerKind::RateLimited),
             after(WITH_WAIT[2], AnswerKind::Unavailable),
         ]);

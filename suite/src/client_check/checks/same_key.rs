@@ -1,5 +1,6 @@
 //! `same-key`: every retry of one logical operation carries the key of its first attempt — after
-//! a lost response, a reset, a 502/503, a client timeout and a 409 in flight.
+//! a lost response, a reset, a 502/503, a client timeout and a 409 in flight (where the API has
+//! in-flight state: `in_flight_state`).
 
 use idemspec_scenarios::client_profile::answers::AnswerKind;
 use idemspec_scenarios::rules::Fault;
@@ -27,7 +28,7 @@ impl ClientCheck for SameKey {
     fn situations(&self, ctx: &Ctx) -> Vec<Situation> {
         let once = |name: &str, fault: Fault| ctx.plan(name, fault, Times::First(1));
         let answer = |kind, retry_after| ctx.planned(kind, retry_after, Times::First(1));
-        vec![
+        let mut situations = vec![
             Situation::new("lost-response", vec![once("drop", Fault::DropResponse {})]),
             Situation::new(
                 "reset",
@@ -41,8 +42,15 @@ impl ClientCheck for SameKey {
                 ],
             ),
             Situation::new("timeout", vec![once("hang", Fault::Hang { forward: true })]),
-            Situation::new("in-flight", vec![answer(AnswerKind::InFlight, true)]),
-        ]
+        ];
+        // An API without in-flight state never answers it (`in_flight_state: false`).
+        if ctx.profile.in_flight_state() {
+            situations.push(Situation::new(
+                "in-flight",
+                vec![answer(AnswerKind::InFlight, true)],
+            ));
+        }
+        situations
     }
 
     fn judge(&self, ctx: &Ctx, runs: &[CommandRun]) -> Vec<Judgement> {
