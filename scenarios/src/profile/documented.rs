@@ -6,11 +6,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::contract::any_statuses;
+use super::contract::deviation_statuses;
 use crate::load::{LoadError, LoadErrors, Spanned};
 
-/// The longest `says` a deviation may carry, in characters: a sentence or two, shown beside the
-/// verdict in every report.
+/// The longest `says` (and `source`) a deviation may carry, in characters: a sentence or two, and
+/// a URL, shown beside the verdict in every report.
 pub const MAX_SAYS: usize = 500;
 
 /// One deviation the API's documentation states (`documented[]`).
@@ -23,46 +23,77 @@ pub struct Deviation {
     /// What the documentation says, in a sentence or two (at most [`MAX_SAYS`] characters):
     /// `"A key reused on another endpoint is refused with 400."`.
     pub says: Spanned<String>,
-    /// Where it says so: a URL, or a document and its section (optional).
+    /// Where it says so: a URL, or a document and its section (optional; at most [`MAX_SAYS`]
+    /// characters).
     #[serde(default)]
-    pub source: Option<String>,
+    pub source: Option<Spanned<String>>,
     /// The statuses the documented behaviour answers with: one code (`400`) or a list (`[400,
-    /// 409]`). With it, a FAIL or WARN of the check is the documented deviation only when one of
-    /// the check's exchanges got one of them; without it, any FAIL or WARN of the check is.
-    #[serde(default, deserialize_with = "any_statuses")]
+    /// 409]`), each a 3xx, 4xx or 5xx (every check's first requests get a 2xx, so a 2xx would
+    /// mark any failure). With it, a FAIL or WARN of the check is the documented deviation only
+    /// when one of the check's exchanges got one of them; without it, any FAIL or WARN of the
+    /// check is.
+    #[serde(default, deserialize_with = "deviation_statuses")]
     pub answer: Option<Vec<u16>>,
 }
 
 impl Deviation {
-    /// `says`, then `(source)` when there is one: how every report quotes the documentation.
+    /// `"SAYS"`, then ` (SOURCE)` when there is one: how every report quotes the documentation.
     pub fn quoted(&self) -> String {
-        match &self.source {
-            Some(source) => format!("{} ({source})", self.says.value.trim()),
-            None => self.says.value.trim().to_owned(),
+        let says = format!("\"{}\"", self.says.value.trim());
+        match self.source() {
+            Some(source) => format!("{says} ({source})"),
+            None => says,
         }
+    }
+
+    /// `source`, trimmed, when there is one.
+    pub fn source(&self) -> Option<&str> {
+        self.source.as_ref().map(|s| s.value.trim())
     }
 }
 
-/// The rules `documented` keeps on its own: `says` not empty and at most [`MAX_SAYS`]
-/// characters, each check named once.
+/// What is wrong with `text` as a field of a report's sentence, if anything: empty, longer than
+/// [`MAX_SAYS`] characters, or holding a control character (a line break, a terminal escape
+/// sequence), which would break every report's layout or reach a terminal raw.
+fn unprintable(field: &str, text: &str) -> Option<String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Some(format!(
+            "documented: `{field}` is empty; {}",
+            if field == "says" {
+                "quote what the API's documentation says, in a sentence"
+            } else {
+                "leave it out, or say where the documentation says it"
+            }
+        ));
+    }
+    let n = text.chars().count();
+    if n > MAX_SAYS {
+        return Some(format!(
+            "documented: `{field}` is {n} characters; at most {MAX_SAYS} (a sentence or two, and a \
+             URL in `source` for where the rest is)"
+        ));
+    }
+    text.chars().find(|c| c.is_control()).map(|c| {
+        format!(
+            "documented: `{field}` holds the control character U+{:04X}; write it on one line, \
+             as plain text (every report quotes it beside the verdict)",
+            u32::from(c)
+        )
+    })
+}
+
+/// The rules `documented` keeps on its own: `says` and `source` not empty, at most
+/// [`MAX_SAYS`] characters and on one line of plain text; each check named once.
 pub(crate) fn check(deviations: &[Deviation], errors: &mut LoadErrors) {
     for (i, d) in deviations.iter().enumerate() {
-        let says = d.says.value.trim();
-        if says.is_empty() {
-            errors.at(
-                &d.says.referenced,
-                "documented: `says` is empty; quote what the API's documentation says, in a \
-                 sentence",
-            );
-        } else if says.chars().count() > MAX_SAYS {
-            errors.at(
-                &d.says.referenced,
-                format!(
-                    "documented: `says` is {} characters; at most {MAX_SAYS} (a sentence or two, \
-                     and `source` for where the rest is)",
-                    says.chars().count()
-                ),
-            );
+        if let Some(m) = unprintable("says", &d.says.value) {
+            errors.at(&d.says.referenced, m);
+        }
+        if let Some(source) = &d.source {
+            if let Some(m) = unprintable("source", &source.value) {
+                errors.at(&source.referenced, m);
+            }
         }
         if deviations[..i]
             .iter()

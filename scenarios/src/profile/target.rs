@@ -709,7 +709,7 @@ operations:
         assert_eq!(d.answer, Some(vec![400, 409]));
         assert_eq!(
             d.quoted(),
-            "Another endpoint's key is refused. (https://x.test/docs)"
+            "\"Another endpoint's key is refused.\" (https://x.test/docs)"
         );
         assert_eq!(
             p.deviation("lost-response").map(|d| d.answer.clone()),
@@ -725,6 +725,10 @@ operations:
             "{err}"
         );
 
+        let long = format!(
+            "  - check: lost-response\n    says: a\n    source: {}\n",
+            "x".repeat(501)
+        );
         for (entries, needle, said) in [
             (
                 "  - {check: lost-response, says: \"  \"}\n",
@@ -746,6 +750,22 @@ operations:
                 "because",
                 "unknown field",
             ),
+            (
+                "  - {check: lost-response, says: a, answer: [409, 201]}\n",
+                "answer",
+                "201 cannot mark a deviation",
+            ),
+            (
+                "  - check: lost-response\n    says: \"two\\nlines\"\n",
+                "says: \"two",
+                "control character U+000A",
+            ),
+            (
+                "  - check: lost-response\n    says: a\n    source: \"\\e[31mred\"\n",
+                "source:",
+                "control character U+001B",
+            ),
+            (long.as_str(), "source:", "`source` is 501 characters"),
         ] {
             let text = format!("{MINIMAL}documented:\n{entries}");
             let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();

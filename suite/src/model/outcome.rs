@@ -171,8 +171,11 @@ pub struct CheckOutcome {
 /// `documented[]`), as the report shows it beside the verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AsDocumented {
-    /// What the documentation says, then where in parentheses: the profile's `says (source)`.
+    /// What the documentation says: the profile's `says`.
     pub says: String,
+    /// Where it says so: the profile's `source`, when it gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// The documented statuses (`answer`) the check's exchanges got, in order; empty when the
     /// profile names none, and then any FAIL or WARN of the check is taken as the documented one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -189,10 +192,14 @@ impl CheckOutcome {
         }
     }
 
-    /// `as documented: SAYS (SOURCE); this check's exchanges got 400`, the line every report
-    /// shows under a documented FAIL or WARN's sentence; `None` for any other outcome.
+    /// `as documented: "SAYS" (SOURCE); this check's exchanges got 400, …`, the line every
+    /// report shows under a documented FAIL or WARN's sentence; `None` for any other outcome.
     pub fn documented_line(&self) -> Option<String> {
         let d = self.documented.as_ref()?;
+        let source = d
+            .source
+            .as_ref()
+            .map_or(String::new(), |s| format!(" ({s})"));
         let seen = if d.seen.is_empty() {
             String::new()
         } else {
@@ -203,7 +210,8 @@ impl CheckOutcome {
             )
         };
         Some(format!(
-            "as documented: {}{seen} (a deviation from the article all the same, at its level)",
+            "as documented: \"{}\"{source}{seen} (a deviation from the article all the same, at \
+             its level)",
             d.says
         ))
     }

@@ -17,19 +17,21 @@ pub(crate) fn mark(outcome: &mut CheckOutcome, deviation: &Deviation) {
         Verdict::Fail | Verdict::Warn => {}
         Verdict::Pass => {
             outcome.notes.push(format!(
-                "the profile documents a deviation here (\"{quoted}\"), but this run did not \
-                 show one: the check passed; if the API no longer deviates, remove the entry \
-                 from `documented`"
+                "the profile documents a deviation here ({quoted}), but this run did not show \
+                 one: the check passed; if the API no longer deviates, remove the entry from \
+                 `documented`"
             ));
             return;
         }
         Verdict::Info | Verdict::Skip | Verdict::Unknown => return,
     }
+    let documented = |seen| AsDocumented {
+        says: deviation.says.value.trim().to_owned(),
+        source: deviation.source().map(str::to_owned),
+        seen,
+    };
     let Some(answer) = &deviation.answer else {
-        outcome.documented = Some(AsDocumented {
-            says: quoted,
-            seen: Vec::new(),
-        });
+        outcome.documented = Some(documented(Vec::new()));
         return;
     };
     let mut seen: Vec<u16> = Vec::new();
@@ -45,7 +47,7 @@ pub(crate) fn mark(outcome: &mut CheckOutcome, deviation: &Deviation) {
     if seen.is_empty() {
         let named: Vec<String> = answer.iter().map(u16::to_string).collect();
         outcome.notes.push(format!(
-            "the profile documents a deviation here answered {} (\"{quoted}\"), but none of this \
+            "the profile documents a deviation here ({quoted}), answered {}, but none of this \
              check's exchanges got {}: this {} is not that deviation, and counts as any other",
             named.join(" or "),
             if named.len() == 1 {
@@ -57,5 +59,5 @@ pub(crate) fn mark(outcome: &mut CheckOutcome, deviation: &Deviation) {
         ));
         return;
     }
-    outcome.documented = Some(AsDocumented { says: quoted, seen });
+    outcome.documented = Some(documented(seen));
 }

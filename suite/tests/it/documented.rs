@@ -86,7 +86,7 @@ fn outcome<'a>(report: &'a RunReport, id: &str) -> &'a idemspec::model::CheckOut
 /// JUnit failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_documented_fail_is_shown_as_documented_and_fails_the_run_only_when_asked() {
-    let profile = profile_with(&mismatch_entry("    answer: 201\n"));
+    let profile = profile_with(&mismatch_entry(""));
     let only = ["--only", "fingerprint-mismatch", "--only", "lost-response"];
     let flaw = Some(alt_api::Flaw::MismatchNotRejected);
     let (code, stdout, files, report) = run(&profile, flaw, &only).await;
@@ -96,10 +96,13 @@ async fn a_documented_fail_is_shown_as_documented_and_fails_the_run_only_when_as
     let documented = fm.documented.as_ref().expect("marked as documented");
     assert_eq!(
         documented.says,
-        "A reused key with another request gets the first request's answer. \
-         (https://alt-api.test/docs#keys)"
+        "A reused key with another request gets the first request's answer."
     );
-    assert_eq!(documented.seen, vec![201]);
+    assert_eq!(
+        documented.source.as_deref(),
+        Some("https://alt-api.test/docs#keys")
+    );
+    assert_eq!(documented.seen, Vec::<u16>::new());
     assert_eq!(outcome(&report, "lost-response").documented, None);
     assert_eq!(report.stats.fail, 1);
     assert_eq!(report.stats.documented_fail, 1);
@@ -110,8 +113,9 @@ async fn a_documented_fail_is_shown_as_documented_and_fails_the_run_only_when_as
     assert!(stdout.contains("FAIL (as documented)"), "{stdout}");
     assert!(
         stdout.contains(
-            "as documented: A reused key with another request gets the first request's answer. \
-             (https://alt-api.test/docs#keys); this check's exchanges got 201"
+            "as documented: \"A reused key with another request gets the first request's \
+             answer.\" (https://alt-api.test/docs#keys) (a deviation from the article all the \
+             same, at its level)"
         ),
         "{stdout}"
     );
@@ -124,12 +128,15 @@ async fn a_documented_fail_is_shown_as_documented_and_fails_the_run_only_when_as
     let (junit, rest) = files.split_once("--- markdown ---").expect("the files");
     let (markdown, html) = rest.split_once("--- html ---").expect("the files");
     assert!(!junit.contains("<failure"), "{junit}");
-    assert!(junit.contains("as documented: A reused key"), "{junit}");
+    assert!(
+        junit.contains("as documented: &quot;A reused key"),
+        "{junit}"
+    );
     assert!(markdown.contains("FAIL (as documented)"), "{markdown}");
     assert!(
         html.contains(">FAIL (as documented)</span>")
             && html.contains("data-verdict=\"FAIL\"")
-            && html.contains("<p class=\"documented\">as documented: A reused key"),
+            && html.contains("<p class=\"documented\">as documented: &quot;A reused key"),
         "the HTML report marks it"
     );
 
@@ -150,6 +157,36 @@ async fn a_documented_fail_is_shown_as_documented_and_fails_the_run_only_when_as
         .is_some());
 }
 
+/// A documented WARN with the status the documentation names: an invalid key refused with a
+/// bare `400` (no error body, `Flaw::BareRefusals`) is key-validation's WARN, marked as documented
+/// with the `400` its exchanges got.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_documented_warn_names_the_documented_status_its_exchanges_got() {
+    let profile = profile_with(
+        "  - check: key-validation\n    says: \"An invalid key is refused with 400 and no \
+         body.\"\n    answer: [400, 422]\n",
+    );
+    let flaw = Some(alt_api::Flaw::BareRefusals);
+    let (code, stdout, _, report) = run(&profile, flaw, &["--only", "key-validation"]).await;
+    let report = report.expect("a report");
+    let kv = outcome(&report, "key-validation");
+    assert_eq!(kv.verdict, Verdict::Warn, "{stdout}");
+    assert_eq!(
+        kv.documented.as_ref().map(|d| d.seen.clone()),
+        Some(vec![400])
+    );
+    assert_eq!(
+        (report.stats.documented, report.stats.documented_fail),
+        (1, 0)
+    );
+    assert!(
+        stdout.contains("WARN (as documented)")
+            && stdout.contains("this check's exchanges got 400, the documented answer"),
+        "{stdout}"
+    );
+    assert_eq!(code, 0, "{stdout}");
+}
+
 /// An entry naming statuses no exchange of the check got marks nothing: the FAIL counts as any
 /// other, and its note says why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,9 +200,9 @@ async fn a_deviation_whose_answer_the_exchanges_do_not_show_marks_nothing() {
     assert_eq!(fm.documented, None);
     assert!(
         fm.notes.iter().any(|n| n.contains(
-            "answered 418 or 451 (\"A reused key with another request gets the first request's \
-             answer. (https://alt-api.test/docs#keys)\"), but none of this check's exchanges got \
-             any of them: this FAIL is not that deviation"
+            "(\"A reused key with another request gets the first request's answer.\" \
+             (https://alt-api.test/docs#keys)), answered 418 or 451, but none of this check's \
+             exchanges got any of them: this FAIL is not that deviation"
         )),
         "{:?}",
         fm.notes

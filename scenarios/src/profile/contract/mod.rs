@@ -22,7 +22,7 @@ pub use replay::{ReplayBody, ReplayBy};
 pub use resolved::{Contract, MismatchAnswer, Promise, Refusal, Replays, MAX_KEY_MAX_LEN};
 pub use retention::{Retention, RetentionCase};
 pub use spec::{ContractSpec, Covered, KeyForm};
-pub(crate) use statuses::any_statuses;
+pub(crate) use statuses::deviation_statuses;
 pub use statuses::StoredStatus;
 pub use wait::{InFlightWait, InFlightWaitSpec, MAX_IN_FLIGHT_WAIT, WAIT_SLACK};
 

@@ -40,15 +40,24 @@ pub(super) fn replay_statuses<'de, D: serde::Deserializer<'de>>(
     Ok(read.and_then(|s| Some(Spanned::new(s.value.0?, s.referenced, s.defined))))
 }
 
-/// Reads statuses of any class: one code (`422`) or a non-empty list (`[404, 422]`), such as
-/// the answers a documented deviation gives (`documented[].answer`); a null is `None`.
+/// Reads the statuses a documented deviation answers with (`documented[].answer`): one code
+/// (`422`) or a non-empty list (`[404, 422]`), each a 3xx, 4xx or 5xx; a null is `None`.
 ///
 /// # Errors
-/// As [`refusals`], without its rule on the class.
-pub(crate) fn any_statuses<'de, D: serde::Deserializer<'de>>(
+/// As [`refusals`], and a 1xx or 2xx: every check's first requests get a 2xx, so one would mark
+/// any failure of the check as the documented one.
+pub(crate) fn deviation_statuses<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<Vec<u16>>, D::Error> {
-    status_codes(d, |_| Ok(()))
+    status_codes(d, |c| match c {
+        300..=599 => Ok(()),
+        _ => Err(format!(
+            "{c} cannot mark a deviation: every check's first requests get a 2xx, so it would \
+             mark any failure; give the deviation's own status (a 3xx, 4xx or 5xx), or leave \
+             `answer` out (a deviation answered with a success, such as the original's answer \
+             to a changed request, is the contract's to declare: `mismatch_answer: original`)"
+        )),
+    })
 }
 
 /// The codes of [`replay_statuses`], without their position.
