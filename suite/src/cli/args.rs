@@ -21,8 +21,8 @@ Examples:
 
 Exit codes: 0 every MUST check passed, 1 a MUST check failed (one the profile's `documented`
 states only with --fail-documented; or a check was UNKNOWN without --allow-unknown), 2 usage or
-configuration error, 3 the target was unreachable, 4 no check judged
-anything (without --allow-nothing-judged), 130 interrupted.";
+configuration error, 3 the target was unreachable, 4 no check judged anything (without
+--allow-nothing-judged), 130 interrupted.";
 
 /// Prove that retries against your provisioning API are safe.
 ///
