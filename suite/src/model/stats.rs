@@ -55,15 +55,16 @@ impl RunStats {
     }
 
     /// The exit code these counts call for (README "Exit codes"): FAIL fails the run, a FAIL the
-    /// target's documentation states only under `--fail-documented`; UNKNOWN fails it unless
-    /// allowed; a run in which no check judged anything (every check
-    /// skipped, say) is [`ExitCode::NothingJudged`] unless allowed, so a CI gate never passes on a
-    /// run that checked nothing.
+    /// target's documentation states only under `--fail-documented`
+    /// ([`CheckOutcome::fails_run`] says the same of one check); UNKNOWN fails it unless allowed;
+    /// a run in which no check judged anything (every check skipped, say) is
+    /// [`ExitCode::NothingJudged`] unless allowed, so a CI gate never passes on a run that
+    /// checked nothing.
     pub fn exit_code(&self, policy: ExitPolicy) -> ExitCode {
         let failed = if policy.fail_documented {
             self.fail
         } else {
-            self.fail - self.documented_fail
+            self.fail.saturating_sub(self.documented_fail)
         };
         if failed > 0 || (self.unknown > 0 && !policy.allow_unknown) {
             ExitCode::ChecksFailed
@@ -85,4 +86,48 @@ pub struct ExitPolicy {
     /// `--fail-documented`: a FAIL the target's documentation states (the profile's
     /// `documented`) fails the run as any other FAIL.
     pub fail_documented: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A documented FAIL is let through unless `--fail-documented`; an undocumented one beside it
+    /// still fails the run; counts from a report without the fields (an older JSON) read as none
+    /// documented.
+    #[test]
+    fn a_documented_fail_fails_the_run_only_when_asked() {
+        let documented = RunStats {
+            pass: 3,
+            fail: 1,
+            documented: 1,
+            documented_fail: 1,
+            ..RunStats::default()
+        };
+        let strict = ExitPolicy {
+            fail_documented: true,
+            ..ExitPolicy::default()
+        };
+        assert_eq!(
+            documented.exit_code(ExitPolicy::default()),
+            ExitCode::Success
+        );
+        assert_eq!(documented.exit_code(strict), ExitCode::ChecksFailed);
+        let both = RunStats {
+            fail: 2,
+            ..documented
+        };
+        assert_eq!(
+            both.exit_code(ExitPolicy::default()),
+            ExitCode::ChecksFailed
+        );
+        let older: RunStats = serde_json::from_str(
+            r#"{"pass": 3, "fail": 1, "warn": 0, "info": 0, "skip": 0, "unknown": 0}"#,
+        )
+        .expect("older counts read");
+        assert_eq!(
+            older.exit_code(ExitPolicy::default()),
+            ExitCode::ChecksFailed
+        );
+    }
 }
