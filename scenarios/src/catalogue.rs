@@ -105,7 +105,7 @@ mod tests {
             &|_| None,
         )
         .unwrap();
-        assert_eq!(p.name, "leasebroker");
+        assert_eq!(p.name.value, "leasebroker");
         assert!(p.operations.create.body.has_variant());
         let p = crate::profile::TargetProfile::load(
             LEASEBROKER_ASYNC_PROFILE_FILE,
@@ -113,7 +113,7 @@ mod tests {
             &|_| None,
         )
         .unwrap();
-        assert_eq!(p.name, "leasebroker-async");
+        assert_eq!(p.name.value, "leasebroker-async");
         assert!(p
             .operations
             .long_running_of(crate::scenario::Operation::Create)

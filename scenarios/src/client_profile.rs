@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::load::{check_version, LoadError, LoadErrors, Spanned};
+use crate::load::{check_name, check_version, LoadError, LoadErrors, Spanned};
 use crate::profile::{load_profile, Contract, ContractSpec};
 use crate::rules::HttpMethod;
 use crate::value::HumanDuration;
@@ -52,8 +52,9 @@ pub enum KeyMadeBy {
 pub struct ClientProfile {
     /// Schema version; must be `1`.
     pub version: Spanned<u32>,
-    /// A name for reports (the SDK and its version, say).
-    pub name: String,
+    /// A name for reports (the SDK and its version, say): one line of plain text (a control
+    /// character is refused at load).
+    pub name: Spanned<String>,
     /// The idempotency contract the client is written for: the key's header, the mismatch and
     /// in-flight statuses the faults answer with.
     #[serde(default)]
@@ -164,6 +165,7 @@ impl ClientProfile {
     pub fn validate(&self, file: &str) -> Result<(), LoadError> {
         let mut errors = LoadErrors::new(file);
         check_version(&self.version, &mut errors);
+        check_name(&self.name, &mut errors);
         self.operation.check(&mut errors);
         self.check_success(&mut errors);
         self.check_answers(&mut errors);
@@ -544,6 +546,12 @@ mod tests {
         assert_eq!((err.line, err.column), (3, 14), "{err}");
         let err = load("version: 1\nname: x\nretry_after_cap: 2h\n").expect_err("invalid");
         assert!(err.to_string().contains("at most 1h"), "{err}");
+        let err = load("version: 1\nname: \"sdk\\e]0;title\\a\"\n").expect_err("invalid");
+        assert_eq!(err.line, 2, "{err}");
+        assert!(
+            err.to_string().contains("control character U+001B"),
+            "{err}"
+        );
     }
 
     #[test]

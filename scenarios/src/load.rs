@@ -104,6 +104,22 @@ pub(crate) fn check_version(version: &Spanned<u32>, errors: &mut LoadErrors) {
     }
 }
 
+/// A profile's `name` is one line of plain text: every report shows it (a terminal's header, a
+/// Markdown title, an HTML `<title>`), so a control character — a line break, a terminal escape
+/// sequence — is refused at its line instead of reaching them raw.
+pub(crate) fn check_name(name: &Spanned<String>, errors: &mut LoadErrors) {
+    if let Some(c) = name.value.chars().find(|c| c.is_control()) {
+        errors.at(
+            &name.referenced,
+            format!(
+                "name holds the control character U+{:04X}; write it on one line, as plain text \
+                 (every report shows it)",
+                u32::from(c)
+            ),
+        );
+    }
+}
+
 /// A value with the position it was read from (re-exported from serde-saphyr), for cross-field
 /// validation errors that must still point at a line and column.
 pub use serde_saphyr::Spanned;

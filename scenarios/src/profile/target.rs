@@ -14,7 +14,7 @@ use super::{
     check_url, Contract, ContractSpec, CookieScope, Deviation, Hooks, KeyAt, Operations, Principal,
     ProcessSpec, SideEffectsProbe, TlsSpec,
 };
-use crate::load::{check_version, LoadError, LoadErrors, Spanned};
+use crate::load::{check_name, check_version, LoadError, LoadErrors, Spanned};
 use crate::scenario::Operation;
 
 /// How an API under test is described (README "Point it at your own API"). Load it with
@@ -24,8 +24,8 @@ use crate::scenario::Operation;
 pub struct TargetProfile {
     /// Schema version; must be `1`.
     pub version: Spanned<u32>,
-    /// A name for reports.
-    pub name: String,
+    /// A name for reports: one line of plain text (a control character is refused at load).
+    pub name: Spanned<String>,
     /// The idempotency contract the target claims.
     #[serde(default = "default_contract")]
     pub contract: Spanned<ContractSpec>,
@@ -173,6 +173,7 @@ impl TargetProfile {
     pub fn validate(&self, file: &str) -> Result<(), LoadError> {
         let mut errors = LoadErrors::new(file);
         check_version(&self.version, &mut errors);
+        check_name(&self.name, &mut errors);
         self.check_base_urls(&mut errors);
         let dir = profile_dir(file);
         if let Some(tls) = &self.tls {
@@ -772,5 +773,22 @@ operations:
             assert_eq!(err.line, line_of(&text, needle), "{err}");
             assert!(err.to_string().contains(said), "{said}: {err}");
         }
+    }
+
+    /// A name with a terminal escape or a line break is refused at its line: every report shows
+    /// the name, and a raw escape would reach a terminal through it.
+    #[test]
+    fn a_name_with_a_control_character_is_refused_at_its_line() {
+        for name in ["\"evil\\e[31mred\"", "\"two\\nlines\""] {
+            let text = MINIMAL.replace("name: t", &format!("name: {name}"));
+            let err = TargetProfile::load("p.yaml", &text, &no_env).unwrap_err();
+            assert_eq!(err.line, 2, "{err}");
+            assert!(
+                err.message.contains("name holds the control character"),
+                "{err}"
+            );
+        }
+        let p = TargetProfile::load("p.yaml", MINIMAL, &no_env).expect("a plain name loads");
+        assert_eq!(p.name.value, "t");
     }
 }

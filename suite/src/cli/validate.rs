@@ -136,7 +136,7 @@ fn check(path: &Path) -> Result<Checked, Invalid> {
                 warnings,
                 ..described(format!(
                     "target profile `{}`, contract `{}`",
-                    profile.name,
+                    profile.name.value,
                     profile.contract().preset.name()
                 ))
             }
@@ -172,7 +172,7 @@ fn check(path: &Path) -> Result<Checked, Invalid> {
                 })?;
             described(format!(
                 "client profile `{}`, contract `{}`",
-                profile.name,
+                profile.name.value,
                 profile.contract().preset.name()
             ))
         }

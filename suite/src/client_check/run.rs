@@ -65,7 +65,7 @@ pub async fn run(options: ClientOptions, events: EventSink) -> Result<RunReport,
         tls,
     });
     record.announce(
-        &ctx.profile.name,
+        &ctx.profile.name.value,
         ctx.contract.preset.name(),
         selected.len(),
     );

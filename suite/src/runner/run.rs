@@ -62,7 +62,7 @@ pub async fn run(opts: RunOptions, events: EventSink) -> Result<RunReport, RunEr
     preflight(&ctx).await?;
     record.reached_over_tls(reached, unverified);
     record.announce(
-        &ctx.profile.name,
+        &ctx.profile.name.value,
         ctx.contract.preset.name(),
         selected.len(),
     );
