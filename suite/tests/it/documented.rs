@@ -5,10 +5,11 @@
 //! exchanges do not show marks nothing; a passing check under an entry says the entry is stale; a
 //! misspelt check is refused at its line.
 
-use idemspec::model::{RunReport, Verdict};
+use idemspec::model::{CheckOutcome, RunReport, Verdict};
 
 use crate::alt_api_cli::idemspec;
 use crate::support::alt_api;
+use crate::support::reference::outcome;
 
 /// The alt API's profile with `documented` appended.
 fn profile_with(documented: &str) -> String {
@@ -72,12 +73,19 @@ async fn run(
     )
 }
 
-fn outcome<'a>(report: &'a RunReport, id: &str) -> &'a idemspec::model::CheckOutcome {
-    report
-        .checks
-        .iter()
-        .find(|c| c.id == id)
-        .unwrap_or_else(|| panic!("{id} ran"))
+/// fingerprint-mismatch alone under `profile`, against the alt API with `flaw`: the exit code,
+/// the output, and the check's outcome.
+async fn fingerprint_mismatch(
+    profile: &str,
+    flaw: Option<alt_api::Flaw>,
+) -> (i32, String, CheckOutcome) {
+    let (code, stdout, _, report) = run(profile, flaw, &["--only", "fingerprint-mismatch"]).await;
+    let report = report.expect("a report");
+    (
+        code,
+        stdout,
+        outcome(&report, "fingerprint-mismatch").clone(),
+    )
 }
 
 /// The documented FAIL: FAIL in the JSON report with the documentation quoted and the status the
@@ -193,9 +201,7 @@ async fn a_documented_warn_names_the_documented_status_its_exchanges_got() {
 async fn a_deviation_whose_answer_the_exchanges_do_not_show_marks_nothing() {
     let profile = profile_with(&mismatch_entry("    answer: [418, 451]\n"));
     let flaw = Some(alt_api::Flaw::MismatchNotRejected);
-    let (code, stdout, _, report) = run(&profile, flaw, &["--only", "fingerprint-mismatch"]).await;
-    let report = report.expect("a report");
-    let fm = outcome(&report, "fingerprint-mismatch");
+    let (code, stdout, fm) = fingerprint_mismatch(&profile, flaw).await;
     assert_eq!(fm.verdict, Verdict::Fail, "{stdout}");
     assert_eq!(fm.documented, None);
     assert!(
@@ -216,9 +222,7 @@ async fn a_deviation_whose_answer_the_exchanges_do_not_show_marks_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_passing_check_under_a_documented_deviation_says_the_entry_was_not_seen() {
     let profile = profile_with(&mismatch_entry(""));
-    let (code, stdout, _, report) = run(&profile, None, &["--only", "fingerprint-mismatch"]).await;
-    let report = report.expect("a report");
-    let fm = outcome(&report, "fingerprint-mismatch");
+    let (code, stdout, fm) = fingerprint_mismatch(&profile, None).await;
     assert_eq!(fm.verdict, Verdict::Pass, "{stdout}");
     assert_eq!(fm.documented, None);
     assert!(
