@@ -108,7 +108,7 @@ pub(crate) fn check_version(version: &Spanned<u32>, errors: &mut LoadErrors) {
 /// Markdown title, an HTML `<title>`), so a control character — a line break, a terminal escape
 /// sequence — is refused at its line instead of reaching them raw.
 pub(crate) fn check_name(name: &Spanned<String>, errors: &mut LoadErrors) {
-    if let Some(c) = name.value.chars().find(|c| c.is_control()) {
+    if let Some(c) = control_character(&name.value) {
         errors.at(
             &name.referenced,
             format!(
@@ -118,6 +118,12 @@ pub(crate) fn check_name(name: &Spanned<String>, errors: &mut LoadErrors) {
             ),
         );
     }
+}
+
+/// The first control character in `text` (a line break, the escape of a terminal sequence), if
+/// any: text every report shows must be one line of plain text.
+pub(crate) fn control_character(text: &str) -> Option<char> {
+    text.chars().find(|c| c.is_control())
 }
 
 /// A value with the position it was read from (re-exported from serde-saphyr), for cross-field

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::contract::deviation_statuses;
-use crate::load::{LoadError, LoadErrors, Spanned};
+use crate::load::{control_character, LoadError, LoadErrors, Spanned};
 
 /// The longest `says` (and `source`) a deviation may carry, in characters: a sentence or two, and
 /// a URL, shown beside the verdict in every report.
@@ -74,7 +74,7 @@ fn unprintable(field: &str, text: &str) -> Option<String> {
              URL in `source` for where the rest is)"
         ));
     }
-    text.chars().find(|c| c.is_control()).map(|c| {
+    control_character(text).map(|c| {
         format!(
             "documented: `{field}` holds the control character U+{:04X}; write it on one line, \
              as plain text (every report quotes it beside the verdict)",
